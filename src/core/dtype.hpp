@@ -1,0 +1,17 @@
+#pragma once
+// Element types a trace can name. int4 is weight-only (packed two per byte, as in the
+// Kimi-K2.5/K2.6 releases); activations and allreduces stay bf16 unless a strategy says otherwise.
+#include <string>
+#include <vector>
+
+namespace eaglesim {
+
+enum class DType { bf16, fp16, fp32, fp8, int4 };
+
+const char* to_string(DType t);
+// Throws InputError-free: returns false on unknown names (callers build the message).
+bool parse_dtype(const std::string& name, DType& out);
+const std::vector<std::string>& dtype_names();
+double bytes_per_element(DType t);  // int4 -> 0.5
+
+}  // namespace eaglesim

@@ -1,0 +1,33 @@
+#pragma once
+// Typed errors. Library code throws; only main() turns them into exit codes:
+//   InputError  -> 2 (bad file, field, flag or name: the user can fix it)
+//   DeviceError -> 3 (no GPU, CUDA/NCCL failure, collective timeout)
+//   anything else -> 1 (a bug)
+#include <stdexcept>
+#include <string>
+
+namespace eaglesim {
+
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+  // "FILE: JSON.PATH: what was expected, what was found"
+  static InputError at(const std::string& file, const std::string& path, const std::string& what) {
+    std::string msg = file;
+    if (!path.empty()) msg += ": " + path;
+    msg += ": " + what;
+    return InputError(msg);
+  }
+};
+
+class DeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+constexpr int kExitOk = 0;
+constexpr int kExitBug = 1;
+constexpr int kExitInput = 2;
+constexpr int kExitDevice = 3;
+
+}  // namespace eaglesim
