@@ -1,0 +1,90 @@
+#include "cuda/cuda_backend.hpp"
+
+#include <numeric>
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "cuda/mpi_world.hpp"
+#include "cuda/step_replay.hpp"
+
+namespace eaglesim::cuda {
+
+namespace {
+
+int visible_gpus() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver || (err == cudaSuccess && count == 0)) {
+    (void)cudaGetLastError();
+    throw DeviceError("--backend cuda: no CUDA GPU is visible on this machine (check nvidia-smi and "
+                      "CUDA_VISIBLE_DEVICES), or use --backend sim");
+  }
+  if (err != cudaSuccess)
+    throw DeviceError(fmt::format("--backend cuda: cannot query GPUs: {} ({})", cudaGetErrorName(err),
+                                  cudaGetErrorString(err)));
+  return count;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  std::string name() const override { return "cuda"; }
+
+  StepResult run_step(const Trace& trace, const Step& step, const std::string& strategy, const Topology*,
+                      const RunOptions& opts) override {
+    const int gpus = visible_gpus();
+    const int tp = trace.meta.tp;
+    ReplayConfig config;
+    config.strategy = strategy;
+    config.opts = opts;
+    std::vector<std::string> notes;
+
+    if (launched_by_mpi()) {
+      if (!mpi_built())
+        throw InputError("started under mpirun, but this eaglesim was built without MPI: rebuild with an MPI "
+                         "library installed, or run a single process with --ranks K");
+      auto& world = MpiWorld::get();
+      if (opts.ranks > 0 && opts.ranks != world.size())
+        throw InputError(fmt::format("--ranks {} does not match the {} MPI processes (mpirun -np)", opts.ranks,
+                                     world.size()));
+      config.mpi = true;
+      config.devices = {world.local_rank() % gpus};
+      if (world.size() != tp)
+        notes.push_back(fmt::format("replayed the tp={} per-rank shapes on {} MPI ranks: allreduces span {} ranks, "
+                                    "not {}", tp, world.size(), world.size(), tp));
+      notes.push_back(fmt::format("multi-process replay: {} MPI ranks, one GPU each", world.size()));
+    } else {
+      int ranks = opts.ranks;
+      if (ranks <= 0) {
+        if (tp > gpus)
+          throw InputError(fmt::format("the trace is for tp={} but this machine has {} GPU(s): pass --ranks K "
+                                       "(K <= {}) to replay the per-rank shapes with allreduces over K GPUs, or "
+                                       "use --backend sim",
+                                       tp, gpus, gpus));
+        ranks = tp;
+      } else if (ranks > gpus) {
+        throw InputError(fmt::format("--ranks {}: this machine has only {} GPU(s)", ranks, gpus));
+      }
+      config.devices.resize(ranks);
+      std::iota(config.devices.begin(), config.devices.end(), 0);
+      if (ranks != tp)
+        notes.push_back(fmt::format("replayed the tp={} per-rank shapes on {} GPU(s): allreduces span {} rank(s), "
+                                    "not {}, so their cost is not tp={}'s",
+                                    tp, ranks, ranks, tp, tp));
+    }
+    StepResult r = replay_step(step, config);
+    r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+
+void register_cuda_backend() {
+  register_backend("cuda", [] { return make_cuda_backend(); });
+}
+
+}  // namespace eaglesim::cuda

@@ -1,0 +1,43 @@
+#pragma once
+// Move-only owner of one cudaMalloc allocation on the current device.
+#include <cstddef>
+#include <utility>
+
+#include <cuda_runtime.h>
+
+#include "cuda/cuda_check.hpp"
+
+namespace eaglesim::cuda {
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0) EAGLESIM_CUDA_CHECK(cudaMalloc(&ptr_, bytes_));
+  }
+  ~DeviceBuffer() {
+    if (ptr_) cudaFree(ptr_);  // no throw from a destructor; a failed free is not actionable
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      if (ptr_) cudaFree(ptr_);
+      ptr_ = std::exchange(o.ptr_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+
+  void* get() const { return ptr_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(ptr_); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace eaglesim::cuda

@@ -1,0 +1,75 @@
+#include "cuda/lt_gemm.hpp"
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "cuda/cuda_check.hpp"
+
+namespace eaglesim::cuda {
+
+LtGemm::LtGemm(cublasLtHandle_t handle, std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
+               std::size_t workspace_bytes, const float* a_scale, const float* b_scale)
+    : handle_(handle), m_(m), n_(n), k_(k), dtype_(dtype), workspace_bytes_(workspace_bytes) {
+  if (dtype != DType::bf16 && dtype != DType::fp8)
+    throw InputError(fmt::format("cuBLASLt replay GEMM takes bf16 or fp8 weights, got {}", to_string(dtype)));
+  const bool fp8 = dtype == DType::fp8;
+  const cudaDataType_t in_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+  try {
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
+    if (fp8) {
+      if (!a_scale || !b_scale) throw DeviceError("fp8 GEMM needs device scale pointers");
+      EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof(a_scale)));
+      EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof(b_scale)));
+      // Serving stacks run fp8 GEMMs with fast accumulation; so do we.
+      const std::int8_t fast = 1;
+      EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+    }
+    // A = W stored [n, k] row-major = k x n column-major (ld k), used transposed.
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, in_type, k, n, k));
+    // B = x stored [m, k] row-major = k x m column-major (ld k).
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, in_type, k, m, k));
+    // C = D = y stored [m, n] row-major = n x m column-major (ld n).
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c_, CUDA_R_16BF, n, m, n));
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    std::uint64_t ws = workspace_bytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, op_, a_, b_, c_, c_, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+      throw DeviceError(fmt::format("cuBLASLt has no algorithm for GEMM m={} n={} k={} {} ({})", m, n, k,
+                                    to_string(dtype), cublasLtGetStatusName(st)));
+    algo_ = result.algo;
+    algo_workspace_ = result.workspaceSize;
+  } catch (...) {
+    this->~LtGemm();
+    throw;
+  }
+}
+
+LtGemm::~LtGemm() {
+  if (c_) cublasLtMatrixLayoutDestroy(c_);
+  if (b_) cublasLtMatrixLayoutDestroy(b_);
+  if (a_) cublasLtMatrixLayoutDestroy(a_);
+  if (op_) cublasLtMatmulDescDestroy(op_);
+  c_ = b_ = a_ = nullptr;
+  op_ = nullptr;
+}
+
+void LtGemm::run(const void* weight, const void* x, void* y, void* workspace, cudaStream_t stream) const {
+  const float alpha = 1.f, beta = 0.f;
+  EAGLESIM_CUBLAS_CHECK(cublasLtMatmul(handle_, op_, &alpha, weight, a_, x, b_, &beta, y, c_, y, c_, &algo_,
+                                       workspace, workspace_bytes_, stream));
+}
+
+std::string LtGemm::describe() const {
+  return fmt::format("cublasLt m={} n={} k={} {} ws={}", m_, n_, k_, to_string(dtype_), algo_workspace_);
+}
+
+}  // namespace eaglesim::cuda

@@ -1,0 +1,42 @@
+#pragma once
+// One GEMM shape prepared for cuBLASLt: y[m, n] = x[m, k] . W[n, k]^T with the weights in
+// bf16 or fp8 (e4m3, per-tensor scales), bf16 output, fp32 accumulation. The algorithm comes
+// from cuBLASLt's heuristic for exactly this shape and the shared workspace, so a replayed
+// GEMM runs what a serving stack calling cuBLAS would run.
+// Layout: cuBLASLt is column-major, so W (row-major [n, k]) is A transposed and x (row-major
+// [m, k]) is B: the "TN" form, which is also the one Hopper's fp8 GEMMs require.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include "core/dtype.hpp"
+
+namespace eaglesim::cuda {
+
+class LtGemm {
+ public:
+  // dtype: bf16 or fp8. For fp8, a_scale/b_scale are device pointers to one float each.
+  LtGemm(cublasLtHandle_t handle, std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
+         std::size_t workspace_bytes, const float* a_scale = nullptr, const float* b_scale = nullptr);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  void run(const void* weight, const void* x, void* y, void* workspace, cudaStream_t stream) const;
+  std::string describe() const;
+
+ private:
+  cublasLtHandle_t handle_;
+  std::int64_t m_, n_, k_;
+  DType dtype_;
+  std::size_t workspace_bytes_;
+  cublasLtMatmulDesc_t op_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+  std::size_t algo_workspace_ = 0;
+};
+
+}  // namespace eaglesim::cuda

@@ -1,0 +1,35 @@
+#pragma once
+// Multi-process replay (`mpirun -np N eaglesim run --backend cuda ...`): one rank per process.
+// Detects an MPI launch from the launcher's environment, initialises MPI once (finalised at
+// exit), and offers the few collectives the replay needs on the host: a barrier that gives up
+// when the run is aborted, a broadcast (NCCL unique id) and an allgather (results to rank 0).
+// Only rank 0 keeps stdout, so the report is printed once.
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+namespace eaglesim::cuda {
+
+// True when started by mpirun/srun with more than one process (reads OMPI_/PMI_/PMIX_ variables).
+bool launched_by_mpi();
+// True when this build can run multi-process (EAGLESIM_HAVE_MPI).
+bool mpi_built();
+
+class MpiWorld {
+ public:
+  static MpiWorld& get();  // initialises MPI on first use; throws DeviceError without MPI
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  // Returns false when `aborted` turned true (or timeout_s passed) before all processes arrived.
+  bool barrier(double timeout_s, const std::function<bool()>& aborted);
+  void broadcast(void* data, std::size_t bytes, int root);
+  // Concatenation of every process's `mine` (all of equal length), in rank order.
+  std::vector<double> allgather(const std::vector<double>& mine);
+
+ private:
+  MpiWorld();
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
+};
+
+}  // namespace eaglesim::cuda

@@ -1,0 +1,68 @@
+#pragma once
+// The ops of one step, made runnable on one GPU: every trace op becomes a closure that
+// enqueues real work with the traced shape on a stream (cuBLASLt GEMMs, decode attention,
+// row-wise kernels, the rank's allreduce, a timed spin for `other`). Construction allocates
+// and randomly fills everything (weights per op, KV caches, activations) and prepares the
+// GEMM algorithms, so that enqueueing never allocates and can be captured into a CUDA graph.
+// Must be constructed, used and destroyed on a thread whose current device is `device`.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include "cuda/device_buffer.hpp"
+#include "cuda/lt_gemm.hpp"
+#include "cuda/rank_comm.hpp"
+#include "cuda/weight_arena.hpp"
+#include "trace/trace.hpp"
+
+namespace eaglesim::cuda {
+
+struct ProgramOptions {
+  std::uint64_t seed = 1;
+  bool skip_allreduces = false;  // fault injection (tests): this rank never joins the collectives
+};
+
+class RankProgram {
+ public:
+  // fallback: used for allreduces larger than comm.max_bytes() (may be null when none are).
+  RankProgram(const Step& step, int device, RankComm& comm, RankComm* fallback, const ProgramOptions& opts);
+  ~RankProgram();
+  RankProgram(const RankProgram&) = delete;
+  RankProgram& operator=(const RankProgram&) = delete;
+
+  std::size_t size() const { return ops_.size(); }
+  // Enqueue op i (nothing when it was absorbed into a fused predecessor).
+  void enqueue(std::size_t i, cudaStream_t stream) const {
+    if (ops_[i]) ops_[i](stream);
+  }
+  bool absorbed(std::size_t i) const { return absorbed_[i]; }
+  const std::string& label(std::size_t i) const { return labels_[i]; }
+  const std::string& detail(std::size_t i) const { return details_[i]; }
+  // Substitutions and caveats, each once (e.g. "int4 GEMM m=64 replayed as fp8 ...").
+  const std::vector<std::string>& notes() const { return notes_; }
+  std::size_t weight_bytes() const { return arena_.requested_bytes(); }
+
+ private:
+  void note(const std::string& text);
+  const LtGemm& gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype);
+
+  int device_ = 0;
+  int sm_count_ = 0;
+  bool has_fp8_ = false;
+  cublasLtHandle_t lt_ = nullptr;
+  DeviceBuffer workspace_, x_, x8_, y_, z_, residual_, part_acc_, part_ml_, ids_, fp8_scales_;
+  WeightArena arena_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, std::unique_ptr<LtGemm>> gemms_;
+  std::vector<std::function<void(cudaStream_t)>> ops_;
+  std::vector<bool> absorbed_;
+  std::vector<std::string> labels_, details_, notes_;
+};
+
+}  // namespace eaglesim::cuda

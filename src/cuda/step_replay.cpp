@@ -1,0 +1,406 @@
+#include "cuda/step_replay.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/errors.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/host_barrier.hpp"
+#include "cuda/mpi_world.hpp"
+#include "cuda/nccl_comm_group.hpp"
+#include "cuda/rank_comm.hpp"
+#include "cuda/rank_program.hpp"
+#include "cuda/watchdog.hpp"
+
+namespace eaglesim::cuda {
+
+namespace {
+
+// What one rank measured.
+struct RankOutcome {
+  std::vector<double> step_us;                // one per timed replay
+  std::vector<double> op_us;                  // per op: median over attribution replays
+  std::vector<double> span_start, span_end;   // per op, last attribution replay, us from step start
+  std::vector<std::string> notes, details;
+  std::vector<bool> absorbed;
+  bool attribution_in_graph = true;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// RAII owners for the per-thread CUDA objects (destroyed on the owning thread).
+struct Events {
+  std::vector<cudaEvent_t> ev;
+  explicit Events(std::size_t n) : ev(n, nullptr) {
+    for (auto& e : ev) EAGLESIM_CUDA_CHECK(cudaEventCreate(&e));
+  }
+  ~Events() {
+    for (auto e : ev)
+      if (e) cudaEventDestroy(e);
+  }
+  cudaEvent_t operator[](std::size_t i) const { return ev[i]; }
+};
+
+struct Stream {
+  cudaStream_t s = nullptr;
+  Stream() { EAGLESIM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
+  ~Stream() {
+    if (s) cudaStreamDestroy(s);
+  }
+};
+
+struct Graph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~Graph() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
+float elapsed_us(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  EAGLESIM_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  return ms * 1000.f;
+}
+
+// Everything the rank threads share.
+struct Shared {
+  const Step& step;
+  const ReplayConfig& config;
+  CommGroup& group;
+  CommGroup* fallback;
+  HostBarrier barrier;
+  Watchdog& watchdog;
+  int world_rank0;  // global rank of local rank 0
+  std::mutex error_mutex;
+  std::exception_ptr first_error;
+  Shared(const Step& s, const ReplayConfig& c, CommGroup& g, CommGroup* f, Watchdog& w, int r0)
+      : step(s), config(c), group(g), fallback(f), barrier(static_cast<int>(c.devices.size())), watchdog(w),
+        world_rank0(r0) {}
+};
+
+class RankRunner {
+ public:
+  RankRunner(Shared& sh, int local) : sh_(sh), local_(local), rank_(sh.world_rank0 + local) {}
+
+  RankOutcome run() {
+    const int device = sh_.config.devices[local_];
+    EAGLESIM_CUDA_CHECK(cudaSetDevice(device));
+    const RunOptions& opts = sh_.config.opts;
+    Stream stream;
+    ProgramOptions popts;
+    popts.seed = 1 + static_cast<std::uint64_t>(rank_);
+    popts.skip_allreduces = rank_ == sh_.config.skip_allreduces_rank;
+    RankProgram program(sh_.step, device, sh_.group.rank(local_), sh_.fallback ? &sh_.fallback->rank(local_) : nullptr,
+                        popts);
+    const std::size_t n = program.size();
+    Events ev(n + 1);
+    Events timing(3);  // replay start, replay end, attribution done
+    RankOutcome out;
+    out.notes = program.notes();
+    for (std::size_t i = 0; i < n; ++i) {
+      out.details.push_back(program.detail(i));
+      out.absorbed.push_back(program.absorbed(i));
+    }
+    std::vector<WatchedOp> per_op;
+    for (std::size_t i = 0; i < n; ++i) per_op.push_back({ev[i + 1], program.label(i)});
+    const std::vector<WatchedOp> whole_step{{timing[1], fmt::format("the step graph replay ({} ops)", n)}};
+
+    // 1. Eager pass: the step runs at all, and a stuck allreduce is named.
+    sync("setup");
+    EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[0], stream.s));
+    for (std::size_t i = 0; i < n; ++i) {
+      program.enqueue(i, stream.s);
+      EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[i + 1], stream.s));
+    }
+    sh_.watchdog.arm(rank_, device, per_op, "the first (eager) pass");
+    sh_.watchdog.wait(rank_, ev[n]);
+
+    // 2. Capture: the step graph, then the attribution graph (external event nodes between ops).
+    Graph step_graph;
+    EAGLESIM_CUDA_CHECK(cudaStreamBeginCapture(stream.s, cudaStreamCaptureModeThreadLocal));
+    try {
+      for (std::size_t i = 0; i < n; ++i) program.enqueue(i, stream.s);
+    } catch (...) {
+      cudaGraph_t g = nullptr;
+      cudaStreamEndCapture(stream.s, &g);
+      if (g) cudaGraphDestroy(g);
+      throw;
+    }
+    EAGLESIM_CUDA_CHECK(cudaStreamEndCapture(stream.s, &step_graph.graph));
+    EAGLESIM_CUDA_CHECK(cudaGraphInstantiate(&step_graph.exec, step_graph.graph, 0));
+    Graph attr_graph;
+    out.attribution_in_graph = capture_attribution(program, ev, stream.s, attr_graph);
+
+    // 3. Warm-up and timed replays of the step graph, all ranks released together.
+    for (int w = 0; w < opts.warmup; ++w) replay(step_graph, timing, stream.s, whole_step, "warm-up replays");
+    for (int it = 0; it < opts.iters; ++it) {
+      replay(step_graph, timing, stream.s, whole_step, "timed replays");
+      out.step_us.push_back(elapsed_us(timing[0], timing[1]));
+    }
+
+    // 4. Attribution: a span per op from the events between ops.
+    const int attr_iters = std::max(3, std::min(opts.iters, 10));
+    std::vector<std::vector<double>> op_samples(n);
+    for (int a = 0; a < attr_iters; ++a) {
+      sync("attribution");
+      if (out.attribution_in_graph) {
+        EAGLESIM_CUDA_CHECK(cudaGraphLaunch(attr_graph.exec, stream.s));
+      } else {
+        EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[0], stream.s));
+        for (std::size_t i = 0; i < n; ++i) {
+          program.enqueue(i, stream.s);
+          EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[i + 1], stream.s));
+        }
+      }
+      EAGLESIM_CUDA_CHECK(cudaEventRecord(timing[2], stream.s));
+      sh_.watchdog.arm(rank_, device, per_op, "attribution replays");
+      sh_.watchdog.wait(rank_, timing[2]);
+      out.span_start.assign(n, 0);
+      out.span_end.assign(n, 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        out.span_start[i] = elapsed_us(ev[0], ev[i]);
+        out.span_end[i] = elapsed_us(ev[0], ev[i + 1]);
+        op_samples[i].push_back(out.span_end[i] - out.span_start[i]);
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) out.op_us.push_back(median(op_samples[i]));
+    sync("the end of the run");
+    return out;
+  }
+
+ private:
+  void sync(const char* phase) {
+    if (!sh_.barrier.wait()) throw DeviceError(failure_message());
+    if (sh_.config.mpi) {
+      auto& world = MpiWorld::get();
+      if (!world.barrier(sh_.config.opts.timeout_s, [&] { return sh_.watchdog.fired(); })) {
+        sh_.watchdog.fire(fmt::format("rank {}: not every process reached {} within {} s", rank_, phase,
+                                      sh_.config.opts.timeout_s));
+        throw DeviceError(failure_message());
+      }
+    }
+  }
+
+  std::string failure_message() const {
+    return sh_.watchdog.fired() ? sh_.watchdog.message() : fmt::format("rank {}: another rank failed", rank_);
+  }
+
+  void replay(const Graph& g, const Events& timing, cudaStream_t s, const std::vector<WatchedOp>& watch,
+              const char* phase) {
+    sync(phase);
+    EAGLESIM_CUDA_CHECK(cudaEventRecord(timing[0], s));
+    EAGLESIM_CUDA_CHECK(cudaGraphLaunch(g.exec, s));
+    EAGLESIM_CUDA_CHECK(cudaEventRecord(timing[1], s));
+    sh_.watchdog.arm(rank_, sh_.config.devices[local_], watch, phase);
+    sh_.watchdog.wait(rank_, timing[1]);
+  }
+
+  // True when the attribution graph was captured; false: attribution falls back to eager
+  // launches with events (the spans then include launch gaps).
+  bool capture_attribution(const RankProgram& program, const Events& ev, cudaStream_t s, Graph& g) {
+    const std::size_t n = program.size();
+    EAGLESIM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    bool ok = cudaEventRecordWithFlags(ev[0], s, cudaEventRecordExternal) == cudaSuccess;
+    for (std::size_t i = 0; ok && i < n; ++i) {
+      program.enqueue(i, s);
+      ok = cudaEventRecordWithFlags(ev[i + 1], s, cudaEventRecordExternal) == cudaSuccess;
+    }
+    const cudaError_t end = cudaStreamEndCapture(s, &g.graph);
+    ok = ok && end == cudaSuccess && cudaGraphInstantiate(&g.exec, g.graph, 0) == cudaSuccess;
+    if (!ok) {
+      (void)cudaGetLastError();  // clear the sticky-free error of the failed capture
+      spdlog::info("rank {}: attribution graph capture failed, using eager attribution", rank_);
+    }
+    return ok;
+  }
+
+  Shared& sh_;
+  int local_;
+  int rank_;
+};
+
+std::vector<double> pack(const RankOutcome& o) {
+  std::vector<double> v = o.step_us;
+  v.insert(v.end(), o.op_us.begin(), o.op_us.end());
+  v.insert(v.end(), o.span_start.begin(), o.span_start.end());
+  v.insert(v.end(), o.span_end.begin(), o.span_end.end());
+  return v;
+}
+
+RankOutcome unpack(const double* p, std::size_t iters, std::size_t n, const RankOutcome& local) {
+  RankOutcome o = local;  // notes/details/absorbed are the same on every rank
+  o.step_us.assign(p, p + iters);
+  o.op_us.assign(p + iters, p + iters + n);
+  o.span_start.assign(p + iters + n, p + iters + 2 * n);
+  o.span_end.assign(p + iters + 2 * n, p + iters + 3 * n);
+  return o;
+}
+
+StepResult assemble(const Step& step, const ReplayConfig& config, const std::vector<RankOutcome>& ranks) {
+  StepResult r;
+  r.step = step.name;
+  const std::size_t iters = ranks[0].step_us.size(), n = step.ops.size();
+  // A replay ends when its slowest rank ends: the step time of iteration i is the max over ranks.
+  std::vector<double> samples(iters, 0.0);
+  for (const auto& o : ranks)
+    for (std::size_t i = 0; i < iters; ++i) samples[i] = std::max(samples[i], o.step_us[i]);
+  r.step_us = median(samples);
+  r.step_us_min = *std::min_element(samples.begin(), samples.end());
+  r.step_us_max = *std::max_element(samples.begin(), samples.end());
+  r.samples = static_cast<int>(iters);
+
+  // Per-kind split on the critical rank: the one whose attributed ops take longest.
+  std::size_t critical = 0;
+  double critical_sum = -1;
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    double sum = 0;
+    for (double v : ranks[k].op_us) sum += v;
+    if (sum > critical_sum) { critical_sum = sum; critical = k; }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = step.ops[i];
+    r.kind_us[static_cast<int>(op.kind)] += ranks[critical].op_us[i];
+    if (op.kind == OpKind::allreduce) ++r.allreduce_count;
+  }
+  r.comm_us = r.kind_us[static_cast<int>(OpKind::allreduce)];
+  r.compute_us = critical_sum - r.comm_us;
+  r.allreduce_mean_us = r.allreduce_count ? r.comm_us / r.allreduce_count : 0.0;
+
+  r.timeline.step = step.name;
+  r.timeline.ranks = static_cast<int>(ranks.size());
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (ranks[k].absorbed[i]) continue;
+      const Op& op = step.ops[i];
+      Span s;
+      s.rank = static_cast<int>(k);
+      s.op_index = static_cast<int>(i);
+      s.kind = op.kind;
+      s.name = op.name;
+      s.layer = op.layer;
+      s.start_us = ranks[k].span_start[i];
+      s.end_us = ranks[k].span_end[i];
+      if (op.kind == OpKind::allreduce) {
+        // The fastest rank's duration approximates the transfer; the excess is waiting.
+        double fastest = s.end_us - s.start_us;
+        for (const auto& o : ranks) fastest = std::min(fastest, o.span_end[i] - o.span_start[i]);
+        s.wait_us = (s.end_us - s.start_us) - fastest;
+      }
+      s.detail = op.shape_string() + "; " + ranks[k].details[i];
+      r.timeline.spans.push_back(std::move(s));
+    }
+  }
+
+  r.notes = ranks[0].notes;
+  r.notes.push_back(fmt::format(
+      "step time: median of {} CUDA-graph replays (all {} ranks started together); per-kind split from a separate "
+      "replay with an event between ops ({}), which sums to {:.1f} us on rank {} vs {:.1f} us for the graph step",
+      iters, ranks.size(), ranks[critical].attribution_in_graph ? "in-graph event nodes" : "eager launches",
+      critical_sum, critical, r.step_us));
+  (void)config;
+  return r;
+}
+
+}  // namespace
+
+StepResult replay_step(const Step& step, const ReplayConfig& config) {
+  const RunOptions& opts = config.opts;
+  if (opts.iters < 1) throw InputError("--iters: expected at least 1");
+  if (opts.warmup < 0) throw InputError("--warmup: expected 0 or more");
+  if (!(opts.timeout_s > 0)) throw InputError("--timeout: expected a positive number of seconds");
+  if (config.devices.empty()) throw InputError("cuda backend: no device to run on");
+  if (config.mpi && config.devices.size() != 1) throw InputError("cuda backend (MPI): one GPU per process");
+
+  int world_rank0 = 0, world_size = static_cast<int>(config.devices.size());
+  std::unique_ptr<CommGroup> group, fallback;
+  CommGroupConfig cc;
+  cc.strategy = config.strategy;
+  cc.ranks = world_size;
+  cc.devices = config.devices;
+  cc.timeout_s = opts.timeout_s;
+  cc.nccl = opts.nccl;
+  std::int64_t max_ar_bytes = 0;
+  for (const auto& op : step.ops)
+    if (op.kind == OpKind::allreduce) max_ar_bytes = std::max(max_ar_bytes, op.bytes);
+  cc.max_bytes = std::max<std::size_t>(cc.max_bytes, static_cast<std::size_t>(max_ar_bytes));
+
+  if (config.mpi) {
+    auto& world = MpiWorld::get();
+    world_rank0 = world.rank();
+    world_size = world.size();
+    if (config.strategy != "nccl" && config.strategy != "ideal")
+      throw InputError("strategy " + config.strategy + " needs all ranks in one process: run without mpirun (one "
+                       "process drives all GPUs)");
+    if (config.strategy == "nccl") {
+      ncclUniqueId id{};
+      if (world.rank() == 0) EAGLESIM_NCCL_CHECK(ncclGetUniqueId(&id));
+      world.broadcast(&id, sizeof(id), 0);
+      cc.ranks = 1;
+      group = std::make_unique<NcclCommGroup>(cc, id, world.rank(), world.size());
+    } else {
+      cc.ranks = 1;
+      group = create_comm_group(cc);
+    }
+  } else {
+    group = create_comm_group(cc);
+    if (config.strategy != "nccl" && static_cast<std::size_t>(max_ar_bytes) > group->rank(0).max_bytes()) {
+      CommGroupConfig nc = cc;
+      nc.strategy = "nccl";
+      fallback = create_comm_group(nc);
+    }
+  }
+
+  auto* nccl_group = dynamic_cast<NcclCommGroup*>(group.get());
+  Watchdog watchdog(world_rank0 + static_cast<int>(config.devices.size()), opts.timeout_s,
+                    [&group] { group->abort(); },
+                    nccl_group ? std::function<std::string()>([nccl_group] { return nccl_group->async_error(); })
+                               : std::function<std::string()>());
+  Shared shared(step, config, *group, fallback.get(), watchdog, world_rank0);
+
+  const std::size_t local = config.devices.size();
+  std::vector<RankOutcome> outcomes(local);
+  std::vector<std::thread> threads;
+  for (std::size_t li = 0; li < local; ++li) {
+    threads.emplace_back([&, li] {
+      try {
+        outcomes[li] = RankRunner(shared, static_cast<int>(li)).run();
+      } catch (const std::exception& e) {
+        {
+          std::lock_guard<std::mutex> lock(shared.error_mutex);
+          if (!shared.first_error) shared.first_error = std::current_exception();
+        }
+        shared.barrier.abort();
+        watchdog.fire(fmt::format("rank {}: {}", world_rank0 + static_cast<int>(li), e.what()));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (shared.first_error) std::rethrow_exception(shared.first_error);
+
+  std::vector<RankOutcome> all = outcomes;
+  if (config.mpi) {
+    const std::size_t iters = outcomes[0].step_us.size(), n = step.ops.size();
+    const std::vector<double> gathered = MpiWorld::get().allgather(pack(outcomes[0]));
+    const std::size_t len = iters + 3 * n;
+    all.clear();
+    for (int r = 0; r < world_size; ++r) all.push_back(unpack(gathered.data() + r * len, iters, n, outcomes[0]));
+  }
+  StepResult result = assemble(step, config, all);
+  if (fallback) result.notes.push_back("a separate NCCL communicator carried the allreduces too large for " + config.strategy);
+  return result;
+}
+
+}  // namespace eaglesim::cuda
