@@ -120,12 +120,13 @@ class RankRunner {
 
     // 1. Eager pass: the step runs at all, and a stuck allreduce is named.
     sync("setup");
+    sh_.watchdog.arm(rank_, device, per_op, "the first (eager) pass", 0);
     EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[0], stream.s));
     for (std::size_t i = 0; i < n; ++i) {
       program.enqueue(i, stream.s);
       EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[i + 1], stream.s));
+      sh_.watchdog.progress(rank_, i + 1);
     }
-    sh_.watchdog.arm(rank_, device, per_op, "the first (eager) pass");
     sh_.watchdog.wait(rank_, ev[n]);
 
     // 2. Capture: the step graph, then the attribution graph (external event nodes between ops).
@@ -156,6 +157,7 @@ class RankRunner {
     std::vector<std::vector<double>> op_samples(n);
     for (int a = 0; a < attr_iters; ++a) {
       sync("attribution");
+      sh_.watchdog.arm(rank_, device, per_op, "attribution replays", out.attribution_in_graph ? n : 0);
       if (out.attribution_in_graph) {
         EAGLESIM_CUDA_CHECK(cudaGraphLaunch(attr_graph.exec, stream.s));
       } else {
@@ -163,10 +165,10 @@ class RankRunner {
         for (std::size_t i = 0; i < n; ++i) {
           program.enqueue(i, stream.s);
           EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[i + 1], stream.s));
+          sh_.watchdog.progress(rank_, i + 1);
         }
       }
       EAGLESIM_CUDA_CHECK(cudaEventRecord(timing[2], stream.s));
-      sh_.watchdog.arm(rank_, device, per_op, "attribution replays");
       sh_.watchdog.wait(rank_, timing[2]);
       out.span_start.assign(n, 0);
       out.span_end.assign(n, 0);
@@ -204,7 +206,7 @@ class RankRunner {
     EAGLESIM_CUDA_CHECK(cudaEventRecord(timing[0], s));
     EAGLESIM_CUDA_CHECK(cudaGraphLaunch(g.exec, s));
     EAGLESIM_CUDA_CHECK(cudaEventRecord(timing[1], s));
-    sh_.watchdog.arm(rank_, sh_.config.devices[local_], watch, phase);
+    sh_.watchdog.arm(rank_, sh_.config.devices[local_], watch, phase, watch.size());
     sh_.watchdog.wait(rank_, timing[1]);
   }
 

@@ -20,14 +20,20 @@ Watchdog::~Watchdog() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Watchdog::arm(int rank, int device, std::vector<WatchedOp> ops, const std::string& phase) {
+void Watchdog::arm(int rank, int device, std::vector<WatchedOp> ops, const std::string& phase, std::size_t enqueued) {
   std::lock_guard<std::mutex> lock(mutex_);
   Watch& w = watches_.at(rank);
   w.armed = true;
+  w.enqueued = enqueued;
   w.device = device;
   w.ops = std::move(ops);
   w.phase = phase;
   w.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+}
+
+void Watchdog::progress(int rank, std::size_t enqueued) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  watches_.at(rank).enqueued = enqueued;
 }
 
 void Watchdog::disarm(int rank) {
@@ -70,8 +76,9 @@ void Watchdog::check_locked(int rank, Watch& w, Clock::time_point now) {
   // Name the first op whose completion event has not fired: that is where the rank is stuck.
   cudaSetDevice(w.device);
   std::string where = "the step";
-  for (const auto& op : w.ops) {
-    if (cudaEventQuery(op.done) != cudaSuccess) { where = op.label; break; }
+  for (std::size_t i = 0; i < w.ops.size(); ++i) {
+    if (i >= w.enqueued) { where = w.ops[i].label + " (its host thread is blocked enqueueing it)"; break; }
+    if (cudaEventQuery(w.ops[i].done) != cudaSuccess) { where = w.ops[i].label; break; }
   }
   if (where == "the step" && !w.ops.empty()) return;  // finished just now
   message_ = fmt::format("rank {} (GPU {}): {} did not complete within {} s during {}; communicator aborted", rank,

@@ -31,7 +31,12 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  void arm(int rank, int device, std::vector<WatchedOp> ops, const std::string& phase);
+  // Arms the rank's deadline (now + timeout). `enqueued`: how many of `ops` the host thread has
+  // already enqueued (the rest follow through progress()); an op not yet enqueued when the
+  // deadline passes means the host thread itself is blocked inside that op's enqueue (e.g. NCCL
+  // connection setup waiting for a peer that never comes).
+  void arm(int rank, int device, std::vector<WatchedOp> ops, const std::string& phase, std::size_t enqueued);
+  void progress(int rank, std::size_t enqueued);
   void disarm(int rank);
   // Blocks the calling rank thread until `last` completed; throws DeviceError when the
   // watchdog fired (on any rank) or the event reports an error.
@@ -47,6 +52,7 @@ class Watchdog {
     bool armed = false;
     int device = 0;
     std::vector<WatchedOp> ops;
+    std::size_t enqueued = 0;
     std::string phase;
     std::chrono::steady_clock::time_point deadline;
   };

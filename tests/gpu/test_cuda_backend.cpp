@@ -1,0 +1,380 @@
+// GPU tests of the CUDA replay backend (label gpu). Every test skips, with a message, on a
+// machine without a CUDA GPU. Kernels are checked against plain CPU references in double
+// precision on fresh random inputs, with poisoned outputs.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include "core/errors.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/lt_gemm.hpp"
+#include "cuda/replay_kernels.hpp"
+#include "cuda/step_replay.hpp"
+
+using namespace eaglesim;
+using namespace eaglesim::cuda;
+
+namespace {
+
+int gpu_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+#define REQUIRE_GPUS(n)                                                                         \
+  do {                                                                                          \
+    if (gpu_count() < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), found " << gpu_count(); \
+  } while (0)
+
+std::vector<float> download_bf16(const DeviceBuffer& b, std::size_t count) {
+  std::vector<__nv_bfloat16> h(count);
+  EXPECT_EQ(cudaMemcpy(h.data(), b.get(), count * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  std::vector<float> f(count);
+  for (std::size_t i = 0; i < count; ++i) f[i] = __bfloat162float(h[i]);
+  return f;
+}
+
+DeviceBuffer random_bf16(std::size_t count, std::uint64_t seed, float scale = 1.f) {
+  DeviceBuffer b(count * 2);
+  fill_random(b.get(), count, DType::bf16, seed, scale, nullptr);
+  return b;
+}
+
+DeviceBuffer poisoned(std::size_t bytes) {
+  DeviceBuffer b(bytes);
+  EXPECT_EQ(cudaMemset(b.get(), 0xFF, bytes), cudaSuccess);  // 0xFFFF is a bf16 NaN
+  return b;
+}
+
+double rel_l2(const std::vector<float>& got, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// Plain decode attention in double: causal over the newest q_tokens positions.
+std::vector<double> attention_reference(const AttentionShape& s, const std::vector<float>& q,
+                                        const std::vector<float>& k, const std::vector<float>& v, int pitch) {
+  const int group = s.heads / s.kv_heads;
+  std::vector<double> out(static_cast<std::size_t>(s.q_tokens) * s.heads * s.dv, 0.0);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(s.dk));
+  for (int t = 0; t < s.q_tokens; ++t)
+    for (int h = 0; h < s.heads; ++h) {
+      const int kvh = h / group;
+      const int last = s.kv_len - s.q_tokens + t;
+      std::vector<double> sc(last + 1);
+      double mx = -1e300;
+      for (int p = 0; p <= last; ++p) {
+        double d = 0;
+        for (int c = 0; c < s.dk; ++c)
+          d += static_cast<double>(q[(static_cast<std::size_t>(t) * s.heads + h) * s.dk + c]) *
+               k[(static_cast<std::size_t>(p) * s.kv_heads + kvh) * pitch + c];
+        sc[p] = d * scale;
+        mx = std::max(mx, sc[p]);
+      }
+      double sum = 0;
+      for (auto& x : sc) { x = std::exp(x - mx); sum += x; }
+      for (int c = 0; c < s.dv; ++c) {
+        double acc = 0;
+        for (int p = 0; p <= last; ++p) acc += sc[p] * v[(static_cast<std::size_t>(p) * s.kv_heads + kvh) * pitch + c];
+        out[(static_cast<std::size_t>(t) * s.heads + h) * s.dv + c] = acc / sum;
+      }
+    }
+  return out;
+}
+
+void check_attention(const AttentionShape& s) {
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  const AttentionPlan plan = plan_attention(s, sms);
+  const std::size_t q_n = static_cast<std::size_t>(s.q_tokens) * s.heads * s.dk;
+  const std::size_t kv_n = static_cast<std::size_t>(s.kv_len) * s.kv_heads * s.dk;
+  const std::size_t o_n = static_cast<std::size_t>(s.q_tokens) * s.heads * s.dv;
+  DeviceBuffer q = random_bf16(q_n, 11), k = random_bf16(kv_n, 12);
+  DeviceBuffer v = s.shared_kv ? DeviceBuffer() : random_bf16(kv_n, 13);
+  DeviceBuffer acc(plan.part_acc_floats * 4), ml(plan.part_ml_floats * 4);
+  DeviceBuffer out = poisoned(o_n * 2);
+  const void* vp = s.shared_kv ? k.get() : v.get();
+  launch_attention(s, plan, q.get(), k.get(), vp, s.dk, s.dk, acc.as<float>(), ml.as<float>(), out.get(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto hq = download_bf16(q, q_n), hk = download_bf16(k, kv_n);
+  auto hv = s.shared_kv ? hk : download_bf16(v, kv_n);
+  const auto ref = attention_reference(s, hq, hk, hv, s.dk);
+  const auto got = download_bf16(out, o_n);
+  EXPECT_LT(rel_l2(got, ref), 1e-2) << "splits=" << plan.splits << " split_len=" << plan.split_len;
+}
+
+// A tiny 2-layer dense trace (per-rank shapes of a TP2 model with hidden 1024).
+Trace tiny_trace(int tp) {
+  Trace t;
+  t.meta.model = "tiny";
+  t.meta.tp = tp;
+  t.meta.tokens = 4;
+  Step s;
+  s.name = "verify";
+  auto add = [&](Op op) { s.ops.push_back(op); };
+  for (int layer = 0; layer < 2; ++layer) {
+    Op norm; norm.kind = OpKind::rmsnorm; norm.name = "input_norm"; norm.layer = layer; norm.tokens = 4; norm.hidden = 1024; add(norm);
+    Op qkv; qkv.kind = OpKind::gemm; qkv.name = "qkv"; qkv.layer = layer; qkv.m = 4; qkv.n = 768; qkv.k = 1024; add(qkv);
+    Op at; at.kind = OpKind::attention; at.name = "attn"; at.layer = layer; at.q_tokens = 4; at.kv_len = 512;
+    at.heads = 4; at.kv_heads = 1; at.head_dim = 128; add(at);
+    Op o; o.kind = OpKind::gemm; o.name = "o_proj"; o.layer = layer; o.m = 4; o.n = 1024; o.k = 512; add(o);
+    Op ar; ar.kind = OpKind::allreduce; ar.name = "attn_allreduce"; ar.layer = layer; ar.bytes = 4 * 1024 * 2; add(ar);
+    Op res; res.kind = OpKind::residual_add; res.name = "residual"; res.layer = layer; res.tokens = 4; res.hidden = 1024; add(res);
+    Op gu; gu.kind = OpKind::gemm; gu.name = "gate_up"; gu.layer = layer; gu.m = 4; gu.n = 4096; gu.k = 1024; add(gu);
+    Op act; act.kind = OpKind::act; act.name = "act"; act.layer = layer; act.tokens = 4; act.hidden = 2048; add(act);
+    Op down; down.kind = OpKind::gemm; down.name = "down"; down.layer = layer; down.m = 4; down.n = 1024; down.k = 2048; add(down);
+    Op ar2 = ar; ar2.name = "mlp_allreduce"; add(ar2);
+    Op other; other.kind = OpKind::other; other.name = "misc"; other.layer = layer; other.us = 5.0; add(other);
+  }
+  t.steps.push_back(s);
+  return t;
+}
+
+}  // namespace
+
+TEST(CudaKernels, GqaAttentionMatchesCpuReference) {
+  REQUIRE_GPUS(1);
+  AttentionShape s;
+  s.q_tokens = 3; s.kv_len = 333; s.heads = 8; s.kv_heads = 2; s.dk = s.dv = 128;
+  check_attention(s);
+  s.q_tokens = 8; s.heads = 16; s.kv_heads = 4; s.kv_len = 1000;  // 32 rows per KV head: two row blocks
+  check_attention(s);
+}
+
+TEST(CudaKernels, MlaAttentionMatchesCpuReference) {
+  REQUIRE_GPUS(1);
+  AttentionShape s;
+  s.q_tokens = 2; s.kv_len = 150; s.heads = 4; s.kv_heads = 1; s.dk = 576; s.dv = 512; s.shared_kv = true;
+  check_attention(s);
+}
+
+TEST(CudaKernels, RmsNormMatchesCpuReference) {
+  REQUIRE_GPUS(1);
+  for (int hidden : {4096, 100}) {  // packed and scalar paths
+    const int tokens = 3;
+    const std::size_t n = static_cast<std::size_t>(tokens) * hidden;
+    DeviceBuffer x = random_bf16(n, 21), w = random_bf16(hidden, 22), out = poisoned(n * 2);
+    launch_rmsnorm(x.get(), w.get(), out.get(), tokens, hidden, 1e-5f, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    auto hx = download_bf16(x, n), hw = download_bf16(w, hidden), got = download_bf16(out, n);
+    std::vector<double> ref(n);
+    for (int t = 0; t < tokens; ++t) {
+      double ss = 0;
+      for (int i = 0; i < hidden; ++i) ss += double(hx[t * hidden + i]) * hx[t * hidden + i];
+      const double inv = 1.0 / std::sqrt(ss / hidden + 1e-5);
+      for (int i = 0; i < hidden; ++i) ref[t * hidden + i] = hx[t * hidden + i] * inv * hw[i];
+    }
+    EXPECT_LT(rel_l2(got, ref), 1e-2) << "hidden " << hidden;
+  }
+}
+
+TEST(CudaKernels, SiluMulAndResidualAddMatchCpu) {
+  REQUIRE_GPUS(1);
+  const int tokens = 4, hidden = 1000;
+  const std::size_t n = static_cast<std::size_t>(tokens) * hidden;
+  DeviceBuffer gu = random_bf16(2 * n, 31), out = poisoned(n * 2);
+  launch_silu_mul(gu.get(), out.get(), tokens, hidden, nullptr);
+  DeviceBuffer res = random_bf16(n, 32), x = random_bf16(n, 33);
+  auto r0 = download_bf16(res, n), hx = download_bf16(x, n);
+  launch_residual_add(res.get(), x.get(), n, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto hgu = download_bf16(gu, 2 * n), got = download_bf16(out, n), r1 = download_bf16(res, n);
+  std::vector<double> ref(n), rref(n);
+  for (int t = 0; t < tokens; ++t)
+    for (int h = 0; h < hidden; ++h) {
+      const double g = hgu[t * 2 * hidden + h], u = hgu[t * 2 * hidden + hidden + h];
+      ref[t * hidden + h] = g / (1 + std::exp(-g)) * u;
+    }
+  for (std::size_t i = 0; i < n; ++i) rref[i] = double(r0[i]) + hx[i];
+  EXPECT_LT(rel_l2(got, ref), 1e-2);
+  EXPECT_LT(rel_l2(r1, rref), 1e-2);
+}
+
+TEST(CudaKernels, Int4GemmMatchesCpuReference) {
+  REQUIRE_GPUS(1);
+  const int m = 3, n = 70, k = 256;
+  DeviceBuffer x = random_bf16(static_cast<std::size_t>(m) * k, 41);
+  DeviceBuffer w(static_cast<std::size_t>(n) * k / 2), sc = random_bf16(static_cast<std::size_t>(n) * k / 32, 42, 0.05f);
+  fill_random(w.get(), w.bytes(), DType::int4, 43, 0.f, nullptr);
+  DeviceBuffer y = poisoned(static_cast<std::size_t>(m) * n * 2);
+  launch_int4_gemm(x.get(), w.get(), sc.get(), y.get(), m, n, k, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<std::uint8_t> hw(w.bytes());
+  ASSERT_EQ(cudaMemcpy(hw.data(), w.get(), w.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  auto hx = download_bf16(x, static_cast<std::size_t>(m) * k), hs = download_bf16(sc, static_cast<std::size_t>(n) * k / 32);
+  auto got = download_bf16(y, static_cast<std::size_t>(m) * n);
+  std::vector<double> ref(static_cast<std::size_t>(m) * n);
+  for (int t = 0; t < m; ++t)
+    for (int r = 0; r < n; ++r) {
+      double acc = 0;
+      for (int c = 0; c < k; ++c) {
+        const std::uint8_t b = hw[static_cast<std::size_t>(r) * k / 2 + c / 2];
+        const int q = (c % 2 == 0 ? (b & 0xF) : (b >> 4)) - 8;
+        acc += double(hx[t * k + c]) * q * hs[static_cast<std::size_t>(r) * (k / 32) + c / 32];
+      }
+      ref[t * n + r] = acc;
+    }
+  EXPECT_LT(rel_l2(got, ref), 1e-2);
+}
+
+// A memory-bound GEMM (m=4, 117 MB of weights) must stream its weights at a rate between a
+// third of and about the device-to-device copy rate measured here.
+TEST(CudaGemm, SmallMGemmTimeMatchesWeightBandwidth) {
+  REQUIRE_GPUS(1);
+  const std::int64_t m = 4, n = 14336, k = 4096;
+  const std::size_t wbytes = static_cast<std::size_t>(n) * k * 2;
+  cublasLtHandle_t lt;
+  ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  DeviceBuffer ws(32u << 20);
+  std::vector<DeviceBuffer> weights;  // rotate 3 copies: 350 MB, far beyond L2
+  for (int i = 0; i < 3; ++i) weights.push_back(random_bf16(wbytes / 2, 50 + i, 0.05f));
+  DeviceBuffer x = random_bf16(m * k, 60), y = poisoned(m * n * 2);
+  LtGemm gemm(lt, m, n, k, DType::bf16, ws.bytes());
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (int i = 0; i < 5; ++i) gemm.run(weights[i % 3].get(), x.get(), y.get(), ws.get(), nullptr);
+  const int reps = 30;
+  cudaEventRecord(a);
+  for (int i = 0; i < reps; ++i) gemm.run(weights[i % 3].get(), x.get(), y.get(), ws.get(), nullptr);
+  cudaEventRecord(b);
+  ASSERT_EQ(cudaEventSynchronize(b), cudaSuccess);
+  float gemm_ms = 0;
+  cudaEventElapsedTime(&gemm_ms, a, b);
+  const double gemm_bw = wbytes * reps / (gemm_ms * 1e-3);
+  // Copy ceiling: bytes read + written per second.
+  cudaMemcpyAsync(weights[1].get(), weights[0].get(), wbytes, cudaMemcpyDeviceToDevice);
+  cudaEventRecord(a);
+  for (int i = 0; i < 5; ++i) cudaMemcpyAsync(weights[(i + 1) % 3].get(), weights[i % 3].get(), wbytes, cudaMemcpyDeviceToDevice);
+  cudaEventRecord(b);
+  ASSERT_EQ(cudaEventSynchronize(b), cudaSuccess);
+  float copy_ms = 0;
+  cudaEventElapsedTime(&copy_ms, a, b);
+  const double copy_bw = 2.0 * wbytes * 5 / (copy_ms * 1e-3);
+  std::printf("GEMM m=4 n=14336 k=4096 bf16: %.1f us, %.0f GB/s; D2D copy %.0f GB/s\n", gemm_ms * 1000 / reps,
+              gemm_bw / 1e9, copy_bw / 1e9);
+  EXPECT_GT(gemm_bw, copy_bw / 3);
+  EXPECT_LT(gemm_bw, copy_bw * 1.5);
+  auto out = download_bf16(y, m * n);
+  EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }));
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cublasLtDestroy(lt);
+}
+
+void check_replay_result(const StepResult& r, const Trace& t, int ranks) {
+  EXPECT_EQ(r.step, "verify");
+  EXPECT_GT(r.step_us, 0);
+  EXPECT_LE(r.step_us_min, r.step_us);
+  EXPECT_GE(r.step_us_max, r.step_us);
+  EXPECT_EQ(r.samples, 10);
+  EXPECT_EQ(r.allreduce_count, 4);
+  EXPECT_GT(r.kind_us[static_cast<int>(OpKind::gemm)], 0);
+  EXPECT_GT(r.kind_us[static_cast<int>(OpKind::attention)], 0);
+  // The `other` ops spin 5 us each.
+  EXPECT_GE(r.kind_us[static_cast<int>(OpKind::other)], 2 * 4.0);
+  EXPECT_GT(r.comm_us, 0);
+  EXPECT_NEAR(r.comm_us + r.compute_us, [&] { double s = 0; for (double v : r.kind_us) s += v; return s; }(), 1e-6);
+  // Attribution (events between ops) and the graph step time describe the same work.
+  EXPECT_GT(r.comm_us + r.compute_us, 0.5 * r.step_us);
+  EXPECT_LT(r.comm_us + r.compute_us, 4.0 * r.step_us + 50);
+  EXPECT_EQ(r.timeline.ranks, ranks);
+  EXPECT_EQ(r.timeline.spans.size(), t.steps[0].ops.size() * ranks);
+  for (const auto& s : r.timeline.spans) EXPECT_LE(s.start_us, s.end_us);
+  EXPECT_FALSE(r.notes.empty());
+}
+
+TEST(CudaReplay, TinyTraceOnOneGpu) {
+  REQUIRE_GPUS(1);
+  const Trace t = tiny_trace(1);
+  RunOptions opts;
+  opts.iters = 10;
+  opts.warmup = 2;
+  auto backend = make_cuda_backend();
+  const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
+  check_replay_result(r, t, 1);
+}
+
+TEST(CudaReplay, TinyTraceOnTwoGpus) {
+  REQUIRE_GPUS(2);
+  const Trace t = tiny_trace(2);
+  RunOptions opts;
+  opts.iters = 10;
+  opts.warmup = 2;
+  auto backend = make_cuda_backend();
+  const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
+  check_replay_result(r, t, 2);
+  const StepResult ideal = backend->run_step(t, t.steps[0], "ideal", nullptr, opts);
+  EXPECT_LT(ideal.comm_us, r.comm_us);
+}
+
+TEST(CudaReplay, FewerRanksThanTpNeedsRanksFlagThenNotes) {
+  REQUIRE_GPUS(1);
+  const Trace t = tiny_trace(gpu_count() + 1);
+  RunOptions opts;
+  opts.iters = 10;
+  opts.warmup = 1;
+  auto backend = make_cuda_backend();
+  try {
+    backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--ranks"), std::string::npos) << e.what();
+  }
+  opts.ranks = 1;
+  const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
+  const bool noted = std::any_of(r.notes.begin(), r.notes.end(),
+                                 [](const std::string& n) { return n.find("per-rank shapes on 1 GPU") != std::string::npos; });
+  EXPECT_TRUE(noted);
+}
+
+TEST(CudaReplay, UnknownStrategyIsAnInputError) {
+  REQUIRE_GPUS(1);
+  const Trace t = tiny_trace(1);
+  ReplayConfig c;
+  c.devices = {0};
+  c.strategy = "no-such-strategy";
+  EXPECT_THROW(replay_step(t.steps[0], c), InputError);
+}
+
+// Rank 1 never joins the allreduces: rank 0 must be aborted within the timeout, with a
+// DeviceError (exit 3) naming rank 0 and its first allreduce.
+TEST(CudaReplay, StuckAllreduceAbortsWithinTimeout) {
+  REQUIRE_GPUS(2);
+  const Trace t = tiny_trace(2);
+  ReplayConfig c;
+  c.devices = {0, 1};
+  c.strategy = "nccl";
+  c.opts.iters = 3;
+  c.opts.warmup = 1;
+  c.opts.timeout_s = 2.0;
+  c.skip_allreduces_rank = 1;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    replay_step(t.steps[0], c);
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("rank 0"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("attn_allreduce"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("2 s"), std::string::npos) << msg;
+  }
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(waited, 2.0 + 20.0);  // setup + abort, never a hang
+}
