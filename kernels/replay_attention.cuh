@@ -22,7 +22,7 @@
 
 #include <cuda_bf16.h>
 
-namespace eaglesim::kernels {
+namespace eaglesim::kernels::replay {
 
 constexpr int kAttnThreads = 128;
 constexpr int kAttnRowsPerBlock = 16;  // RMAX: query rows (group heads x q tokens) per block
@@ -231,4 +231,4 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attention_combine_kernel(
     out[static_cast<std::int64_t>(row) * DV + threadIdx.x + c * kAttnThreads] = __float2bfloat16(num[c] * inv);
 }
 
-}  // namespace eaglesim::kernels
+}  // namespace eaglesim::kernels::replay

@@ -8,7 +8,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
-namespace eaglesim::kernels {
+namespace eaglesim::kernels::replay {
 
 __device__ __forceinline__ std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -55,4 +55,4 @@ __global__ void fill_ids_kernel(int* p, std::size_t n, std::uint64_t seed, int r
     p[i] = static_cast<int>(splitmix64(seed ^ i) % static_cast<std::uint64_t>(rows));
 }
 
-}  // namespace eaglesim::kernels
+}  // namespace eaglesim::kernels::replay

@@ -12,7 +12,7 @@
 
 #include <cuda_bf16.h>
 
-namespace eaglesim::kernels {
+namespace eaglesim::kernels::replay {
 
 constexpr int kInt4Group = 32;
 constexpr int kInt4WarpsPerBlock = 8;
@@ -77,4 +77,4 @@ __global__ void __launch_bounds__(kInt4WarpsPerBlock * 32) int4_gemv_kernel(
     }
 }
 
-}  // namespace eaglesim::kernels
+}  // namespace eaglesim::kernels::replay

@@ -8,7 +8,7 @@
 
 #include <cuda_bf16.h>
 
-namespace eaglesim::kernels {
+namespace eaglesim::kernels::replay {
 
 using bf16 = __nv_bfloat16;
 
@@ -120,4 +120,4 @@ __global__ void spin_kernel(std::uint64_t ns) {
   }
 }
 
-}  // namespace eaglesim::kernels
+}  // namespace eaglesim::kernels::replay

@@ -10,7 +10,8 @@
 
 namespace eaglesim::cuda {
 
-ncclDataType_t nccl_type(DType dtype) {
+namespace {
+ncclDataType_t replay_nccl_type(DType dtype) {
   switch (dtype) {
     case DType::bf16: return ncclBfloat16;
     case DType::fp16: return ncclFloat16;
@@ -20,9 +21,10 @@ ncclDataType_t nccl_type(DType dtype) {
   }
   throw InputError("NCCL allreduce: int4 is not an allreduce type");
 }
+}  // namespace
 
 void NcclRankComm::allreduce(const void* in, void* out, std::size_t count, DType dtype, cudaStream_t stream) {
-  EAGLESIM_NCCL_CHECK(ncclAllReduce(in, out, count, nccl_type(dtype), ncclSum, comm_, stream));
+  EAGLESIM_NCCL_CHECK(ncclAllReduce(in, out, count, replay_nccl_type(dtype), ncclSum, comm_, stream));
 }
 
 void apply_nccl_options(const NcclOptions& opts) {

@@ -14,8 +14,6 @@
 
 namespace eaglesim::cuda {
 
-ncclDataType_t nccl_type(DType dtype);
-
 class NcclRankComm final : public RankComm {
  public:
   NcclRankComm(ncclComm_t comm, int rank, int ranks, int device) : comm_(comm), rank_(rank), ranks_(ranks), device_(device) {}

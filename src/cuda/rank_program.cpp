@@ -136,8 +136,8 @@ RankProgram::RankProgram(const Step& step, int device, RankComm& comm, RankComm*
   const int cc = prop.major * 10 + prop.minor;
   has_fp8_ = cc >= 89;  // fp8 tensor cores: Ada (8.9) and Hopper (9.0) onwards
   EAGLESIM_CUBLAS_CHECK(cublasLtCreate(&lt_));
-  workspace_ = DeviceBuffer(kLtWorkspaceBytes);
-  fp8_scales_ = DeviceBuffer(2 * sizeof(float));
+  workspace_ = ReplayBuffer(kLtWorkspaceBytes);
+  fp8_scales_ = ReplayBuffer(2 * sizeof(float));
   const float ones[2] = {1.f, 1.f};
   EAGLESIM_CUDA_CHECK(cudaMemcpy(fp8_scales_.get(), ones, sizeof(ones), cudaMemcpyHostToDevice));
 
@@ -220,14 +220,14 @@ RankProgram::RankProgram(const Step& step, int device, RankComm& comm, RankComm*
   }
 
   // ---- scratch, then the per-op regions in what memory is left
-  x_ = DeviceBuffer(x_bytes);
-  x8_ = DeviceBuffer(x8_bytes);
-  y_ = DeviceBuffer(y_bytes);
-  z_ = DeviceBuffer(z_bytes);
-  residual_ = DeviceBuffer(res_bytes);
-  part_acc_ = DeviceBuffer(acc_floats * sizeof(float));
-  part_ml_ = DeviceBuffer(ml_floats * sizeof(float));
-  ids_ = DeviceBuffer(ids_count * sizeof(int));
+  x_ = ReplayBuffer(x_bytes);
+  x8_ = ReplayBuffer(x8_bytes);
+  y_ = ReplayBuffer(y_bytes);
+  z_ = ReplayBuffer(z_bytes);
+  residual_ = ReplayBuffer(res_bytes);
+  part_acc_ = ReplayBuffer(acc_floats * sizeof(float));
+  part_ml_ = ReplayBuffer(ml_floats * sizeof(float));
+  ids_ = ReplayBuffer(ids_count * sizeof(int));
   std::size_t free_bytes = 0, total_bytes = 0;
   EAGLESIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   arena_ = WeightArena(region_bytes, free_bytes);

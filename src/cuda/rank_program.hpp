@@ -16,7 +16,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-#include "cuda/device_buffer.hpp"
+#include "cuda/replay_buffer.hpp"
 #include "cuda/lt_gemm.hpp"
 #include "cuda/rank_comm.hpp"
 #include "cuda/weight_arena.hpp"
@@ -57,7 +57,7 @@ class RankProgram {
   int sm_count_ = 0;
   bool has_fp8_ = false;
   cublasLtHandle_t lt_ = nullptr;
-  DeviceBuffer workspace_, x_, x8_, y_, z_, residual_, part_acc_, part_ml_, ids_, fp8_scales_;
+  ReplayBuffer workspace_, x_, x8_, y_, z_, residual_, part_acc_, part_ml_, ids_, fp8_scales_;
   WeightArena arena_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, std::unique_ptr<LtGemm>> gemms_;
   std::vector<std::function<void(cudaStream_t)>> ops_;

@@ -14,7 +14,7 @@
 
 namespace eaglesim::cuda {
 
-namespace k = eaglesim::kernels;
+namespace k = eaglesim::kernels::replay;
 
 namespace {
 unsigned grid_for(std::size_t n, unsigned block) {

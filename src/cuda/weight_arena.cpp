@@ -29,7 +29,7 @@ WeightArena::WeightArena(const std::vector<std::size_t>& sizes, std::size_t free
     pool = budget;
     reused_ = true;
   }
-  pool_ = DeviceBuffer(std::max<std::size_t>(pool, kAlign));
+  pool_ = ReplayBuffer(std::max<std::size_t>(pool, kAlign));
   std::size_t cursor = 0;
   offsets_.reserve(sizes.size());
   for (std::size_t s : sizes) {

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "cuda/device_buffer.hpp"
+#include "cuda/replay_buffer.hpp"
 
 namespace eaglesim::cuda {
 
@@ -23,7 +23,7 @@ class WeightArena {
   std::size_t pool_bytes() const { return pool_.bytes(); }
 
  private:
-  DeviceBuffer pool_;
+  ReplayBuffer pool_;
   std::vector<std::size_t> offsets_;
   std::size_t requested_ = 0;
   bool reused_ = false;

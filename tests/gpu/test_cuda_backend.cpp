@@ -13,7 +13,7 @@
 
 #include "core/errors.hpp"
 #include "cuda/cuda_backend.hpp"
-#include "cuda/device_buffer.hpp"
+#include "cuda/replay_buffer.hpp"
 #include "cuda/lt_gemm.hpp"
 #include "cuda/replay_kernels.hpp"
 #include "cuda/step_replay.hpp"
@@ -37,7 +37,7 @@ int gpu_count() {
     if (gpu_count() < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), found " << gpu_count(); \
   } while (0)
 
-std::vector<float> download_bf16(const DeviceBuffer& b, std::size_t count) {
+std::vector<float> download_bf16(const ReplayBuffer& b, std::size_t count) {
   std::vector<__nv_bfloat16> h(count);
   EXPECT_EQ(cudaMemcpy(h.data(), b.get(), count * 2, cudaMemcpyDeviceToHost), cudaSuccess);
   std::vector<float> f(count);
@@ -45,14 +45,14 @@ std::vector<float> download_bf16(const DeviceBuffer& b, std::size_t count) {
   return f;
 }
 
-DeviceBuffer random_bf16(std::size_t count, std::uint64_t seed, float scale = 1.f) {
-  DeviceBuffer b(count * 2);
+ReplayBuffer random_bf16(std::size_t count, std::uint64_t seed, float scale = 1.f) {
+  ReplayBuffer b(count * 2);
   fill_random(b.get(), count, DType::bf16, seed, scale, nullptr);
   return b;
 }
 
-DeviceBuffer poisoned(std::size_t bytes) {
-  DeviceBuffer b(bytes);
+ReplayBuffer poisoned(std::size_t bytes) {
+  ReplayBuffer b(bytes);
   EXPECT_EQ(cudaMemset(b.get(), 0xFF, bytes), cudaSuccess);  // 0xFFFF is a bf16 NaN
   return b;
 }
@@ -105,10 +105,10 @@ void check_attention(const AttentionShape& s) {
   const std::size_t q_n = static_cast<std::size_t>(s.q_tokens) * s.heads * s.dk;
   const std::size_t kv_n = static_cast<std::size_t>(s.kv_len) * s.kv_heads * s.dk;
   const std::size_t o_n = static_cast<std::size_t>(s.q_tokens) * s.heads * s.dv;
-  DeviceBuffer q = random_bf16(q_n, 11), k = random_bf16(kv_n, 12);
-  DeviceBuffer v = s.shared_kv ? DeviceBuffer() : random_bf16(kv_n, 13);
-  DeviceBuffer acc(plan.part_acc_floats * 4), ml(plan.part_ml_floats * 4);
-  DeviceBuffer out = poisoned(o_n * 2);
+  ReplayBuffer q = random_bf16(q_n, 11), k = random_bf16(kv_n, 12);
+  ReplayBuffer v = s.shared_kv ? ReplayBuffer() : random_bf16(kv_n, 13);
+  ReplayBuffer acc(plan.part_acc_floats * 4), ml(plan.part_ml_floats * 4);
+  ReplayBuffer out = poisoned(o_n * 2);
   const void* vp = s.shared_kv ? k.get() : v.get();
   launch_attention(s, plan, q.get(), k.get(), vp, s.dk, s.dk, acc.as<float>(), ml.as<float>(), out.get(), nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -169,7 +169,7 @@ TEST(CudaKernels, RmsNormMatchesCpuReference) {
   for (int hidden : {4096, 100}) {  // packed and scalar paths
     const int tokens = 3;
     const std::size_t n = static_cast<std::size_t>(tokens) * hidden;
-    DeviceBuffer x = random_bf16(n, 21), w = random_bf16(hidden, 22), out = poisoned(n * 2);
+    ReplayBuffer x = random_bf16(n, 21), w = random_bf16(hidden, 22), out = poisoned(n * 2);
     launch_rmsnorm(x.get(), w.get(), out.get(), tokens, hidden, 1e-5f, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     auto hx = download_bf16(x, n), hw = download_bf16(w, hidden), got = download_bf16(out, n);
@@ -188,9 +188,9 @@ TEST(CudaKernels, SiluMulAndResidualAddMatchCpu) {
   REQUIRE_GPUS(1);
   const int tokens = 4, hidden = 1000;
   const std::size_t n = static_cast<std::size_t>(tokens) * hidden;
-  DeviceBuffer gu = random_bf16(2 * n, 31), out = poisoned(n * 2);
+  ReplayBuffer gu = random_bf16(2 * n, 31), out = poisoned(n * 2);
   launch_silu_mul(gu.get(), out.get(), tokens, hidden, nullptr);
-  DeviceBuffer res = random_bf16(n, 32), x = random_bf16(n, 33);
+  ReplayBuffer res = random_bf16(n, 32), x = random_bf16(n, 33);
   auto r0 = download_bf16(res, n), hx = download_bf16(x, n);
   launch_residual_add(res.get(), x.get(), n, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -209,10 +209,10 @@ TEST(CudaKernels, SiluMulAndResidualAddMatchCpu) {
 TEST(CudaKernels, Int4GemmMatchesCpuReference) {
   REQUIRE_GPUS(1);
   const int m = 3, n = 70, k = 256;
-  DeviceBuffer x = random_bf16(static_cast<std::size_t>(m) * k, 41);
-  DeviceBuffer w(static_cast<std::size_t>(n) * k / 2), sc = random_bf16(static_cast<std::size_t>(n) * k / 32, 42, 0.05f);
+  ReplayBuffer x = random_bf16(static_cast<std::size_t>(m) * k, 41);
+  ReplayBuffer w(static_cast<std::size_t>(n) * k / 2), sc = random_bf16(static_cast<std::size_t>(n) * k / 32, 42, 0.05f);
   fill_random(w.get(), w.bytes(), DType::int4, 43, 0.f, nullptr);
-  DeviceBuffer y = poisoned(static_cast<std::size_t>(m) * n * 2);
+  ReplayBuffer y = poisoned(static_cast<std::size_t>(m) * n * 2);
   launch_int4_gemm(x.get(), w.get(), sc.get(), y.get(), m, n, k, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<std::uint8_t> hw(w.bytes());
@@ -241,10 +241,10 @@ TEST(CudaGemm, SmallMGemmTimeMatchesWeightBandwidth) {
   const std::size_t wbytes = static_cast<std::size_t>(n) * k * 2;
   cublasLtHandle_t lt;
   ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
-  DeviceBuffer ws(32u << 20);
-  std::vector<DeviceBuffer> weights;  // rotate 3 copies: 350 MB, far beyond L2
+  ReplayBuffer ws(32u << 20);
+  std::vector<ReplayBuffer> weights;  // rotate 3 copies: 350 MB, far beyond L2
   for (int i = 0; i < 3; ++i) weights.push_back(random_bf16(wbytes / 2, 50 + i, 0.05f));
-  DeviceBuffer x = random_bf16(m * k, 60), y = poisoned(m * n * 2);
+  ReplayBuffer x = random_bf16(m * k, 60), y = poisoned(m * n * 2);
   LtGemm gemm(lt, m, n, k, DType::bf16, ws.bytes());
   cudaEvent_t a, b;
   cudaEventCreate(&a);

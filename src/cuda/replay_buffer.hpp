@@ -1,5 +1,5 @@
 #pragma once
-// Move-only owner of one cudaMalloc allocation on the current device.
+// Move-only owner of one cudaMalloc allocation on the current device (replay scratch, weights).
 #include <cstddef>
 #include <utility>
 
@@ -9,19 +9,19 @@
 
 namespace eaglesim::cuda {
 
-class DeviceBuffer {
+class ReplayBuffer {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  ReplayBuffer() = default;
+  explicit ReplayBuffer(std::size_t bytes) : bytes_(bytes) {
     if (bytes_ > 0) EAGLESIM_CUDA_CHECK(cudaMalloc(&ptr_, bytes_));
   }
-  ~DeviceBuffer() {
+  ~ReplayBuffer() {
     if (ptr_) cudaFree(ptr_);  // no throw from a destructor; a failed free is not actionable
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  ReplayBuffer(const ReplayBuffer&) = delete;
+  ReplayBuffer& operator=(const ReplayBuffer&) = delete;
+  ReplayBuffer(ReplayBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  ReplayBuffer& operator=(ReplayBuffer&& o) noexcept {
     if (this != &o) {
       if (ptr_) cudaFree(ptr_);
       ptr_ = std::exchange(o.ptr_, nullptr);
