@@ -1,0 +1,21 @@
+#pragma once
+// Prices non-communication ops on a topology's GPU: roofline with size-dependent efficiency
+// for GEMMs, KV bytes over bandwidth for attention, bytes over bandwidth for norms and
+// elementwise ops (never under the launch gap). Calibration tables win where present.
+#include <string>
+
+#include "topology/topology.hpp"
+#include "trace/op.hpp"
+
+namespace eaglesim {
+
+struct OpCost {
+  double us = 0;
+  bool calibrated = false;
+  bool extrapolated = false;  // calibration existed for this kind but not this range
+  bool measured = false;      // taken from the op's own `us` (kind other)
+};
+
+OpCost compute_cost(const Op& op, const Topology& topo);
+
+}  // namespace eaglesim

@@ -1,0 +1,42 @@
+#pragma once
+// A backend executes one step of a trace with one allreduce strategy and reports a StepResult.
+// "sim" prices ops with the cost models on a virtual clock; "cuda" (optional build) runs them
+// on real GPUs. Backends register by name; the CLI looks them up.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "engine/step_result.hpp"
+#include "topology/topology.hpp"
+#include "trace/trace.hpp"
+
+namespace eaglesim {
+
+struct RunOptions {
+  int ranks = 0;                     // 0: the trace's tp
+  NcclOptions nccl;
+  std::vector<double> rank_skew_us;  // sim: per-rank start offset
+  int iters = 20;                    // cuda: timed graph replays
+  int warmup = 5;
+  double timeout_s = 30;             // cuda: an allreduce not done by then aborts the run (exit 3)
+  bool want_timeline = false;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // topo may be null for the cuda backend (the real machine is the topology).
+  virtual StepResult run_step(const Trace& trace, const Step& step, const std::string& strategy,
+                              const Topology* topo, const RunOptions& opts) = 0;
+};
+
+using BackendFactory = std::function<std::unique_ptr<Backend>()>;
+void register_backend(const std::string& name, BackendFactory factory);
+// InputError for unknown names; DeviceError ("built without CUDA") for "cuda" when absent.
+std::unique_ptr<Backend> make_backend(const std::string& name);
+std::vector<std::string> backend_names();
+
+}  // namespace eaglesim

@@ -1,0 +1,44 @@
+#include <map>
+#include <mutex>
+
+#include "core/errors.hpp"
+#include "engine/backend.hpp"
+
+namespace eaglesim {
+
+namespace {
+std::map<std::string, BackendFactory>& registry() {
+  static std::map<std::string, BackendFactory> r;
+  return r;
+}
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
+void register_backend(const std::string& name, BackendFactory factory) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry()[name] = std::move(factory);
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& name) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  auto it = registry().find(name);
+  if (it != registry().end()) return it->second();
+  if (name == "cuda")
+    throw DeviceError("--backend cuda: this eaglesim was built without the CUDA part "
+                      "(configure with -DEAGLESIM_CUDA=ON on a machine with the CUDA toolkit and NCCL)");
+  std::string known;
+  for (const auto& [n, f] : registry()) known += (known.empty() ? "" : ", ") + n;
+  throw InputError("--backend: unknown backend '" + name + "' (known: " + known + ", cuda)");
+}
+
+std::vector<std::string> backend_names() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  std::vector<std::string> out;
+  for (const auto& [n, f] : registry()) out.push_back(n);
+  return out;
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,36 @@
+#pragma once
+// Per-rank spans of one simulated or measured step; printed as Chrome-trace JSON for Perfetto.
+#include <string>
+#include <vector>
+
+#include "trace/op.hpp"
+
+namespace eaglesim {
+
+struct Span {
+  int rank = 0;
+  int stream = 0;          // index into Timeline::stream_names
+  int op_index = -1;       // index into the step's ops (-1: synthetic, e.g. a fused op's absorbed part)
+  OpKind kind = OpKind::other;
+  std::string name;
+  int layer = -1;
+  double start_us = 0;
+  double end_us = 0;
+  double wait_us = 0;      // collectives: time this rank waited for the last arrival
+  std::string detail;      // shape/bytes/algorithm, shown in the span's args
+};
+
+struct Timeline {
+  std::string step;        // verify | draft | decode
+  int ranks = 1;
+  std::vector<std::string> stream_names{"compute"};
+  std::vector<Span> spans;
+};
+
+// Chrome trace JSON (opens in Perfetto / chrome://tracing): a process per rank, a thread per
+// stream, "X" events with args, instant markers at layer starts. Several timelines (e.g. one per
+// strategy) become separate process groups, labelled by `labels`.
+std::string timelines_to_chrome_json(const std::vector<Timeline>& timelines,
+                                     const std::vector<std::string>& labels);
+
+}  // namespace eaglesim

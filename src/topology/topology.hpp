@@ -1,0 +1,80 @@
+#pragma once
+// A described GPU machine: the GPU, how many, and how they connect. Read from
+// models/topologies/*.json (docs/topology-format.md). Cost models ask it questions
+// (peak rates, the path between two ranks, which links a set of flows shares) rather than
+// reading raw fields, so the interconnect kinds stay behind one interface.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "trace/op.hpp"
+
+namespace eaglesim {
+
+struct GpuSpec {
+  std::string name;
+  int sms = 0;
+  double bf16_tflops = 0;      // dense
+  double fp8_tflops = 0;       // dense; 0 = no fp8 tensor cores
+  double mem_bw_gbs = 0;       // HBM/GDDR GB/s (1e9 B/s)
+  double mem_gb = 0;           // device memory, GB (1e9 B)
+  double launch_gap_us = 0;    // minimum time per kernel back to back inside a CUDA graph
+};
+
+enum class Interconnect { nvswitch, nvlink_mesh, pcie_switch, pcie_root_complex, pcie_cross_socket };
+const char* to_string(Interconnect ic);
+
+// One hop class: unidirectional bandwidth in GB/s and one-way latency in µs.
+struct LinkSpec {
+  double bw_gbs = 0;
+  double latency_us = 0;
+};
+
+// Measured tables that override the models where present (interpolated; see calibration.hpp).
+struct GemmCalPoint { std::int64_t m, n, k; DType dtype; double us; };
+struct SizeCalPoint { std::int64_t size; double us; };  // size: bytes (allreduce) or kv_len / tokens
+struct Calibration {
+  std::vector<GemmCalPoint> gemm;                                  // by (n,k,dtype), interpolated in m
+  std::map<std::string, std::vector<SizeCalPoint>> allreduce;      // strategy -> in-context µs by bytes
+  std::map<std::string, std::vector<SizeCalPoint>> attention;      // "gqa:heads:kv_heads:head_dim" -> µs by kv_len
+  std::map<std::string, std::vector<SizeCalPoint>> elementwise;    // op kind -> µs by tokens*hidden
+  std::optional<double> launch_gap_us;
+  int ranks = 0;                                                   // ranks the allreduces were measured on
+  std::string notes;                                               // where/when measured
+  bool empty() const { return gemm.empty() && allreduce.empty() && attention.empty() && elementwise.empty(); }
+};
+
+struct Topology {
+  std::string name;        // preset name, e.g. "8x-rtx-pro-6000-pcie5"
+  std::string file;        // path it was read from
+  std::string description;
+  GpuSpec gpu;
+  int gpu_count = 1;
+  Interconnect interconnect = Interconnect::nvswitch;
+  bool p2p = true;         // peer-to-peer loads/stores between GPUs (false: staged through host memory)
+
+  // NVLink / NVSwitch: per-GPU injection bandwidth per direction and one-hop latency.
+  LinkSpec nvlink;
+  // PCIe: GPU <-> its switch (or root port); switch uplink to the root complex; between sockets.
+  LinkSpec pcie;
+  LinkSpec uplink;
+  LinkSpec inter_socket;
+  std::vector<std::vector<int>> switch_groups;  // GPUs behind one PCIe switch (empty: each GPU on its own root port)
+  std::vector<int> socket_of_gpu;               // socket per GPU (empty: all on socket 0)
+  // Without P2P, data is staged through pinned host memory: device->host->device copies.
+  LinkSpec host_staging;
+
+  Calibration calibration;
+  std::vector<std::string> sources;  // where the figures come from (kept from the file)
+};
+
+Topology read_topology(const std::string& path);       // validates everything, InputError on problems
+std::string topology_to_string(const Topology& topo);  // deterministic JSON (calibrate writes it)
+void write_topology(const Topology& topo, const std::string& path);  // atomic
+// Resolves "2x-h200-nvlink", "2x-h200-nvlink.json" or a path; presets live in models/topologies/.
+std::string resolve_topology_path(const std::string& name_or_path);
+
+}  // namespace eaglesim
