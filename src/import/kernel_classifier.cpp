@@ -34,6 +34,7 @@ const char* to_string(KernelClass c) {
     case KernelClass::act: return "act";
     case KernelClass::act_partial: return "activation";
     case KernelClass::mul: return "mul";
+    case KernelClass::embedding: return "embedding";
     case KernelClass::copy: return "copy";
     case KernelClass::memset: return "memset";
     case KernelClass::other: return "other";
@@ -94,6 +95,7 @@ KernelClass classify_cpu_op(const std::string& op) {
   if (op == "aten::silu" || op == "aten::silu_" || op == "aten::gelu" || op == "aten::gelu_") return KernelClass::act_partial;
   if (op == "aten::add" || op == "aten::add_") return KernelClass::residual_add;
   if (op == "aten::mul" || op == "aten::mul_") return KernelClass::mul;
+  if (op == "aten::embedding") return KernelClass::embedding;
   if (op == "aten::copy_") return KernelClass::copy;
   return KernelClass::other;
 }

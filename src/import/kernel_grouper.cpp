@@ -45,6 +45,7 @@ int rank_of(KernelClass c) {
     case KernelClass::act_partial: return 6;
     case KernelClass::residual_add: return 5;
     case KernelClass::mul: return 4;
+    case KernelClass::embedding: return 3;
     case KernelClass::gemm_reduce: return 3;
     case KernelClass::other: return 2;
     case KernelClass::copy: return 1;
@@ -94,6 +95,7 @@ OpKind typed_kind(KernelClass c) {
     case KernelClass::norm:
     case KernelClass::fused_add_norm: return OpKind::rmsnorm;
     case KernelClass::residual_add: return OpKind::residual_add;
+    case KernelClass::embedding: return OpKind::embedding;
     case KernelClass::act:
     case KernelClass::act_partial: return OpKind::act;
     default: return OpKind::other;

@@ -23,7 +23,12 @@ int assign_layers(std::vector<Op>& ops) {
     } else {
       prev_ar_layer = -2;
     }
-    op.layer = layer >= layers ? -1 : layer;
+    op.layer = layer >= layers || op.kind == OpKind::embedding ? -1 : layer;
+    // A GEMM after the last layer projects onto the vocabulary.
+    if (layer >= layers && op.kind == OpKind::gemm) {
+      op.kind = OpKind::lm_head;
+      op.name = "lm_head";
+    }
   }
 
   // Role names inside each layer, from the order of the block.

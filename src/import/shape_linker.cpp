@@ -149,6 +149,19 @@ std::optional<LinkedShape> rowwise_from(const CpuOp& op, KernelClass cls) {
   return s;
 }
 
+// aten::embedding(weight [vocab, hidden], indices [...]): one row of `hidden` per index.
+std::optional<LinkedShape> embedding_from(const CpuOp& op) {
+  if (op.name != "aten::embedding") return std::nullopt;
+  auto w = input_dims(op, 0), idx = input_dims(op, 1);
+  if (!w || !idx || w->size() != 2) return std::nullopt;
+  LinkedShape s;
+  s.source_op = op.name;
+  s.op.kind = OpKind::embedding;
+  s.op.tokens = numel(*idx);
+  s.op.hidden = (*w)[1];
+  return s;
+}
+
 std::optional<DType> dtype_from_kernel_name(const std::string& name) {
   for (const char* t : {"_bf16", "BFloat16", "bfloat16"})
     if (name.find(t) != std::string::npos) return DType::bf16;
@@ -181,12 +194,17 @@ std::optional<LinkedShape> allreduce_from(const RankTrace& rank, const GpuActivi
       const bool collective_op = op.name.find("allreduce") != std::string::npos ||
                                  op.name.find("all_reduce") != std::string::npos;
       if (!collective_op) continue;
-      if (auto d = input_dims(op, 0)) {
-        nelems = numel(*d);
-        dtype = input_dtype(op, 0);
-        source = op.name;
-        break;
+      // The first tensor argument is the buffer reduced (custom-allreduce ops take a handle first).
+      const nlohmann::json* all = arg(op, "Input Dims");
+      for (std::size_t a = 0; all && all->is_array() && a < all->size(); ++a) {
+        if (auto d = input_dims(op, a)) {
+          nelems = numel(*d);
+          dtype = input_dtype(op, a);
+          source = op.name;
+          break;
+        }
       }
+      if (nelems) break;
     }
   }
   if (!dtype) dtype = dtype_from_kernel_name(kernel.name);
@@ -220,6 +238,7 @@ std::optional<LinkedShape> link_shape(const RankTrace& rank, const GpuActivity& 
     switch (cls) {
       case KernelClass::gemm: s = gemm_from(op); break;
       case KernelClass::attention: s = attention_from(op); break;
+      case KernelClass::embedding: s = embedding_from(op); break;
       case KernelClass::norm:
       case KernelClass::fused_add_norm:
       case KernelClass::residual_add:
