@@ -4,8 +4,9 @@
 //     needs kBwRampUs to fill the memory pipeline (first wave of tiles, tail), i.e.
 //       eff_bw(B) = kMaxBwEfficiency * B / (B + kMaxBwEfficiency * peak_bw * kBwRampUs)
 //       time      = B / (peak_bw * eff_bw(B)) = kBwRampUs + B / (kMaxBwEfficiency * peak_bw)
-//   - tensor cores work on tiles of kMmaRows rows, so m = 4 costs the flops of m = 64; same
-//     ramp form for flops with kMaxFlopsEfficiency / kFlopsRampUs.
+//   - tensor cores work on whole tiles: a small m is padded to kMmaRows (cuBLAS/Marlin put a
+//     small m on the MMA's narrow side: mma.m16n8k16, wgmma N >= 8), so m = 4 costs the flops of
+//     m = 16; same ramp form for flops with kMaxFlopsEfficiency / kFlopsRampUs.
 // A GEMM costs max(memory time, compute time); nothing costs less than the launch gap (the
 // minimum time per kernel back to back in a CUDA graph). Calibration tables win in range.
 //
@@ -33,9 +34,9 @@ constexpr double kMaxBwEfficiency = 0.78;
 constexpr double kBwRampUs = 2.3;
 constexpr double kMaxFlopsEfficiency = 0.75;
 constexpr double kFlopsRampUs = 3.0;
-constexpr double kMmaRows = 64;
+constexpr double kMmaRows = 16;
 // int4 weights (Marlin-style kernels) are unpacked, converted and scaled on CUDA cores once per
-// weight per 64-row tile of m: ~4 operations per weight at 1/16 of the dense bf16 tensor rate
+// weight per kMmaRows-row tile of m: ~4 operations per weight at 1/16 of the dense bf16 tensor rate
 // (CUDA-core FP throughput is roughly that fraction of tensor throughput on H100/B200).
 constexpr double kInt4DequantOpsPerWeight = 4;
 constexpr double kCudaCoreShareOfTensor = 1.0 / 16.0;
