@@ -104,9 +104,25 @@ void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int
   rows.aligned = aligned16(in) && aligned16(f.residual) && aligned16(f.weight) && aligned16(f.normed) &&
                  (f.hidden * sizeof(T)) % 16 == 0;
   const int grid = static_cast<int>(std::min<std::size_t>(f.tokens, static_cast<std::size_t>(limit)));
-  kernels::fused_allreduce_rmsnorm<T, N><<<grid, kThreads, 0, s>>>(
-      a, static_cast<const T*>(in), rows, static_cast<T*>(f.residual), static_cast<const T*>(f.weight),
-      static_cast<T*>(f.normed));
+  const T* x = static_cast<const T*>(in);
+  T* res = static_cast<T*>(f.residual);
+  const T* w = static_cast<const T*>(f.weight);
+  T* y = static_cast<T*>(f.normed);
+  // Rows that fit in registers (U units per thread) take the register-resident kernel; the
+  // block is sized to the row so no thread idles through the whole call.
+  const std::size_t row_units = kernels::units_of<T>(f.hidden);
+  auto threads_for = [&](std::size_t per_thread) {
+    const std::size_t t = (row_units + per_thread - 1) / per_thread;
+    return static_cast<int>(std::max<std::size_t>(32, (t + 31) / 32 * 32));
+  };
+  if (row_units <= kThreads)
+    kernels::fused_allreduce_rmsnorm_regs<T, N, 1><<<grid, threads_for(1), 0, s>>>(a, x, rows, res, w, y);
+  else if (row_units <= 2 * kThreads)
+    kernels::fused_allreduce_rmsnorm_regs<T, N, 2><<<grid, threads_for(2), 0, s>>>(a, x, rows, res, w, y);
+  else if (row_units <= 4 * kThreads)
+    kernels::fused_allreduce_rmsnorm_regs<T, N, 4><<<grid, threads_for(4), 0, s>>>(a, x, rows, res, w, y);
+  else
+    kernels::fused_allreduce_rmsnorm<T, N><<<grid, kThreads, 0, s>>>(a, x, rows, res, w, y);
 }
 
 template <typename T>

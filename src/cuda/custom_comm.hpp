@@ -7,7 +7,11 @@
 // quant (fp8 e4m3 on the wire), reference (the plain kernel, for tests).
 // Supported: 2, 4 or 8 ranks in one process (threads mode), bf16 / fp16 / fp32, any element
 // count (including odd sizes and unaligned pointers), P2P between every pair of GPUs.
-// Messages larger than max_bytes() go through NCCL (logged once per rank).
+// Messages larger than max_bytes() go through NCCL (logged once per rank). Drive each rank from
+// its own thread (as the replay backend does) when oversize messages can occur: the fused
+// strategy's fallback enqueues a residual/RMSNorm kernel after its ncclAllReduce, and an NCCL
+// group around the calls (needed when ONE thread drives several NCCL ranks) would defer the
+// NCCL part past that kernel.
 #include <memory>
 #include <string>
 #include <vector>

@@ -1,6 +1,8 @@
 #include "cuda/peer_memory.hpp"
 
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -11,10 +13,15 @@
 namespace eaglesim::cuda {
 
 void enable_peer_access(const std::vector<int>& devices) {
+  // Pairs this process already enabled: enabling twice is an API error (harmless, but it shows
+  // up in compute-sanitizer's report), and peer access stays on for the process's lifetime.
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> enabled;
+  std::lock_guard<std::mutex> lock(mutex);
   for (int i : devices) {
     DeviceGuard guard(i);
     for (int j : devices) {
-      if (i == j) continue;
+      if (i == j || enabled.count({i, j})) continue;
       int can = 0;
       check_cuda(cudaDeviceCanAccessPeer(&can, i, j), "cudaDeviceCanAccessPeer");
       if (!can)
@@ -26,6 +33,7 @@ void enable_peer_access(const std::vector<int>& devices) {
       } else {
         check_cuda(rc, "cudaDeviceEnablePeerAccess");
       }
+      enabled.insert({i, j});
     }
   }
 }
