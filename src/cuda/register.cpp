@@ -1,9 +1,11 @@
 #include "cuda/register.hpp"
 
+#include "cuda/comm_bench.hpp"
 #include "cuda/cuda_backend.hpp"
 
 namespace eaglesim::cuda {
 void register_cuda_part() {
   register_cuda_backend();
+  register_comm_bench();
 }
 }  // namespace eaglesim::cuda
