@@ -198,15 +198,15 @@ const char* const kScript = R"JS(
       if (!pts.length) return;
       var color = strategyColor(s);
       var g = el('g', { 'data-series': s }, f.svg);
-      el('polyline', { fill: 'none', stroke: color, 'stroke-width': 2.2,
-        points: pts.map(function (r) { return xs(r.draft_tokens) + ',' + ys(r.tokens_per_s); }).join(' ') }, g);
+      el('polyline', { fill: 'none', stroke: color, 'stroke-width': isBound(s) ? 1.6 : 2.2,
+        'stroke-dasharray': isBound(s) ? '3 3' : null, points: pts.map(function (r) { return xs(r.draft_tokens) + ',' + ys(r.tokens_per_s); }).join(' ') }, g);
       pts.forEach(function (r) {
         var c = el('circle', { cx: xs(r.draft_tokens), cy: ys(r.tokens_per_s), r: 3.6, fill: color,
           'data-x': r.draft_tokens, 'data-y': r.tokens_per_s, 'data-row': r.index }, g);
         el('title', null, c, s + ', N=' + r.draft_tokens + ': ' + fmt(r.tokens_per_s, 1) + ' tok/s, ' +
           fmt(r.speedup_vs_decode, 2) + '× plain decoding');
       });
-      items.push({ color: color, label: s });
+      items.push({ color: color, label: s + (isBound(s) ? ' (lower bound)' : '') });
     });
     if (plain) items.push({ dashed: true, label: 'plain decoding (fastest strategy)' });
     legend(box, items);
@@ -276,14 +276,15 @@ const char* const kScript = R"JS(
       var color = strategyColor(r.strategy), pts = [];
       for (var i = 0; i <= 50; ++i) { var a = i / 50; pts.push(xs(a) + ',' + ys(chainTokens(a, n) * 1e6 / r.cycle_us)); }
       var g = el('g', { 'data-series': r.strategy, 'data-cycle-us': r.cycle_us }, f.svg);
-      el('polyline', { fill: 'none', stroke: color, 'stroke-width': 2, points: pts.join(' ') }, g);
+      el('polyline', { fill: 'none', stroke: color, 'stroke-width': isBound(r.strategy) ? 1.5 : 2,
+        'stroke-dasharray': isBound(r.strategy) ? '3 3' : null, points: pts.join(' ') }, g);
       var be = r.breakeven_accept_rate;
       if (be !== null && be !== undefined && r.decode_tokens_per_s) {
         var c = el('circle', { cx: xs(be), cy: ys(chainTokens(be, n) * 1e6 / r.cycle_us), r: 4, fill: '#fff', stroke: color,
           'stroke-width': 2, 'data-breakeven': be }, g);
         el('title', null, c, r.strategy + ': break-even at a=' + fmt(be, 3));
       }
-      items.push({ color: color, label: r.strategy });
+      items.push({ color: color, label: r.strategy + (isBound(r.strategy) ? ' (lower bound)' : '') });
     });
     items.push({ dashed: true, label: 'plain decoding' });
     legend(box, items);
@@ -475,6 +476,9 @@ const char* const kScript = R"JS(
     return { kind: 'sweep', rows: d.rows, accepts: d.axes.acceptance, axes: d.axes };
   }
   var view = doc.format === 'eaglesim-sweep' ? fromSweep(doc) : fromRun(doc);
+  // Lower bounds (zero-cost allreduce) are drawn, dashed, but never named the winner.
+  var LOWER_BOUNDS = doc.axes && doc.axes.best_excludes ? doc.axes.best_excludes : ['ideal'];
+  function isBound(s) { return LOWER_BOUNDS.indexOf(s) >= 0; }
 
   function verdictCard(host, cls, model, big, detail, bullets) {
     var c = el('div', { 'class': 'verdict ' + cls, 'data-verdict': cls }, host);
@@ -496,10 +500,11 @@ const char* const kScript = R"JS(
       sc.acceptance.description + ' · backend ' + sc.backend + (sc.trace ? ' · trace ' + sc.trace : '');
     var head = byId('headline');
     var ok = view.rows.filter(function (r) { return r.status === 'ok'; });
-    var best = ok.slice().sort(function (a, b) { return b.tokens_per_s - a.tokens_per_s; })[0];
+    var real = ok.filter(function (r) { return !isBound(r.strategy); });
+    var best = (real.length ? real : ok).slice().sort(function (a, b) { return b.tokens_per_s - a.tokens_per_s; })[0];
     if (!best) verdictCard(head, 'none', sc.model, 'No strategy can run', 'See the table for the reasons.');
     else {
-      var ref = ok[0];
+      var ref = real.length ? real[0] : ok[0];
       var pays = best.speedup_vs_decode > 1;
       var known = best.decode_us !== null && best.decode_us !== undefined;
       verdictCard(head, !known ? 'none' : pays ? 'good' : 'bad', sc.model + ' · ' + sc.topology + ' · TP ' + sc.tp,
@@ -584,12 +589,15 @@ const char* const kScript = R"JS(
       if (!mine.length) { verdictCard(cards, 'none', m, 'Does not fit anywhere', 'No topology in the sweep can run this model; see “Cannot run”.'); return; }
       var lastAcc = ax.acceptance[ax.acceptance.length - 1];
       var atLast = mine.filter(function (b) { return b.accept_mode === lastAcc.mode && b.accept_value === lastAcc.value; });
-      var top = atLast.slice().sort(function (a, b) { return (b.speedup_vs_best_plain || 0) - (a.speedup_vs_best_plain || 0) || b.tokens_per_s - a.tokens_per_s; })[0];
-      var pays = top.eagle3_pays_off;
+      // The verdict takes the topology where EAGLE-3 gains most; the detail names the fastest one.
+      var gain = atLast.slice().sort(function (a, b) { return (b.speedup_vs_best_plain || 0) - (a.speedup_vs_best_plain || 0); })[0];
+      var top = atLast.slice().sort(function (a, b) { return b.tokens_per_s - a.tokens_per_s; })[0];
+      var pays = gain.eagle3_pays_off;
       var r = rows[top.row];
       verdictCard(cards, pays === null ? 'none' : pays ? 'good' : 'bad', m + (doc.axes.draft_models[ax.models.indexOf(m)] ? ' + ' + doc.axes.draft_models[ax.models.indexOf(m)] : ''),
-        pays === null ? 'Best: ' + fmt(r.tokens_per_s, 1) + ' tok/s' : (pays ? 'EAGLE-3 pays off: up to ' : 'EAGLE-3 does not pay off: at best ') + fmt(top.speedup_vs_best_plain, 2) + '×',
-        'Best at ' + accLabel(lastAcc.mode, lastAcc.value) + ': <b>' + esc(top.topology) + '</b>, <b>' + esc(r.strategy) + '</b>, TP ' + r.tp +
+        pays === null ? 'Best: ' + fmt(r.tokens_per_s, 1) + ' tok/s' : (pays ? 'EAGLE-3 pays off: up to ' : 'EAGLE-3 does not pay off: at best ') +
+          fmt(gain.speedup_vs_best_plain, 2) + '× plain decoding' + (pays ? ' (' + gain.topology + ')' : ''),
+        'Fastest at ' + accLabel(lastAcc.mode, lastAcc.value) + ': <b>' + esc(top.topology) + '</b>, <b>' + esc(r.strategy) + '</b>, TP ' + r.tp +
           ', N=' + r.draft_tokens + ', ' + esc(r.weight_dtype) + ' weights → <b>' + fmt(r.tokens_per_s, 1) + ' tok/s</b> against ' +
           fmt(top.best_plain_tokens_per_s, 1) + ' tok/s for the fastest plain decoding there.',
         ax.acceptance.map(function (a) {

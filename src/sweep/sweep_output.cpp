@@ -106,6 +106,10 @@ json sweep_to_json(const SweepResults& res) {
   axes["strategies"] = ax.strategies;
   axes["kv_len"] = ax.kv_len;
   axes["gpu_mem_util"] = ax.gpu_mem_util;
+  json excluded = json::array();
+  for (const std::string& s : ax.strategies)
+    if (is_lower_bound_strategy(s)) excluded.push_back(s);
+  axes["best_excludes"] = excluded;  // lower bounds: charted, never "best"
   doc["axes"] = axes;
 
   std::map<std::string, std::size_t> by_status;
@@ -185,7 +189,10 @@ std::string sweep_to_table(const SweepResults& res) {
   // Column widths follow the longest model and topology names.
   std::size_t wm = 5, wt = 8;
   for (const SweepBest& b : res.best) wm = std::max(wm, b.model.size()), wt = std::max(wt, b.topology.size());
-  out += "Best configuration per model, topology and acceptance (plain = fastest plain decoding there)\n";
+  out += "Best configuration per model, topology and acceptance (plain = fastest plain decoding there";
+  for (const std::string& s : res.axes.strategies)
+    if (is_lower_bound_strategy(s)) out += fmt::format("; {} is a lower bound, not a candidate", s);
+  out += ")\n";
   out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5}  {:>9}  {:>9}  {:>7}  {}\n", "model", wm,
                      "topology", wt, "accept", "strategy", "TP", "N", "dtype", "tok/s", "plain", "speedup", "EAGLE-3");
   for (const SweepBest& b : res.best) {

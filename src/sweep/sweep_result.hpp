@@ -26,6 +26,11 @@ enum class UnfitKind {
 };
 const char* to_string(UnfitKind k);
 
+// "ideal" prices every allreduce at zero: a lower bound that shows what communication costs,
+// not something one can deploy. It is priced and charted like the others but never chosen as a
+// best configuration or as the plain-decoding baseline.
+bool is_lower_bound_strategy(const std::string& strategy);
+
 // The grid as run (names resolved), echoed into every output so results are self-describing.
 struct SweepAxes {
   std::vector<std::string> models;        // model names (config file stems)

@@ -29,6 +29,8 @@ const char* to_string(UnfitKind k) {
   return "?";
 }
 
+bool is_lower_bound_strategy(const std::string& strategy) { return strategy == "ideal"; }
+
 std::size_t SweepAxes::combination_count() const {
   return models.size() * topologies.size() * weight_dtypes.size() * tps.size() * draft_tokens.size() *
          strategies.size() * acceptances.size();
@@ -361,7 +363,7 @@ SweepResults run_sweep(const SweepRequest& rq) {
       std::optional<std::size_t> plain;
       for (std::size_t i = first; i < last; ++i) {
         const SweepRow& row = out.rows[i];
-        if (row.ok() && row.decode_tokens_per_s > 0 &&
+        if (row.ok() && row.decode_tokens_per_s > 0 && !is_lower_bound_strategy(row.strategy) &&
             (!plain || row.decode_tokens_per_s > out.rows[*plain].decode_tokens_per_s))
           plain = i;
       }
@@ -372,7 +374,9 @@ SweepResults run_sweep(const SweepRequest& rq) {
         b.acceptance = rq.acceptances[a];
         for (std::size_t i = first + a; i < last; i += A) {
           const SweepRow& row = out.rows[i];
-          if (row.ok() && (!b.row || row.tokens_per_s > out.rows[*b.row].tokens_per_s)) b.row = i;
+          if (row.ok() && !is_lower_bound_strategy(row.strategy) &&
+              (!b.row || row.tokens_per_s > out.rows[*b.row].tokens_per_s))
+            b.row = i;
         }
         b.plain_row = plain;
         if (plain) b.best_plain_tokens_per_s = out.rows[*plain].decode_tokens_per_s;
@@ -388,7 +392,9 @@ SweepResults run_sweep(const SweepRequest& rq) {
       std::optional<std::size_t> best;
       const std::size_t first = m * T * D * P * N * S * A, last = first + T * D * P * N * S * A;
       for (std::size_t i = first; i < last; ++i)
-        if (out.rows[i].ok() && (!best || out.rows[i].tokens_per_s > out.rows[*best].tokens_per_s)) best = i;
+        if (out.rows[i].ok() && !is_lower_bound_strategy(out.rows[i].strategy) &&
+            (!best || out.rows[i].tokens_per_s > out.rows[*best].tokens_per_s))
+          best = i;
       if (!best) continue;
       // Decode the grid position back from the row index.
       std::size_t rest = *best / A;
