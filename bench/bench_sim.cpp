@@ -12,6 +12,9 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "engine/event_engine.hpp"
 #include "engine/op_pricing.hpp"
 #include "trace/trace_json.hpp"
@@ -33,13 +36,18 @@ OpCost fixed_cost(const Op& op) {
   return {1.0 + op.flops() * 1e-9 + op.weight_bytes() * 1e-6};
 }
 
-// The Kimi-K2 verify step when the repository has it; otherwise a synthetic step of the same
+// The verify step of $EAGLESIM_BENCH_TRACE, else of the repository's Kimi-K2 trace; otherwise a synthetic step of the same
 // shape (61 layers of norm, 6 GEMMs, attention, allreduce, residual, MoE, allreduce, residual).
 const Step& base_step() {
   static const Step step = [] {
-    std::string path = std::string(EAGLESIM_REPO) + "/traces/kimi-k2_tp8_t4.json";
+    const char* env = std::getenv("EAGLESIM_BENCH_TRACE");
+    std::string path = env && *env ? env : std::string(EAGLESIM_REPO) + "/traces/kimi-k2_tp8_t4.json";
     struct stat st;
-    if (::stat(path.c_str(), &st) == 0) return read_trace(path).verify();
+    if (::stat(path.c_str(), &st) == 0) {
+      std::fprintf(stderr, "bench_sim: verify step of %s\n", path.c_str());
+      return read_trace(path).verify();
+    }
+    std::fprintf(stderr, "bench_sim: %s not found, using a synthetic 61-layer step\n", path.c_str());
     Step s;
     s.name = "verify";
     for (int l = 0; l < 61; ++l) {

@@ -53,12 +53,14 @@ ShapeKey shape_key(const Op& op) {
 }
 
 struct ShapeKeyHash {
+  // Independent multiplies (no serial chain as in FNV) keep the per-op lookup cheap; the final
+  // xor-shift spreads high bits into the bucket index.
   std::size_t operator()(const ShapeKey& k) const {
-    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
-    for (std::int64_t x : k.v) {
-      h ^= static_cast<std::uint64_t>(x);
-      h *= 1099511628211ull;
-    }
+    std::uint64_t h = 0;
+    for (int i = 0; i < 17; ++i)
+      h += static_cast<std::uint64_t>(k.v[i]) * (0x9E3779B97F4A7C15ull + 2ull * static_cast<std::uint64_t>(i) * 0x632BE59BD9B4E019ull);
+    h ^= h >> 32;
+    h *= 0xD6E8FEB86659FD93ull;
     return static_cast<std::size_t>(h ^ (h >> 29));
   }
 };
@@ -113,7 +115,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   const int d_calibrated = details.id("calibrated");
   const int d_extrapolated = details.id("model (outside calibration)");
 
-  std::unordered_map<ShapeKey, OpCost, ShapeKeyHash> compute_memo;
+  std::unordered_map<ShapeKey, OpCost, ShapeKeyHash> compute_memo(64);
   std::unordered_map<CommKey, std::pair<double, int>, CommKeyHash> comm_memo;
   const bool fuses = opts.comm && opts.comm->fuses_residual_norm();
   int n_model = 0, n_measured = 0, n_fallback = 0, n_calibrated = 0, n_extrapolated = 0;
