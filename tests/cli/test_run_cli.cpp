@@ -164,3 +164,31 @@ TEST(RunCli, CudaBackendWithoutCudaIsExit3) {
 
 }  // namespace
 }  // namespace eaglesim::test
+
+namespace eaglesim::test {
+namespace {
+
+// `eaglesim run` with no arguments: the seed scenario, and it says which defaults it used.
+TEST(RunCliDefaults, NoArgumentsRunsTheSeedScenario) {
+  const bool shipped = file_exists(std::string(EAGLESIM_REPO) + "/traces/kimi-k2_tp8_t4.json") &&
+                       file_exists(std::string(EAGLESIM_REPO) + "/models/topologies/8x-rtx-pro-6000-pcie5.json");
+  CliResult r = run_cli("run");
+  if (!shipped) {
+    // Without the shipped files the failure must be a clear input error naming what is missing.
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(r.err.find("kimi-k2_tp8_t4") != std::string::npos ||
+                r.err.find("8x-rtx-pro-6000-pcie5") != std::string::npos)
+        << r.err;
+    return;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("defaults: trace traces/kimi-k2_tp8_t4.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("topology 8x-rtx-pro-6000-pcie5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("accept rate a=0.7"), std::string::npos) << r.out;
+  for (const char* s : {"nccl", "oneshot", "twoshot", "fused", "quant", "ideal"})
+    EXPECT_NE(r.out.find(std::string("\n") + s + " "), std::string::npos) << s << " row missing:\n" << r.out;
+  EXPECT_NE(r.out.find("best: "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace eaglesim::test
