@@ -9,31 +9,43 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/dtype.hpp"
 #include "trace/op.hpp"
 
 namespace eaglesim {
 
+// GPU generation: NCCL picks some of its tuning constants by it (LL/LL128 bandwidth caps).
+enum class GpuArch { volta, ampere, ada, hopper, blackwell };
+const char* to_string(GpuArch a);
+const std::vector<std::string>& gpu_arch_names();
+
 struct GpuSpec {
   std::string name;
+  GpuArch arch = GpuArch::hopper;
   int sms = 0;
   double bf16_tflops = 0;      // dense
   double fp8_tflops = 0;       // dense; 0 = no fp8 tensor cores
   double mem_bw_gbs = 0;       // HBM/GDDR GB/s (1e9 B/s)
   double mem_gb = 0;           // device memory, GB (1e9 B)
   double launch_gap_us = 0;    // minimum time per kernel back to back inside a CUDA graph
+  std::string source;          // where these figures come from
 };
 
 enum class Interconnect { nvswitch, nvlink_mesh, pcie_switch, pcie_root_complex, pcie_cross_socket };
 const char* to_string(Interconnect ic);
+const std::vector<std::string>& interconnect_names();
 
 // One hop class: unidirectional bandwidth in GB/s and one-way latency in µs.
 struct LinkSpec {
   double bw_gbs = 0;
   double latency_us = 0;
+  std::string source;  // where these figures come from
+  bool present() const { return bw_gbs > 0; }  // bw 0: the topology has no such link
 };
 
-// Measured tables that override the models where present (interpolated; see calibration.hpp).
+// Measured tables that override the models where present (interpolated; see cost/calibration.hpp).
 struct GemmCalPoint { std::int64_t m, n, k; DType dtype; double us; };
 struct SizeCalPoint { std::int64_t size; double us; };  // size: bytes (allreduce) or kv_len / tokens
 struct Calibration {
@@ -66,12 +78,14 @@ struct Topology {
   std::vector<int> socket_of_gpu;               // socket per GPU (empty: all on socket 0)
   // Without P2P, data is staged through pinned host memory: device->host->device copies.
   LinkSpec host_staging;
+  std::string layout_source;  // where gpu_count/interconnect/p2p/switch groups/sockets come from
 
   Calibration calibration;
   std::vector<std::string> sources;  // where the figures come from (kept from the file)
 };
 
 Topology read_topology(const std::string& path);       // validates everything, InputError on problems
+Topology parse_topology(const nlohmann::json& doc, const std::string& file);  // same, from parsed JSON
 std::string topology_to_string(const Topology& topo);  // deterministic JSON (calibrate writes it)
 void write_topology(const Topology& topo, const std::string& path);  // atomic
 // Resolves "2x-h200-nvlink", "2x-h200-nvlink.json" or a path; presets live in models/topologies/.

@@ -1,0 +1,52 @@
+// `auto`: per message size, the cheapest supported exact strategy (nccl, oneshot, twoshot), as
+// a selector like mscclpp's or vLLM's would pick. Excluded: ideal (not real), quant (changes the
+// numbers, so it must be asked for by name) and fused (changes which ops run; never cheaper
+// than oneshot on the allreduce alone). The detail names the one chosen.
+#include <limits>
+
+#include "comm/modelled_communicator.hpp"
+#include "comm/strategies.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+const char* const kCandidates[] = {"nccl", "oneshot", "twoshot"};
+
+class AutoCommunicator final : public ModelledCommunicator {
+ public:
+  std::string name() const override { return "auto"; }
+  std::string description() const override {
+    return "cheapest of nccl, oneshot, twoshot for each message size";
+  }
+
+ protected:
+  CommSupport strategy_supports(const Topology& t, int ranks, std::int64_t bytes) const override {
+    std::string reasons;
+    for (const char* c : kCandidates) {
+      CommSupport s = find_communicator(c).supports(t, ranks, bytes);
+      if (s.ok) return {};
+      reasons += (reasons.empty() ? "" : "; ") + std::string(c) + ": " + s.reason;
+    }
+    return {false, "no candidate strategy supports it (" + reasons + ")"};
+  }
+  CommCost model(const CommQuery& q) const override {
+    CommCost best;
+    best.us = std::numeric_limits<double>::infinity();
+    std::string chosen;
+    for (const char* c : kCandidates) {
+      const Communicator& comm = find_communicator(c);
+      if (!comm.supports(*q.topo, q.ranks, q.bytes).ok) continue;
+      CommCost cost = comm.cost(q);
+      if (cost.us < best.us) { best = cost; chosen = c; }
+    }
+    best.detail = chosen + " (" + best.detail + ")";
+    return best;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_auto_communicator() { return std::make_unique<AutoCommunicator>(); }
+
+}  // namespace eaglesim

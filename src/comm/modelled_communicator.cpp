@@ -1,0 +1,52 @@
+#include "comm/modelled_communicator.hpp"
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "cost/calibration.hpp"
+
+namespace eaglesim {
+
+CommSupport ModelledCommunicator::supports(const Topology& topo, int ranks, std::int64_t bytes) const {
+  if (ranks < 1) return {false, fmt::format("needs at least 1 rank, got {}", ranks)};
+  if (bytes <= 0) return {false, fmt::format("needs a positive message size, got {} B", bytes)};
+  if (ranks > topo.gpu_count)
+    return {false, fmt::format("needs {} GPUs; topology {} has {}", ranks, topo.name, topo.gpu_count)};
+  if (ranks == 1) return {};
+  return strategy_supports(topo, ranks, bytes);
+}
+
+CommCost ModelledCommunicator::cost(const CommQuery& q) const {
+  if (!q.topo) throw std::invalid_argument("CommQuery without a topology");
+  CommSupport s = supports(*q.topo, q.ranks, q.bytes);
+  if (!s.ok)
+    throw InputError(fmt::format("strategy {} cannot run a {} B allreduce on {} ranks of {}: {}", name(), q.bytes,
+                                 q.ranks, q.topo->name, s.reason));
+  if (q.ranks == 1) return {0.0, "1 rank: no allreduce", false, false};
+
+  const Calibration& cal = q.topo->calibration;
+  TableLookup lookup;
+  auto it = cal.allreduce.find(name());
+  if (calibratable() && it != cal.allreduce.end() && (cal.ranks == 0 || cal.ranks == q.ranks))
+    lookup = interpolate_table(it->second, static_cast<double>(q.bytes));
+  if (lookup.inside) return {lookup.us, "calibrated", true, false};
+
+  CommCost c = model(q);
+  if (lookup.has_table) {
+    c.extrapolated = true;
+    c.detail += ", outside calibration";
+  }
+  return c;
+}
+
+CommSupport p2p_kernel_support(const Topology& topo, int ranks, std::int64_t bytes) {
+  if (!topo.p2p) return {false, "needs P2P between GPUs; this topology has P2P off"};
+  if (ranks != 2 && ranks != 4 && ranks != 8)
+    return {false, fmt::format("custom P2P kernels are built for 2, 4 or 8 ranks, not {}", ranks)};
+  if (bytes > kMaxCustomBytes)
+    return {false, fmt::format("message of {} B exceeds the {} B registered buffer", bytes, kMaxCustomBytes)};
+  if (bytes % 16 != 0) return {false, fmt::format("message of {} B is not a multiple of 16 B (packed loads)", bytes)};
+  return {};
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,31 @@
+#pragma once
+// Shared skeleton of every strategy: the rules common to all (rank count against the topology,
+// one rank costs nothing), calibration tables before models, and a clear error when asked to
+// price what it does not support. Each strategy supplies its own support rules and model.
+#include <string>
+
+#include "comm/communicator.hpp"
+
+namespace eaglesim {
+
+class ModelledCommunicator : public Communicator {
+ public:
+  // Common rules, then strategy_supports(). One rank: always supported (nothing to reduce).
+  CommSupport supports(const Topology& topo, int ranks, std::int64_t bytes) const final;
+  // Throws InputError (with the supports() reason) when unsupported. One rank: 0 µs.
+  // A calibration table for this strategy measured on the same rank count wins inside its range.
+  CommCost cost(const CommQuery& q) const final;
+
+ protected:
+  virtual CommSupport strategy_supports(const Topology& topo, int ranks, std::int64_t bytes) const = 0;
+  virtual CommCost model(const CommQuery& q) const = 0;
+  virtual bool calibratable() const { return true; }
+};
+
+// Rules of our custom P2P kernels (oneshot, twoshot, fused, quant): they load/store peers'
+// buffers directly, are instantiated for 2, 4 and 8 ranks, use 16-byte packed accesses and a
+// pre-registered buffer of kMaxCustomBytes (the size vLLM's custom allreduce registers).
+constexpr std::int64_t kMaxCustomBytes = 8 * 1024 * 1024;
+CommSupport p2p_kernel_support(const Topology& topo, int ranks, std::int64_t bytes);
+
+}  // namespace eaglesim

@@ -1,0 +1,163 @@
+// Roofline cost of non-communication ops on one GPU of a topology, with the two effects that
+// decide small-batch (verify-step) kernels:
+//   - a kernel streaming B bytes reaches at most kMaxBwEfficiency of peak memory bandwidth and
+//     needs kBwRampUs to fill the memory pipeline (first wave of tiles, tail), i.e.
+//       eff_bw(B) = kMaxBwEfficiency * B / (B + kMaxBwEfficiency * peak_bw * kBwRampUs)
+//       time      = B / (peak_bw * eff_bw(B)) = kBwRampUs + B / (kMaxBwEfficiency * peak_bw)
+//   - tensor cores work on whole tiles: a small m is padded to kMmaRows (cuBLAS/Marlin put a
+//     small m on the MMA's narrow side: mma.m16n8k16, wgmma N >= 8), so m = 4 costs the flops of
+//     m = 16; same ramp form for flops with kMaxFlopsEfficiency / kFlopsRampUs.
+// A GEMM costs max(memory time, compute time); nothing costs less than the launch gap (the
+// minimum time per kernel back to back in a CUDA graph). Calibration tables win in range.
+//
+// Where the constants come from: kMaxBwEfficiency and kBwRampUs are a least-squares line through
+// the bf16 GEMM kernels of Llama-3.1-8B TP2 at m=4 measured on an H200 (PyTorch profiler, cuBLAS
+// nvjet kernels; docs/topology-format.md, "Compute model"): o_proj 16.8 MB in 6.6 us, qkv 25.2 MB in
+// 11.3 us (split-K, incl. its reduce kernel), down 58.7 MB in 18.1 us, gate_up 117 MB in 33.9 us
+// -> slope 3.71 TB/s (0.77 of 4.8 TB/s), intercept 2.3 us. That ceiling is also typical of
+// published STREAM-like results on HBM GPUs (75-90 % of peak). The flops constants are
+// assumptions (large bf16 GEMMs reach 70-80 % of dense peak in cuBLAS).
+#include "cost/compute_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "cost/calibration.hpp"
+#include "topology/calibration_keys.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+constexpr double kMaxBwEfficiency = 0.78;
+constexpr double kBwRampUs = 2.3;
+constexpr double kMaxFlopsEfficiency = 0.75;
+constexpr double kFlopsRampUs = 3.0;
+constexpr double kMmaRows = 16;
+// int4 weights (Marlin-style kernels) are unpacked, converted and scaled on CUDA cores once per
+// weight per kMmaRows-row tile of m: ~4 operations per weight at 1/16 of the dense bf16 tensor rate
+// (CUDA-core FP throughput is roughly that fraction of tensor throughput on H100/B200).
+constexpr double kInt4DequantOpsPerWeight = 4;
+constexpr double kCudaCoreShareOfTensor = 1.0 / 16.0;
+
+double launch_gap(const Topology& t) {
+  return t.calibration.launch_gap_us ? *t.calibration.launch_gap_us : t.gpu.launch_gap_us;
+}
+
+// Memory-bound time of a tiled kernel (GEMM, attention) streaming `bytes`, ramp included.
+double tiled_memory_us(const Topology& t, double bytes) {
+  return kBwRampUs + bytes / (t.gpu.mem_bw_gbs * 1e3 * kMaxBwEfficiency);
+}
+
+// Element-wise kernels have no tile pipeline to fill: bytes at the bandwidth ceiling.
+double streaming_memory_us(const Topology& t, double bytes) {
+  return bytes / (t.gpu.mem_bw_gbs * 1e3 * kMaxBwEfficiency);
+}
+
+double compute_us(double flops, double tflops) {
+  return kFlopsRampUs + flops / (tflops * 1e6 * kMaxFlopsEfficiency);
+}
+
+double tensor_tflops(const Topology& t, DType weights) {
+  // fp8 weights run fp8 MMAs (activations quantised) where the GPU has them; everything else bf16.
+  if (weights == DType::fp8 && t.gpu.fp8_tflops > 0) return t.gpu.fp8_tflops;
+  return t.gpu.bf16_tflops;
+}
+
+double padded(double rows) { return std::ceil(rows / kMmaRows) * kMmaRows; }
+
+// Shared by gemm, lm_head and grouped_gemm. `rows_per_group`: rows one weight matrix sees.
+double matmul_us(const Topology& t, const Op& op, double rows_per_group, double groups) {
+  double padded_flops = 2.0 * groups * padded(rows_per_group) * static_cast<double>(op.n) * op.k;
+  double compute = compute_us(padded_flops, tensor_tflops(t, op.dtype));
+  if (op.dtype == DType::int4) {
+    double weights = groups * static_cast<double>(op.n) * op.k;
+    double dequant_ops = weights * kInt4DequantOpsPerWeight * (padded(rows_per_group) / kMmaRows);
+    compute += dequant_ops / (t.gpu.bf16_tflops * 1e6 * kCudaCoreShareOfTensor);
+  }
+  double memory = tiled_memory_us(t, op.weight_bytes() + op.io_bytes());
+  return std::max(compute, memory);
+}
+
+double attention_us(const Topology& t, const Op& op) {
+  // Decode/verify attention kernels (FlashInfer, FlashAttention split-KV) pack the query rows
+  // that share a KV head into one tile; MLA shares one latent KV across all heads.
+  double group = op.variant == AttentionVariant::mla
+                     ? static_cast<double>(op.heads)
+                     : static_cast<double>(op.heads) / std::max<std::int64_t>(1, op.kv_heads);
+  double rows = static_cast<double>(op.q_tokens) * group;
+  double padded_flops = op.flops() * padded(rows) / rows;
+  double compute = compute_us(padded_flops, t.gpu.bf16_tflops);
+  double memory = tiled_memory_us(t, op.io_bytes());
+  // Split-KV kernels finish with a second, small kernel that merges the partial results.
+  return std::max(compute, memory) + launch_gap(t);
+}
+
+OpCost from_table(const TableLookup& l, double model_us) {
+  OpCost c;
+  if (l.inside) {
+    c.us = l.us;
+    c.calibrated = true;
+    return c;
+  }
+  c.us = model_us;
+  c.extrapolated = l.has_table;
+  return c;
+}
+
+const std::vector<SizeCalPoint>* find_table(const std::map<std::string, std::vector<SizeCalPoint>>& m,
+                                            const std::string& key) {
+  auto it = m.find(key);
+  return it == m.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+OpCost compute_cost(const Op& op, const Topology& topo) {
+  const double gap = launch_gap(topo);
+  const Calibration& cal = topo.calibration;
+  switch (op.kind) {
+    case OpKind::gemm:
+    case OpKind::lm_head: {
+      double model = std::max(gap, matmul_us(topo, op, static_cast<double>(op.m), 1.0));
+      return from_table(lookup_gemm(cal, op.m, op.n, op.k, op.dtype), model);
+    }
+    case OpKind::grouped_gemm: {
+      // Routed rows spread evenly over the experts touched; each expert's rows fill whole tiles.
+      double experts = static_cast<double>(std::max<std::int64_t>(1, op.experts));
+      OpCost c;
+      c.us = std::max(gap, matmul_us(topo, op, static_cast<double>(op.tokens) / experts, experts));
+      return c;
+    }
+    case OpKind::attention: {
+      double model = std::max(gap, attention_us(topo, op));
+      TableLookup l;
+      if (const auto* table = find_table(cal.attention, attention_calibration_key(op)))
+        l = interpolate_table(*table, static_cast<double>(op.kv_len));
+      return from_table(l, model);
+    }
+    case OpKind::rmsnorm:
+    case OpKind::residual_add:
+    case OpKind::act:
+    case OpKind::embedding: {
+      double model = std::max(gap, streaming_memory_us(topo, op.weight_bytes() + op.io_bytes()));
+      TableLookup l;
+      if (const auto* table = find_table(cal.elementwise, to_string(op.kind)))
+        l = interpolate_table(*table, static_cast<double>(op.tokens) * static_cast<double>(op.hidden));
+      return from_table(l, model);
+    }
+    case OpKind::other: {
+      if (!op.us) throw std::invalid_argument("compute_cost: op '" + op.name + "' of kind other has no us");
+      OpCost c;
+      c.us = *op.us;
+      c.measured = true;
+      return c;
+    }
+    case OpKind::allreduce:
+      throw std::invalid_argument("compute_cost: allreduce '" + op.name + "' is priced by a communicator");
+  }
+  throw std::invalid_argument("compute_cost: unknown op kind");
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,32 @@
+#include "topology/calibration_keys.hpp"
+
+#include <cctype>
+
+#include <fmt/format.h>
+
+namespace eaglesim {
+
+std::string attention_calibration_key(const Op& op) {
+  if (op.variant == AttentionVariant::mla)
+    return fmt::format("mla:{}:{}:{}", op.heads, op.kv_lora_rank, op.rope_dim);
+  return fmt::format("gqa:{}:{}:{}", op.heads, op.kv_heads, op.head_dim);
+}
+
+bool valid_attention_key(const std::string& key) {
+  if (key.rfind("gqa:", 0) != 0 && key.rfind("mla:", 0) != 0) return false;
+  // Three positive integers separated by ':' after the variant.
+  int fields = 0;
+  std::size_t i = 4;
+  while (i <= key.size()) {
+    std::size_t j = key.find(':', i);
+    if (j == std::string::npos) j = key.size();
+    if (j == i || j - i > 9 || key[i] == '0') return false;
+    for (std::size_t c = i; c < j; ++c)
+      if (!std::isdigit(static_cast<unsigned char>(key[c]))) return false;
+    ++fields;
+    i = j + 1;
+  }
+  return fields == 3;
+}
+
+}  // namespace eaglesim

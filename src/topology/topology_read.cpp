@@ -1,0 +1,238 @@
+// Reads a topology file (docs/topology-format.md). Every field goes through JsonCursor so that
+// each problem is reported as "FILE: PATH: expected X, got Y"; unknown fields are rejected with
+// the list of allowed ones, and cross-field rules (switch groups cover every GPU once, the links
+// an interconnect needs are present) are checked here so that cost models can trust the struct.
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "comm/communicator.hpp"
+#include "core/errors.hpp"
+#include "io/json_cursor.hpp"
+#include "topology/topology.hpp"
+#include "topology/calibration_keys.hpp"
+#include "topology/topology_limits.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+
+GpuSpec read_gpu(const JsonCursor& c) {
+  c.only_keys({"name", "arch", "sms", "bf16_tflops", "fp8_tflops", "mem_bw_gbs", "mem_gb",
+               "launch_gap_us", "source"});
+  GpuSpec g;
+  g.name = c.at("name").as_string();
+  {
+    std::string a = c.at("arch").as_enum(gpu_arch_names());
+    const auto& names = gpu_arch_names();
+    g.arch = static_cast<GpuArch>(std::find(names.begin(), names.end(), a) - names.begin());
+  }
+  g.sms = static_cast<int>(c.at("sms").as_positive_int(kMaxSms));
+  g.bf16_tflops = c.at("bf16_tflops").as_positive_number(kMaxTflops);
+  g.fp8_tflops = c.has("fp8_tflops") ? c.at("fp8_tflops").as_number(0, kMaxTflops) : 0.0;
+  g.mem_bw_gbs = c.at("mem_bw_gbs").as_positive_number(kMaxBwGbs);
+  g.mem_gb = c.at("mem_gb").as_positive_number(kMaxMemGb);
+  g.launch_gap_us = c.at("launch_gap_us").as_number(0, kMaxLatencyUs);
+  if (auto s = c.find("source")) g.source = s->as_string();
+  return g;
+}
+
+LinkSpec read_link(const JsonCursor& c) {
+  c.only_keys({"bw_gbs", "latency_us", "source"});
+  LinkSpec l;
+  l.bw_gbs = c.at("bw_gbs").as_positive_number(kMaxBwGbs);
+  l.latency_us = c.at("latency_us").as_number(0, kMaxLatencyUs);
+  if (auto s = c.find("source")) l.source = s->as_string();
+  return l;
+}
+
+Interconnect read_interconnect(const JsonCursor& c) {
+  std::string s = c.as_enum(interconnect_names());
+  const auto& names = interconnect_names();
+  return static_cast<Interconnect>(std::find(names.begin(), names.end(), s) - names.begin());
+}
+
+std::vector<std::vector<int>> read_switch_groups(const JsonCursor& c, int gpu_count) {
+  c.expect_array();
+  if (c.size() == 0) c.fail("a non-empty array of GPU index arrays (or leave the field out)");
+  std::vector<std::vector<int>> groups;
+  std::vector<int> seen(gpu_count, -1);
+  for (std::size_t g = 0; g < c.size(); ++g) {
+    JsonCursor gc = c.at(g);
+    gc.expect_array();
+    if (gc.size() == 0) gc.fail("a non-empty array of GPU indices");
+    std::vector<int> group;
+    for (std::size_t i = 0; i < gc.size(); ++i) {
+      JsonCursor ic = gc.at(i);
+      int gpu = static_cast<int>(ic.as_int(0, gpu_count - 1));
+      if (seen[gpu] >= 0)
+        ic.fail_raw(fmt::format("GPU {} is already in switch group {}; each GPU sits behind exactly one switch",
+                                gpu, seen[gpu]));
+      seen[gpu] = static_cast<int>(g);
+      group.push_back(gpu);
+    }
+    groups.push_back(group);
+  }
+  for (int gpu = 0; gpu < gpu_count; ++gpu)
+    if (seen[gpu] < 0)
+      c.fail_raw(fmt::format("GPU {} is in no switch group; switch_groups must cover GPUs 0..{} exactly once",
+                             gpu, gpu_count - 1));
+  return groups;
+}
+
+std::vector<SizeCalPoint> read_size_table(const JsonCursor& c, const char* size_key) {
+  c.expect_array();
+  if (c.size() == 0) c.fail("a non-empty array of measured points");
+  std::vector<SizeCalPoint> out;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    JsonCursor p = c.at(i);
+    p.only_keys({size_key, "us"});
+    SizeCalPoint pt{p.at(size_key).as_positive_int(), p.at("us").as_positive_number(kMaxCalUs)};
+    if (!out.empty() && pt.size <= out.back().size)
+      p.at(size_key).fail(fmt::format("a {} larger than the previous point's {} (points must be sorted)",
+                                      size_key, out.back().size));
+    out.push_back(pt);
+  }
+  return out;
+}
+
+Calibration read_calibration(const JsonCursor& c, int gpu_count) {
+  c.only_keys({"ranks", "notes", "launch_gap_us", "gemm", "allreduce", "attention", "elementwise"});
+  Calibration cal;
+  if (auto r = c.find("ranks")) cal.ranks = static_cast<int>(r->as_int(1, gpu_count));
+  if (auto n = c.find("notes")) cal.notes = n->as_string_allow_empty();
+  if (auto g = c.find("launch_gap_us")) cal.launch_gap_us = g->as_number(0, kMaxLatencyUs);
+  if (auto g = c.find("gemm")) {
+    g->expect_array();
+    for (std::size_t i = 0; i < g->size(); ++i) {
+      JsonCursor p = g->at(i);
+      p.only_keys({"m", "n", "k", "dtype", "us"});
+      GemmCalPoint pt{};
+      pt.m = p.at("m").as_positive_int(kMaxGemmDim);
+      pt.n = p.at("n").as_positive_int(kMaxGemmDim);
+      pt.k = p.at("k").as_positive_int(kMaxGemmDim);
+      if (!parse_dtype(p.at("dtype").as_enum(dtype_names()), pt.dtype)) p.at("dtype").fail("a dtype");
+      pt.us = p.at("us").as_positive_number(kMaxCalUs);
+      for (const auto& q : cal.gemm)
+        if (q.m == pt.m && q.n == pt.n && q.k == pt.k && q.dtype == pt.dtype)
+          p.fail_raw(fmt::format("duplicate GEMM point m={} n={} k={} {}", pt.m, pt.n, pt.k, to_string(pt.dtype)));
+      cal.gemm.push_back(pt);
+    }
+  }
+  if (auto a = c.find("allreduce")) {
+    std::vector<std::string> allowed;
+    for (const auto& n : communicator_names())
+      if (n != "ideal") allowed.push_back(n);
+    a->only_keys(allowed);
+    for (const auto& key : a->keys()) cal.allreduce[key] = read_size_table(a->at(key.c_str()), "bytes");
+  }
+  if (auto a = c.find("attention")) {
+    for (const auto& key : a->keys()) {
+      JsonCursor t = a->at(key.c_str());
+      if (!valid_attention_key(key))
+        t.fail_raw("unknown attention key (expected \"gqa:HEADS:KV_HEADS:HEAD_DIM\" or "
+                   "\"mla:HEADS:KV_LORA_RANK:ROPE_DIM\" with positive integers)");
+      cal.attention[key] = read_size_table(t, "kv_len");
+    }
+  }
+  if (auto e = c.find("elementwise")) {
+    e->only_keys({"rmsnorm", "residual_add", "act", "embedding"});
+    for (const auto& key : e->keys()) cal.elementwise[key] = read_size_table(e->at(key.c_str()), "elements");
+  }
+  return cal;
+}
+
+// Checks that the links the interconnect needs are present and that the layout is consistent.
+void check_layout(const JsonCursor& root, const Topology& t) {
+  bool pcie_kind = t.interconnect == Interconnect::pcie_switch ||
+                   t.interconnect == Interconnect::pcie_root_complex ||
+                   t.interconnect == Interconnect::pcie_cross_socket;
+  auto need = [&](const LinkSpec& l, const char* name, const std::string& why) {
+    if (!l.present())
+      throw InputError::at(root.file(), std::string("links.") + name,
+                           fmt::format("missing required field ({})", why));
+  };
+  if (!pcie_kind && t.gpu_count > 1)
+    need(t.nvlink, "nvlink", fmt::format("interconnect {} moves data over NVLink", to_string(t.interconnect)));
+  if (pcie_kind) need(t.pcie, "pcie", "a PCIe interconnect needs the GPU's PCIe link");
+  if (!t.p2p && t.gpu_count > 1)
+    need(t.host_staging, "host_staging", "with p2p false every transfer is staged through host memory");
+  if (!pcie_kind && !t.switch_groups.empty())
+    root.at("switch_groups").fail_raw(fmt::format(
+        "switch_groups only applies to PCIe interconnects, this one is {}", to_string(t.interconnect)));
+  if (t.interconnect == Interconnect::pcie_switch && t.switch_groups.empty())
+    throw InputError::at(root.file(), "switch_groups",
+                         "missing required field (interconnect pcie_switch names the GPUs behind each switch)");
+  if (t.switch_groups.size() > 1) need(t.uplink, "uplink", "traffic between switch groups crosses the switch uplinks");
+  std::set<int> sockets(t.socket_of_gpu.begin(), t.socket_of_gpu.end());
+  if (t.interconnect == Interconnect::pcie_cross_socket) {
+    if (sockets.size() < 2)
+      throw InputError::at(root.file(), "socket_of_gpu",
+                           "expected GPUs on at least two sockets for interconnect pcie_cross_socket");
+    need(t.inter_socket, "inter_socket", "traffic between sockets crosses the inter-socket link");
+  } else if (sockets.size() > 1 && pcie_kind) {
+    throw InputError::at(root.file(), "interconnect",
+                         "GPUs sit on several sockets: expected interconnect pcie_cross_socket");
+  }
+  // A PCIe switch hangs off one socket: all its GPUs must share it.
+  for (std::size_t g = 0; g < t.switch_groups.size() && !t.socket_of_gpu.empty(); ++g)
+    for (int gpu : t.switch_groups[g])
+      if (t.socket_of_gpu[gpu] != t.socket_of_gpu[t.switch_groups[g][0]])
+        throw InputError::at(root.file(), fmt::format("switch_groups[{}]", g),
+                             "GPUs behind one switch must be on the same socket (see socket_of_gpu)");
+}
+
+}  // namespace
+
+Topology parse_topology(const nlohmann::json& doc, const std::string& file) {
+  JsonCursor root(doc, file);
+  root.expect_object();
+  root.only_keys({"format", "version", "name", "description", "sources", "gpu", "gpu_count", "interconnect",
+                  "p2p", "switch_groups", "socket_of_gpu", "layout_source", "links", "calibration"});
+  root.at("format").as_enum({"eaglesim-topology"});
+  {
+    JsonCursor v = root.at("version");
+    if (!v.json().is_number_integer() || v.json().get<std::int64_t>() != 1) v.fail("1 (the only version so far)");
+  }
+
+  Topology t;
+  t.file = file;
+  t.name = root.at("name").as_string();
+  if (auto d = root.find("description")) t.description = d->as_string_allow_empty();
+  if (auto s = root.find("sources")) {
+    s->expect_array();
+    for (std::size_t i = 0; i < s->size(); ++i) t.sources.push_back(s->at(i).as_string());
+  }
+  t.gpu = read_gpu(root.at("gpu"));
+  t.gpu_count = static_cast<int>(root.at("gpu_count").as_int(1, kMaxGpus));
+  t.interconnect = read_interconnect(root.at("interconnect"));
+  t.p2p = root.at("p2p").as_bool();
+  if (auto g = root.find("switch_groups")) t.switch_groups = read_switch_groups(*g, t.gpu_count);
+  if (auto s = root.find("socket_of_gpu")) {
+    s->expect_array();
+    if (static_cast<int>(s->size()) != t.gpu_count)
+      s->fail(fmt::format("an array of {} socket indices (one per GPU)", t.gpu_count));
+    for (std::size_t i = 0; i < s->size(); ++i) t.socket_of_gpu.push_back(static_cast<int>(s->at(i).as_int(0, 7)));
+  }
+  if (auto s = root.find("layout_source")) t.layout_source = s->as_string();
+
+  JsonCursor links = root.at("links");
+  links.only_keys({"nvlink", "pcie", "uplink", "inter_socket", "host_staging"});
+  if (auto l = links.find("nvlink")) t.nvlink = read_link(*l);
+  if (auto l = links.find("pcie")) t.pcie = read_link(*l);
+  if (auto l = links.find("uplink")) t.uplink = read_link(*l);
+  if (auto l = links.find("inter_socket")) t.inter_socket = read_link(*l);
+  if (auto l = links.find("host_staging")) t.host_staging = read_link(*l);
+  check_layout(root, t);
+
+  if (auto c = root.find("calibration")) t.calibration = read_calibration(*c, t.gpu_count);
+  return t;
+}
+
+Topology read_topology(const std::string& path) {
+  return parse_topology(JsonCursor::parse_file(path), path);
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,202 @@
+#include <filesystem>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "core/errors.hpp"
+#include "io/atomic_file.hpp"
+#include "io/json_cursor.hpp"
+#include "topology/paths.hpp"
+#include "topology/topology.hpp"
+
+using namespace eaglesim;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kPresets = std::string(EAGLESIM_REPO) + "/models/topologies";
+const std::string kBad = std::string(EAGLESIM_TEST_DATA) + "/bad_topology";
+
+Topology preset(const std::string& name) { return read_topology(kPresets + "/" + name + ".json"); }
+
+std::vector<std::string> preset_files() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(kPresets))
+    if (e.path().extension() == ".json") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST(Topology, EveryPresetLoadsAndCarriesItsSources) {
+  auto files = preset_files();
+  ASSERT_GE(files.size(), 9u);
+  for (const auto& f : files) {
+    SCOPED_TRACE(f);
+    Topology t = read_topology(f);
+    EXPECT_EQ(t.name, fs::path(f).stem().string()) << "preset name must match its file name";
+    EXPECT_FALSE(t.gpu.source.empty());
+    EXPECT_FALSE(t.layout_source.empty());
+    for (const LinkSpec* l : {&t.nvlink, &t.pcie, &t.uplink, &t.inter_socket, &t.host_staging})
+      if (l->present()) EXPECT_FALSE(l->source.empty());
+    EXPECT_GT(t.gpu.launch_gap_us, 0.0);
+  }
+}
+
+TEST(Topology, PresetsAreInCanonicalForm) {
+  // Presets are written by topology_to_string, so calibrate's output diffs cleanly against them.
+  for (const auto& f : preset_files()) {
+    SCOPED_TRACE(f);
+    EXPECT_EQ(read_file(f), topology_to_string(read_topology(f)));
+  }
+}
+
+TEST(Topology, PresetFigures) {
+  Topology h = preset("2x-h200-nvlink");
+  EXPECT_EQ(h.gpu_count, 2);
+  EXPECT_EQ(h.interconnect, Interconnect::nvlink_mesh);
+  EXPECT_DOUBLE_EQ(h.nvlink.bw_gbs, 450.0);  // 18 NVLink4 links x 25 GB/s per direction
+  EXPECT_DOUBLE_EQ(h.gpu.mem_bw_gbs, 4800.0);
+  EXPECT_DOUBLE_EQ(h.gpu.bf16_tflops, 989.0);
+  EXPECT_EQ(h.gpu.arch, GpuArch::hopper);
+
+  Topology r = preset("8x-rtx-pro-6000-pcie5");
+  EXPECT_TRUE(r.p2p);
+  EXPECT_EQ(r.interconnect, Interconnect::pcie_cross_socket);
+  EXPECT_EQ(r.switch_groups.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.gpu.mem_bw_gbs, 1792.0);
+  Topology n = preset("8x-rtx-pro-6000-pcie5-nop2p");
+  EXPECT_FALSE(n.p2p);
+  EXPECT_TRUE(n.host_staging.present());
+  EXPECT_DOUBLE_EQ(preset("8x-b200-nvswitch").nvlink.bw_gbs, 900.0);
+  EXPECT_DOUBLE_EQ(preset("8x-a100-nvswitch").gpu.fp8_tflops, 0.0);
+}
+
+TEST(Topology, WriteReadWriteIsByteIdentical) {
+  Topology t = preset("8x-rtx-pro-6000-pcie5");
+  t.calibration.ranks = 8;
+  t.calibration.notes = "measured 2026-01-01";
+  t.calibration.launch_gap_us = 2.25;
+  t.calibration.gemm.push_back({4, 3072, 4096, DType::bf16, 0.1 + 0.2});  // needs all 17 digits
+  t.calibration.allreduce["nccl"] = {{32768, 40.5}, {65536, 44.0}};
+  t.calibration.attention["gqa:32:8:128"] = {{1024, 9.0}, {4096, 20.0}};
+  t.calibration.elementwise["rmsnorm"] = {{16384, 2.6}};
+  std::string a = topology_to_string(t);
+  Topology back = parse_topology(JsonCursor::parse_text(a, "mem.json"), "mem.json");
+  EXPECT_EQ(a, topology_to_string(back));
+  EXPECT_DOUBLE_EQ(back.calibration.gemm[0].us, 0.1 + 0.2);
+  EXPECT_EQ(back.calibration.allreduce.at("nccl").size(), 2u);
+  EXPECT_EQ(*back.calibration.launch_gap_us, 2.25);
+}
+
+TEST(Topology, WriteTopologyIsAtomicAndReadable) {
+  fs::path dir = fs::temp_directory_path() / "eaglesim_topo_test";
+  fs::create_directories(dir);
+  std::string out = (dir / "t.json").string();
+  Topology t = preset("2x-h200-nvlink");
+  write_topology(t, out);
+  EXPECT_EQ(read_file(out), topology_to_string(read_topology(out)));
+  EXPECT_THROW(write_topology(t, (dir / "missing-dir" / "t.json").string()), InputError);
+  fs::remove_all(dir);
+}
+
+TEST(Topology, BadFilesGiveOneClearError) {
+  // file -> fragment the message must contain (file name and JSON path are checked too).
+  const std::map<std::string, std::string> expected{
+      {"unknown_gpu_field", "gpu.tflops: unknown field (allowed here: name, arch, sms"},
+      {"unknown_top_field", "nics: unknown field (allowed here: format"},
+      {"bad_interconnect", "interconnect: expected one of nvswitch, nvlink_mesh, pcie_switch, pcie_root_complex, "
+                           "pcie_cross_socket, got \"infiniband\""},
+      {"bad_arch", "gpu.arch: expected one of volta, ampere, ada, hopper, blackwell, got \"pascal\""},
+      {"negative_bandwidth", "links.pcie.bw_gbs: expected a positive finite number, got -5"},
+      {"absurd_bandwidth", "gpu.mem_bw_gbs: expected a positive number at most 100000"},
+      {"string_number", "gpu.bf16_tflops: expected a positive number, got \"989\""},
+      {"gpu_count_zero", "gpu_count: expected an integer in [1, 1024], got 0"},
+      {"gpu_count_huge", "gpu_count: expected an integer in [1, 1024] at most 1024, got 4096"},
+      {"switch_group_duplicate", "switch_groups[1][0]: GPU 1 is already in switch group 0"},
+      {"switch_group_missing_gpu", "switch_groups: GPU 3 is in no switch group"},
+      {"switch_group_out_of_range", "switch_groups[1][2]: expected an integer in [0, 3]"},
+      {"switch_groups_on_nvswitch", "switch_groups: switch_groups only applies to PCIe interconnects"},
+      {"missing_nvlink", "links.nvlink: missing required field (interconnect nvswitch moves data over NVLink)"},
+      {"missing_uplink", "links.uplink: missing required field"},
+      {"nop2p_without_staging", "links.host_staging: missing required field (with p2p false"},
+      {"one_socket_cross_socket", "socket_of_gpu: expected GPUs on at least two sockets"},
+      {"socket_count_mismatch", "socket_of_gpu: expected an array of 4 socket indices (one per GPU), got an array of 2"},
+      {"wrong_format", "format: expected one of eaglesim-topology, got \"eaglesim-trace\""},
+      {"wrong_version", "version: expected 1 (the only version so far), got 2"},
+      {"calibration_unsorted", "calibration.allreduce.nccl[1].bytes: expected a bytes larger than the previous"},
+      {"calibration_unknown_strategy", "calibration.allreduce.nccl2: unknown field (allowed here: nccl, oneshot"},
+      {"calibration_bad_attention_key", "calibration.attention.gqa:32:8: unknown attention key"},
+      {"calibration_ranks_too_many", "calibration.ranks: expected an integer in [1, 4]"},
+      {"calibration_duplicate_gemm", "calibration.gemm[1]: duplicate GEMM point m=4 n=8 k=8 bf16"},
+      {"negative_latency", "links.uplink.latency_us: expected a finite number in [0, 10000], got -1"},
+      {"truncated", "truncated JSON (unexpected end of file)"},
+  };
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(kBad)) {
+    std::string stem = e.path().stem().string();
+    ++files;
+    SCOPED_TRACE(stem);
+    auto it = expected.find(stem);
+    ASSERT_NE(it, expected.end()) << "add the expected message for " << stem;
+    try {
+      read_topology(e.path().string());
+      ADD_FAILURE() << "expected InputError";
+    } catch (const InputError& err) {
+      std::string msg = err.what();
+      EXPECT_NE(msg.find(e.path().string() + ": "), std::string::npos) << msg;
+      EXPECT_NE(msg.find(it->second), std::string::npos) << msg;
+    }
+  }
+  EXPECT_EQ(files, expected.size());
+}
+
+TEST(Topology, ResolvesPresetNamesAndPaths) {
+  std::string p = resolve_topology_path("2x-h200-nvlink");
+  EXPECT_EQ(read_topology(p).name, "2x-h200-nvlink");
+  EXPECT_EQ(read_topology(resolve_topology_path("2x-h200-nvlink.json")).name, "2x-h200-nvlink");
+  std::string direct = kPresets + "/8x-h100-nvswitch.json";
+  EXPECT_EQ(resolve_topology_path(direct), direct);
+  try {
+    resolve_topology_path("9x-imaginary");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("unknown topology \"9x-imaginary\""), std::string::npos) << msg;
+    EXPECT_NE(msg.find("2x-h200-nvlink, 4x-rtx-pro-6000-pcie5"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(resolve_topology_path("no/such/file.json"), InputError);
+  EXPECT_THROW(resolve_topology_path(""), InputError);
+}
+
+TEST(TopologyPaths, PcieHopsAddRootComplexAndSocketLatency) {
+  Topology t = preset("8x-rtx-pro-6000-pcie5");
+  Path same_switch = path_between(t, 0, 1);
+  EXPECT_FALSE(same_switch.root_complex);
+  EXPECT_DOUBLE_EQ(same_switch.latency_us, t.pcie.latency_us);
+  Path across = path_between(t, 3, 4);  // switch 0 on socket 0 -> switch 1 on socket 1
+  EXPECT_TRUE(across.root_complex);
+  EXPECT_TRUE(across.cross_socket);
+  EXPECT_DOUBLE_EQ(across.latency_us, t.pcie.latency_us + t.uplink.latency_us + t.inter_socket.latency_us);
+  EXPECT_DOUBLE_EQ(across.bw_gbs, std::min({t.pcie.bw_gbs, t.uplink.bw_gbs, t.inter_socket.bw_gbs}));
+  EXPECT_DOUBLE_EQ(worst_path(t, 4).latency_us, t.pcie.latency_us);  // ranks 0-3 share a switch
+}
+
+TEST(TopologyPaths, SharedLinksDivideBandwidth) {
+  Topology t = preset("8x-rtx-pro-6000-pcie5");
+  // All-to-all of 1 MB between 8 ranks: each GPU sends 7 MB over its 52 GB/s link (134.6 us);
+  // each switch uplink carries 4 x 4 MB = 16 MB at 52 GB/s (307.7 us); the socket link the same
+  // 16 MB at 40 GB/s (400 us) -> the socket link decides.
+  double us = flows_time_us(t, all_to_all_flows(8, 1e6));
+  EXPECT_NEAR(us, 16e6 / 40e3, 1e-9);
+  // Within one switch only the GPU links count: 3 MB over 52 GB/s.
+  EXPECT_NEAR(flows_time_us(t, all_to_all_flows(4, 1e6)), 3e6 / 52e3, 1e-9);
+  // NVSwitch: per-GPU injection 450 GB/s shared by its 7 flows.
+  Topology h = preset("8x-h200-nvswitch");
+  EXPECT_NEAR(flows_time_us(h, all_to_all_flows(8, 1e6)), 7e6 / 450e3, 1e-9);
+  // Without P2P each flow is staged out of the sender and into the receiver at host_staging bw.
+  Topology n = preset("8x-rtx-pro-6000-pcie5-nop2p");
+  EXPECT_NEAR(flows_time_us(n, ring_flows(8, 1e6)), 1e6 / (n.host_staging.bw_gbs * 1e3), 1e-9);
+  EXPECT_TRUE(path_between(n, 0, 1).staged);
+}
