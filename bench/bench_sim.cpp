@@ -5,9 +5,10 @@
 //   BM_Simulate:     the event loop alone on an already priced step (what a sweep repeats)
 //   BM_PlanAndRun:   pricing (memoised by shape) + event loop, as one `run` strategy costs
 //   BM_Timeline:     event loop with timeline spans built (only done for --timeline)
+//   BM_SimBackend:   the real "sim" backend (nccl strategy, compute model of the
+//                    8x-rtx-pro-6000-pcie5 preset): what one strategy of `eaglesim run` costs
 //
-// The compute and allreduce costs here are fixed functions: this measures the engine, not the
-// cost models (those are benchmarked with the topology code).
+// The first three use fixed cost functions: they measure the engine, not the cost models.
 #include <benchmark/benchmark.h>
 
 #include <sys/stat.h>
@@ -17,6 +18,8 @@
 
 #include "engine/event_engine.hpp"
 #include "engine/op_pricing.hpp"
+#include "engine/sim_backend.hpp"
+#include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
 
 namespace {
@@ -138,9 +141,24 @@ void BM_Timeline(benchmark::State& state) {
       static_cast<double>(state.iterations()) * static_cast<double>(step.ops.size()), benchmark::Counter::kIsRate);
 }
 
+void BM_SimBackend(benchmark::State& state) {
+  static const Topology topo = read_topology(resolve_topology_path("8x-rtx-pro-6000-pcie5"));
+  Trace trace;
+  trace.meta.tp = kRanks;
+  trace.steps.push_back(repeated_step(static_cast<int>(state.range(0))));
+  SimBackend backend;
+  RunOptions opts;
+  for (auto _ : state)
+    benchmark::DoNotOptimize(backend.run_step(trace, trace.steps[0], "nccl", &topo, opts).step_us);
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(trace.steps[0].ops.size()) * kRanks);
+  state.counters["trace_ops_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(trace.steps[0].ops.size()), benchmark::Counter::kIsRate);
+}
+
 BENCHMARK(BM_Simulate)->Arg(1)->Arg(10)->Arg(100)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanAndRun)->Arg(1)->Arg(10)->Arg(100)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Timeline)->Arg(1)->Arg(10)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SimBackend)->Arg(1)->Arg(10)->Arg(100)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -118,8 +118,8 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   std::unordered_map<ShapeKey, OpCost, ShapeKeyHash> compute_memo(64);
   std::unordered_map<CommKey, std::pair<double, int>, CommKeyHash> comm_memo;
   const bool fuses = opts.comm && opts.comm->fuses_residual_norm();
-  int n_model = 0, n_measured = 0, n_fallback = 0, n_calibrated = 0, n_extrapolated = 0;
-  int n_fused = 0, n_absorbed = 0, n_unfused = 0, n_comm_cal = 0, n_comm_extra = 0;
+  int n_model = 0, n_measured = 0, n_fallback = 0, n_extrapolated = 0;
+  int n_fused = 0, n_absorbed = 0, n_unfused = 0, n_comm_extra = 0;
 
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const Op& op = step.ops[i];
@@ -139,7 +139,6 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
         q.bytes = op.bytes;
         q.dtype = op.dtype;
         CommCost c = opts.comm->cost(q);
-        if (c.calibrated) ++n_comm_cal;
         if (c.extrapolated) ++n_comm_extra;
         it = comm_memo.emplace(key, std::make_pair(c.us, details.id(c.detail.empty() ? opts.comm->name() : c.detail)))
                  .first;
@@ -183,7 +182,6 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       p.detail = c.measured ? d_measured : c.extrapolated ? d_extrapolated : c.calibrated ? d_calibrated : d_model;
       if (c.measured) ++n_measured;
       else ++n_model;
-      if (c.calibrated) ++n_calibrated;
       if (c.extrapolated) ++n_extrapolated;
       if (opts.op_times == OpTimes::automatic && opts.trace_imported && op.kind != OpKind::other) ++n_fallback;
     }
@@ -204,12 +202,11 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
     plan.notes.push_back(fmt::format("{}: {} allreduce sizes outside the calibration table: cost model used", s,
                                      n_comm_extra));
   if (n_fused > 0)
-    plan.notes.push_back(fmt::format("{}: {} allreduces fused with the {} residual_add/rmsnorm ops after them", s,
-                                     n_fused, n_absorbed));
+    plan.notes.push_back(fmt::format("{}: {} allreduce{} fused with the {} residual_add/rmsnorm ops after them", s,
+                                     n_fused, n_fused == 1 ? "" : "s", n_absorbed));
   if (n_unfused > 0)
-    plan.notes.push_back(fmt::format("{}: {} allreduces not followed by an rmsnorm: run unfused", s, n_unfused));
-  (void)n_calibrated;
-  (void)n_comm_cal;
+    plan.notes.push_back(fmt::format("{}: {} allreduce{} not followed by an rmsnorm: run unfused", s, n_unfused,
+                                     n_unfused == 1 ? "" : "s"));
   return plan;
 }
 
