@@ -130,13 +130,14 @@ void JsonCursor::only_keys(const std::vector<std::string>& allowed) const {
 }
 
 std::int64_t JsonCursor::as_int_named(std::int64_t min, std::int64_t max,
-                                      const std::string& what) const {
+                                      const std::string& what, bool what_names_range) const {
+  const std::string too_big = what_names_range ? what : fmt::format("{} at most {}", what, max);
   const auto& v = *node_;
   std::int64_t value = 0;
   if (v.is_number_integer()) {
     if (v.is_number_unsigned() &&
         v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-      fail(fmt::format("{} at most {}", what, max));
+      fail(too_big);
     value = v.get<std::int64_t>();
   } else if (v.is_number_float()) {
     double d = v.get<double>();
@@ -147,12 +148,12 @@ std::int64_t JsonCursor::as_int_named(std::int64_t min, std::int64_t max,
     fail(what);
   }
   if (value < min) fail(what);
-  if (value > max) fail(fmt::format("{} at most {}", what, max));
+  if (value > max) fail(too_big);
   return value;
 }
 
 std::int64_t JsonCursor::as_int(std::int64_t min, std::int64_t max) const {
-  return as_int_named(min, max, fmt::format("an integer in [{}, {}]", min, max));
+  return as_int_named(min, max, fmt::format("an integer in [{}, {}]", min, max), true);
 }
 
 double JsonCursor::as_number(double min, double max) const {

@@ -60,7 +60,9 @@ class JsonCursor {
   static std::string describe(const nlohmann::json& value);
 
  private:
-  std::int64_t as_int_named(std::int64_t min, std::int64_t max, const std::string& what) const;
+  // `what_names_range`: `what` already states min and max, so values past max need no "at most".
+  std::int64_t as_int_named(std::int64_t min, std::int64_t max, const std::string& what,
+                            bool what_names_range = false) const;
   std::string child_path(const std::string& key) const;
   const nlohmann::json* node_;
   std::string file_;

@@ -185,7 +185,9 @@ Trace parse_trace(const nlohmann::json& doc, const std::string& file) {
   root.only_keys({"format", "version", "meta", "steps"});
   if (root.at("format").as_string() != kTraceFormat)
     root.at("format").fail(fmt::format("\"{}\"", kTraceFormat));
-  root.at("version").as_int(kTraceVersion, kTraceVersion);
+  // Only one version exists; name it rather than a one-value range.
+  if (root.at("version").as_positive_int() != kTraceVersion)
+    root.at("version").fail(fmt::format("{} (the trace version this build reads)", kTraceVersion));
 
   Trace t;
   auto meta = root.at("meta");

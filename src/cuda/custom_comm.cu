@@ -1,0 +1,383 @@
+// The custom allreduce group: registered peer buffers + control blocks per rank, the kernel
+// launches of kernels/, and the NCCL fallback for oversize messages.
+#include "cuda/custom_comm.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "cuda/custom_check.hpp"
+#include "cuda/custom_log.hpp"
+#include "cuda/custom_nccl.hpp"
+#include "cuda/peer_memory.hpp"
+
+#include "fused_allreduce_rmsnorm.cuh"
+#include "oneshot_allreduce.cuh"
+#include "quant_allreduce.cuh"
+#include "reference_allreduce.cuh"
+#include "twoshot_allreduce.cuh"
+
+namespace eaglesim::cuda {
+
+// The interface's default for strategies without a fused kernel. Weak, so that a definition in
+// the replay backend's files (if it adds one) wins without a duplicate-symbol error.
+__attribute__((weak)) void RankComm::allreduce_residual_rmsnorm(const void*, const FusedNormArgs&, DType,
+                                                                cudaStream_t) {
+  throw DeviceError("strategy " + strategy() + " has no fused allreduce + residual + RMSNorm");
+}
+
+namespace {
+
+using kernels::kThreads;
+using kernels::RankArgs;
+
+enum class Algo { reference, oneshot_pull, oneshot_push, twoshot, fused, quant };
+
+struct StrategyName {
+  const char* name;
+  Algo algo;
+};
+constexpr StrategyName kStrategies[] = {
+    {"oneshot", Algo::oneshot_pull}, {"oneshot_push", Algo::oneshot_push}, {"twoshot", Algo::twoshot},
+    {"fused", Algo::fused},          {"quant", Algo::quant},               {"reference", Algo::reference},
+};
+
+constexpr std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
+
+// Bytes of one parity slot for messages up to max_bytes (+256: room for the padding of the
+// last 16-byte unit and of fused rows).
+std::size_t slot_bytes_for(Algo algo, int ranks, std::size_t max_bytes) {
+  const std::size_t padded = round_up(max_bytes, 256) + 256;
+  switch (algo) {
+    case Algo::oneshot_push: return padded * ranks;
+    case Algo::twoshot: return padded * 2;
+    case Algo::quant: {
+      // Smallest element is 2 bytes: at most max_bytes/2 elements, 1 byte each + scales.
+      const std::size_t data = kernels::quant_data_bytes(max_bytes / 2 + 1);
+      return round_up(data + data / kernels::kQuantGroup * sizeof(float), 256) + 256;
+    }
+    default: return padded;
+  }
+}
+
+std::size_t elem_bytes(DType t) { return t == DType::fp32 ? 4 : 2; }
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+int grid_for(std::size_t work_units, int limit) {
+  const std::size_t blocks = (work_units + kThreads - 1) / kThreads;
+  return static_cast<int>(std::clamp<std::size_t>(blocks, 1, static_cast<std::size_t>(limit)));
+}
+
+template <typename T, int N>
+void launch_allreduce(Algo algo, const RankArgs& a, const void* in_v, void* out_v, std::size_t count, int limit,
+                      cudaStream_t s) {
+  using namespace kernels;
+  const T* in = static_cast<const T*>(in_v);
+  T* out = static_cast<T*>(out_v);
+  const bool ia = aligned16(in), oa = aligned16(out);
+  const std::size_t units = units_of<T>(count);
+  switch (algo) {
+    case Algo::reference:
+      reference_allreduce<T, N><<<grid_for(count, limit), kThreads, 0, s>>>(a, in, out, count);
+      break;
+    case Algo::oneshot_pull:
+    case Algo::fused:  // a plain allreduce on the fused strategy is the one-shot pull
+      oneshot_pull<T, N><<<grid_for(units, limit), kThreads, 0, s>>>(a, in, out, count, ia, oa);
+      break;
+    case Algo::oneshot_push:
+      oneshot_push<T, N><<<grid_for(units, limit), kThreads, 0, s>>>(a, in, out, count, ia, oa);
+      break;
+    case Algo::twoshot:
+      twoshot<T, N><<<grid_for((units + N - 1) / N, limit), kThreads, 0, s>>>(a, in, out, count, ia, oa);
+      break;
+    case Algo::quant:
+      quant_allreduce<T, N><<<grid_for(quant_data_bytes(count) / kQuantPerThread, limit), kThreads, 0, s>>>(
+          a, in, out, count, ia, oa);
+      break;
+  }
+}
+
+template <typename T, int N>
+void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int limit, cudaStream_t s) {
+  kernels::FusedRows rows{f.tokens, f.hidden, f.eps, false};
+  rows.aligned = aligned16(in) && aligned16(f.residual) && aligned16(f.weight) && aligned16(f.normed) &&
+                 (f.hidden * sizeof(T)) % 16 == 0;
+  const int grid = static_cast<int>(std::min<std::size_t>(f.tokens, static_cast<std::size_t>(limit)));
+  const T* x = static_cast<const T*>(in);
+  T* res = static_cast<T*>(f.residual);
+  const T* w = static_cast<const T*>(f.weight);
+  T* y = static_cast<T*>(f.normed);
+  // Rows that fit in registers (U units per thread) take the register-resident kernel; the
+  // block is sized to the row so no thread idles through the whole call.
+  const std::size_t row_units = kernels::units_of<T>(f.hidden);
+  auto threads_for = [&](std::size_t per_thread) {
+    const std::size_t t = (row_units + per_thread - 1) / per_thread;
+    return static_cast<int>(std::max<std::size_t>(32, (t + 31) / 32 * 32));
+  };
+  if (row_units <= kThreads)
+    kernels::fused_allreduce_rmsnorm_regs<T, N, 1><<<grid, threads_for(1), 0, s>>>(a, x, rows, res, w, y);
+  else if (row_units <= 2 * kThreads)
+    kernels::fused_allreduce_rmsnorm_regs<T, N, 2><<<grid, threads_for(2), 0, s>>>(a, x, rows, res, w, y);
+  else if (row_units <= 4 * kThreads)
+    kernels::fused_allreduce_rmsnorm_regs<T, N, 4><<<grid, threads_for(4), 0, s>>>(a, x, rows, res, w, y);
+  else
+    kernels::fused_allreduce_rmsnorm<T, N><<<grid, kThreads, 0, s>>>(a, x, rows, res, w, y);
+}
+
+template <typename T>
+void launch_residual_rmsnorm(const void* sum, const FusedNormArgs& f, int limit, cudaStream_t s) {
+  kernels::FusedRows rows{f.tokens, f.hidden, f.eps, false};
+  rows.aligned = aligned16(sum) && aligned16(f.residual) && aligned16(f.weight) && aligned16(f.normed) &&
+                 (f.hidden * sizeof(T)) % 16 == 0;
+  const int grid = static_cast<int>(std::min<std::size_t>(f.tokens, static_cast<std::size_t>(limit)));
+  kernels::residual_rmsnorm<T><<<grid, kThreads, 0, s>>>(static_cast<const T*>(sum), rows,
+                                                         static_cast<T*>(f.residual),
+                                                         static_cast<const T*>(f.weight), static_cast<T*>(f.normed));
+}
+
+// dtype x rank-count dispatch onto the templates.
+template <template <typename, int> class Fn, typename... Args>
+void dispatch(DType dtype, int ranks, Args&&... args) {
+  auto by_ranks = [&](auto tag) {
+    using T = decltype(tag);
+    switch (ranks) {
+      case 2: Fn<T, 2>::run(args...); return;
+      case 4: Fn<T, 4>::run(args...); return;
+      case 8: Fn<T, 8>::run(args...); return;
+    }
+    throw DeviceError("custom allreduce: unsupported rank count " + std::to_string(ranks));
+  };
+  switch (dtype) {
+    case DType::bf16: by_ranks(__nv_bfloat16{}); return;
+    case DType::fp16: by_ranks(__half{}); return;
+    case DType::fp32: by_ranks(float{}); return;
+    default: break;
+  }
+  throw DeviceError(std::string("custom allreduce: unsupported dtype ") + to_string(dtype) +
+                    " (bf16, fp16 or fp32)");
+}
+
+template <typename T, int N>
+struct AllreduceFn {
+  template <typename... A>
+  static void run(A&&... a) { launch_allreduce<T, N>(a...); }
+};
+template <typename T, int N>
+struct FusedFn {
+  template <typename... A>
+  static void run(A&&... a) { launch_fused<T, N>(a...); }
+};
+
+class Group;
+
+class Rank final : public RankComm {
+ public:
+  Rank(Group& group, int rank) : group_(group), rank_(rank) {}
+  std::string strategy() const override;
+  int rank() const override { return rank_; }
+  int ranks() const override;
+  void allreduce(const void* in, void* out, std::size_t count, DType dtype, cudaStream_t stream) override;
+  bool supports_fused() const override;
+  void allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& args, DType dtype,
+                                  cudaStream_t stream) override;
+  std::size_t max_bytes() const override;
+
+ private:
+  void note_fallback(std::size_t bytes);
+  Group& group_;
+  int rank_;
+  std::atomic<bool> noted_{false};
+};
+
+class Group final : public CustomCommGroup {
+ public:
+  explicit Group(const CommGroupConfig& config, Algo algo) : config_(config), algo_(algo), words_(1 + config.ranks) {
+    const int n = config.ranks;
+    devices_ = config.devices;
+    if (devices_.empty())
+      for (int r = 0; r < n; ++r) devices_.push_back(r);
+    int have = 0;
+    check_cuda(cudaGetDeviceCount(&have), "cudaGetDeviceCount");
+    for (int d : devices_)
+      if (d < 0 || d >= have)
+        throw DeviceError(config.strategy + ": GPU " + std::to_string(d) + " requested but " + std::to_string(have) +
+                          " visible");
+    enable_peer_access(devices_);
+
+    limit_ = kernels::kMaxBlocks;
+    for (int d : devices_) {
+      int sms = 0;
+      check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d), "cudaDeviceGetAttribute");
+      limit_ = std::min(limit_, sms);  // same on every rank: grids must match across ranks
+    }
+    slot_bytes_ = slot_bytes_for(algo, n, config.max_bytes);
+    for (int r = 0; r < n; ++r) {
+      data_.emplace_back(devices_[r], 2 * slot_bytes_);
+      signals_.emplace_back(devices_[r], sizeof(kernels::Signal));
+    }
+    for (int r = 0; r < n; ++r) {
+      RankArgs a{};
+      for (int p = 0; p < n; ++p) {
+        a.buffers[p] = static_cast<char*>(data_[p].get());
+        a.signals[p] = static_cast<kernels::Signal*>(signals_[p].get());
+      }
+      a.rank = r;
+      a.slot_bytes = slot_bytes_;
+      a.abort_word = words_.device_ptr(0);
+      a.error = words_.device_ptr(1 + r);
+      a.timeout_ns = static_cast<unsigned long long>(std::max(0.001, config.timeout_s) * 1e9);
+      args_.push_back(a);
+    }
+    nccl_ = std::make_unique<NcclComms>(devices_);
+    for (int r = 0; r < n; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));
+  }
+
+  ~Group() override {
+    for (int d : devices_) {
+      DeviceGuard g(d);
+      cudaDeviceSynchronize();  // kernels exit by themselves (bounded spin) before we free
+    }
+  }
+
+  RankComm& rank(int r) override { return *ranks_.at(r); }
+  int ranks() const override { return config_.ranks; }
+
+  void abort() override {
+    words_.host()[0] = 1;
+    nccl_->abort();
+  }
+
+  std::string failure() const override {
+    std::string msg;
+    for (int r = 0; r < config_.ranks; ++r) {
+      const unsigned code = words_.host()[1 + r];
+      if (code == kernels::kErrTimeout)
+        msg += (msg.empty() ? "" : "; ") + config_.strategy + " rank " + std::to_string(r) +
+               ": timed out after " + std::to_string(config_.timeout_s) + " s waiting for a peer";
+      else if (code == kernels::kErrAborted)
+        msg += (msg.empty() ? "" : "; ") + config_.strategy + " rank " + std::to_string(r) + ": aborted";
+    }
+    if (msg.empty() && words_.host()[0]) msg = config_.strategy + ": group aborted";
+    return msg;
+  }
+
+  bool aborted() const { return words_.host()[0] != 0; }
+  const CommGroupConfig& config() const { return config_; }
+  Algo algo() const { return algo_; }
+  int device(int r) const { return devices_[r]; }
+  const RankArgs& args(int r) const { return args_[r]; }
+  int limit() const { return limit_; }
+  ncclComm_t nccl(int r) const { return nccl_->at(r); }
+  // Largest row-padded fused message / plain message the slots take.
+  std::size_t capacity() const { return config_.max_bytes; }
+
+ private:
+  CommGroupConfig config_;
+  Algo algo_;
+  std::vector<int> devices_;
+  MappedHostWords words_;  // [0] abort, [1 + r] error code of rank r
+  std::vector<DeviceBuffer> data_, signals_;
+  std::vector<RankArgs> args_;
+  std::unique_ptr<NcclComms> nccl_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  int limit_ = 1;
+  std::size_t slot_bytes_ = 0;
+};
+
+std::string Rank::strategy() const { return group_.config().strategy; }
+int Rank::ranks() const { return group_.ranks(); }
+std::size_t Rank::max_bytes() const { return group_.capacity(); }
+bool Rank::supports_fused() const { return group_.algo() == Algo::fused; }
+
+void Rank::note_fallback(std::size_t bytes) {
+  if (!noted_.exchange(true)) note_nccl_fallback(strategy(), rank_, bytes, max_bytes());
+}
+
+void Rank::allreduce(const void* in, void* out, std::size_t count, DType dtype, cudaStream_t stream) {
+  if (group_.aborted()) throw DeviceError(group_.failure().empty() ? strategy() + ": aborted" : group_.failure());
+  if (count == 0) return;
+  DeviceGuard guard(group_.device(rank_));
+  const std::size_t bytes = count * elem_bytes(dtype);
+  if (bytes > max_bytes()) {
+    note_fallback(bytes);
+    check_nccl(ncclAllReduce(in, out, count, nccl_type(dtype), ncclSum, group_.nccl(rank_), stream),
+               "ncclAllReduce (custom fallback)");
+    return;
+  }
+  dispatch<AllreduceFn>(dtype, ranks(), group_.algo(), group_.args(rank_), in, out, count, group_.limit(), stream);
+  check_cuda(cudaGetLastError(), "custom allreduce launch");
+}
+
+void Rank::allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& f, DType dtype, cudaStream_t stream) {
+  if (!supports_fused()) {
+    RankComm::allreduce_residual_rmsnorm(in, f, dtype, stream);
+    return;
+  }
+  if (group_.aborted()) throw DeviceError(group_.failure().empty() ? strategy() + ": aborted" : group_.failure());
+  if (f.tokens == 0 || f.hidden == 0) return;
+  DeviceGuard guard(group_.device(rank_));
+  const std::size_t count = f.tokens * f.hidden;
+  // Rows are padded to whole 16-byte units in the registered slot.
+  const std::size_t row_bytes = round_up(f.hidden * elem_bytes(dtype), 16);
+  if (f.tokens * row_bytes > max_bytes()) {
+    note_fallback(count * elem_bytes(dtype));
+    // NCCL sums into `normed` (same shape), then the residual + RMSNorm kernel reads it there;
+    // each thread reads an element of the sum before it writes that element of the output.
+    check_nccl(ncclAllReduce(in, f.normed, count, nccl_type(dtype), ncclSum, group_.nccl(rank_), stream),
+               "ncclAllReduce (fused fallback)");
+    switch (dtype) {
+      case DType::bf16: launch_residual_rmsnorm<__nv_bfloat16>(f.normed, f, group_.limit(), stream); break;
+      case DType::fp16: launch_residual_rmsnorm<__half>(f.normed, f, group_.limit(), stream); break;
+      case DType::fp32: launch_residual_rmsnorm<float>(f.normed, f, group_.limit(), stream); break;
+      default: throw DeviceError(std::string("fused: unsupported dtype ") + to_string(dtype));
+    }
+    check_cuda(cudaGetLastError(), "residual_rmsnorm launch");
+    return;
+  }
+  dispatch<FusedFn>(dtype, ranks(), group_.args(rank_), in, f, group_.limit(), stream);
+  check_cuda(cudaGetLastError(), "fused allreduce launch");
+}
+
+}  // namespace
+
+void CustomCommGroup::throw_if_failed() const {
+  const std::string f = failure();
+  if (!f.empty()) throw DeviceError(f);
+}
+
+bool is_custom_strategy(const std::string& name) {
+  for (const auto& s : kStrategies)
+    if (name == s.name) return true;
+  return false;
+}
+
+std::vector<std::string> custom_strategy_names() {
+  std::vector<std::string> out;
+  for (const auto& s : kStrategies) out.emplace_back(s.name);
+  return out;
+}
+
+std::unique_ptr<CustomCommGroup> make_custom_comm_group(const CommGroupConfig& config) {
+  const StrategyName* found = nullptr;
+  for (const auto& s : kStrategies)
+    if (config.strategy == s.name) found = &s;
+  if (!found) {
+    std::string known;
+    for (const auto& s : kStrategies) known += (known.empty() ? "" : ", ") + std::string(s.name);
+    throw InputError("custom allreduce: unknown strategy '" + config.strategy + "' (known: " + known + ")");
+  }
+  if (config.ranks != 2 && config.ranks != 4 && config.ranks != 8)
+    throw InputError(config.strategy + ": supports 2, 4 or 8 ranks, got " + std::to_string(config.ranks));
+  if (!config.devices.empty() && static_cast<int>(config.devices.size()) != config.ranks)
+    throw InputError(config.strategy + ": " + std::to_string(config.devices.size()) + " devices for " +
+                     std::to_string(config.ranks) + " ranks");
+  if (config.max_bytes == 0) throw InputError(config.strategy + ": max_bytes must be positive");
+  return std::make_unique<Group>(config, found->algo);
+}
+
+std::unique_ptr<CommGroup> create_custom_comm_group(const CommGroupConfig& config) {
+  return make_custom_comm_group(config);
+}
+
+}  // namespace eaglesim::cuda

@@ -1,0 +1,41 @@
+#pragma once
+// Our own allreduce strategies (kernels/), behind the RankComm/CommGroup interface of
+// rank_comm.hpp. create_comm_group() (owned by the replay backend) hands every strategy other
+// than `nccl` to create_custom_comm_group().
+//
+// Strategies: oneshot (pull), oneshot_push, twoshot, fused (oneshot + residual + RMSNorm),
+// quant (fp8 e4m3 on the wire), reference (the plain kernel, for tests).
+// Supported: 2, 4 or 8 ranks in one process (threads mode), bf16 / fp16 / fp32, any element
+// count (including odd sizes and unaligned pointers), P2P between every pair of GPUs.
+// Messages larger than max_bytes() go through NCCL (logged once per rank). Drive each rank from
+// its own thread (as the replay backend does) when oversize messages can occur: the fused
+// strategy's fallback enqueues a residual/RMSNorm kernel after its ncclAllReduce, and an NCCL
+// group around the calls (needed when ONE thread drives several NCCL ranks) would defer the
+// NCCL part past that kernel.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/rank_comm.hpp"
+
+namespace eaglesim::cuda {
+
+bool is_custom_strategy(const std::string& name);
+std::vector<std::string> custom_strategy_names();
+
+class CustomCommGroup : public CommGroup {
+ public:
+  // Empty while healthy; otherwise which rank gave up and why (timeout waiting for a peer, or
+  // abort()). Readable while kernels run (host-mapped words): use it after a failed sync.
+  virtual std::string failure() const = 0;
+  // Throws DeviceError with failure() when a rank has given up.
+  void throw_if_failed() const;
+};
+
+std::unique_ptr<CustomCommGroup> make_custom_comm_group(const CommGroupConfig& config);
+
+// The entry point create_comm_group() calls for non-nccl strategies. Throws InputError for an
+// unknown strategy or unsupported rank count, DeviceError for missing GPUs or P2P.
+std::unique_ptr<CommGroup> create_custom_comm_group(const CommGroupConfig& config);
+
+}  // namespace eaglesim::cuda

@@ -1,0 +1,30 @@
+#pragma once
+// Kineto / Chrome-trace JSON (torch.profiler export_chrome_trace), one file per rank -> native
+// trace. See docs/import-kineto.md for what is recognised and how costs are derived.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "import/import_summary.hpp"
+#include "trace/trace.hpp"
+
+namespace eaglesim {
+
+struct KinetoImportOptions {
+  std::optional<int> step;             // index among the steps found; default: the last complete one
+  bool all_steps = false;              // every complete step, each as a `verify` step
+  std::optional<int> layers_per_step;  // needed when steps cannot be told apart from layers
+  std::string model;                   // meta.model; default: derived from the first file name
+};
+
+struct KinetoImport {
+  Trace trace;
+  ImportSummary summary;
+};
+
+// Throws InputError (file named) for unreadable or malformed files, files that are not
+// profiler traces or have no GPU kernels, and ranks that do not match each other.
+KinetoImport import_kineto_with_summary(const std::vector<std::string>& rank_files, const KinetoImportOptions& options);
+Trace import_kineto(const std::vector<std::string>& rank_files, const KinetoImportOptions& options);
+
+}  // namespace eaglesim

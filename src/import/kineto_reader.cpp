@@ -1,0 +1,208 @@
+#include "import/kineto_reader.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "io/atomic_file.hpp"
+#include "io/json_cursor.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+// Chrome traces give pid/tid as integers for real threads and as strings for pseudo rows
+// ("Spans", "Traces"); only CPU ops of the same thread can nest, so fold both into one key.
+std::int64_t thread_key(const nlohmann::json& ev) {
+  auto part = [&](const char* key) -> std::size_t {
+    auto it = ev.find(key);
+    if (it == ev.end()) return 0;
+    if (it->is_number_integer()) return static_cast<std::size_t>(it->get<std::int64_t>());
+    return std::hash<std::string>{}(it->dump());
+  };
+  return static_cast<std::int64_t>(part("pid") * 1000003u ^ part("tid"));
+}
+
+std::optional<std::int64_t> int_arg(const JsonCursor& ev, const char* key) {
+  auto args = ev.find("args");
+  if (!args) return std::nullopt;
+  auto v = args->find(key);
+  if (!v) return std::nullopt;
+  return v->as_int(std::numeric_limits<std::int64_t>::min() / 2, std::numeric_limits<std::int64_t>::max() / 2);
+}
+
+constexpr double kMaxTs = 1e18;  // µs; anything beyond is not a timestamp
+
+}  // namespace
+
+std::vector<int> RankTrace::ancestry(int op) const {
+  std::vector<int> chain;
+  for (int i = op; i >= 0; i = cpu_ops[static_cast<std::size_t>(i)].parent) chain.push_back(i);
+  return chain;
+}
+
+int RankTrace::top_level(int op) const {
+  int top = op;
+  for (int i = op; i >= 0; i = cpu_ops[static_cast<std::size_t>(i)].parent) top = i;
+  return top;
+}
+
+RankTrace parse_kineto_rank(const std::string& text, const std::string& file) {
+  RankTrace rt;
+  rt.file = file;
+  auto doc = std::make_shared<nlohmann::json>(JsonCursor::parse_text(text, file));
+  rt.doc = doc;
+  JsonCursor root(*doc, file);
+  if (!doc->is_object() || !doc->contains("traceEvents"))
+    root.fail("a PyTorch profiler trace (an object with a \"traceEvents\" array)");
+  auto events = root.at("traceEvents");
+  events.expect_array();
+
+  if (auto d = root.find("distributedInfo")) {
+    d->expect_object();
+    if (auto r = d->find("rank")) rt.rank = static_cast<int>(r->as_nonnegative_int(1 << 20));
+    if (auto w = d->find("world_size")) rt.world_size = static_cast<int>(w->as_positive_int(1 << 20));
+  }
+  if (auto b = root.find("baseTimeNanoseconds")) rt.base_time_ns = b->as_nonnegative_int(std::int64_t{1} << 62);
+  if (auto r = root.find("record_shapes")) {
+    rt.record_shapes = r->json().is_boolean() ? r->as_bool() : r->as_int(0, 1) == 1;
+  }
+  if (auto dp = root.find("deviceProperties"); dp && dp->json().is_array() && dp->size() > 0) {
+    if (auto n = dp->at(std::size_t{0}).find("name"); n && n->json().is_string()) rt.device_name = n->as_string_allow_empty();
+  }
+
+  struct Launch {
+    double ts;
+    std::int64_t thread;
+  };
+  std::unordered_map<std::int64_t, Launch> launch_by_correlation;
+
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    JsonCursor ev = events.at(i);
+    ev.expect_object();
+    auto cat_c = ev.find("cat");
+    if (!cat_c || !cat_c->json().is_string()) continue;  // metadata rows, flow arrows, instants
+    const std::string cat = cat_c->json().get<std::string>();
+    const bool is_cpu = cat == "cpu_op" || cat == "user_annotation";
+    const bool is_gpu = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
+    const bool is_launch = cat == "cuda_runtime" || cat == "cuda_driver";
+    if (!is_cpu && !is_gpu && !is_launch) continue;
+
+    const std::string name = ev.at("name").as_string_allow_empty();
+    const double ts = ev.at("ts").as_number(-kMaxTs, kMaxTs);
+    const double dur = ev.at("dur").as_number(0.0, kMaxTs);
+    if (auto a = ev.find("args")) a->expect_object();
+    const nlohmann::json* args = nullptr;
+    if (auto it = ev.json().find("args"); it != ev.json().end()) args = &*it;
+
+    if (is_launch) {
+      if (auto c = int_arg(ev, "correlation")) launch_by_correlation[*c] = Launch{ts, thread_key(ev.json())};
+      continue;
+    }
+    if (is_cpu) {
+      if (name.rfind("ProfilerStep#", 0) == 0) {
+        ProfilerStepMark m;
+        try {
+          m.number = std::stoll(name.substr(13));
+        } catch (const std::exception&) {
+          ev.at("name").fail("\"ProfilerStep#\" followed by a step number");
+        }
+        m.ts = ts;
+        m.end = ts + dur;
+        rt.profiler_steps.push_back(m);
+        continue;
+      }
+      CpuOp op;
+      op.name = name;
+      op.ts = ts;
+      op.dur = dur;
+      op.external_id = int_arg(ev, "External id").value_or(-1);
+      op.thread = thread_key(ev.json());
+      op.args = args;
+      if (args && args->contains("Input Dims")) rt.record_shapes = true;
+      rt.cpu_ops.push_back(std::move(op));
+      continue;
+    }
+    GpuActivity g;
+    g.type = cat == "kernel" ? GpuActivityType::kernel
+             : cat == "gpu_memcpy" ? GpuActivityType::memcpy : GpuActivityType::memset;
+    g.name = name;
+    g.ts = ts;
+    g.dur = dur;
+    g.stream = int_arg(ev, "stream").value_or(0);
+    g.external_id = int_arg(ev, "External id").value_or(-1);
+    g.correlation = int_arg(ev, "correlation").value_or(-1);
+    g.bytes = int_arg(ev, "bytes").value_or(0);
+    g.args = args;
+    rt.gpu.push_back(std::move(g));
+  }
+
+  const bool any_kernel = std::any_of(rt.gpu.begin(), rt.gpu.end(),
+                                      [](const GpuActivity& g) { return g.type == GpuActivityType::kernel; });
+  if (!any_kernel)
+    throw InputError::at(file, "traceEvents",
+                         fmt::format("no GPU kernels (events with \"cat\": \"kernel\") among {} events; "
+                                     "record with torch.profiler activities=[CPU, CUDA]",
+                                     events.size()));
+
+  // Nesting of CPU ops: per thread, in start order (longer first on ties), an op's parent is the
+  // innermost still-open op that contains it.
+  std::sort(rt.cpu_ops.begin(), rt.cpu_ops.end(), [](const CpuOp& a, const CpuOp& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.ts != b.ts) return a.ts < b.ts;
+    return a.dur > b.dur;
+  });
+  std::vector<int> open;
+  for (std::size_t i = 0; i < rt.cpu_ops.size(); ++i) {
+    CpuOp& op = rt.cpu_ops[i];
+    if (i > 0 && rt.cpu_ops[i - 1].thread != op.thread) open.clear();
+    const double end = op.ts + op.dur;
+    // 1 ns of slack: the profiler rounds ts and dur separately.
+    while (!open.empty() && end > rt.cpu_ops[static_cast<std::size_t>(open.back())].ts +
+                                      rt.cpu_ops[static_cast<std::size_t>(open.back())].dur + 1e-3)
+      open.pop_back();
+    op.parent = open.empty() ? -1 : open.back();
+    open.push_back(static_cast<int>(i));
+  }
+
+  // Kernel -> CPU op: the "External id" the profiler stamps on both is the direct link; the
+  // launch call's `correlation` gives the launch time and, when the id is missing, the CPU op
+  // that was open on the launching thread at that moment.
+  std::unordered_map<std::int64_t, int> by_external_id;
+  for (std::size_t i = 0; i < rt.cpu_ops.size(); ++i) {
+    const CpuOp& op = rt.cpu_ops[i];
+    if (op.external_id < 0) continue;
+    auto [it, fresh] = by_external_id.emplace(op.external_id, static_cast<int>(i));
+    // Same id on two events (an annotation and the op inside it): keep the innermost.
+    if (!fresh && op.ts >= rt.cpu_ops[static_cast<std::size_t>(it->second)].ts) it->second = static_cast<int>(i);
+  }
+  auto innermost_at = [&](std::int64_t thread, double ts) {
+    int best = -1;
+    for (std::size_t i = 0; i < rt.cpu_ops.size(); ++i) {
+      const CpuOp& op = rt.cpu_ops[i];
+      if (op.thread != thread || op.ts > ts) continue;
+      if (op.ts + op.dur >= ts) best = static_cast<int>(i);  // later start = deeper (sorted)
+    }
+    return best;
+  };
+  for (GpuActivity& g : rt.gpu) {
+    auto launch = launch_by_correlation.find(g.correlation);
+    if (launch != launch_by_correlation.end()) g.launch_ts = launch->second.ts;
+    if (auto it = by_external_id.find(g.external_id); g.external_id >= 0 && it != by_external_id.end())
+      g.cpu_op = it->second;
+    else if (launch != launch_by_correlation.end())
+      g.cpu_op = innermost_at(launch->second.thread, launch->second.ts);
+    if (g.launch_ts < 0 && g.cpu_op >= 0) g.launch_ts = rt.cpu_ops[static_cast<std::size_t>(g.cpu_op)].ts;
+  }
+  std::stable_sort(rt.gpu.begin(), rt.gpu.end(), [](const GpuActivity& a, const GpuActivity& b) { return a.ts < b.ts; });
+  std::sort(rt.profiler_steps.begin(), rt.profiler_steps.end(),
+            [](const ProfilerStepMark& a, const ProfilerStepMark& b) { return a.ts < b.ts; });
+  return rt;
+}
+
+RankTrace read_kineto_rank(const std::string& file) { return parse_kineto_rank(read_file(file), file); }
+
+}  // namespace eaglesim

@@ -1,0 +1,276 @@
+#include "model/model_config.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "io/json_cursor.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+// Upper bounds for config fields: far beyond any published model, low enough that products of
+// them (weights per rank, trace op sizes) cannot overflow 64-bit integers.
+constexpr std::int64_t kMaxLayers = 1000;
+constexpr std::int64_t kMaxModelDim = std::int64_t{1} << 20;    // hidden, intermediate, ranks
+constexpr std::int64_t kMaxVocab = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxModelHeads = 4096;
+constexpr std::int64_t kMaxModelExperts = 65536;
+
+std::string stem_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.size() > 5 && base.compare(base.size() - 5, 5, ".json") == 0) base.resize(base.size() - 5);
+  return base;
+}
+
+// Whether config.json's "architectures" names an EAGLE-3 draft head (LlamaForCausalLMEagle3 and
+// similar): EAGLE-3 checkpoints keep model_type "llama", so only this list tells them apart.
+bool names_eagle3(const JsonCursor& root) {
+  auto archs = root.find("architectures");
+  if (!archs) return false;
+  archs->expect_array();
+  for (std::size_t i = 0; i < archs->size(); ++i) {
+    std::string a = archs->at(i).as_string();
+    std::string lower = a;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (lower.find("eagle3") != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::int64_t read_int(const JsonCursor& root, const char* key, std::int64_t max) {
+  return root.at(key).as_positive_int(max);
+}
+
+std::int64_t read_int_or(const JsonCursor& root, const char* key, std::int64_t fallback,
+                         std::int64_t min, std::int64_t max) {
+  if (auto c = root.find(key)) return c->as_int(min, max);
+  return fallback;
+}
+
+void read_gqa(ModelConfig& m, const JsonCursor& root) {
+  m.kv_heads = read_int_or(root, "num_key_value_heads", m.heads, 1, kMaxModelHeads);
+  if (m.heads % m.kv_heads != 0)
+    root.at("num_key_value_heads").fail(fmt::format("a divisor of num_attention_heads ({})", m.heads));
+  if (auto hd = root.find("head_dim")) {
+    m.head_dim = hd->as_positive_int(kMaxModelHeads * 4);
+  } else {
+    if (m.hidden % m.heads != 0)
+      root.fail_raw(fmt::format("head_dim is missing and hidden_size ({}) is not a multiple of "
+                                "num_attention_heads ({}); give head_dim explicitly",
+                                m.hidden, m.heads));
+    m.head_dim = m.hidden / m.heads;
+  }
+}
+
+void read_moe(ModelConfig& m, const JsonCursor& root, const char* experts_key) {
+  m.routed_experts = read_int(root, experts_key, kMaxModelExperts);
+  m.experts_per_token = read_int(root, "num_experts_per_tok", kMaxModelExperts);
+  if (m.experts_per_token > m.routed_experts)
+    root.at("num_experts_per_tok").fail(fmt::format("at most {} ({})", experts_key, m.routed_experts));
+  m.moe_intermediate = read_int(root, "moe_intermediate_size", kMaxModelDim);
+}
+
+void read_mla(ModelConfig& m, const JsonCursor& root) {
+  // DeepSeek-V2-Lite style configs have "q_lora_rank": null: q is then projected directly.
+  m.q_lora_rank = root.has("q_lora_rank") ? root.at("q_lora_rank").as_positive_int(kMaxModelDim) : 0;
+  m.kv_lora_rank = read_int(root, "kv_lora_rank", kMaxModelDim);
+  m.qk_nope_head_dim = read_int(root, "qk_nope_head_dim", kMaxModelDim);
+  m.qk_rope_head_dim = read_int(root, "qk_rope_head_dim", kMaxModelDim);
+  m.v_head_dim = read_int(root, "v_head_dim", kMaxModelDim);
+  // MLA has no grouped KV heads; keep kv_heads/head_dim meaningful for callers that print them.
+  m.kv_heads = m.heads;
+  m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+}
+
+}  // namespace
+
+const char* to_string(Architecture a) {
+  switch (a) {
+    case Architecture::llama: return "llama";
+    case Architecture::qwen3: return "qwen3";
+    case Architecture::qwen3_moe: return "qwen3_moe";
+    case Architecture::glm4_moe: return "glm4_moe";
+    case Architecture::deepseek_v3: return "deepseek_v3";
+    case Architecture::eagle3_draft: return "eagle3";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& supported_model_types() {
+  static const std::vector<std::string> types{"llama", "qwen3", "qwen3_moe", "glm4_moe", "deepseek_v3", "kimi_k2"};
+  return types;
+}
+
+bool ModelConfig::layer_is_moe(int layer) const {
+  if (!is_moe()) return false;
+  switch (arch) {
+    case Architecture::qwen3_moe:
+      if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end())
+        return false;
+      return (layer + 1) % decoder_sparse_step == 0;
+    case Architecture::glm4_moe:
+      return layer >= first_dense_layers;
+    case Architecture::deepseek_v3:
+      return layer >= first_dense_layers && layer % moe_layer_freq == 0;
+    default: return false;
+  }
+}
+
+ModelConfig parse_model_config(const nlohmann::json& doc, const std::string& file, const std::string& name) {
+  JsonCursor root(doc, file);
+  root.expect_object();
+  ModelConfig m;
+  m.name = name;
+  m.file = file;
+  m.model_type = root.at("model_type").as_enum(supported_model_types());
+  if (m.model_type == "llama") m.arch = names_eagle3(root) ? Architecture::eagle3_draft : Architecture::llama;
+  else if (m.model_type == "qwen3") m.arch = Architecture::qwen3;
+  else if (m.model_type == "qwen3_moe") m.arch = Architecture::qwen3_moe;
+  else if (m.model_type == "glm4_moe") m.arch = Architecture::glm4_moe;
+  else m.arch = Architecture::deepseek_v3;  // deepseek_v3, kimi_k2 (same layer layout)
+
+  m.layers = static_cast<int>(read_int(root, "num_hidden_layers", kMaxLayers));
+  m.hidden = read_int(root, "hidden_size", kMaxModelDim);
+  m.heads = read_int(root, "num_attention_heads", kMaxModelHeads);
+  m.intermediate = read_int(root, "intermediate_size", kMaxModelDim);
+  m.vocab = read_int(root, "vocab_size", kMaxVocab);
+  if (auto t = root.find("tie_word_embeddings")) m.tie_embeddings = t->as_bool();
+
+  switch (m.arch) {
+    case Architecture::llama:
+      read_gqa(m, root);
+      break;
+    case Architecture::eagle3_draft:
+      read_gqa(m, root);
+      if (m.layers != 1)
+        root.at("num_hidden_layers").fail("1 (an EAGLE-3 draft head has one decoder layer)");
+      m.draft_vocab = read_int_or(root, "draft_vocab_size", m.vocab, 1, m.vocab);
+      break;
+    case Architecture::qwen3:
+      read_gqa(m, root);
+      m.qk_norm = true;
+      break;
+    case Architecture::qwen3_moe: {
+      read_gqa(m, root);
+      m.qk_norm = true;
+      read_moe(m, root, "num_experts");
+      m.decoder_sparse_step = static_cast<int>(read_int_or(root, "decoder_sparse_step", 1, 1, m.layers));
+      if (auto only = root.find("mlp_only_layers")) {
+        only->expect_array();
+        for (std::size_t i = 0; i < only->size(); ++i)
+          m.mlp_only_layers.push_back(static_cast<int>(only->at(i).as_int(0, m.layers - 1)));
+      }
+      break;
+    }
+    case Architecture::glm4_moe:
+      read_gqa(m, root);
+      if (auto q = root.find("use_qk_norm")) m.qk_norm = q->as_bool();
+      read_moe(m, root, "n_routed_experts");
+      m.shared_experts = read_int_or(root, "n_shared_experts", 0, 0, 64);
+      m.first_dense_layers = static_cast<int>(read_int_or(root, "first_k_dense_replace", 0, 0, m.layers));
+      break;
+    case Architecture::deepseek_v3:
+      read_mla(m, root);
+      read_moe(m, root, "n_routed_experts");
+      m.shared_experts = read_int_or(root, "n_shared_experts", 0, 0, 64);
+      m.first_dense_layers = static_cast<int>(read_int_or(root, "first_k_dense_replace", 0, 0, m.layers));
+      m.moe_layer_freq = static_cast<int>(read_int_or(root, "moe_layer_freq", 1, 1, m.layers));
+      break;
+  }
+  return m;
+}
+
+ModelConfig read_model_config(const std::string& path) {
+  return parse_model_config(JsonCursor::parse_file(path), path, stem_of(path));
+}
+
+std::int64_t heads_per_rank(const ModelConfig& m, int tp) { return m.heads / tp; }
+
+std::int64_t kv_heads_per_rank(const ModelConfig& m, int tp) {
+  return m.kv_heads >= tp ? m.kv_heads / tp : 1;
+}
+
+std::int64_t vocab_per_rank(std::int64_t vocab, int tp) { return (vocab + tp - 1) / tp; }
+
+void check_tp(const ModelConfig& m, int tp) {
+  auto bad = [&](const std::string& what) {
+    throw InputError::at(m.file, "", fmt::format("cannot shard over --tp {}: {}", tp, what));
+  };
+  if (tp < 1) bad("tp must be at least 1");
+  if (m.heads % tp != 0)
+    bad(fmt::format("num_attention_heads ({}) is not a multiple of {}", m.heads, tp));
+  if (!m.is_mla()) {
+    bool split = m.kv_heads >= tp && m.kv_heads % tp == 0;
+    bool replicate = m.kv_heads < tp && tp % m.kv_heads == 0;
+    if (!split && !replicate)
+      bad(fmt::format("num_key_value_heads ({}) neither divides nor is a multiple of {}", m.kv_heads, tp));
+  }
+  bool any_dense = false;
+  for (int i = 0; i < m.layers && !any_dense; ++i) any_dense = !m.layer_is_moe(i);
+  if (any_dense && m.intermediate % tp != 0)
+    bad(fmt::format("intermediate_size ({}) is not a multiple of {}", m.intermediate, tp));
+  if (m.is_moe()) {
+    if (m.moe_intermediate % tp != 0)
+      bad(fmt::format("moe_intermediate_size ({}) is not a multiple of {}", m.moe_intermediate, tp));
+    if ((m.shared_experts * m.moe_intermediate) % tp != 0)
+      bad(fmt::format("shared-expert width ({} x {}) is not a multiple of {}", m.shared_experts,
+                      m.moe_intermediate, tp));
+  }
+}
+
+double weight_bytes_per_rank(const ModelConfig& m, int tp, DType weight_dtype) {
+  const double w = bytes_per_element(weight_dtype);
+  const double b16 = 2.0;
+  const double H = static_cast<double>(m.hidden);
+  double total = 0.0;
+
+  // Embedding (vocab-parallel). An EAGLE-3 head reuses the target's embedding.
+  const double lm_rows = static_cast<double>(vocab_per_rank(m.is_draft() ? m.draft_vocab : m.vocab, tp));
+  if (!m.is_draft()) total += static_cast<double>(vocab_per_rank(m.vocab, tp)) * H * b16;
+  if (!m.tie_embeddings || m.is_draft()) total += lm_rows * H * b16;
+  total += H * b16;  // final norm
+  if (m.is_draft()) total += 3.0 * H * H * b16 + H * b16;  // fc over the fused features, hidden_norm
+
+  const double hq = static_cast<double>(heads_per_rank(m, tp));
+  for (int layer = 0; layer < m.layers; ++layer) {
+    total += 2.0 * H * b16;  // input and post-attention norms
+    if (m.is_mla()) {
+      const double qk = static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim);
+      if (m.q_lora_rank > 0)
+        total += m.q_lora_rank * H * w + m.q_lora_rank * b16 + hq * qk * m.q_lora_rank * w;
+      else
+        total += hq * qk * H * w;
+      total += (m.kv_lora_rank + m.qk_rope_head_dim) * H * w + m.kv_lora_rank * b16;
+      total += hq * (m.qk_nope_head_dim + m.v_head_dim) * m.kv_lora_rank * w;
+      total += H * hq * m.v_head_dim * w;
+    } else {
+      const double hkv = static_cast<double>(kv_heads_per_rank(m, tp));
+      const double d = static_cast<double>(m.head_dim);
+      const double in = m.is_draft() ? 2.0 * H : H;  // EAGLE-3: qkv reads [embedding, hidden]
+      total += (hq + 2.0 * hkv) * d * in * w + H * hq * d * w;
+      if (m.qk_norm) total += 2.0 * d * b16;
+    }
+    if (m.layer_is_moe(layer)) {
+      const double im = static_cast<double>(m.moe_intermediate) / tp;
+      total += static_cast<double>(m.routed_experts) * H * b16;                 // router
+      total += 3.0 * H * im * static_cast<double>(m.shared_experts) * w;        // shared experts
+      total += static_cast<double>(m.routed_experts) * 3.0 * H * im * w;        // routed experts
+    } else {
+      total += 3.0 * H * (static_cast<double>(m.intermediate) / tp) * w;
+    }
+  }
+  return total;
+}
+
+double kv_cache_bytes_per_token_per_rank(const ModelConfig& m, int tp, DType kv_dtype) {
+  const double e = bytes_per_element(kv_dtype);
+  double per_layer = m.is_mla() ? static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim) * e
+                                : 2.0 * static_cast<double>(kv_heads_per_rank(m, tp) * m.head_dim) * e;
+  return per_layer * m.layers;
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,66 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_helpers.hpp"
+
+using namespace eaglesim::test;
+
+namespace {
+
+const std::string kDir = std::string(EAGLESIM_TEST_DATA) + "/kineto/";
+
+std::string nccl_pair() {
+  return kDir + "llama8b_tp2_t4_nccl_rank0.json.gz " + kDir + "llama8b_tp2_t4_nccl_rank1.json.gz";
+}
+
+// Runs an import that must fail: exit 2, the expected message on stderr, no output file.
+void expect_refused(const std::string& inputs, const std::string& extra, const std::string& message) {
+  std::string out = temp_dir() + "/out.json";
+  CliResult r = run_cli("import kineto " + inputs + " -o " + out + " " + extra);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(out));
+}
+
+}  // namespace
+
+TEST(ImportCli, NcclTraceImportsAndInspects) {
+  std::string out = temp_dir() + "/llama.json";
+  CliResult r = run_cli("import kineto " + nccl_pair() + " -o " + out + " --layers 32 --model llama-3.1-8b");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("other (not typed"), std::string::npos) << r.out;  // what was not recognised
+  ASSERT_TRUE(file_exists(out));
+  CliResult i = run_cli("inspect " + out);
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_NE(i.out.find("model llama-3.1-8b  tp 2  tokens 4  source imported"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("32768 B x 64"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("448 ops over 32 layers"), std::string::npos) << i.out;
+}
+
+TEST(ImportCli, OneRankWarnsAboutUpperBound) {
+  std::string out = temp_dir() + "/one.json";
+  CliResult r = run_cli("import kineto " + kDir + "llama8b_tp2_t4_one_shot_rank0.json.gz -o " + out + " --layers 32 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("UPPER BOUND"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(slurp(out).find("UPPER BOUND"), std::string::npos);
+}
+
+TEST(ImportCli, BadInputsExit2WithoutOutput) {
+  expect_refused(kDir + "bad/not_json.json", "", "not_json.json: truncated JSON");
+  expect_refused(kDir + "bad/not_profiler.json", "", "expected a PyTorch profiler trace");
+  expect_refused(kDir + "bad/no_kernels.json", "", "no GPU kernels");
+  expect_refused(kDir + "synthetic/vllm_tp2_rank0.json " + kDir + "bad/mismatch_rank1.json", "",
+                 "not the ranks of one run");
+  expect_refused(nccl_pair(), "", "pass --layers N");
+  expect_refused(kDir + "synthetic/vllm_tp2_rank0.json", "--step 7", "--step 7: not a complete step");
+  expect_refused(kDir + "synthetic/vllm_tp2_rank0.json", "--step 0 --all-steps", "excludes");
+}
+
+TEST(ImportCli, ImportNeedsASubcommand) {
+  CliResult r = run_cli("import");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("subcommand is required"), std::string::npos) << r.err;
+}
