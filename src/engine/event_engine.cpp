@@ -57,33 +57,38 @@ StepResult simulate_step(const Step& step, const StepPlan& plan, const EngineOpt
   tl.stream_names = plan.stream_names;
   if (opts.want_timeline) tl.spans.reserve(n * static_cast<std::size_t>(R));
 
-  auto add_span = [&](const PricedOp& p, int r, double begin, double end, double waited) {
+  // Span text is the same on every rank: built once per op, copied per rank.
+  Span proto;
+  auto prepare_span = [&](const PricedOp& p) {
     const Op& op = step.ops[static_cast<std::size_t>(p.op_index)];
-    Span sp;
+    proto.stream = p.stream;
+    proto.op_index = p.op_index;
+    proto.kind = p.kind;
+    proto.name = op.name;
+    proto.layer = p.layer;
+    proto.detail = p.detail >= 0 ? plan.details[static_cast<std::size_t>(p.detail)] : std::string();
+    if (p.absorbed > 0) {
+      proto.detail += " +";
+      for (int a = 1; a <= p.absorbed; ++a)
+        proto.detail += std::string(" ") + to_string(step.ops[static_cast<std::size_t>(p.op_index + a)].kind);
+    }
+    proto.shape = op.shape_string();
+    proto.bytes = op.is_comm() ? op.bytes : 0;
+  };
+  auto add_span = [&](int r, double begin, double end, double waited) {
+    tl.spans.push_back(proto);
+    Span& sp = tl.spans.back();
     sp.rank = r;
-    sp.stream = p.stream;
-    sp.op_index = p.op_index;
-    sp.kind = p.kind;
-    sp.name = op.name;
-    sp.layer = p.layer;
     sp.start_us = begin;
     sp.end_us = end;
     sp.wait_us = waited;
-    sp.detail = p.detail >= 0 ? plan.details[static_cast<std::size_t>(p.detail)] : std::string();
-    if (p.absorbed > 0) {
-      sp.detail += " +";
-      for (int a = 1; a <= p.absorbed; ++a)
-        sp.detail += std::string(" ") + to_string(step.ops[static_cast<std::size_t>(p.op_index + a)].kind);
-    }
-    sp.shape = op.shape_string();
-    sp.bytes = op.is_comm() ? op.bytes : 0;
-    tl.spans.push_back(std::move(sp));
   };
 
   int collectives = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const PricedOp& p = plan.ops[i];
     const int k = static_cast<int>(p.kind);
+    if (opts.want_timeline) prepare_span(p);
     if (!p.collective) {
       for (int r = 0; r < R; ++r) {
         double& c = clock[static_cast<std::size_t>(r) * S + p.stream];
@@ -94,7 +99,7 @@ StepResult simulate_step(const Step& step, const StepPlan& plan, const EngineOpt
         kind_us[static_cast<std::size_t>(r) * kOpKindCount + k] += dur;
         compute[static_cast<std::size_t>(r)] += dur;
         if (plan.has_dependencies) op_end[i * R + r] = c;
-        if (opts.want_timeline) add_span(p, r, begin, c, 0.0);
+        if (opts.want_timeline) add_span(r, begin, c, 0.0);
       }
       continue;
     }
@@ -115,7 +120,7 @@ StepResult simulate_step(const Step& step, const StepPlan& plan, const EngineOpt
       comm[static_cast<std::size_t>(r)] += dur;
       wait[static_cast<std::size_t>(r)] += latest - a;
       if (plan.has_dependencies) op_end[i * R + r] = finish;
-      if (opts.want_timeline) add_span(p, r, a, finish, latest - a);
+      if (opts.want_timeline) add_span(r, a, finish, latest - a);
     }
   }
 

@@ -53,12 +53,14 @@ ShapeKey shape_key(const Op& op) {
 }
 
 struct ShapeKeyHash {
+  // Independent multiplies (no serial chain as in FNV) keep the per-op lookup cheap; the final
+  // xor-shift spreads high bits into the bucket index.
   std::size_t operator()(const ShapeKey& k) const {
-    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
-    for (std::int64_t x : k.v) {
-      h ^= static_cast<std::uint64_t>(x);
-      h *= 1099511628211ull;
-    }
+    std::uint64_t h = 0;
+    for (int i = 0; i < 17; ++i)
+      h += static_cast<std::uint64_t>(k.v[i]) * (0x9E3779B97F4A7C15ull + 2ull * static_cast<std::uint64_t>(i) * 0x632BE59BD9B4E019ull);
+    h ^= h >> 32;
+    h *= 0xD6E8FEB86659FD93ull;
     return static_cast<std::size_t>(h ^ (h >> 29));
   }
 };
@@ -113,11 +115,11 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   const int d_calibrated = details.id("calibrated");
   const int d_extrapolated = details.id("model (outside calibration)");
 
-  std::unordered_map<ShapeKey, OpCost, ShapeKeyHash> compute_memo;
+  std::unordered_map<ShapeKey, OpCost, ShapeKeyHash> compute_memo(64);
   std::unordered_map<CommKey, std::pair<double, int>, CommKeyHash> comm_memo;
   const bool fuses = opts.comm && opts.comm->fuses_residual_norm();
-  int n_model = 0, n_measured = 0, n_fallback = 0, n_calibrated = 0, n_extrapolated = 0;
-  int n_fused = 0, n_absorbed = 0, n_unfused = 0, n_comm_cal = 0, n_comm_extra = 0;
+  int n_model = 0, n_measured = 0, n_fallback = 0, n_extrapolated = 0;
+  int n_fused = 0, n_absorbed = 0, n_unfused = 0, n_comm_extra = 0;
 
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const Op& op = step.ops[i];
@@ -137,7 +139,6 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
         q.bytes = op.bytes;
         q.dtype = op.dtype;
         CommCost c = opts.comm->cost(q);
-        if (c.calibrated) ++n_comm_cal;
         if (c.extrapolated) ++n_comm_extra;
         it = comm_memo.emplace(key, std::make_pair(c.us, details.id(c.detail.empty() ? opts.comm->name() : c.detail)))
                  .first;
@@ -181,7 +182,6 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       p.detail = c.measured ? d_measured : c.extrapolated ? d_extrapolated : c.calibrated ? d_calibrated : d_model;
       if (c.measured) ++n_measured;
       else ++n_model;
-      if (c.calibrated) ++n_calibrated;
       if (c.extrapolated) ++n_extrapolated;
       if (opts.op_times == OpTimes::automatic && opts.trace_imported && op.kind != OpKind::other) ++n_fallback;
     }
@@ -202,12 +202,11 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
     plan.notes.push_back(fmt::format("{}: {} allreduce sizes outside the calibration table: cost model used", s,
                                      n_comm_extra));
   if (n_fused > 0)
-    plan.notes.push_back(fmt::format("{}: {} allreduces fused with the {} residual_add/rmsnorm ops after them", s,
-                                     n_fused, n_absorbed));
+    plan.notes.push_back(fmt::format("{}: {} allreduce{} fused with the {} residual_add/rmsnorm ops after them", s,
+                                     n_fused, n_fused == 1 ? "" : "s", n_absorbed));
   if (n_unfused > 0)
-    plan.notes.push_back(fmt::format("{}: {} allreduces not followed by an rmsnorm: run unfused", s, n_unfused));
-  (void)n_calibrated;
-  (void)n_comm_cal;
+    plan.notes.push_back(fmt::format("{}: {} allreduce{} not followed by an rmsnorm: run unfused", s, n_unfused,
+                                     n_unfused == 1 ? "" : "s"));
   return plan;
 }
 

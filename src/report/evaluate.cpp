@@ -62,11 +62,20 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   return report;
 }
 
+bool is_lower_bound(const std::string& strategy) { return strategy == "ideal"; }
+
 const StrategyResult* best_result(const Report& report) {
   const StrategyResult* best = nullptr;
+  // `ideal` (free allreduces) is a bound, not something to deploy: it wins only when alone.
   for (const StrategyResult& r : report.results)
-    if (r.supported && (!best || r.tokens_per_s > best->tokens_per_s)) best = &r;
-  return best;
+    if (r.supported && !is_lower_bound(r.strategy) && (!best || r.tokens_per_s > best->tokens_per_s)) best = &r;
+  return best ? best : ideal_result(report);
+}
+
+const StrategyResult* ideal_result(const Report& report) {
+  for (const StrategyResult& r : report.results)
+    if (r.supported && is_lower_bound(r.strategy)) return &r;
+  return nullptr;
 }
 
 }  // namespace eaglesim

@@ -26,7 +26,11 @@ struct EvaluateRequest {
 // reason; other errors propagate (InputError / DeviceError).
 Report evaluate_strategies(Backend& backend, const EvaluateRequest& request);
 
-// The supported result with the highest tok/s (nullptr if none is supported).
+// The supported result with the highest tok/s, not counting the `ideal` lower bound unless it
+// is the only one (nullptr if none is supported).
 const StrategyResult* best_result(const Report& report);
+// The `ideal` (zero-cost allreduce) result, when it was run.
+const StrategyResult* ideal_result(const Report& report);
+bool is_lower_bound(const std::string& strategy);
 
 }  // namespace eaglesim

@@ -22,9 +22,9 @@ double speedup_vs_reference(const Report& report, const StrategyResult& r) {
 namespace {
 
 std::string scenario_line(const Scenario& sc) {
-  return fmt::format("scenario: {} (tp={}, {} ranks) on {}, backend {}, trace {}\nacceptance: {}, N={} draft tokens",
+  return fmt::format("scenario: {} (tp={}, {} ranks) on {}, backend {}, trace {}\nacceptance: {}",
                      sc.model, sc.tp, sc.ranks, sc.topology, sc.backend, sc.trace_file,
-                     sc.acceptance.describe(sc.draft_tokens), sc.draft_tokens);
+                     sc.acceptance.describe(sc.draft_tokens));
 }
 
 std::string breakeven_cell(const StrategyResult& r) {
@@ -131,6 +131,9 @@ std::string report_to_table(const Report& report) {
   out += fmt::format("best: {} ({:.1f} tok/s, verify {:.1f} us, {:.2f}x {}); {}\n", best->strategy,
                      best->tokens_per_s, best->verify_us, speedup_vs_reference(report, *best), ref->strategy,
                      pays_off_line(report.scenario, *best));
+  if (const StrategyResult* bound = ideal_result(report); bound && bound != best && bound->tokens_per_s > 0)
+    out += fmt::format("bound: ideal (free allreduces) {:.1f} tok/s; {} reaches {:.0f}% of it\n", bound->tokens_per_s,
+                       best->strategy, 100.0 * best->tokens_per_s / bound->tokens_per_s);
   return out;
 }
 
