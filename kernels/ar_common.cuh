@@ -38,7 +38,7 @@ constexpr int kMaxRanks = 8;
 // Grid limit of every kernel: one flag row per block. 128 blocks of 512 threads keep one block
 // per SM on an H100/H200 (132 SMs), so all blocks of a call are co-resident (needed: a block
 // spins on the same-index block of its peers, and a row-split fused block on its row's other
-// blocks). The host also caps every grid at the SM count (CustomCommGroup's `limit`).
+// blocks). The host also caps every grid at the SM count (Group::limit in custom_comm.cu).
 constexpr int kMaxBlocks = 128;
 constexpr int kThreads = 512;
 // Spins before the first (expensive, PCIe round trip) look at the host-mapped abort word.

@@ -14,7 +14,9 @@
 //     row's sum of squares is then combined through an intra-GPU rendezvous: every block
 //     publishes its partial (epoch-tagged 64-bit word in Signal::row_partial, never reset) and
 //     reads all C partials of its row in the fixed order 0..C-1, so every block of the row and
-//     every rank compute the same bits. Needs all blocks co-resident: grid <= SM count;
+//     every rank compute the same bits. Needs all blocks co-resident: grid <= SM count. The host
+//     splits only while the grid stays small (<= 16 blocks, custom_comm.cu): a larger grid
+//     already spreads the pull, and more blocks only add barrier and launch cost;
 //   * many rows: one block per token row (rows round-robin over <= kMaxBlocks blocks): the row's
 //     sum of squares is a block reduction, no intra-GPU rendezvous at all;
 //   * a single cross-GPU barrier per block, the one-shot pull protocol of oneshot_allreduce.cuh

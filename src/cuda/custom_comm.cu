@@ -99,11 +99,18 @@ void launch_allreduce(Algo algo, const RankArgs& a, const void* in_v, void* out_
   }
 }
 
-// Row-split target of the fused kernel: a row longer than this many 16-byte units is spread over
-// ceil(units / target) blocks (as far as the grid limit allows). EAGLESIM_FUSED_CHUNK_UNITS,
-// read when a group is created, overrides it for tuning measurements and tests (0 = never
-// split, i.e. one block per row); every rank of the group uses the group's value.
+// Row split of the fused kernel (kernels/fused_allreduce_rmsnorm.cuh). A row longer than
+// kFusedChunkUnits 16-byte units is spread over ceil(units / target) blocks, as long as the
+// whole grid stays within kFusedSplitMaxBlocks. Both measured on 2 x H200 (NVLink), bf16, in a
+// CUDA graph (docs/results.md, "Allreduce kernels"): targets 128 / 256 / 512 units gave
+// 5.77 / 5.74 / 6.01 us at 3 x 7168 (oneshot 4.79, unsplit 7.84), and splitting rows whose grid
+// is already large costs time (32 x 4096 split in two: 6.37 us vs 5.95 unsplit; 64 x 4096:
+// 7.97 vs 6.66) while up to 16 blocks it does not (8 x 4096: 5.66 vs 5.68).
+// EAGLESIM_FUSED_CHUNK_UNITS, read when a group is created, overrides the target for tuning
+// measurements and tests (0 = never split, i.e. one block per row); every rank of the group
+// uses the group's value.
 constexpr std::size_t kFusedChunkUnits = 256;
+constexpr std::size_t kFusedSplitMaxBlocks = 16;
 
 std::size_t fused_chunk_units_from_env() {
   const char* v = std::getenv("EAGLESIM_FUSED_CHUNK_UNITS");
@@ -118,11 +125,13 @@ std::size_t fused_chunk_units_from_env() {
 
 // How the fused kernel splits rows: chunks per row (1 = one block per row, no split) and the
 // units per chunk. Splitting needs the whole grid resident (row rendezvous), hence
-// tokens * chunks <= limit (<= SM count), and a chunk must fit in registers (<= 4 units/thread).
+// tokens * chunks <= limit (<= SM count; kFusedSplitMaxBlocks is far below it anyway), and a
+// chunk must fit in registers (<= 4 units per thread).
 kernels::FusedSplit plan_fused_split(std::size_t tokens, std::size_t row_units, int limit, std::size_t target) {
   kernels::FusedSplit sp;
   if (target == 0 || row_units <= target || tokens == 0) return sp;
-  const std::size_t max_chunks = std::min<std::size_t>(static_cast<std::size_t>(limit) / tokens, kernels::kMaxBlocks);
+  const std::size_t max_grid = std::min<std::size_t>(static_cast<std::size_t>(limit), kFusedSplitMaxBlocks);
+  const std::size_t max_chunks = max_grid / tokens;
   const std::size_t chunks = std::min((row_units + target - 1) / target, max_chunks);
   if (chunks < 2) return sp;
   const std::size_t chunk_units = (row_units + chunks - 1) / chunks;

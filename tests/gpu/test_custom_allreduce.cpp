@@ -480,9 +480,10 @@ struct ChunkTarget {
 };
 
 // Few long rows are split over several blocks with an intra-GPU row rendezvous. Every split
-// target: default (256 units), none (one block per row, the pre-split kernels), 32 (up to 79
-// chunks per row: more chunks than threads per block), 1000 and 2048 (2 and 4 units per
-// thread); rows 1..4 x 7168 / 8192 and odd widths (partial last unit, unaligned rows).
+// target: default (256 units), none (one block per row, the pre-split kernels), 32 (as many
+// chunks as the 16-block cap allows), 1000 and 2048 (2 and 4 units per thread); rows 1..4 x
+// 7168 / 8192 and odd widths (partial last unit, unaligned rows); 5 and 8 rows (chunks cut to
+// fit the cap), 40 rows (no split).
 TEST(CustomAllreduce, FusedSplitRows) {
   SKIP_WITHOUT_2_GPUS();
   const int n = rank_count();
@@ -492,7 +493,9 @@ TEST(CustomAllreduce, FusedSplitRows) {
   for (std::size_t tokens = 1; tokens <= 4; ++tokens)
     for (std::size_t hidden : {7168, 8192, 7167, 20000}) shapes.push_back({tokens, hidden});
   shapes.push_back({2, 4099});
-  shapes.push_back({40, 7168});  // 40 rows: at most 3 chunks per row under the 128-block limit
+  shapes.push_back({5, 7168});
+  shapes.push_back({8, 7168});
+  shapes.push_back({40, 7168});
   if (quick()) shapes = {{1, 7168}, {3, 7168}, {4, 8192}, {2, 7167}, {1, 20000}};
   for (const char* target : {"", "0", "32", "1000", "2048"}) {
     ChunkTarget env(target);
