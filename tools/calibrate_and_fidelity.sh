@@ -3,7 +3,8 @@
 # one go (meant for a 2 x H200 machine; ~5 minutes after the build). Usage, from the repo root:
 #   tools/calibrate_and_fidelity.sh OUTDIR
 # Writes at most 8 files into OUTDIR:
-#   build.log             configure + build (skipped when build/eaglesim exists and BUILD=0)
+#   build.log             configure + build (only when build/eaglesim is missing or BUILD=1; on the
+#                         device, build in a call of its own first: nvcc takes minutes)
 #   calibrate.log         GPUs, both calibrations' progress and summaries
 #   calibrated-2gpu.json  topology calibrated on 2 GPUs (TP2 and TP1 shapes, allreduces on 2 ranks)
 #   calibrated-1gpu.json  topology calibrated on 1 GPU (--ranks 1)
@@ -19,7 +20,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 E=build/eaglesim
 
-if [ ! -x "$E" ] || [ "${BUILD:-1}" = 1 ]; then
+if [ ! -x "$E" ] || [ "${BUILD:-0}" = 1 ]; then
   { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DEAGLESIM_CUDA=ON \
       -DEAGLESIM_BENCH=OFF && ninja -C build -j"$(nproc)" eaglesim; } > "$out/build.log" 2>&1 \
     || { echo "BUILD FAILED"; tail -40 "$out/build.log"; exit 1; }
@@ -46,12 +47,12 @@ S=nccl,oneshot,twoshot,fused,quant
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.mem --format=csv 2>&1
   echo "### calibrate on 2 GPUs"
   t0=$SECONDS
-  timeout 300 $E calibrate --traces "$T8_2,$T70_2,$T8_1,$T70_1,$TK" --ranks 2 \
+  timeout 170 $E calibrate --traces "$T8_2,$T70_2,$T8_1,$T70_1,$TK" --ranks 2 \
     --strategy $S -o "$out/calibrated-2gpu.json"
   echo "rc=$?"; echo "calibrate 2 GPUs: $((SECONDS - t0)) s"
   echo "### calibrate on 1 GPU"
   t0=$SECONDS
-  timeout 240 $E calibrate --traces "$T8_1,$T70_1" --ranks 1 \
+  timeout 100 $E calibrate --traces "$T8_1,$T70_1" --ranks 1 \
     -o "$out/calibrated-1gpu.json"
   echo "rc=$?"; echo "calibrate 1 GPU: $((SECONDS - t0)) s"
 } > "$out/calibrate.log" 2>&1
@@ -59,11 +60,11 @@ grep -E "^calibrate|rc=|wrote|error" "$out/calibrate.log"
 
 {
   echo "### fidelity, TP2 traces on 2 GPUs (imported Kineto trace: compute ops priced from the tables, --op-times model)"
-  timeout 420 $E fidelity "$T8_2,$T70_2,$TK" --topology "$out/calibrated-2gpu.json" --baseline-topology 2x-h200-nvlink \
+  timeout 220 $E fidelity "$T8_2,$T70_2,$TK" --topology "$out/calibrated-2gpu.json" --baseline-topology 2x-h200-nvlink \
     --strategy $S --ranks 2 --iters 20 --json "$out/fidelity-tp2.json"
   echo "rc=$?"
   echo "### fidelity, TP1 traces on 1 GPU"
-  timeout 240 $E fidelity "$T8_1,$T70_1" --topology "$out/calibrated-1gpu.json" --baseline-topology 2x-h200-nvlink \
+  timeout 100 $E fidelity "$T8_1,$T70_1" --topology "$out/calibrated-1gpu.json" --baseline-topology 2x-h200-nvlink \
     --strategy nccl --ranks 1 --iters 20 --json "$out/fidelity-tp1.json"
   echo "rc=$?"
 } > "$out/fidelity.log" 2>&1

@@ -255,9 +255,6 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
 
   std::map<std::tuple<std::int64_t, std::int64_t, int>, std::map<std::int64_t, Pending>> gemm;
   std::map<std::string, std::map<std::int64_t, Pending>> attention, elementwise, allreduce;
-  std::set<std::int64_t> trace_elements[kOpKindCount];
-  for (const auto& [kh, tokens] : s.elementwise)
-    for (std::int64_t t : tokens) trace_elements[kh.first].insert(t * kh.second);
 
   for (std::size_t i = 0; i < q.compute.size(); ++i) {
     const Op& op = q.compute[i];
@@ -279,8 +276,10 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
       default:
         if (is_elementwise(op.kind)) {
           const std::int64_t elements = op.tokens * op.hidden;
+          // Exact: this very (tokens, hidden) occurs in a trace, not merely its element count.
+          auto used = s.elementwise.find({static_cast<int>(op.kind), op.hidden});
           add_point(elementwise[to_string(op.kind)], elements, us,
-                    trace_elements[static_cast<int>(op.kind)].count(elements) > 0);
+                    used != s.elementwise.end() && used->second.count(op.tokens) > 0);
         }
         break;
     }
