@@ -81,7 +81,7 @@ TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
     EXPECT_TRUE(std::isfinite(m.allreduce_us[i]) && m.allreduce_us[i] > 0)
         << q.allreduce[i].strategy << " " << q.allreduce[i].bytes;
 
-  const Topology base = read_topology(resolve_topology_path("2x-h200-nvlink"));
+  const Topology base = read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/2x-h200-nvlink.json");
   const Topology topo = calibrated_topology(base, m, build_calibration(q, m, {t}));
   const Topology back = parse_topology(nlohmann::json::parse(topology_to_string(topo)), "gpu-test.json");
   EXPECT_EQ(back.calibration.gemm.size(), topo.calibration.gemm.size());
