@@ -37,7 +37,8 @@ namespace eaglesim::kernels {
 constexpr int kMaxRanks = 8;
 // Grid limit of every kernel: one flag row per block. 128 blocks of 512 threads keep one block
 // per SM on an H100/H200 (132 SMs), so all blocks of a call are co-resident (needed: a block
-// spins on the same-index block of its peers).
+// spins on the same-index block of its peers, and a row-split fused block on its row's other
+// blocks). The host also caps every grid at the SM count (Group::limit in custom_comm.cu).
 constexpr int kMaxBlocks = 128;
 constexpr int kThreads = 512;
 // Spins before the first (expensive, PCIe round trip) look at the host-mapped abort word.
@@ -51,6 +52,12 @@ enum AllreduceError : uint32_t { kErrNone = 0, kErrTimeout = 1, kErrAborted = 2 
 struct Signal {
   uint32_t flags[kPhases][kMaxBlocks][kMaxRanks];
   uint32_t epoch[kMaxBlocks];
+  // Intra-GPU rendezvous of the row-split fused kernel (fused_allreduce_rmsnorm.cuh): block b
+  // of call e publishes (e << 32) | bits(its partial sum of squares) here with ONE 64-bit store,
+  // so a reader that sees epoch e also sees the value (no fence, no separate flag). Written and
+  // read by this rank only; never reset (epochs only grow, and the next call on this GPU starts
+  // after this one ended, by stream order, so one buffer suffices).
+  unsigned long long row_partial[kMaxBlocks];
 };
 
 // Everything a kernel needs to find its peers. Passed by value (about 200 bytes of parameters).
@@ -73,17 +80,28 @@ __device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t* p) {
   asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
+// Single-word payloads between blocks of ONE GPU (no ordering of other data implied).
+__device__ __forceinline__ void st_relaxed_gpu_u64(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_relaxed_gpu_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
 __device__ __forceinline__ unsigned long long global_timer_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
 
-// Waits until *flag >= epoch (wrap-safe). Returns false after an abort or a timeout.
-__device__ __forceinline__ bool wait_flag(const uint32_t* flag, uint32_t epoch, const RankArgs& a) {
+// Spins until ready() holds. Returns false after an abort or a timeout (recording the error and
+// raising the group's abort word, so that every other waiter of every rank stops too).
+template <typename Ready>
+__device__ __forceinline__ bool spin_until(Ready ready, const RankArgs& a) {
   unsigned spins = 0;
   unsigned long long start = 0;
-  while (static_cast<int32_t>(ld_acquire_sys(flag) - epoch) < 0) {
+  while (!ready()) {
     if (++spins % kAbortCheckSpins != 0) continue;
     if (*a.abort_word != 0) {
       atomicCAS(a.error, kErrNone, kErrAborted);
@@ -99,6 +117,11 @@ __device__ __forceinline__ bool wait_flag(const uint32_t* flag, uint32_t epoch, 
     }
   }
   return true;
+}
+
+// Waits until *flag >= epoch (wrap-safe). Returns false after an abort or a timeout.
+__device__ __forceinline__ bool wait_flag(const uint32_t* flag, uint32_t epoch, const RankArgs& a) {
+  return spin_until([&] { return static_cast<int32_t>(ld_acquire_sys(flag) - epoch) >= 0; }, a);
 }
 
 // Per-block barrier across ranks for phase `phase` of call `epoch`. Thread t < N signals peer t

@@ -9,6 +9,8 @@
 #include "cli/commands.hpp"
 #include "import/kineto_import.hpp"
 #include "io/atomic_file.hpp"
+#include "model/model_config.hpp"
+#include "sweep/sweep_inputs.hpp"
 #include "trace/trace_json.hpp"
 
 namespace eaglesim::cli {
@@ -22,6 +24,7 @@ struct KinetoArgs {
   bool all_steps = false;
   int layers = 0;
   std::string model;
+  std::string config;
   bool quiet = false;
 };
 
@@ -34,10 +37,16 @@ void add_kineto(CLI::App& import) {
   auto* step = cmd->add_option("--step", a->step, "Step to import (index among the steps found; default: the last complete one)");
   auto* all = cmd->add_flag("--all-steps", a->all_steps, "Import every complete step, each as a verify step");
   step->excludes(all);
-  cmd->add_option("--layers", a->layers,
+  auto* layers = cmd->add_option("--layers", a->layers,
                   "Decoder layers per step, for traces without ProfilerStep#N marks whose steps cannot be told "
                   "apart from their layers");
   cmd->add_option("--model", a->model, "meta.model of the trace (default: from the first file name)");
+  // A model config tells how many decoder layers a step has, which is what splits traces
+  // recorded without ProfilerStep marks (the steps are otherwise an unbroken run of layers).
+  cmd->add_option("--config", a->config,
+                  "HF config.json (a name in models/llm or a path) of the traced model: its num_hidden_layers "
+                  "splits the steps, and its name becomes meta.model")
+      ->excludes(layers);
   cmd->add_flag("-q,--quiet", a->quiet, "Do not print the summary");
   cmd->callback([a, step] {
     check_writable(a->out);  // fail before the (seconds-long) import rather than after
@@ -46,6 +55,11 @@ void add_kineto(CLI::App& import) {
     opt.all_steps = a->all_steps;
     if (a->layers != 0) opt.layers_per_step = a->layers;
     opt.model = a->model;
+    if (!a->config.empty()) {
+      ModelConfig cfg = read_model_config(resolve_model_path("--config", a->config));
+      opt.layers_per_step = cfg.layers;
+      if (opt.model.empty()) opt.model = cfg.name;
+    }
     KinetoImport r = import_kineto_with_summary(a->files, opt);
     write_trace(r.trace, a->out);
     for (const auto& w : r.summary.warnings) spdlog::warn("{}", w);

@@ -18,6 +18,7 @@
 #include "engine/backend.hpp"
 #include "io/atomic_file.hpp"
 #include "report/evaluate.hpp"
+#include "report/html_report.hpp"
 #include "report/printers.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
@@ -51,6 +52,7 @@ struct RunArgs {
   int iters = 20, warmup = 5;
   double timeout_s = 30;
   std::string json_out, csv_out, timeline_out;
+  std::string report_out;  // --report (sweep branch): self-contained HTML report
 };
 
 bool exists(const std::string& path) {
@@ -95,7 +97,7 @@ std::vector<double> parse_per_rank(const std::string& list, const char* flag) {
 void run(const RunArgs& a) {
   std::vector<std::string> defaults_used;
   // Validate outputs first: a run that cannot write its results must fail before doing work.
-  for (const std::string* out : {&a.json_out, &a.csv_out, &a.timeline_out})
+  for (const std::string* out : {&a.json_out, &a.csv_out, &a.timeline_out, &a.report_out})
     if (!out->empty()) check_writable(*out);
 
   std::string trace_path = a.trace;
@@ -149,7 +151,7 @@ void run(const RunArgs& a) {
   req.options.iters = a.iters;
   req.options.warmup = a.warmup;
   req.options.timeout_s = a.timeout_s;
-  req.options.want_timeline = !a.timeline_out.empty();
+  req.options.want_timeline = !a.timeline_out.empty() || !a.report_out.empty();  // the report draws a waterfall
   const int ranks = a.ranks > 0 ? a.ranks : trace.meta.tp;
   if (!req.options.rank_skew_us.empty() && static_cast<int>(req.options.rank_skew_us.size()) != ranks)
     throw InputError(fmt::format("--skew-us: expected {} values (one per rank), got {}", ranks,
@@ -165,6 +167,7 @@ void run(const RunArgs& a) {
   if (!a.json_out.empty()) json_text = report_to_json(report).dump(2) + "\n";
   if (!a.csv_out.empty()) csv_text = report_to_csv(report);
   if (!a.timeline_out.empty()) timeline_text = report_to_chrome_trace(report);
+  const std::string report_html = a.report_out.empty() ? "" : render_html_report(report);
 
   if (!defaults_used.empty()) {
     std::cout << "defaults:";
@@ -175,6 +178,7 @@ void run(const RunArgs& a) {
   if (!a.json_out.empty()) write_file_atomic(a.json_out, json_text);
   if (!a.csv_out.empty()) write_file_atomic(a.csv_out, csv_text);
   if (!a.timeline_out.empty()) write_file_atomic(a.timeline_out, timeline_text);
+  if (!a.report_out.empty()) write_file_atomic(a.report_out, report_html);
 }
 
 }  // namespace
@@ -214,6 +218,7 @@ void add_run(CLI::App& app) {
   cmd->add_option("--json", a->json_out, "Write the report as JSON (docs/report-format.md)");
   cmd->add_option("--csv", a->csv_out, "Write the report as CSV");
   cmd->add_option("--timeline", a->timeline_out, "Write the verify-step timelines (Chrome trace JSON, opens in Perfetto)");
+  cmd->add_option("--report", a->report_out, "Write a self-contained HTML report (charts, waterfall, table)");
   cmd->callback([a] {
     register_builtin_backends();
     run(*a);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/custom_check.hpp"
@@ -98,8 +99,51 @@ void launch_allreduce(Algo algo, const RankArgs& a, const void* in_v, void* out_
   }
 }
 
+// Row split of the fused kernel (kernels/fused_allreduce_rmsnorm.cuh). A row longer than
+// kFusedChunkUnits 16-byte units is spread over ceil(units / target) blocks, as long as the
+// whole grid stays within kFusedSplitMaxBlocks. Both measured on 2 x H200 (NVLink), bf16, in a
+// CUDA graph (docs/results.md, "Allreduce kernels"): targets 128 / 256 / 512 units gave
+// 5.77 / 5.74 / 6.01 us at 3 x 7168 (oneshot 4.79, unsplit 7.84), and splitting rows whose grid
+// is already large costs time (32 x 4096 split in two: 6.37 us vs 5.95 unsplit; 64 x 4096:
+// 7.97 vs 6.66) while up to 16 blocks it does not (8 x 4096: 5.66 vs 5.68).
+// EAGLESIM_FUSED_CHUNK_UNITS, read when a group is created, overrides the target for tuning
+// measurements and tests (0 = never split, i.e. one block per row); every rank of the group
+// uses the group's value.
+constexpr std::size_t kFusedChunkUnits = 256;
+constexpr std::size_t kFusedSplitMaxBlocks = 16;
+
+std::size_t fused_chunk_units_from_env() {
+  const char* v = std::getenv("EAGLESIM_FUSED_CHUNK_UNITS");
+  if (v == nullptr || *v == '\0') return kFusedChunkUnits;
+  char* end = nullptr;
+  const unsigned long long parsed = std::strtoull(v, &end, 10);
+  if (*end != '\0' || *v == '-' || parsed > (1ull << 30))
+    throw InputError(std::string("EAGLESIM_FUSED_CHUNK_UNITS: expected a count of 16-byte units (0 = no split), got '") +
+                     v + "'");
+  return static_cast<std::size_t>(parsed);
+}
+
+// How the fused kernel splits rows: chunks per row (1 = one block per row, no split) and the
+// units per chunk. Splitting needs the whole grid resident (row rendezvous), hence
+// tokens * chunks <= limit (<= SM count; kFusedSplitMaxBlocks is far below it anyway), and a
+// chunk must fit in registers (<= 4 units per thread).
+kernels::FusedSplit plan_fused_split(std::size_t tokens, std::size_t row_units, int limit, std::size_t target) {
+  kernels::FusedSplit sp;
+  if (target == 0 || row_units <= target || tokens == 0) return sp;
+  const std::size_t max_grid = std::min<std::size_t>(static_cast<std::size_t>(limit), kFusedSplitMaxBlocks);
+  const std::size_t max_chunks = max_grid / tokens;
+  const std::size_t chunks = std::min((row_units + target - 1) / target, max_chunks);
+  if (chunks < 2) return sp;
+  const std::size_t chunk_units = (row_units + chunks - 1) / chunks;
+  if (chunk_units > 4 * static_cast<std::size_t>(kThreads)) return sp;
+  sp.chunks = static_cast<int>(chunks);
+  sp.chunk_units = chunk_units;
+  return sp;
+}
+
 template <typename T, int N>
-void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int limit, cudaStream_t s) {
+void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int limit, std::size_t chunk_target,
+                  cudaStream_t s) {
   kernels::FusedRows rows{f.tokens, f.hidden, f.eps, false};
   rows.aligned = aligned16(in) && aligned16(f.residual) && aligned16(f.weight) && aligned16(f.normed) &&
                  (f.hidden * sizeof(T)) % 16 == 0;
@@ -108,19 +152,31 @@ void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int
   T* res = static_cast<T*>(f.residual);
   const T* w = static_cast<const T*>(f.weight);
   T* y = static_cast<T*>(f.normed);
-  // Rows that fit in registers (U units per thread) take the register-resident kernel; the
-  // block is sized to the row so no thread idles through the whole call.
+  // Rows that fit in registers (U units per thread) take the register-resident kernels; the
+  // block is sized to the row (or chunk) so no thread idles through the whole call.
   const std::size_t row_units = kernels::units_of<T>(f.hidden);
-  auto threads_for = [&](std::size_t per_thread) {
-    const std::size_t t = (row_units + per_thread - 1) / per_thread;
+  auto threads_for = [&](std::size_t units, std::size_t per_thread) {
+    const std::size_t t = (units + per_thread - 1) / per_thread;
     return static_cast<int>(std::max<std::size_t>(32, (t + 31) / 32 * 32));
   };
+  const kernels::FusedSplit sp = plan_fused_split(f.tokens, row_units, limit, chunk_target);
+  if (sp.chunks > 1) {
+    const int split_grid = static_cast<int>(f.tokens) * sp.chunks;  // <= limit by plan_fused_split
+    const std::size_t cu = sp.chunk_units;
+    if (cu <= kThreads)
+      kernels::fused_allreduce_rmsnorm_split<T, N, 1><<<split_grid, threads_for(cu, 1), 0, s>>>(a, x, rows, sp, res, w, y);
+    else if (cu <= 2 * kThreads)
+      kernels::fused_allreduce_rmsnorm_split<T, N, 2><<<split_grid, threads_for(cu, 2), 0, s>>>(a, x, rows, sp, res, w, y);
+    else
+      kernels::fused_allreduce_rmsnorm_split<T, N, 4><<<split_grid, threads_for(cu, 4), 0, s>>>(a, x, rows, sp, res, w, y);
+    return;
+  }
   if (row_units <= kThreads)
-    kernels::fused_allreduce_rmsnorm_regs<T, N, 1><<<grid, threads_for(1), 0, s>>>(a, x, rows, res, w, y);
+    kernels::fused_allreduce_rmsnorm_regs<T, N, 1><<<grid, threads_for(row_units, 1), 0, s>>>(a, x, rows, res, w, y);
   else if (row_units <= 2 * kThreads)
-    kernels::fused_allreduce_rmsnorm_regs<T, N, 2><<<grid, threads_for(2), 0, s>>>(a, x, rows, res, w, y);
+    kernels::fused_allreduce_rmsnorm_regs<T, N, 2><<<grid, threads_for(row_units, 2), 0, s>>>(a, x, rows, res, w, y);
   else if (row_units <= 4 * kThreads)
-    kernels::fused_allreduce_rmsnorm_regs<T, N, 4><<<grid, threads_for(4), 0, s>>>(a, x, rows, res, w, y);
+    kernels::fused_allreduce_rmsnorm_regs<T, N, 4><<<grid, threads_for(row_units, 4), 0, s>>>(a, x, rows, res, w, y);
   else
     kernels::fused_allreduce_rmsnorm<T, N><<<grid, kThreads, 0, s>>>(a, x, rows, res, w, y);
 }
@@ -193,6 +249,7 @@ class Rank final : public RankComm {
 class Group final : public CustomCommGroup {
  public:
   explicit Group(const CommGroupConfig& config, Algo algo) : config_(config), algo_(algo), words_(1 + config.ranks) {
+    if (algo == Algo::fused) fused_chunk_units_ = fused_chunk_units_from_env();  // bad value: fail first
     const int n = config.ranks;
     devices_ = config.devices;
     if (devices_.empty())
@@ -268,6 +325,7 @@ class Group final : public CustomCommGroup {
   int device(int r) const { return devices_[r]; }
   const RankArgs& args(int r) const { return args_[r]; }
   int limit() const { return limit_; }
+  std::size_t fused_chunk_units() const { return fused_chunk_units_; }
   ncclComm_t nccl(int r) const { return nccl_->at(r); }
   // Largest row-padded fused message / plain message the slots take.
   std::size_t capacity() const { return config_.max_bytes; }
@@ -283,6 +341,7 @@ class Group final : public CustomCommGroup {
   std::vector<std::unique_ptr<Rank>> ranks_;
   int limit_ = 1;
   std::size_t slot_bytes_ = 0;
+  std::size_t fused_chunk_units_ = kFusedChunkUnits;
 };
 
 std::string Rank::strategy() const { return group_.config().strategy; }
@@ -335,7 +394,7 @@ void Rank::allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& f, DT
     check_cuda(cudaGetLastError(), "residual_rmsnorm launch");
     return;
   }
-  dispatch<FusedFn>(dtype, ranks(), group_.args(rank_), in, f, group_.limit(), stream);
+  dispatch<FusedFn>(dtype, ranks(), group_.args(rank_), in, f, group_.limit(), group_.fused_chunk_units(), stream);
   check_cuda(cudaGetLastError(), "fused allreduce launch");
 }
 

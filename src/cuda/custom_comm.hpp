@@ -7,6 +7,9 @@
 // quant (fp8 e4m3 on the wire), reference (the plain kernel, for tests).
 // Supported: 2, 4 or 8 ranks in one process (threads mode), bf16 / fp16 / fp32, any element
 // count (including odd sizes and unaligned pointers), P2P between every pair of GPUs.
+// fused spreads each of a few long rows over several blocks (EAGLESIM_FUSED_CHUNK_UNITS, read
+// at group creation, overrides the split target for tuning: 16-byte units per block, 0 = one
+// block per row).
 // Messages larger than max_bytes() go through NCCL (logged once per rank). Drive each rank from
 // its own thread (as the replay backend does) when oversize messages can occur: the fused
 // strategy's fallback enqueues a residual/RMSNorm kernel after its ncclAllReduce, and an NCCL

@@ -64,3 +64,14 @@ TEST(ImportCli, ImportNeedsASubcommand) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("subcommand is required"), std::string::npos) << r.err;
 }
+
+// --config takes the layer count from the model's HF config: same trace as --layers 32.
+TEST(ImportCli, ConfigGivesTheLayerCount) {
+  std::string dir = temp_dir();
+  CliResult a = run_cli("import kineto " + nccl_pair() + " -o " + dir + "/a.json --layers 32 --model llama-3.1-8b -q");
+  CliResult b = run_cli("import kineto " + nccl_pair() + " -o " + dir + "/b.json --config llama-3.1-8b -q");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(slurp(dir + "/a.json"), slurp(dir + "/b.json"));
+  expect_refused(nccl_pair(), "--config no-such-model", "no-such-model");
+}

@@ -324,88 +324,134 @@ TEST(CustomAllreduce, BackToBackCallsAndGraphReplays) {
   }
 }
 
-// residual += allreduce(in); normed = rmsnorm(residual) * weight, against float64 on the CPU.
+// One fused call's data on every rank: residual += allreduce(in); normed = rmsnorm(residual) *
+// weight. upload() writes fresh random inputs and residual and NaN-poisons `normed`;
+// count_wrong() checks against the CPU and across ranks.
+struct FusedCall {
+  DType t;
+  std::size_t tokens, hidden;
+  int n;
+  std::vector<Bytes> in;
+  Bytes residual0, weight;
+  std::vector<std::unique_ptr<DevBuf>> din, dres, dw, dnorm;
+
+  FusedCall(DType type, std::size_t rows, std::size_t width, int ranks)
+      : t(type), tokens(rows), hidden(width), n(ranks) {
+    for (int r = 0; r < n; ++r) {
+      din.push_back(std::make_unique<DevBuf>(r, bytes()));
+      dres.push_back(std::make_unique<DevBuf>(r, bytes()));
+      dw.push_back(std::make_unique<DevBuf>(r, hidden * esize(t)));
+      dnorm.push_back(std::make_unique<DevBuf>(r, bytes()));
+    }
+  }
+  std::size_t count() const { return tokens * hidden; }
+  std::size_t bytes() const { return count() * esize(t); }
+
+  void upload(std::uint64_t seed) {
+    const std::size_t e = esize(t);
+    in.clear();
+    residual0 = random_bytes(t, count(), seed + 100);
+    weight = random_bytes(t, hidden, seed + 200);
+    for (int r = 0; r < n; ++r) {
+      in.push_back(random_bytes(t, count(), seed * 13 + r));
+      cudaSetDevice(r);
+      EXPECT_EQ(cudaMemcpy(din[r]->base, in[r].data(), bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(dres[r]->base, residual0.data(), bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(dw[r]->base, weight.data(), hidden * e, cudaMemcpyHostToDevice), cudaSuccess);
+      EXPECT_EQ(cudaMemset(dnorm[r]->base, 0xFF, bytes()), cudaSuccess);
+    }
+  }
+
+  FusedNormArgs args(int r) const {
+    FusedNormArgs a;
+    a.residual = dres[r]->base;
+    a.weight = dw[r]->base;
+    a.normed = dnorm[r]->base;
+    a.tokens = tokens;
+    a.hidden = hidden;
+    a.eps = 1e-6f;
+    return a;
+  }
+
+  // Must be called on a synchronised rig. `exact_residual`: the custom kernels promise the new
+  // residual BITWISE: old + (fp32 sum in rank order 0..n-1, rounded to T), rounded to T (not
+  // true of the NCCL fallback, whose sum order is NCCL's).
+  std::int64_t count_wrong(bool exact_residual) const {
+    const std::size_t e = esize(t), b = bytes();
+    std::int64_t wrong = 0;
+    const double u = t == DType::bf16 ? 1.0 / 128 : t == DType::fp16 ? 1.0 / 1024 : 1e-6;
+    std::vector<Bytes> res(n, Bytes(b)), normed(n, Bytes(b));
+    for (int r = 0; r < n; ++r) {
+      cudaSetDevice(r);
+      EXPECT_EQ(cudaMemcpy(res[r].data(), dres[r]->base, b, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(normed[r].data(), dnorm[r]->base, b, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (std::size_t row = 0; row < tokens; ++row) {
+        double ss = 0;
+        for (std::size_t h = 0; h < hidden; ++h) {
+          const std::size_t i = row * hidden + h;
+          double sum = 0, abs_sum = 0;
+          float acc = 0.f;
+          for (int p = 0; p < n; ++p) {
+            const float v = to_f(t, in[p].data() + i * e);
+            acc += v;
+            sum += v;
+            abs_sum += std::fabs(v);
+          }
+          const double before = to_f(t, residual0.data() + i * e);
+          const double want = before + sum, got = to_f(t, res[r].data() + i * e);
+          if (exact_residual) {
+            unsigned char rounded_sum[4], want_bits[4];
+            from_f(t, acc, rounded_sum);
+            from_f(t, to_f(t, residual0.data() + i * e) + to_f(t, rounded_sum), want_bits);
+            if (std::memcmp(want_bits, res[r].data() + i * e, e) != 0) ++wrong;
+          } else if (!(std::fabs(got - want) <= u * (std::fabs(want) + std::fabs(before)) + n * 1.2e-7 * abs_sum)) {
+            ++wrong;
+          }
+          ss += got * got;
+        }
+        const double inv = 1.0 / std::sqrt(ss / hidden + 1e-6);
+        for (std::size_t h = 0; h < hidden; ++h) {
+          const std::size_t i = row * hidden + h;
+          const double want = to_f(t, res[r].data() + i * e) * inv * to_f(t, weight.data() + h * e);
+          const double got = to_f(t, normed[r].data() + i * e);
+          if (!(std::fabs(got - want) <= u * std::fabs(want) + 1e-5)) ++wrong;
+        }
+      }
+      if (r > 0) {
+        for (std::size_t i = 0; i < count(); ++i)
+          if (std::memcmp(res[r].data() + i * e, res[0].data() + i * e, e) ||
+              std::memcmp(normed[r].data() + i * e, normed[0].data() + i * e, e))
+            ++wrong;
+      }
+    }
+    return wrong;
+  }
+};
+
+// One fused call, one host thread per rank as the replay backend drives them: the NCCL fallback
+// of the fused strategy enqueues a kernel after its ncclAllReduce, which an NCCL group (needed
+// when one thread drives several NCCL ranks) would reorder.
 std::int64_t run_fused(CustomCommGroup& g, Rig& rig, DType t, std::size_t tokens, std::size_t hidden,
                        std::uint64_t seed) {
-  const std::size_t e = esize(t), count = tokens * hidden, bytes = count * e;
-  const int n = rig.n;
-  std::vector<Bytes> in;
-  const Bytes residual0 = random_bytes(t, count, seed + 100);
-  const Bytes weight = random_bytes(t, hidden, seed + 200);
-  std::vector<std::unique_ptr<DevBuf>> din, dres, dw, dnorm;
-  for (int r = 0; r < n; ++r) {
-    in.push_back(random_bytes(t, count, seed * 13 + r));
-    din.push_back(std::make_unique<DevBuf>(r, bytes));
-    dres.push_back(std::make_unique<DevBuf>(r, bytes));
-    dw.push_back(std::make_unique<DevBuf>(r, hidden * e));
-    dnorm.push_back(std::make_unique<DevBuf>(r, bytes));
-    cudaSetDevice(r);
-    EXPECT_EQ(cudaMemcpy(din[r]->base, in[r].data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(dres[r]->base, residual0.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(dw[r]->base, weight.data(), hidden * e, cudaMemcpyHostToDevice), cudaSuccess);
-    EXPECT_EQ(cudaMemset(dnorm[r]->base, 0xFF, bytes), cudaSuccess);
-  }
-  // One thread per rank, as the replay backend drives them: the NCCL fallback of the fused
-  // strategy enqueues a kernel after its ncclAllReduce, which an NCCL group would reorder.
+  FusedCall call(t, tokens, hidden, rig.n);
+  call.upload(seed);
   std::vector<std::thread> threads;
-  std::vector<std::string> errors(n);
-  for (int r = 0; r < n; ++r) {
+  std::vector<std::string> errors(rig.n);
+  for (int r = 0; r < rig.n; ++r) {
     threads.emplace_back([&, r] {
       cudaSetDevice(r);
-      FusedNormArgs a;
-      a.residual = dres[r]->base;
-      a.weight = dw[r]->base;
-      a.normed = dnorm[r]->base;
-      a.tokens = tokens;
-      a.hidden = hidden;
-      a.eps = 1e-6f;
       try {
-        g.rank(r).allreduce_residual_rmsnorm(din[r]->base, a, t, rig.streams[r]);
+        g.rank(r).allreduce_residual_rmsnorm(call.din[r]->base, call.args(r), t, rig.streams[r]);
       } catch (const std::exception& e) {
         errors[r] = e.what();
       }
     });
   }
   for (auto& th : threads) th.join();
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  for (int r = 0; r < rig.n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
   rig.sync();
-  std::int64_t wrong = 0;
-  const double u = t == DType::bf16 ? 1.0 / 128 : t == DType::fp16 ? 1.0 / 1024 : 1e-6;
-  std::vector<Bytes> res(n, Bytes(bytes)), normed(n, Bytes(bytes));
-  for (int r = 0; r < n; ++r) {
-    cudaSetDevice(r);
-    EXPECT_EQ(cudaMemcpy(res[r].data(), dres[r]->base, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(normed[r].data(), dnorm[r]->base, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (std::size_t row = 0; row < tokens; ++row) {
-      double ss = 0;
-      for (std::size_t h = 0; h < hidden; ++h) {
-        const std::size_t i = row * hidden + h;
-        double sum = 0, abs_sum = 0;
-        for (int p = 0; p < n; ++p) {
-          sum += to_f(t, in[p].data() + i * e);
-          abs_sum += std::fabs(to_f(t, in[p].data() + i * e));
-        }
-        const double before = to_f(t, residual0.data() + i * e);
-        const double want = before + sum, got = to_f(t, res[r].data() + i * e);
-        if (!(std::fabs(got - want) <= u * (std::fabs(want) + std::fabs(before)) + n * 1.2e-7 * abs_sum)) ++wrong;
-        ss += got * got;
-      }
-      const double inv = 1.0 / std::sqrt(ss / hidden + 1e-6);
-      for (std::size_t h = 0; h < hidden; ++h) {
-        const std::size_t i = row * hidden + h;
-        const double want = to_f(t, res[r].data() + i * e) * inv * to_f(t, weight.data() + h * e);
-        const double got = to_f(t, normed[r].data() + i * e);
-        if (!(std::fabs(got - want) <= u * std::fabs(want) + 1e-5)) ++wrong;
-      }
-    }
-    if (r > 0) {
-      for (std::size_t i = 0; i < count; ++i)
-        if (std::memcmp(res[r].data() + i * e, res[0].data() + i * e, e) ||
-            std::memcmp(normed[r].data() + i * e, normed[0].data() + i * e, e))
-          ++wrong;
-    }
-  }
-  return wrong;
+  const bool via_nccl = tokens * ((hidden * esize(t) + 15) / 16 * 16) > g.rank(0).max_bytes();
+  return call.count_wrong(!via_nccl);
 }
 
 TEST(CustomAllreduce, FusedResidualRmsNorm) {
@@ -424,6 +470,122 @@ TEST(CustomAllreduce, FusedResidualRmsNorm) {
   // Oversize: NCCL allreduce + the separate residual/RMSNorm kernel.
   auto small = make_group("fused", n, 16u << 10);
   EXPECT_EQ(run_fused(*small, rig, DType::bf16, 3, 7168, 99), 0) << "fallback";
+  EXPECT_EQ(g->failure(), "");
+}
+
+// Sets EAGLESIM_FUSED_CHUNK_UNITS for the groups created in its lifetime (read at creation).
+struct ChunkTarget {
+  explicit ChunkTarget(const char* units) { setenv("EAGLESIM_FUSED_CHUNK_UNITS", units, 1); }
+  ~ChunkTarget() { unsetenv("EAGLESIM_FUSED_CHUNK_UNITS"); }
+};
+
+// Few long rows are split over several blocks with an intra-GPU row rendezvous. Every split
+// target: default (256 units), none (one block per row, the pre-split kernels), 32 (as many
+// chunks as the 16-block cap allows), 1000 and 2048 (2 and 4 units per thread); rows 1..4 x
+// 7168 / 8192 and odd widths (partial last unit, unaligned rows); 5 and 8 rows (chunks cut to
+// fit the cap), 40 rows (no split).
+TEST(CustomAllreduce, FusedSplitRows) {
+  SKIP_WITHOUT_2_GPUS();
+  const int n = rank_count();
+  Rig rig(n);
+  struct Shape { std::size_t tokens, hidden; };
+  std::vector<Shape> shapes;
+  for (std::size_t tokens = 1; tokens <= 4; ++tokens)
+    for (std::size_t hidden : {7168, 8192, 7167, 20000}) shapes.push_back({tokens, hidden});
+  shapes.push_back({2, 4099});
+  shapes.push_back({5, 7168});
+  shapes.push_back({8, 7168});
+  shapes.push_back({40, 7168});
+  if (quick()) shapes = {{1, 7168}, {3, 7168}, {4, 8192}, {2, 7167}, {1, 20000}};
+  for (const char* target : {"", "0", "32", "1000", "2048"}) {
+    ChunkTarget env(target);
+    auto g = make_group("fused", n, 4u << 20);
+    for (DType t : {DType::bf16, DType::fp16, DType::fp32}) {
+      if (quick() && t == DType::fp16) continue;
+      for (const auto& s : shapes)
+        EXPECT_EQ(run_fused(*g, rig, t, s.tokens, s.hidden, s.tokens * 7 + s.hidden), 0)
+            << "target '" << target << "' " << to_string(t) << " " << s.tokens << "x" << s.hidden;
+    }
+    EXPECT_EQ(g->failure(), "") << "target '" << target << "'";
+  }
+  ChunkTarget bad("lots");
+  EXPECT_THROW(make_group("fused", n, 1u << 20), InputError);
+}
+
+// Back-to-back fused calls without a host sync, shapes alternating between split (3 x 7168,
+// 1 x 8192, 2 x 7167) and unsplit (130 x 64, 4 x 1024) grids, each call on its own buffers;
+// then the same calls captured in one graph per rank and replayed with fresh data. A rank that
+// runs ahead, a split grid following a smaller one (epoch entries), and the row rendezvous
+// words must all stay consistent without any reset.
+TEST(CustomAllreduce, FusedBackToBackAndGraphReplays) {
+  SKIP_WITHOUT_2_GPUS();
+  const int n = rank_count();
+  Rig rig(n);
+  auto g = make_group("fused", n, 1u << 20);
+  struct Shape { std::size_t tokens, hidden; };
+  const Shape cycle[] = {{3, 7168}, {130, 64}, {1, 8192}, {2, 7167}, {4, 1024}, {3, 7168}};
+  const int calls = quick() ? 6 : 30;
+  std::vector<std::unique_ptr<FusedCall>> work;
+  for (int c = 0; c < calls; ++c) {
+    const Shape& s = cycle[c % 6];
+    work.push_back(std::make_unique<FusedCall>(DType::bf16, s.tokens, s.hidden, n));
+  }
+  auto upload = [&](std::uint64_t seed) {
+    for (int c = 0; c < calls; ++c) work[c]->upload(seed + c * 31);
+  };
+  auto enqueue = [&] {
+    for (int c = 0; c < calls; ++c)
+      for (int r = 0; r < n; ++r) {
+        cudaSetDevice(r);
+        g->rank(r).allreduce_residual_rmsnorm(work[c]->din[r]->base, work[c]->args(r), DType::bf16, rig.streams[r]);
+      }
+  };
+  auto check = [&](const std::string& what) {
+    std::int64_t wrong = 0;
+    for (int c = 0; c < calls; ++c) wrong += work[c]->count_wrong(true);
+    EXPECT_EQ(wrong, 0) << what;
+  };
+  upload(700);
+  enqueue();
+  rig.sync();
+  check("back-to-back");
+
+  std::vector<cudaGraphExec_t> execs(n);
+  for (int r = 0; r < n; ++r) {
+    cudaSetDevice(r);
+    ok(cudaStreamBeginCapture(rig.streams[r], cudaStreamCaptureModeRelaxed));
+  }
+  enqueue();
+  for (int r = 0; r < n; ++r) {
+    cudaSetDevice(r);
+    cudaGraph_t graph;
+    ok(cudaStreamEndCapture(rig.streams[r], &graph));
+    ok(cudaGraphInstantiate(&execs[r], graph, 0));
+    cudaGraphDestroy(graph);
+  }
+  const int replays = quick() ? 3 : 20;
+  for (int rep = 0; rep < replays; ++rep) {
+    // The residual is updated in place: re-upload before every checked replay; unchecked
+    // replays just keep accumulating (and keep the epochs moving).
+    const bool checked = rep < 2 || rep == replays - 1;
+    if (checked) {
+      rig.sync();  // the uploads (legacy stream) must not race a replay still updating residuals
+      upload(9000 + rep * 7);
+    }
+    for (int r = 0; r < n; ++r) {
+      cudaSetDevice(r);
+      ok(cudaGraphLaunch(execs[r], rig.streams[r]));
+    }
+    if (checked) {
+      rig.sync();
+      check("graph replay " + std::to_string(rep));
+    }
+  }
+  rig.sync();
+  for (int r = 0; r < n; ++r) {
+    cudaSetDevice(r);
+    cudaGraphExecDestroy(execs[r]);
+  }
   EXPECT_EQ(g->failure(), "");
 }
 
