@@ -1,12 +1,151 @@
-// Placeholder: replaced by the real calibrate command.
+// eaglesim calibrate: measures, on this machine's GPUs, what the simulator needs to price the
+// given traces (GEMMs over token counts, attention over KV lengths, elementwise ops, the launch
+// gap, allreduces in context per strategy) and writes a topology with those tables. Flags and
+// traces are checked before any GPU work; without the CUDA part or a GPU it exits 3.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
+#include "comm/communicator.hpp"
 #include "core/errors.hpp"
+#include "engine/calibration_plan.hpp"
+#include "engine/gpu_tools.hpp"
+#include "io/atomic_file.hpp"
+#include "model/generator.hpp"
+#include "model/model_config.hpp"
+#include "topology/topology.hpp"
+#include "trace/trace_json.hpp"
 
 namespace eaglesim::cli {
 
+namespace {
+
+struct CalibrateArgs {
+  std::string traces, models;
+  int tp = 1, tokens = 4;
+  std::int64_t kv_len = 2048;
+  std::string weight_dtype = "bf16";
+  int ranks = 0;
+  std::string strategies = "nccl,oneshot,twoshot,fused,quant";
+  std::string base;
+  std::string output;
+  int iters = 7;
+  double timeout_s = 30;
+};
+
+std::vector<std::string> split_list(const std::string& list, const char* flag) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= list.size()) {
+    std::size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    std::string item = list.substr(pos, comma - pos);
+    if (item.empty()) throw InputError(fmt::format("{}: empty item in '{}'", flag, list));
+    out.push_back(item);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<Trace> load_traces(const CalibrateArgs& a) {
+  std::vector<Trace> traces;
+  if (!a.traces.empty())
+    for (const auto& path : split_list(a.traces, "--traces")) traces.push_back(read_trace(path));
+  if (!a.models.empty()) {
+    GenOptions opt;
+    opt.tp = a.tp;
+    opt.tokens = a.tokens;
+    opt.kv_len = a.kv_len;
+    parse_dtype(a.weight_dtype, opt.weight_dtype);
+    for (const auto& path : split_list(a.models, "--model")) traces.push_back(generate_trace(read_model_config(path), opt));
+  }
+  return traces;
+}
+
+void run_calibrate_command(const CalibrateArgs& a) {
+  if (a.traces.empty() == a.models.empty())
+    throw InputError("calibrate: give either --traces T1[,T2...] or --model CONFIG[,CONFIG...] (exactly one)");
+  if (a.ranks < 0) throw InputError(fmt::format("--ranks: expected 1 or more, got {}", a.ranks));
+  if (a.iters < 1 || a.iters > 1000) throw InputError("--iters: expected 1..1000");
+  if (!(a.timeout_s > 0)) throw InputError("--timeout: expected a positive number of seconds");
+  const std::vector<Trace> traces = load_traces(a);
+  int ranks = a.ranks;
+  if (ranks == 0)
+    for (const Trace& t : traces) ranks = std::max(ranks, t.meta.tp);
+  CalibrationPlanOptions po;
+  po.ranks = ranks;
+  if (ranks > 1) po.strategies = parse_strategy_list(a.strategies);
+  std::optional<Topology> base;
+  if (!a.base.empty()) base = read_topology(resolve_topology_path(a.base));
+  check_writable(a.output);
+  CalibrationRequest q = plan_calibration(traces, po);
+  q.iters = a.iters;
+  q.timeout_s = a.timeout_s;
+  q.progress = [](const std::string& line) {
+    fmt::print(stderr, "calibrate: {}\n", line);
+    std::fflush(stderr);
+  };
+
+  // GPU from here on (DeviceError, exit 3, without the CUDA part or a GPU).
+  const GpuInventory inv = run_gpu_inventory();
+  if (ranks > inv.count)
+    throw InputError(fmt::format("--ranks {}: this machine has {} GPU(s)", ranks, inv.count));
+  if (!base) {
+    const std::string preset = base_preset_for(inv.gpu_name, ranks);
+    if (preset.empty())
+      throw InputError(fmt::format("calibrate: no preset describes '{}': pass --base TOPOLOGY for its static fields",
+                                   inv.gpu_name));
+    base = read_topology(resolve_topology_path(preset));
+  }
+  if (base->gpu_count < ranks)
+    throw InputError(fmt::format("--base {}: has {} GPU(s), fewer than the {} measured on", base->name,
+                                 base->gpu_count, ranks));
+  std::size_t n_gemm = 0, n_attn = 0, n_elem = 0;
+  for (const Op& op : q.compute)
+    (op.kind == OpKind::gemm ? n_gemm : op.kind == OpKind::attention ? n_attn : n_elem)++;
+  q.progress(fmt::format("{} on {} x {}: {} GEMM, {} attention, {} elementwise/other points, {} allreduce cases; "
+                         "base preset {}",
+                         traces.size() == 1 ? "1 trace" : fmt::format("{} traces", traces.size()), ranks,
+                         inv.gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), base->name));
+  const CalibrationMeasurements m = run_calibrate(q);
+  Topology topo = calibrated_topology(*base, m, build_calibration(q, m, traces));
+  write_topology(topo, a.output);
+  const Calibration& c = topo.calibration;
+  fmt::print("wrote {} ({}): {} GEMM points, {} attention tables, {} elementwise tables, {} allreduce tables on {} "
+             "ranks, launch gap {:.2f} us, measured in {:.0f} s\n",
+             a.output, topo.name, c.gemm.size(), c.attention.size(), c.elementwise.size(), c.allreduce.size(),
+             c.ranks, c.launch_gap_us.value_or(0.0), m.seconds);
+}
+
+}  // namespace
+
 void add_calibrate(CLI::App& app) {
-  auto* cmd = app.add_subcommand("calibrate", "(not built yet)");
-  cmd->callback([] { throw InputError("calibrate: not available in this build yet"); });
+  auto a = std::make_shared<CalibrateArgs>();
+  auto* cmd = app.add_subcommand("calibrate",
+                                 "Measure this machine's GPUs and write a topology with calibration tables (needs GPUs)");
+  cmd->add_option("--traces", a->traces, "Comma-separated traces whose op shapes to measure");
+  cmd->add_option("--model", a->models, "Comma-separated HF config.json files to generate traces from (instead of --traces)");
+  cmd->add_option("--tp", a->tp, "With --model: tensor-parallel ranks of the generated traces")->capture_default_str();
+  cmd->add_option("--tokens", a->tokens, "With --model: verify-step tokens")->capture_default_str();
+  cmd->add_option("--kv-len", a->kv_len, "With --model: context length")->capture_default_str();
+  cmd->add_option("--weight-dtype", a->weight_dtype, "With --model: bf16, fp8 or int4")
+      ->check(CLI::IsMember({"bf16", "fp8", "int4"}))
+      ->capture_default_str();
+  cmd->add_option("--ranks", a->ranks, "GPUs to measure allreduces on (0: the largest tp of the traces)")
+      ->capture_default_str();
+  cmd->add_option("--strategy", a->strategies, "Allreduce strategies to measure (when ranks > 1)")->capture_default_str();
+  cmd->add_option("--base", a->base, "Preset or topology file whose static fields to keep (default: by GPU name)");
+  cmd->add_option("-o,--output", a->output, "Topology JSON to write")->required();
+  cmd->add_option("--iters", a->iters, "Timed replays per graph (median)")->capture_default_str();
+  cmd->add_option("--timeout", a->timeout_s, "Seconds a graph replay may take before the run fails")
+      ->capture_default_str();
+  cmd->callback([a] { run_calibrate_command(*a); });
 }
 
 }  // namespace eaglesim::cli

@@ -1,12 +1,167 @@
-// Placeholder: replaced by the real fidelity command.
+// eaglesim fidelity TRACE[,TRACE...] --topology CALIBRATED.json: runs each trace's verify step
+// through the CUDA replay (measured) and the simulator (predicted, with the calibrated topology
+// and optionally an uncalibrated preset beside it) for each strategy, and prints the error per
+// strategy and op kind and whether every A/B difference keeps its sign. Needs GPUs (exit 3).
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include "cli/commands.hpp"
+#include "comm/communicator.hpp"
 #include "core/errors.hpp"
+#include "engine/backend.hpp"
+#include "io/atomic_file.hpp"
+#include "report/fidelity.hpp"
+#include "topology/topology.hpp"
+#include "trace/trace_json.hpp"
 
 namespace eaglesim::cli {
 
+namespace {
+
+struct FidelityArgs {
+  std::string traces;
+  std::string topology;
+  std::string baseline;
+  std::string strategies = "nccl,oneshot,twoshot,fused,quant";
+  int ranks = 0;
+  int iters = 20, warmup = 5;
+  double timeout_s = 30;
+  std::string op_times = "model";
+  double max_error_pct = 3.0;
+  std::string json_out;
+};
+
+std::vector<std::string> split_traces(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= list.size()) {
+    std::size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    std::string item = list.substr(pos, comma - pos);
+    if (item.empty()) throw InputError("fidelity: empty trace name in '" + list + "'");
+    out.push_back(item);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// A simulator run; nullopt with the reason when the strategy is not supported there.
+std::optional<StepResult> simulate(Backend& sim, const Trace& trace, const std::string& strategy, const Topology& topo,
+                                   const RunOptions& opts, std::string& why) {
+  try {
+    return sim.run_step(trace, trace.verify(), strategy, &topo, opts);
+  } catch (const StrategyUnsupported& e) {
+    why = fmt::format("sim ({}): {}", topo.name, e.what());
+    return std::nullopt;
+  }
+}
+
+void run_fidelity_command(const FidelityArgs& a) {
+  if (a.iters < 1 || a.iters > 100000) throw InputError("--iters: expected 1..100000");
+  if (a.warmup < 0) throw InputError("--warmup: expected 0 or more");
+  if (a.ranks < 0) throw InputError("--ranks: expected 1 or more (0: each trace's tp)");
+  if (!(a.timeout_s > 0)) throw InputError("--timeout: expected a positive number of seconds");
+  if (!(a.max_error_pct > 0)) throw InputError("--max-error: expected a positive percentage");
+  if (a.op_times != "model" && a.op_times != "auto" && a.op_times != "measured")
+    throw InputError("--op-times: expected model, auto or measured, got '" + a.op_times + "'");
+  const std::vector<std::string> strategies = parse_strategy_list(a.strategies);
+  const Topology topo = read_topology(resolve_topology_path(a.topology));
+  if (topo.calibration.empty())
+    spdlog::warn("--topology {}: has no calibration tables; the simulator prices everything with its models",
+                 topo.name);
+  std::optional<Topology> baseline;
+  if (!a.baseline.empty()) baseline = read_topology(resolve_topology_path(a.baseline));
+  std::vector<std::string> paths = split_traces(a.traces);
+  std::vector<Trace> traces;
+  for (const auto& p : paths) traces.push_back(read_trace(p));
+  if (!a.json_out.empty()) check_writable(a.json_out);
+
+  register_builtin_backends();
+  std::unique_ptr<Backend> sim = make_backend("sim");
+  std::unique_ptr<Backend> cuda = make_backend("cuda");  // DeviceError (exit 3) when not built
+
+  std::vector<FidelityTrace> results;
+  for (std::size_t ti = 0; ti < traces.size(); ++ti) {
+    const Trace& trace = traces[ti];
+    FidelityTrace ft;
+    ft.trace = paths[ti];
+    ft.ranks = a.ranks > 0 ? a.ranks : trace.meta.tp;
+    RunOptions opts;
+    opts.ranks = ft.ranks;
+    opts.iters = a.iters;
+    opts.warmup = a.warmup;
+    opts.timeout_s = a.timeout_s;
+    opts.op_times = a.op_times;
+    std::vector<std::string> run_strategies = strategies;
+    if (ft.ranks == 1 && run_strategies.size() > 1) {
+      ft.notes.push_back(fmt::format("1 rank: no allreduce runs, every strategy is the same step; ran {} only",
+                                     run_strategies.front()));
+      run_strategies.resize(1);
+    }
+    for (const auto& s : run_strategies) {
+      FidelityStrategy r;
+      r.strategy = s;
+      std::string why;
+      r.predicted = simulate(*sim, trace, s, topo, opts, why);
+      if (baseline) {
+        std::string why_base;
+        r.baseline = simulate(*sim, trace, s, *baseline, opts, why_base);
+        if (!r.baseline && why.empty()) why = why_base;
+      }
+      if (!r.predicted) {
+        r.unsupported = why;
+        ft.runs.push_back(std::move(r));
+        continue;
+      }
+      fmt::print(stderr, "fidelity: {} {}: replaying on GPUs...\n", paths[ti], s);
+      std::fflush(stderr);
+      try {
+        r.measured = cuda->run_step(trace, trace.verify(), s, nullptr, opts);
+      } catch (const StrategyUnsupported& e) {
+        r.unsupported = fmt::format("cuda: {}", e.what());
+      }
+      for (const auto& n : r.predicted->notes) ft.notes.push_back(fmt::format("{} sim: {}", s, n));
+      if (r.measured)
+        for (const auto& n : r.measured->notes) ft.notes.push_back(fmt::format("{} cuda: {}", s, n));
+      ft.runs.push_back(std::move(r));
+    }
+    results.push_back(std::move(ft));
+  }
+  const FidelitySummary summary = summarize(results);
+  const std::string base_name = baseline ? baseline->name : "";
+  fmt::print("{}", format_fidelity(results, summary, topo.name, base_name, a.max_error_pct));
+  std::fflush(stdout);
+  if (!a.json_out.empty())
+    write_file_atomic(a.json_out, fidelity_json(results, summary, topo.name, base_name, a.max_error_pct).dump(2) + "\n");
+}
+
+}  // namespace
+
 void add_fidelity(CLI::App& app) {
-  auto* cmd = app.add_subcommand("fidelity", "(not built yet)");
-  cmd->callback([] { throw InputError("fidelity: not available in this build yet"); });
+  auto a = std::make_shared<FidelityArgs>();
+  auto* cmd = app.add_subcommand(
+      "fidelity", "Compare the simulator (calibrated topology) with the CUDA replay on real GPUs (needs GPUs)");
+  cmd->add_option("traces", a->traces, "Comma-separated trace files")->required();
+  cmd->add_option("--topology", a->topology, "Calibrated topology (from eaglesim calibrate)")->required();
+  cmd->add_option("--baseline-topology", a->baseline, "Uncalibrated preset to report beside it, e.g. 2x-h200-nvlink");
+  cmd->add_option("--strategy", a->strategies, "Comma-separated strategies")->capture_default_str();
+  cmd->add_option("--ranks", a->ranks, "GPUs (0: each trace's tp)")->capture_default_str();
+  cmd->add_option("--iters", a->iters, "Timed CUDA-graph replays per strategy")->capture_default_str();
+  cmd->add_option("--warmup", a->warmup, "Untimed replays first")->capture_default_str();
+  cmd->add_option("--timeout", a->timeout_s, "Seconds an allreduce may wait before the run fails")->capture_default_str();
+  cmd->add_option("--op-times", a->op_times,
+                  "Simulator compute-op times: model (calibration tables; default), auto, measured")
+      ->capture_default_str();
+  cmd->add_option("--max-error", a->max_error_pct, "Target |error| in percent for the verdict line")
+      ->capture_default_str();
+  cmd->add_option("--json", a->json_out, "Also write the results as JSON");
+  cmd->callback([a] { run_fidelity_command(*a); });
 }
 
 }  // namespace eaglesim::cli

@@ -132,9 +132,11 @@ OpCost compute_cost(const Op& op, const Topology& topo) {
     }
     case OpKind::attention: {
       double model = std::max(gap, attention_us(topo, op));
+      // A table measured at this op's query-token count first, then one for any q_tokens.
       TableLookup l;
-      if (const auto* table = find_table(cal.attention, attention_calibration_key(op)))
-        l = interpolate_table(*table, static_cast<double>(op.kv_len));
+      const auto* table = find_table(cal.attention, attention_calibration_key_q(op));
+      if (!table) table = find_table(cal.attention, attention_calibration_key(op));
+      if (table) l = interpolate_table(*table, static_cast<double>(op.kv_len));
       return from_table(l, model);
     }
     case OpKind::rmsnorm:
@@ -152,6 +154,12 @@ OpCost compute_cost(const Op& op, const Topology& topo) {
       OpCost c;
       c.us = *op.us;
       c.measured = true;
+      // A replay runs an `other` op as a timed kernel of that length; the "other" table (µs of
+      // such a kernel by requested nanoseconds) adds what a kernel boundary costs on top.
+      if (const auto* table = find_table(cal.elementwise, "other")) {
+        TableLookup l = interpolate_table(*table, *op.us * 1000.0);
+        if (l.inside) c.us = l.us;
+      }
       return c;
     }
     case OpKind::allreduce:

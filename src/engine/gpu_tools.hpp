@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "engine/calibration_request.hpp"
 
 namespace eaglesim {
 
@@ -54,5 +55,16 @@ void set_comm_bench_impl(CommBenchImpl impl);
 bool has_comm_bench_impl();
 // DeviceError when no implementation is registered (built without the CUDA part).
 CommBenchResult run_comm_bench(const CommBenchRequest& request);
+
+// calibrate: the GPUs visible here, then the measurements of a request.
+struct CalibrateImpl {
+  std::function<GpuInventory()> inventory;
+  std::function<CalibrationMeasurements(const CalibrationRequest&)> measure;
+};
+void set_calibrate_impl(CalibrateImpl impl);
+bool has_calibrate_impl();
+// DeviceError when no implementation is registered (built without the CUDA part) or no GPU.
+GpuInventory run_gpu_inventory();
+CalibrationMeasurements run_calibrate(const CalibrationRequest& request);
 
 }  // namespace eaglesim

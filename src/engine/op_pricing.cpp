@@ -119,7 +119,9 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   std::unordered_map<CommKey, std::pair<double, int>, CommKeyHash> comm_memo;
   const bool fuses = opts.comm && opts.comm->fuses_residual_norm();
   int n_model = 0, n_measured = 0, n_fallback = 0, n_extrapolated = 0;
-  int n_fused = 0, n_absorbed = 0, n_unfused = 0, n_comm_extra = 0;
+  int n_fused = 0, n_absorbed = 0, n_unfused = 0, n_comm_extra = 0, n_untabled = 0, n_comm_untabled = 0;
+  // With a calibrated topology, ops its tables do not cover at all are worth a note too.
+  const bool calibrated_topo = opts.query.topo && !opts.query.topo->calibration.empty();
 
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const Op& op = step.ops[i];
@@ -140,6 +142,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
         q.dtype = op.dtype;
         CommCost c = opts.comm->cost(q);
         if (c.extrapolated) ++n_comm_extra;
+        else if (!c.calibrated && calibrated_topo && q.ranks > 1 && opts.comm->name() != "ideal") ++n_comm_untabled;
         it = comm_memo.emplace(key, std::make_pair(c.us, details.id(c.detail.empty() ? opts.comm->name() : c.detail)))
                  .first;
       }
@@ -183,6 +186,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       if (c.measured) ++n_measured;
       else ++n_model;
       if (c.extrapolated) ++n_extrapolated;
+      else if (!c.calibrated && !c.measured && calibrated_topo) ++n_untabled;
       if (opts.op_times == OpTimes::automatic && opts.trace_imported && op.kind != OpKind::other) ++n_fallback;
     }
     plan.ops.push_back(p);
@@ -198,9 +202,15 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   if (n_extrapolated > 0)
     plan.notes.push_back(fmt::format("{}: {} op shapes outside the calibration tables: cost model used", s,
                                      n_extrapolated));
+  if (n_untabled > 0)
+    plan.notes.push_back(fmt::format("{}: {} ops have no calibration table for their kind or shape: cost model used",
+                                     s, n_untabled));
   if (n_comm_extra > 0)
     plan.notes.push_back(fmt::format("{}: {} allreduce sizes outside the calibration table: cost model used", s,
                                      n_comm_extra));
+  if (n_comm_untabled > 0)
+    plan.notes.push_back(fmt::format("{}: {} allreduce sizes have no calibration table for {} on {} ranks: cost "
+                                     "model used", s, n_comm_untabled, opts.comm->name(), opts.query.ranks));
   if (n_fused > 0)
     plan.notes.push_back(fmt::format("{}: {} allreduce{} fused with the {} residual_add/rmsnorm ops after them", s,
                                      n_fused, n_fused == 1 ? "" : "s", n_absorbed));

@@ -133,12 +133,12 @@ Calibration read_calibration(const JsonCursor& c, int gpu_count) {
       JsonCursor t = a->at(key.c_str());
       if (!valid_attention_key(key))
         t.fail_raw("unknown attention key (expected \"gqa:HEADS:KV_HEADS:HEAD_DIM\" or "
-                   "\"mla:HEADS:KV_LORA_RANK:ROPE_DIM\" with positive integers)");
+                   "\"mla:HEADS:KV_LORA_RANK:ROPE_DIM\" with positive integers, optionally followed by \":qQ_TOKENS\")");
       cal.attention[key] = read_size_table(t, "kv_len");
     }
   }
   if (auto e = c.find("elementwise")) {
-    e->only_keys({"rmsnorm", "residual_add", "act", "embedding"});
+    e->only_keys({"rmsnorm", "residual_add", "act", "embedding", "other"});
     for (const auto& key : e->keys()) cal.elementwise[key] = read_size_table(e->at(key.c_str()), "elements");
   }
   return cal;

@@ -1,0 +1,211 @@
+#include "cuda/calibrate_compute.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cuda/calibrate_graph.hpp"
+#include "cuda/calibrate_kernels.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/ideal_comm_group.hpp"
+#include "cuda/rank_program.hpp"
+
+namespace eaglesim::cuda {
+
+namespace {
+
+// Rotating copies together span this many L2 caches (then nothing a copy reads is still cached
+// when it runs again), within [kMinCopies, kMaxCopies].
+constexpr double kL2Multiple = 4.0;
+constexpr int kMinCopies = 2;
+constexpr int kMaxCopies = 256;
+// A chain is long enough when one graph of it runs this long (event resolution ~0.5 µs).
+constexpr double kChainTargetUs = 300;
+constexpr int kMinChain = 8;
+constexpr int kMaxChain = 512;
+constexpr int kGapChain = 256;
+// Part of free memory one batch of ops (all their copies) may take.
+constexpr double kBatchMemoryShare = 0.45;
+
+// Bytes one copy of an op streams that a cache could keep (weights, KV); 0: nothing worth rotating.
+double streamed_bytes(const Op& op) {
+  switch (op.kind) {
+    case OpKind::gemm:
+    case OpKind::lm_head: {
+      const double w = static_cast<double>(op.n) * static_cast<double>(op.k);
+      return op.dtype == DType::fp8 ? w : op.dtype == DType::int4 ? w * 0.5625 : 2 * w;
+    }
+    case OpKind::attention:
+      if (op.variant == AttentionVariant::mla)
+        return static_cast<double>(op.kv_len) * static_cast<double>(op.kv_lora_rank + op.rope_dim) * 2;
+      return 2.0 * static_cast<double>(op.kv_len) * static_cast<double>(op.kv_heads * op.head_dim) * 2;
+    default:
+      return 0;
+  }
+}
+
+int copies_for(double bytes, double l2_bytes) {
+  if (bytes <= 0) return 1;
+  const double want = std::ceil(kL2Multiple * l2_bytes / bytes);
+  return static_cast<int>(std::clamp(want, double(kMinCopies), double(kMaxCopies)));
+}
+
+int round_up(int v, int multiple) { return (v + multiple - 1) / multiple * multiple; }
+
+class Chains {
+ public:
+  Chains(cudaStream_t s, int iters, int warmup, double timeout_s)
+      : stream_(s), iters_(iters), warmup_(warmup), timer_(timeout_s) {}
+
+  // Median µs of one graph of body().
+  double time(const std::function<void(cudaStream_t)>& body, const char* what) {
+    CapturedGraph g(stream_, body);
+    std::vector<double> v;
+    for (int i = 0; i < warmup_ + iters_; ++i) {
+      timer_.launch(g, stream_);
+      const double us = timer_.finish(what);
+      if (i >= warmup_) v.push_back(us);
+    }
+    return median_of(v);
+  }
+
+  // Per-call µs of enqueue(c) for c = 0..C-1 repeated: (T(2C) - T(C)) / C with C sized so that
+  // T(C) is about kChainTargetUs. `copies`: C is a multiple of it.
+  double per_call(const std::function<void(int, cudaStream_t)>& enqueue, int copies, const char* what) {
+    auto chain = [&](int n) {
+      return [&, n](cudaStream_t s) {
+        for (int c = 0; c < n; ++c) enqueue(c, s);
+      };
+    };
+    const int c0 = round_up(std::max(kMinChain, copies), copies);
+    const double t0 = time(chain(c0), what);
+    const double estimate = std::max(0.05, t0 / c0);
+    int calls = static_cast<int>(std::ceil(kChainTargetUs / estimate));
+    calls = round_up(std::clamp(calls, c0, std::max(c0, kMaxChain)), copies);
+    const double t1 = calls == c0 ? t0 : time(chain(calls), what);
+    const double t2 = time(chain(2 * calls), what);
+    const double us = (t2 - t1) / calls;
+    return us > 0 ? us : t2 / (2.0 * calls);
+  }
+
+ private:
+  cudaStream_t stream_;
+  int iters_, warmup_;
+  GraphTimer timer_;
+};
+
+const char* phase_of(OpKind k) {
+  switch (k) {
+    case OpKind::gemm:
+    case OpKind::lm_head: return "gemm";
+    case OpKind::attention: return "attention";
+    case OpKind::other: return "other (timed kernels)";
+    default: return "elementwise";
+  }
+}
+
+}  // namespace
+
+ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, int iters, int warmup, double timeout_s,
+                                     const std::function<void(const std::string&)>& progress) {
+  EAGLESIM_CUDA_CHECK(cudaSetDevice(device));
+  cudaDeviceProp prop{};
+  EAGLESIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  const double l2 = static_cast<double>(prop.l2CacheSize);
+  cudaStream_t stream = nullptr;
+  EAGLESIM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } guard{stream};
+  CommGroupConfig cc;
+  cc.strategy = "ideal";
+  cc.ranks = 1;
+  cc.devices = {device};
+  auto group = create_ideal_comm_group(cc);
+  Chains chains(stream, iters, warmup, timeout_s);
+  ComputeCalibration out;
+  out.us.assign(ops.size(), 0.0);
+
+  // The launch gap: empty kernels back to back.
+  {
+    const auto t_start = std::chrono::steady_clock::now();
+    auto chain = [](int n) {
+      return [n](cudaStream_t s) {
+        for (int c = 0; c < n; ++c) launch_empty_kernel(s);
+      };
+    };
+    const double t1 = chains.time(chain(kGapChain), "the launch-gap chain");
+    const double t2 = chains.time(chain(2 * kGapChain), "the launch-gap chain");
+    out.launch_gap_us = std::max(0.0, (t2 - t1) / kGapChain);
+    if (progress)
+      progress(fmt::format("launch gap: {:.2f} us per empty kernel in a graph ({:.1f} s)", out.launch_gap_us,
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()));
+  }
+
+  std::vector<int> copies(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) copies[i] = copies_for(streamed_bytes(ops[i]), l2);
+
+  std::size_t i = 0;
+  std::string phase;
+  int phase_count = 0;
+  auto phase_start = std::chrono::steady_clock::now();
+  auto end_phase = [&] {
+    if (!phase.empty() && progress)
+      progress(fmt::format("{}: {} points measured ({:.1f} s)", phase, phase_count,
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - phase_start).count()));
+  };
+  while (i < ops.size()) {
+    // One batch: consecutive ops whose copies fit in a share of free memory.
+    std::size_t free_bytes = 0, total_bytes = 0;
+    EAGLESIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const double budget = kBatchMemoryShare * static_cast<double>(free_bytes);
+    double used = 0;
+    std::size_t end = i;
+    Step step;
+    step.name = "calibrate";
+    std::vector<std::size_t> first_copy;
+    while (end < ops.size()) {
+      const double b = streamed_bytes(ops[end]);
+      if (b * copies[end] > budget) copies[end] = std::max(1, static_cast<int>(budget / std::max(b, 1.0)));
+      const double need = b * copies[end];
+      if (end > i && used + need > budget) break;
+      used += need;
+      first_copy.push_back(step.ops.size());
+      for (int c = 0; c < copies[end]; ++c) {
+        Op op = ops[end];
+        op.layer = static_cast<int>(step.ops.size());
+        step.ops.push_back(op);
+      }
+      ++end;
+    }
+    ProgramOptions popts;
+    popts.seed = 7 + i;
+    RankProgram program(step, device, group->rank(0), nullptr, popts);
+    for (const auto& n : program.notes())
+      if (std::find(out.notes.begin(), out.notes.end(), n) == out.notes.end()) out.notes.push_back(n);
+    for (std::size_t j = i; j < end; ++j) {
+      const std::string p = phase_of(ops[j].kind);
+      if (p != phase) {
+        end_phase();
+        phase = p;
+        phase_count = 0;
+        phase_start = std::chrono::steady_clock::now();
+      }
+      const std::size_t base = first_copy[j - i];
+      const int n_copies = copies[j];
+      const std::string what = program.label(base);
+      out.us[j] = chains.per_call([&](int c, cudaStream_t s) { program.enqueue(base + c % n_copies, s); }, n_copies,
+                                  what.c_str());
+      ++phase_count;
+    }
+    i = end;
+  }
+  end_phase();
+  return out;
+}
+
+}  // namespace eaglesim::cuda

@@ -1,0 +1,25 @@
+#pragma once
+// Calibration of compute ops on one GPU: each op's steady-state time per call in a CUDA graph
+// of back-to-back copies, run through the replay backend's own RankProgram (same kernels and
+// cuBLASLt algorithms as `run --backend cuda`). Weights and KV caches rotate over enough copies
+// that together they are several times the L2 cache, as in a real step where every layer reads
+// its own. Per-op time = (T(2C) - T(C)) / C, so the graph's start-up cost cancels and the gap
+// between consecutive kernels is included, as it is between the ops of a step.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "trace/op.hpp"
+
+namespace eaglesim::cuda {
+
+struct ComputeCalibration {
+  std::vector<double> us;             // per op
+  double launch_gap_us = 0;
+  std::vector<std::string> notes;     // the replay's substitutions (fp8 stand-ins, ...)
+};
+
+ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, int iters, int warmup, double timeout_s,
+                                     const std::function<void(const std::string&)>& progress);
+
+}  // namespace eaglesim::cuda

@@ -1,0 +1,350 @@
+#include "engine/calibration_plan.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "comm/modelled_communicator.hpp"
+#include "core/errors.hpp"
+#include "topology/calibration_keys.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+// Spin lengths of `other` ops are measured on a sqrt(2) grid: a timed kernel is the requested
+// time plus a constant boundary cost, which log-log interpolation follows closely at that spacing.
+constexpr double kOtherGridFactor = 1.41421356237;
+constexpr double kOtherMinUs = 0.5;
+
+bool is_elementwise(OpKind k) {
+  return k == OpKind::rmsnorm || k == OpKind::residual_add || k == OpKind::act || k == OpKind::embedding;
+}
+
+bool custom_strategy(const std::string& s) { return s != "nccl"; }
+
+// What the traces contain, deduplicated.
+struct TraceShapes {
+  std::set<std::tuple<std::int64_t, std::int64_t, int>> gemm;           // n, k, dtype
+  std::set<std::int64_t> gemm_m;
+  std::map<std::string, Op> attention;                                    // q-key -> template op
+  std::map<std::string, std::set<std::int64_t>> attention_kv;             // q-key -> kv lens used
+  std::map<std::pair<int, std::int64_t>, std::set<std::int64_t>> elementwise;  // (kind, hidden) -> tokens used
+  std::set<double> other_us;
+  std::set<std::pair<std::int64_t, int>> allreduce;                       // bytes, dtype
+  std::set<std::int64_t> fused_hidden;                                    // hidden of rows after an allreduce
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, int> before_allreduce;  // GEMM -> count
+  Op first_gemm;
+  bool has_gemm = false;
+};
+
+TraceShapes collect(const std::vector<Trace>& traces) {
+  TraceShapes s;
+  for (const Trace& t : traces)
+    for (const Step& step : t.steps)
+      for (std::size_t i = 0; i < step.ops.size(); ++i) {
+        const Op& op = step.ops[i];
+        switch (op.kind) {
+          case OpKind::gemm:
+          case OpKind::lm_head:
+            s.gemm.insert({op.n, op.k, static_cast<int>(op.dtype)});
+            s.gemm_m.insert(op.m);
+            if (!s.has_gemm) { s.first_gemm = op; s.has_gemm = true; }
+            break;
+          case OpKind::attention: {
+            const std::string key = attention_calibration_key_q(op);
+            s.attention.emplace(key, op);
+            s.attention_kv[key].insert(op.kv_len);
+            break;
+          }
+          case OpKind::allreduce:
+            s.allreduce.insert({op.bytes, static_cast<int>(op.dtype)});
+            if (i > 0 && (step.ops[i - 1].kind == OpKind::gemm || step.ops[i - 1].kind == OpKind::lm_head)) {
+              const Op& g = step.ops[i - 1];
+              ++s.before_allreduce[{g.m, g.n, g.k, static_cast<int>(g.dtype)}];
+            }
+            if (i + 1 < step.ops.size() && step.ops[i + 1].kind == OpKind::residual_add &&
+                step.ops[i + 1].tokens * step.ops[i + 1].hidden * 2 == op.bytes)
+              s.fused_hidden.insert(step.ops[i + 1].hidden);
+            break;
+          case OpKind::other:
+            if (op.us) s.other_us.insert(*op.us);
+            break;
+          case OpKind::grouped_gemm:
+            break;  // no table in the simulator: priced by its model (see docs/fidelity.md)
+          default:
+            if (is_elementwise(op.kind)) s.elementwise[{static_cast<int>(op.kind), op.hidden}].insert(op.tokens);
+            break;
+        }
+      }
+  return s;
+}
+
+std::vector<std::int64_t> merged_grid(const std::vector<std::int64_t>& grid, const std::set<std::int64_t>& extra) {
+  std::set<std::int64_t> all(grid.begin(), grid.end());
+  all.insert(extra.begin(), extra.end());
+  return {all.begin(), all.end()};
+}
+
+// One table point with where it came from: exact (a size a trace uses) beats the grid.
+struct Pending {
+  double sum = 0;
+  int count = 0;
+  bool exact = false;
+};
+
+void add_point(std::map<std::int64_t, Pending>& table, std::int64_t size, double us, bool exact) {
+  if (!(us > 0) || !std::isfinite(us) || size <= 0) return;
+  Pending& p = table[size];
+  if (exact && !p.exact) p = Pending{0, 0, true};
+  else if (!exact && p.exact) return;
+  p.sum += us;
+  ++p.count;
+}
+
+std::vector<SizeCalPoint> finish(const std::map<std::int64_t, Pending>& table) {
+  std::vector<SizeCalPoint> out;
+  for (const auto& [size, p] : table) out.push_back({size, p.sum / p.count});
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::int64_t>& calibration_token_grid() {
+  static const std::vector<std::int64_t> grid{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
+  return grid;
+}
+
+const std::vector<std::string>& calibratable_strategies() {
+  static const std::vector<std::string> names{"nccl", "oneshot", "twoshot", "fused", "quant"};
+  return names;
+}
+
+CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const CalibrationPlanOptions& o) {
+  if (o.ranks < 1) throw InputError(fmt::format("--ranks: expected at least 1, got {}", o.ranks));
+  for (const auto& s : o.strategies)
+    if (std::find(calibratable_strategies().begin(), calibratable_strategies().end(), s) ==
+        calibratable_strategies().end())
+      throw InputError(fmt::format("--strategy: calibrate cannot measure '{}' (it measures nccl, oneshot, twoshot, "
+                                   "fused, quant)", s));
+  const TraceShapes s = collect(traces);
+  if (s.gemm.empty() && s.attention.empty() && s.elementwise.empty() && s.allreduce.empty())
+    throw InputError("calibrate: the traces contain no GEMM, attention, elementwise or allreduce op to measure");
+
+  CalibrationRequest q;
+  q.ranks = o.ranks;
+  const auto& grid = calibration_token_grid();
+
+  const std::vector<std::int64_t> ms = merged_grid(grid, s.gemm_m);
+  for (const auto& [n, k, dt] : s.gemm)
+    for (std::int64_t m : ms) {
+      Op g;
+      g.kind = OpKind::gemm;
+      g.name = "calibrate_gemm";
+      g.m = m, g.n = n, g.k = k, g.dtype = static_cast<DType>(dt);
+      q.compute.push_back(g);
+    }
+
+  for (const auto& [key, tmpl] : s.attention) {
+    const std::set<std::int64_t>& used = s.attention_kv.at(key);
+    std::set<std::int64_t> kvs(used.begin(), used.end());
+    const std::int64_t top = 2 * *used.rbegin();
+    for (std::int64_t kv = o.min_kv_len; kv <= top; kv *= 2) kvs.insert(kv);
+    kvs.insert(top);
+    for (std::int64_t kv : kvs) {
+      Op a = tmpl;
+      a.name = "calibrate_attention";
+      a.layer = -1;
+      a.us.reset();
+      a.kv_len = kv;
+      q.compute.push_back(a);
+    }
+  }
+
+  for (const auto& [kh, used] : s.elementwise) {
+    for (std::int64_t t : merged_grid(grid, used)) {
+      Op e;
+      e.kind = static_cast<OpKind>(kh.first);
+      e.name = "calibrate_" + std::string(to_string(e.kind));
+      e.tokens = t;
+      e.hidden = kh.second;
+      q.compute.push_back(e);
+    }
+  }
+
+  if (!s.other_us.empty()) {
+    const double top = 2 * *s.other_us.rbegin();
+    for (double us = kOtherMinUs; us <= top * kOtherGridFactor; us *= kOtherGridFactor) {
+      Op e;
+      e.kind = OpKind::other;
+      e.name = "calibrate_other";
+      e.us = std::round(us * 1000.0) / 1000.0;  // whole nanoseconds: the table's size unit
+      q.compute.push_back(e);
+    }
+  }
+
+  // The GEMM most allreduces follow in the traces (o_proj / down_proj), else the first GEMM.
+  if (!s.before_allreduce.empty()) {
+    auto best = std::max_element(s.before_allreduce.begin(), s.before_allreduce.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    q.context_gemm.kind = OpKind::gemm;
+    std::tie(q.context_gemm.m, q.context_gemm.n, q.context_gemm.k, std::ignore) = best->first;
+    q.context_gemm.dtype = static_cast<DType>(std::get<3>(best->first));
+  } else if (s.has_gemm) {
+    q.context_gemm = s.first_gemm;
+    q.context_gemm.kind = OpKind::gemm;
+  } else {
+    q.context_gemm.kind = OpKind::gemm;
+    q.context_gemm.m = 4, q.context_gemm.n = 4096, q.context_gemm.k = 4096;
+  }
+  q.context_gemm.name = "calibrate_context_gemm";
+  q.context_gemm.layer = -1;
+  q.context_gemm.us.reset();
+
+  if (o.ranks > 1) {
+    std::set<std::int64_t> exact;
+    for (const auto& [b, dt] : s.allreduce) exact.insert(b);
+    for (const auto& strategy : o.strategies) {
+      std::set<std::int64_t> sizes;
+      if (strategy == "fused") {
+        // The fused kernel needs rows: tokens x hidden at the hidden sizes the traces reduce.
+        std::set<std::int64_t> hiddens = s.fused_hidden;
+        if (hiddens.empty()) hiddens.insert(4096);
+        for (std::int64_t h : hiddens)
+          for (std::int64_t t : grid) sizes.insert(t * h * 2);
+        for (std::int64_t b : exact) sizes.insert(b);
+      } else {
+        for (std::int64_t b = o.min_allreduce_bytes; b <= o.max_allreduce_bytes; b *= 2) sizes.insert(b);
+        sizes.insert(exact.begin(), exact.end());
+      }
+      for (std::int64_t b : sizes) {
+        if (custom_strategy(strategy) && (b > kMaxCustomBytes || b % 16 != 0)) continue;
+        AllreduceCase c;
+        c.strategy = strategy;
+        c.bytes = b;
+        c.dtype = DType::bf16;
+        if (strategy == "fused") {
+          // Rows of a hidden size the traces use that divides the message, the largest first.
+          std::set<std::int64_t> hiddens = s.fused_hidden;
+          if (hiddens.empty()) hiddens.insert(4096);
+          for (auto it = hiddens.rbegin(); it != hiddens.rend(); ++it)
+            if (b % (*it * 2) == 0) { c.hidden = *it; break; }
+          if (c.hidden == 0) continue;
+          c.tokens = b / (c.hidden * 2);
+        }
+        q.allreduce.push_back(c);
+      }
+    }
+  }
+  return q;
+}
+
+Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeasurements& m,
+                              const std::vector<Trace>& traces) {
+  if (m.compute_us.size() != q.compute.size() || m.allreduce_us.size() != q.allreduce.size())
+    throw std::invalid_argument("build_calibration: measurements do not match the request");
+  const TraceShapes s = collect(traces);
+  Calibration cal;
+  cal.ranks = q.allreduce.empty() ? 0 : q.ranks;
+  if (m.launch_gap_us > 0 && std::isfinite(m.launch_gap_us)) cal.launch_gap_us = m.launch_gap_us;
+
+  std::map<std::tuple<std::int64_t, std::int64_t, int>, std::map<std::int64_t, Pending>> gemm;
+  std::map<std::string, std::map<std::int64_t, Pending>> attention, elementwise, allreduce;
+
+  for (std::size_t i = 0; i < q.compute.size(); ++i) {
+    const Op& op = q.compute[i];
+    const double us = m.compute_us[i];
+    switch (op.kind) {
+      case OpKind::gemm:
+      case OpKind::lm_head:
+        add_point(gemm[{op.n, op.k, static_cast<int>(op.dtype)}], op.m, us, s.gemm_m.count(op.m) > 0);
+        break;
+      case OpKind::attention: {
+        const std::string key = attention_calibration_key_q(op);
+        auto used = s.attention_kv.find(key);
+        add_point(attention[key], op.kv_len, us, used != s.attention_kv.end() && used->second.count(op.kv_len));
+        break;
+      }
+      case OpKind::other:
+        if (op.us) add_point(elementwise["other"], std::llround(*op.us * 1000.0), us, false);
+        break;
+      default:
+        if (is_elementwise(op.kind)) {
+          const std::int64_t elements = op.tokens * op.hidden;
+          // Exact: this very (tokens, hidden) occurs in a trace, not merely its element count.
+          auto used = s.elementwise.find({static_cast<int>(op.kind), op.hidden});
+          add_point(elementwise[to_string(op.kind)], elements, us,
+                    used != s.elementwise.end() && used->second.count(op.tokens) > 0);
+        }
+        break;
+    }
+  }
+  std::set<std::int64_t> exact_ar;
+  for (const auto& [b, dt] : s.allreduce) exact_ar.insert(b);
+  for (std::size_t i = 0; i < q.allreduce.size(); ++i)
+    add_point(allreduce[q.allreduce[i].strategy], q.allreduce[i].bytes, m.allreduce_us[i],
+              exact_ar.count(q.allreduce[i].bytes) > 0);
+
+  for (const auto& [key, table] : gemm)
+    for (const SizeCalPoint& p : finish(table))
+      cal.gemm.push_back({p.size, std::get<0>(key), std::get<1>(key), static_cast<DType>(std::get<2>(key)), p.us});
+  for (const auto& [key, table] : attention)
+    if (!table.empty()) cal.attention[key] = finish(table);
+  for (const auto& [key, table] : elementwise)
+    if (!table.empty()) cal.elementwise[key] = finish(table);
+  for (const auto& [key, table] : allreduce)
+    if (!table.empty()) cal.allreduce[key] = finish(table);
+  if (cal.allreduce.empty()) cal.ranks = 0;
+
+  cal.notes = fmt::format("eaglesim calibrate on {}: per-op µs = steady-state time per op in a CUDA graph of "
+                          "back-to-back copies with rotating weights (inter-kernel gap included); allreduce = "
+                          "in-context increment over a {}x{}x{} GEMM; {:.0f} s",
+                          m.device, q.context_gemm.m, q.context_gemm.n, q.context_gemm.k, m.seconds);
+  for (const auto& n : m.notes) cal.notes += "; " + n;
+  return cal;
+}
+
+std::string base_preset_for(const std::string& gpu_name, int count) {
+  std::string up;
+  for (char c : gpu_name) up += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  auto has = [&](const char* s) { return up.find(s) != std::string::npos; };
+  if (has("H200")) return count <= 2 ? "2x-h200-nvlink" : "8x-h200-nvswitch";
+  if (has("H100")) return "8x-h100-nvswitch";
+  if (has("B200")) return "8x-b200-nvswitch";
+  if (has("A100")) return "8x-a100-nvswitch";
+  if (has("L40S")) return "8x-l40s-pcie4";
+  if (has("RTX PRO 6000")) return count <= 4 ? "4x-rtx-pro-6000-pcie5" : "8x-rtx-pro-6000-pcie5";
+  return "";
+}
+
+Topology calibrated_topology(const Topology& base, const CalibrationMeasurements& m, Calibration cal) {
+  Topology t = base;
+  const int ranks = std::max(1, m.ranks);
+  if (ranks < t.gpu_count) {
+    // A calibration on fewer GPUs describes a machine of that many: keep the first `ranks`.
+    t.gpu_count = ranks;
+    std::vector<std::vector<int>> groups;
+    for (const auto& g : t.switch_groups) {
+      std::vector<int> kept;
+      for (int gpu : g)
+        if (gpu < ranks) kept.push_back(gpu);
+      if (!kept.empty()) groups.push_back(kept);
+    }
+    t.switch_groups = groups;
+    if (static_cast<int>(t.socket_of_gpu.size()) > ranks) t.socket_of_gpu.resize(static_cast<std::size_t>(ranks));
+  }
+  t.name = fmt::format("{}-calibrated-{}gpu", base.name, t.gpu_count);
+  t.description = fmt::format("{} (static fields from preset {}), calibrated on {}", base.description, base.name,
+                              m.device);
+  t.file.clear();
+  t.calibration = std::move(cal);
+  if (t.calibration.ranks > t.gpu_count) t.calibration.ranks = t.gpu_count;
+  return t;
+}
+
+}  // namespace eaglesim

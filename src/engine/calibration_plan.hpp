@@ -1,0 +1,47 @@
+#pragma once
+// The host half of `eaglesim calibrate`: which points to measure for a set of traces, and how
+// the measurements become the topology's calibration tables, keyed exactly as the simulator
+// looks them up (cost/compute_model.cpp, comm/modelled_communicator.cpp):
+//   gemm        (n, k, dtype) points interpolated in m (lm_head uses the same table)
+//   attention   "gqa:H:KV:D:qQ" (layout + query tokens) interpolated in kv_len
+//   elementwise rmsnorm | residual_add | act | embedding by tokens x hidden; other by requested ns
+//   allreduce   strategy -> in-context µs by bytes, with calibration.ranks = the ranks measured on
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/calibration_request.hpp"
+#include "topology/topology.hpp"
+#include "trace/trace.hpp"
+
+namespace eaglesim {
+
+// Token counts every GEMM shape and elementwise op is measured at (plus the traces' own).
+const std::vector<std::int64_t>& calibration_token_grid();
+// Strategies calibrate can measure (those with a CUDA implementation and a cost table).
+const std::vector<std::string>& calibratable_strategies();
+
+struct CalibrationPlanOptions {
+  int ranks = 1;
+  std::vector<std::string> strategies;  // measured when ranks > 1
+  std::int64_t min_allreduce_bytes = 1024;       // log grid of allreduce sizes, powers of 2
+  std::int64_t max_allreduce_bytes = 64 << 20;
+  std::int64_t min_kv_len = 64;                  // attention kv grid: powers of 2 up to 2 x the traced length
+};
+
+// InputError on strategies calibrate cannot measure or traces with nothing to measure.
+CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const CalibrationPlanOptions& options);
+
+// Tables from measurements (`m` parallel to `request`). Points that come out non-positive or
+// non-finite are dropped; where two points land on the same table size, a point at a size a
+// trace actually uses wins over a grid point, and equal-rank points are averaged.
+Calibration build_calibration(const CalibrationRequest& request, const CalibrationMeasurements& m,
+                              const std::vector<Trace>& traces);
+
+// The preset a calibration on `count` GPUs named `gpu_name` starts from ("" if none fits).
+std::string base_preset_for(const std::string& gpu_name, int count);
+// `base` with gpu_count = max(ranks, 1) when base has fewer/more GPUs than measured, the
+// calibration attached and the name/description saying so.
+Topology calibrated_topology(const Topology& base, const CalibrationMeasurements& m, Calibration cal);
+
+}  // namespace eaglesim

@@ -1,0 +1,57 @@
+#pragma once
+// What `eaglesim calibrate` asks the GPUs to measure and what comes back. The host side
+// (engine/calibration_plan.hpp) turns traces into a request and measurements into topology
+// tables; the CUDA part (src/cuda/calibrate_*.cpp) measures. Every compute op is measured the
+// way the replay backend runs it (same kernels, same cuBLASLt algorithm choice), as the
+// steady-state time per op in a CUDA graph of many back-to-back copies of it with rotating
+// weights, so the inter-kernel gap a real step pays is inside each op's time and L2 does not
+// serve weights that a real step would stream from memory.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "trace/op.hpp"
+
+namespace eaglesim {
+
+// One allreduce to measure in context: the increment of (context GEMM + allreduce) over the
+// context GEMM alone, per call, in a graph of many such pairs.
+struct AllreduceCase {
+  std::string strategy;      // nccl, oneshot, twoshot, fused, quant
+  std::int64_t bytes = 0;
+  DType dtype = DType::bf16;
+  // fused: the rows the kernel also adds to the residual and normalises (tokens * hidden * 2 = bytes).
+  std::int64_t tokens = 0, hidden = 0;
+};
+
+struct CalibrationRequest {
+  int ranks = 1;                       // GPUs; compute ops are measured on the first one
+  std::vector<Op> compute;             // gemm, attention, rmsnorm, residual_add, act, embedding, other
+  std::vector<AllreduceCase> allreduce;  // empty when ranks == 1
+  Op context_gemm;                     // the GEMM every allreduce follows (kind gemm)
+  int iters = 7;                       // timed graph replays per graph (median)
+  int warmup = 2;
+  double timeout_s = 30;
+  // One line per phase (stderr in the CLI).
+  std::function<void(const std::string&)> progress;
+};
+
+struct CalibrationMeasurements {
+  std::string device;                  // e.g. "2 x NVIDIA H200"
+  std::string gpu_name;                // e.g. "NVIDIA H200"
+  int ranks = 1;
+  std::vector<double> compute_us;      // parallel to request.compute
+  std::vector<double> allreduce_us;    // parallel to request.allreduce
+  double launch_gap_us = 0;            // per empty kernel in a graph chain
+  std::vector<std::string> notes;      // substitutions the replay kernels made, etc.
+  double seconds = 0;                  // wall time of the measurement
+};
+
+struct GpuInventory {
+  std::string gpu_name;  // of device 0
+  int count = 0;
+};
+
+}  // namespace eaglesim

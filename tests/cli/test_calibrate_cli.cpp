@@ -1,0 +1,89 @@
+// calibrate and fidelity from the command line, without GPUs: flags and inputs are checked first
+// (exit 2 with a message naming the problem), then the GPU part is refused with exit 3. The
+// GPU is hidden from the child (CUDA_VISIBLE_DEVICES=""), so these hold in CPU-only and CUDA
+// builds, on machines with or without GPUs.
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+#include "cli_helpers.hpp"
+
+namespace eaglesim::test {
+namespace {
+
+class NoGpu : public ::testing::Test {
+ protected:
+  void SetUp() override { setenv("CUDA_VISIBLE_DEVICES", "", 1); }
+  void TearDown() override { unsetenv("CUDA_VISIBLE_DEVICES"); }
+};
+
+const std::string kTrace = "traces/llama-3.1-8b_tp2_t4.json";
+
+TEST_F(NoGpu, CalibrateWithoutGpuExits3AndWritesNothing) {
+  const std::string out = temp_dir() + "/cal.json";
+  CliResult r = run_cli("calibrate --traces " + kTrace + " --ranks 2 -o " + out);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("calibrat"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.err.find("GPU") != std::string::npos || r.err.find("CUDA") != std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(out));
+}
+
+TEST_F(NoGpu, CalibrateFromModelConfigsWithoutGpuExits3) {
+  CliResult r = run_cli("calibrate --model models/llm/llama-3.1-8b.json --tp 2 -o " + temp_dir() + "/c.json");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+}
+
+TEST_F(NoGpu, CalibrateBadFlagsExit2) {
+  const std::string out = temp_dir() + "/cal.json";
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"calibrate -o " + out, "--traces"},
+      {"calibrate --traces " + kTrace + " --model models/llm/llama-3.1-8b.json -o " + out, "exactly one"},
+      {"calibrate --traces " + kTrace + " --strategy nccl,bogus -o " + out, "bogus"},
+      {"calibrate --traces " + kTrace + " --strategy nccl,ideal -o " + out, "ideal"},
+      {"calibrate --traces no/such/trace.json -o " + out, "no/such/trace.json"},
+      {"calibrate --traces " + kTrace + ",, -o " + out, "empty item"},
+      {"calibrate --traces " + kTrace + " --ranks -1 -o " + out, "--ranks"},
+      {"calibrate --traces " + kTrace + " --base no-such-preset -o " + out, "no-such-preset"},
+      {"calibrate --traces " + kTrace + " --iters 0 -o " + out, "--iters"},
+      {"calibrate --traces " + kTrace, "--output"},
+      {"calibrate --model models/llm/llama-3.1-8b.json --tp 3 -o " + out, "tp"},
+  };
+  for (const auto& c : cases) {
+    CliResult r = run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
+  }
+  EXPECT_FALSE(file_exists(out));
+}
+
+TEST_F(NoGpu, FidelityWithoutGpuExits3) {
+  const std::string json = temp_dir() + "/f.json";
+  CliResult r = run_cli("fidelity " + kTrace + " --topology 2x-h200-nvlink --baseline-topology 2x-h200-nvlink --json " +
+                        json);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_FALSE(file_exists(json));
+}
+
+TEST_F(NoGpu, FidelityBadFlagsExit2) {
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"fidelity " + kTrace, "--topology"},
+      {"fidelity " + kTrace + " --topology no-such-topology", "no-such-topology"},
+      {"fidelity no/such.json --topology 2x-h200-nvlink", "no/such.json"},
+      {"fidelity " + kTrace + " --topology 2x-h200-nvlink --strategy bogus", "bogus"},
+      {"fidelity " + kTrace + " --topology 2x-h200-nvlink --op-times sometimes", "--op-times"},
+      {"fidelity " + kTrace + " --topology 2x-h200-nvlink --iters 0", "--iters"},
+      {"fidelity " + kTrace + " --topology 2x-h200-nvlink --baseline-topology nope", "nope"},
+  };
+  for (const auto& c : cases) {
+    CliResult r = run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace eaglesim::test

@@ -1,0 +1,89 @@
+// GPU test of calibrate (label gpu; skips without a GPU): a small calibration over a 2-layer
+// Llama-3.1-8B TP2 trace gives positive, finite, plausibly ordered numbers, and the tables it
+// builds read back and price that trace.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include "cuda/calibrate_register.hpp"
+#include "engine/calibration_plan.hpp"
+#include "engine/gpu_tools.hpp"
+#include "topology/topology.hpp"
+#include "trace/trace_json.hpp"
+
+using namespace eaglesim;
+
+namespace {
+
+int gpus() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+Trace two_layer_trace() {
+  Trace t = read_trace(std::string(EAGLESIM_REPO) + "/traces/llama-3.1-8b_tp2_t4.json");
+  Step verify = t.verify();
+  std::vector<Op> kept;
+  for (const Op& op : verify.ops)
+    if (op.layer <= 1) kept.push_back(op);
+  verify.ops = kept;
+  t.steps = {verify};
+  return t;
+}
+
+}  // namespace
+
+TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
+  const int n = gpus();
+  if (n < 1) GTEST_SKIP() << "needs a CUDA GPU";
+  cuda::register_calibrate();
+  const Trace t = two_layer_trace();
+  CalibrationPlanOptions o;
+  o.ranks = std::min(n, 2);
+  if (o.ranks > 1) o.strategies = {"nccl", "oneshot"};
+  CalibrationRequest q = plan_calibration({t}, o);
+  // Keep the test short: allreduces up to 1 MiB.
+  q.allreduce.erase(std::remove_if(q.allreduce.begin(), q.allreduce.end(),
+                                   [](const AllreduceCase& c) { return c.bytes > (1 << 20); }),
+                    q.allreduce.end());
+  q.iters = 5;
+  const CalibrationMeasurements m = run_calibrate(q);
+  ASSERT_EQ(m.compute_us.size(), q.compute.size());
+  ASSERT_EQ(m.allreduce_us.size(), q.allreduce.size());
+  EXPECT_GT(m.launch_gap_us, 0.2);
+  EXPECT_LT(m.launch_gap_us, 20.0);
+  for (std::size_t i = 0; i < q.compute.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(m.compute_us[i]) && m.compute_us[i] > 0) << q.compute[i].shape_string();
+    EXPECT_GE(m.compute_us[i], 0.5 * m.launch_gap_us) << q.compute[i].shape_string();
+  }
+  // GEMM time by shape: m = 256 is not faster than m = 1 (same weights, more rows), and a
+  // GEMM reading more weight bytes at m = 4 is not faster than one reading less (by 2x).
+  std::map<std::pair<std::int64_t, std::int64_t>, std::map<std::int64_t, double>> gemm;
+  std::map<std::int64_t, double> attn;
+  for (std::size_t i = 0; i < q.compute.size(); ++i) {
+    const Op& op = q.compute[i];
+    if (op.kind == OpKind::gemm) gemm[{op.n, op.k}][op.m] = m.compute_us[i];
+    if (op.kind == OpKind::attention) attn[op.kv_len] = m.compute_us[i];
+  }
+  for (const auto& [shape, by_m] : gemm) EXPECT_GE(by_m.at(256), 0.9 * by_m.at(1)) << shape.first << "x" << shape.second;
+  for (const auto& [a, am] : gemm)
+    for (const auto& [b, bm] : gemm)
+      if (a.first * a.second >= 2 * b.first * b.second) EXPECT_GT(am.at(4), bm.at(4));
+  EXPECT_GT(attn.rbegin()->second, attn.begin()->second) << "longest KV slower than the shortest";
+  for (std::size_t i = 0; i < q.allreduce.size(); ++i)
+    EXPECT_TRUE(std::isfinite(m.allreduce_us[i]) && m.allreduce_us[i] > 0)
+        << q.allreduce[i].strategy << " " << q.allreduce[i].bytes;
+
+  const Topology base = read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/2x-h200-nvlink.json");
+  const Topology topo = calibrated_topology(base, m, build_calibration(q, m, {t}));
+  const Topology back = parse_topology(nlohmann::json::parse(topology_to_string(topo)), "gpu-test.json");
+  EXPECT_EQ(back.calibration.gemm.size(), topo.calibration.gemm.size());
+  EXPECT_FALSE(back.calibration.attention.empty());
+}
