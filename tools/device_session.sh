@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Everything that needs the 2 x H200 machine, in one call, most important first; each step gets
+# a slice of what is left of BUDGET_S so the call never overruns. Writes at most 8 files to OUT:
+#   summary.txt  build.log  replay.log  calibrate.log  fidelity.log  fidelity.json  kernels.log  calibrated.json
+# Usage (repo root, on the GPU machine): OUT=dir BUDGET_S=560 tools/device_session.sh [steps]
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/eaglesim-out}
+mkdir -p "$OUT"
+BUDGET_S=${BUDGET_S:-560}
+START=$(date +%s)
+left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
+cap() { local t; t=$(left); echo $(( t - 5 < $1 ? t - 5 : $1 )); }
+S="$OUT/summary.txt"; : > "$S"
+note() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$S"; }
+E=build/eaglesim
+G=build/tests/eaglesim_gpu_tests
+W=$(mktemp -d)
+STEPS=${*:-build replay calibrate fidelity kernels stress sanitize}
+
+for step in $STEPS; do
+  if [ "$(left)" -lt 25 ]; then note "$step: SKIPPED (out of time)"; continue; fi
+  case $step in
+  build)
+    { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nvidia-smi topo -m; } >> "$S" 2>&1
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DEAGLESIM_CUDA=ON \
+      -DEAGLESIM_TESTS=ON -DEAGLESIM_BENCH=OFF > "$OUT/build.log" 2>&1 || \
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DEAGLESIM_CUDA=ON \
+      -DEAGLESIM_TESTS=OFF -DEAGLESIM_BENCH=OFF >> "$OUT/build.log" 2>&1
+    timeout "$(cap 200)" ninja -C build -k 0 -j"$(nproc)" eaglesim eaglesim_gpu_tests >> "$OUT/build.log" 2>&1
+    note "build rc=$?"; grep -m5 -A5 "error" "$OUT/build.log" | head -30 | tee -a "$S" ;;
+  replay)
+    # Issue 5: the Llama-3.1-8B TP2 trace through the CUDA backend, TP1 on one GPU, mpirun,
+    # the imported Kineto trace, and PyTorch running the same ops for comparison.
+    $E import kineto tests/data/kineto/llama8b_tp2_t4_nccl_rank0.json.gz tests/data/kineto/llama8b_tp2_t4_nccl_rank1.json.gz \
+      --config llama-3.1-8b -q -o "$W/kineto.json" > /dev/null 2>&1
+    python3 tools/llama8b_decoder_trace.py --tp 2 --out "$W/l8dec_tp2.json" > /dev/null 2>&1
+    R="--iters 30 --warmup 5 --timeout 60"
+    {
+      echo "### gen Llama-3.1-8B TP2 (verify+draft+decode), cuda"
+      timeout "$(cap 90)" $E run traces/llama-3.1-8b_tp2_t4.json --backend cuda $R --strategy nccl,oneshot,twoshot,fused,quant,ideal --json "$W/run_tp2.json"; echo "rc=$?"
+      echo "### decoder-only Llama-3.1-8B TP2 (what PyTorch ran), cuda"
+      timeout "$(cap 60)" $E run "$W/l8dec_tp2.json" --backend cuda $R --strategy nccl,oneshot,fused,ideal; echo "rc=$?"
+      echo "### imported Kineto trace, cuda (op-times as traced shapes)"
+      timeout "$(cap 60)" $E run "$W/kineto.json" --backend cuda $R --strategy nccl,oneshot,fused,ideal; echo "rc=$?"
+      echo "### imported Kineto trace, sim on 2x-h200-nvlink"
+      $E run "$W/kineto.json" --topology 2x-h200-nvlink --strategy nccl,oneshot,fused,ideal; echo "rc=$?"
+      echo "### gen Llama-3.1-8B TP1 on one GPU, cuda"
+      timeout "$(cap 60)" $E run traces/llama-3.1-8b_tp1_t4.json --backend cuda $R --ranks 1 --strategy nccl; echo "rc=$?"
+      echo "### mpirun -np 2, gen Llama-3.1-8B TP2, cuda"
+      timeout "$(cap 60)" mpirun --allow-run-as-root --bind-to none -np 2 -x NCCL_NVLS_ENABLE $E run traces/llama-3.1-8b_tp2_t4.json --backend cuda $R --strategy nccl; echo "rc=$?"
+      echo "### PyTorch, same decoder ops, TP2 and TP1"
+      timeout "$(cap 90)" python3 tools/torch_reference_step.py --tp 2 --iters 30 --warmup 5; echo "rc=$?"
+      timeout "$(cap 60)" python3 tools/torch_reference_step.py --tp 1 --iters 30 --warmup 5; echo "rc=$?"
+    } > "$OUT/replay.log" 2>&1
+    note "replay done"; grep -E "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^rc=|^\{" "$OUT/replay.log" >> "$S" ;;
+  calibrate)
+    # Issue 7: one calibration on 2 GPUs over every trace the fidelity step uses (TP1 shapes too).
+    $E gen --model models/llm/llama-3.1-70b.json --tp 1 --tokens 4 --draft models/llm/llama-3.1-70b-eagle3.json \
+      --kv-len 2048 -o "$W/l70_tp1.json" > /dev/null 2>&1
+    [ -f "$W/kineto.json" ] || $E import kineto tests/data/kineto/llama8b_tp2_t4_nccl_rank0.json.gz \
+      tests/data/kineto/llama8b_tp2_t4_nccl_rank1.json.gz --config llama-3.1-8b -q -o "$W/kineto.json" > /dev/null 2>&1
+    timeout "$(cap 170)" $E calibrate --traces traces/llama-3.1-8b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json,traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json,$W/kineto.json \
+      --ranks 2 --strategy nccl,oneshot,twoshot,fused,quant -o "$OUT/calibrated.json" > "$OUT/calibrate.log" 2>&1
+    note "calibrate rc=$?"; tail -5 "$OUT/calibrate.log" >> "$S" ;;
+  fidelity)
+    {
+      echo "### fidelity TP2 (2 GPUs)"
+      timeout "$(cap 200)" $E fidelity "traces/llama-3.1-8b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json,$W/kineto.json" \
+        --topology "$OUT/calibrated.json" --baseline-topology 2x-h200-nvlink --strategy nccl,oneshot,twoshot,fused,quant \
+        --ranks 2 --iters 10 --json "$OUT/fidelity.json"; echo "rc=$?"
+      echo "### fidelity TP1 (1 GPU)"
+      timeout "$(cap 90)" $E fidelity "traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json" --topology "$OUT/calibrated.json" \
+        --baseline-topology 2x-h200-nvlink --strategy nccl --ranks 1 --iters 10 --json "$W/fidelity_tp1.json"; echo "rc=$?"
+      cat "$W/fidelity_tp1.json" 2>/dev/null
+    } > "$OUT/fidelity.log" 2>&1
+    note "fidelity done"; grep -E "^###|^summary|^rc=" "$OUT/fidelity.log" >> "$S" ;;
+  kernels)
+    {
+      echo "### GPU tests (all but stress)"
+      EAGLESIM_TEST_TIMEOUT_S=20 timeout "$(cap 120)" $G --gtest_filter='-Stress.*'; echo "rc=$?"
+      echo "### bench-comm 42 KiB and the trace sizes"
+      timeout "$(cap 40)" $E bench-comm --strategy nccl,oneshot,oneshot_push,twoshot,fused,quant --sizes 32768,43008,57344 --iters 50; echo "rc=$?"
+    } > "$OUT/kernels.log" 2>&1
+    note "kernels done"; grep -E "^\[  (PASSED|FAILED)|FAILED \]|^ +[0-9]+ |rc=" "$OUT/kernels.log" >> "$S" ;;
+  stress)
+    { EAGLESIM_STRESS_SECONDS=15 timeout "$(cap 130)" $G --gtest_filter='Stress.*'; echo "rc=$?"; } >> "$OUT/kernels.log" 2>&1
+    note "stress done"; grep -E "^STRESS|^STALL|time-capped|^\[  (PASSED|FAILED)|FAILED \]" "$OUT/kernels.log" >> "$S" ;;
+  sanitize)
+    for tool in memcheck racecheck synccheck; do
+      [ "$(left)" -lt 25 ] && { note "$tool: SKIPPED (out of time)"; continue; }
+      EAGLESIM_TEST_QUICK=1 EAGLESIM_TEST_TIMEOUT_S=20 timeout "$(cap 60)" compute-sanitizer --tool $tool --report-api-errors no \
+        --error-exitcode 9 $G --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*' \
+        > "$W/$tool.log" 2>&1
+      note "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY|^\[  (PASSED|FAILED)' "$W/$tool.log" | tr '\n' ' ')"
+    done ;;
+  esac
+done
+echo "==== summary"; cat "$S"
