@@ -1,12 +1,171 @@
-// Placeholder: replaced by the real sweep command.
+// eaglesim sweep: capacity planning over models x topologies x weight dtypes x TP x draft
+// tokens x strategies x acceptance rates, simulated. Prints the best configuration per model
+// and topology against plain decoding, lists what cannot run and why, and writes CSV / JSON /
+// a self-contained HTML report on request.
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include "cli/commands.hpp"
+#include "comm/communicator.hpp"
 #include "core/errors.hpp"
+#include "io/atomic_file.hpp"
+#include "model/generator.hpp"
+#include "model/model_config.hpp"
+#include "report/html_report.hpp"
+#include "sweep/sweep_inputs.hpp"
+#include "sweep/sweep_output.hpp"
+#include "sweep/sweep_runner.hpp"
+#include "sweep/thread_pool.hpp"
 
 namespace eaglesim::cli {
 
+namespace {
+
+struct SweepArgs {
+  std::string models;
+  std::string topologies = "all";
+  std::string tps = "1,2,4,8";
+  std::string draft_tokens = "1..8";
+  std::string accept_rates;
+  std::string accept_lens;
+  std::string strategies = "all";
+  std::string drafts = "auto";
+  std::string weight_dtypes = "bf16";
+  std::int64_t kv_len = 4096;
+  double gpu_mem_util = 0.9;
+  int jobs = 0;
+  std::string csv, json, report;
+};
+
+// --draft: "auto" (the head beside each model, if any), "none", one config for every model,
+// or one per model in --model order ("none" allowed per position).
+std::vector<std::string> draft_paths(const SweepArgs& a, const std::vector<std::string>& model_paths) {
+  std::vector<std::string> out(model_paths.size());
+  if (a.drafts == "auto") {
+    for (std::size_t i = 0; i < model_paths.size(); ++i) out[i] = find_draft_beside(model_paths[i]);
+    return out;
+  }
+  if (a.drafts == "none") return out;
+  const std::vector<std::string> items = split_list("--draft", a.drafts);
+  if (items.size() != 1 && items.size() != model_paths.size())
+    throw InputError(fmt::format("--draft: expected auto, none, one config or one per model ({}), got {} items",
+                                 model_paths.size(), items.size()));
+  for (std::size_t i = 0; i < model_paths.size(); ++i) {
+    const std::string& item = items[items.size() == 1 ? 0 : i];
+    out[i] = item == "none" ? "" : resolve_model_path("--draft", item);
+  }
+  return out;
+}
+
+std::vector<Acceptance> acceptances(const SweepArgs& a) {
+  std::vector<Acceptance> out;
+  if (!a.accept_rates.empty())
+    for (double v : parse_number_list("--accept-rate", a.accept_rates, 0.0, 1.0))
+      out.push_back({Acceptance::Mode::rate, v});
+  if (!a.accept_lens.empty())
+    for (double v : parse_number_list("--accept-len", a.accept_lens, 1.0, 1e6))
+      out.push_back({Acceptance::Mode::length, v});
+  if (out.empty()) out.push_back({Acceptance::Mode::rate, 0.7});
+  return out;
+}
+
+void run_sweep_command(const SweepArgs& a) {
+  // Fail on unusable output paths before any work.
+  for (const std::string* path : {&a.csv, &a.json, &a.report})
+    if (!path->empty()) check_writable(*path);
+
+  SweepRequest rq;
+  rq.tps = parse_int_axis("--tp", a.tps, 1, 1024);
+  rq.draft_tokens = parse_int_axis("--draft-tokens", a.draft_tokens, 1, kMaxGenTokens - 1);
+  rq.acceptances = acceptances(a);
+  rq.strategies = parse_strategy_list(a.strategies);
+  rq.weight_dtypes = parse_dtype_list("--weight-dtype", a.weight_dtypes);
+  for (DType d : rq.weight_dtypes)
+    if (d != DType::bf16 && d != DType::fp8 && d != DType::int4)
+      throw InputError(fmt::format("--weight-dtype: expected bf16, fp8 or int4, got {}", to_string(d)));
+  if (a.kv_len < 1) throw InputError(fmt::format("--kv-len: expected a positive integer, got {}", a.kv_len));
+  rq.kv_len = a.kv_len;
+  rq.gpu_mem_util = a.gpu_mem_util;
+  if (a.jobs < 0) throw InputError(fmt::format("-j/--jobs: expected 0 (all cores) or a positive count, got {}", a.jobs));
+  rq.threads = a.jobs;
+  rq.progress = true;
+
+  std::vector<std::string> model_paths;
+  for (const std::string& item : split_list("--model", a.models)) {
+    const std::string path = resolve_model_path("--model", item);
+    if (std::find(model_paths.begin(), model_paths.end(), path) == model_paths.end()) model_paths.push_back(path);
+  }
+  const std::vector<std::string> drafts = draft_paths(a, model_paths);
+  for (std::size_t i = 0; i < model_paths.size(); ++i) {
+    SweepModel m{read_model_config(model_paths[i]), std::nullopt};
+    if (!drafts[i].empty()) {
+      m.draft = read_model_config(drafts[i]);
+      if (!m.draft->is_draft())
+        throw InputError(fmt::format("--draft: {} is not an EAGLE-3 head (model_type {})", drafts[i], m.draft->model_type));
+      spdlog::info("{}: EAGLE-3 head {}", m.target.name, m.draft->name);
+    }
+    rq.models.push_back(std::move(m));
+  }
+
+  std::vector<std::string> topo_paths;
+  for (const std::string& item : split_list("--topology", a.topologies))
+    for (const std::string& path : expand_topology_item("--topology", item))
+      if (std::find(topo_paths.begin(), topo_paths.end(), path) == topo_paths.end()) topo_paths.push_back(path);
+  for (const std::string& path : topo_paths) rq.topologies.push_back(read_topology(path));
+
+  const SweepResults results = run_sweep(rq);
+  // Every output is rendered before any is written, so a failure leaves no partial set.
+  const std::string csv = a.csv.empty() ? "" : sweep_to_csv(results);
+  const std::string json = a.json.empty() ? "" : sweep_to_json(results).dump(2) + "\n";
+  const std::string html = a.report.empty() ? "" : render_sweep_html_report(results);
+  if (!a.csv.empty()) write_file_atomic(a.csv, csv);
+  if (!a.json.empty()) write_file_atomic(a.json, json);
+  if (!a.report.empty()) write_file_atomic(a.report, html);
+
+  fmt::print("{}", sweep_to_table(results));
+  fmt::print("\nSwept {} combinations in {:.2f} s on {} threads.\n", results.rows.size(), results.elapsed_s,
+             results.threads);
+}
+
+}  // namespace
+
 void add_sweep(CLI::App& app) {
-  auto* cmd = app.add_subcommand("sweep", "(not built yet)");
-  cmd->callback([] { throw InputError("sweep: not available in this build yet"); });
+  auto* cmd = app.add_subcommand(
+      "sweep", "Capacity planning: price every model x topology x TP x draft tokens x strategy x acceptance");
+  auto a = std::make_shared<SweepArgs>();
+  cmd->add_option("--model", a->models, "Model configs: names in models/llm (kimi-k2-instruct) or paths, comma-separated")
+      ->required();
+  cmd->add_option("--topology", a->topologies,
+                  "Topologies: preset names, paths or globs (\"8x-*\", \"my/*.json\"), comma-separated; all = every preset")
+      ->capture_default_str();
+  cmd->add_option("--tp", a->tps, "Tensor-parallel sizes: list and/or ranges (1,2,4,8 or 1..8)")->capture_default_str();
+  cmd->add_option("--draft-tokens", a->draft_tokens, "Draft tokens per cycle N: list and/or ranges")->capture_default_str();
+  cmd->add_option("--accept-rate", a->accept_rates,
+                  "Per-position acceptance rates a of a chain draft (E = (1-a^(N+1))/(1-a)), comma-separated "
+                  "(default 0.7 when no --accept-len)");
+  cmd->add_option("--accept-len", a->accept_lens, "Mean accepted tokens per cycle E, comma-separated");
+  cmd->add_option("--strategy", a->strategies, "Allreduce strategies, comma-separated, or all")->capture_default_str();
+  cmd->add_option("--draft", a->drafts,
+                  "EAGLE-3 heads: auto (MODEL-eagle3.json beside each model), none, one config for all, or one per model")
+      ->capture_default_str();
+  cmd->add_option("--weight-dtype", a->weight_dtypes, "Target weight dtypes swept: bf16, fp8, int4 (comma-separated)")
+      ->capture_default_str();
+  cmd->add_option("--kv-len", a->kv_len, "Context length: attention cost and the KV cache in the memory check")
+      ->capture_default_str();
+  cmd->add_option("--gpu-mem-util", a->gpu_mem_util,
+                  "Fraction of GPU memory weights + KV cache may use (the rest: context, activations, buffers)")
+      ->capture_default_str();
+  cmd->add_option("-j,--jobs", a->jobs, "Threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("-o,--output", a->csv, "Write every combination as CSV");
+  cmd->add_option("--json", a->json, "Write the results as JSON (docs/sweep.md)");
+  cmd->add_option("--report", a->report, "Write a self-contained HTML report");
+  cmd->callback([a] { run_sweep_command(*a); });
 }
 
 }  // namespace eaglesim::cli

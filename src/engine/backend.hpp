@@ -4,6 +4,7 @@
 // on real GPUs. Backends register by name; the CLI looks them up.
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct RunOptions {
   int ranks = 0;                     // 0: the trace's tp
   NcclOptions nccl;
   std::vector<double> rank_skew_us;  // sim: per-rank start offset
+  std::vector<double> rank_compute_scale;  // sim: per-rank compute slowdown factor (empty: all 1)
+  std::string op_times = "auto";     // sim: auto | model | measured (see engine/op_pricing.hpp)
   int iters = 20;                    // cuda: timed graph replays
   int warmup = 5;
   double timeout_s = 30;             // cuda: an allreduce not done by then aborts the run (exit 3)
@@ -33,10 +36,21 @@ class Backend {
                               const Topology* topo, const RunOptions& opts) = 0;
 };
 
+// A backend throws this from run_step when the strategy cannot run there (world size, no P2P,
+// message too large, kernel not built). The report lists the strategy as unsupported with
+// what(), instead of failing the run.
+class StrategyUnsupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 void register_backend(const std::string& name, BackendFactory factory);
 // InputError for unknown names; DeviceError ("built without CUDA") for "cuda" when absent.
 std::unique_ptr<Backend> make_backend(const std::string& name);
 std::vector<std::string> backend_names();
+// Registers the backends built into the host library ("sim"). Static initialisers in a static
+// library are dropped by the linker, so commands call this explicitly (idempotent).
+void register_builtin_backends();
 
 }  // namespace eaglesim

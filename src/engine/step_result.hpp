@@ -22,6 +22,8 @@ struct StepResult {
   double compute_us = 0;            // everything else
   int allreduce_count = 0;
   double allreduce_mean_us = 0;
+  int critical_rank = 0;            // the rank the split above is taken from (finishes last)
+  std::vector<double> rank_wait_us; // per rank: time spent waiting in collectives for the last arrival
   Timeline timeline;
   std::vector<std::string> notes;   // extrapolations, fallbacks, rank substitutions
 };

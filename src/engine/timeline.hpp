@@ -1,5 +1,6 @@
 #pragma once
 // Per-rank spans of one simulated or measured step; printed as Chrome-trace JSON for Perfetto.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,9 @@ struct Span {
   double start_us = 0;
   double end_us = 0;
   double wait_us = 0;      // collectives: time this rank waited for the last arrival
-  std::string detail;      // shape/bytes/algorithm, shown in the span's args
+  std::string detail;      // algorithm / cost source, shown in the span's args
+  std::string shape;       // the op's shape string (Op::shape_string)
+  std::int64_t bytes = 0;  // collectives: message size
 };
 
 struct Timeline {

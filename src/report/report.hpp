@@ -17,7 +17,8 @@ struct Acceptance {
   Mode mode = Mode::rate;
   double value = 0.7;
   double tokens_per_cycle(int draft_tokens) const;
-  std::string describe() const;  // e.g. "accept rate a=0.70 per position (chain), E=2.53 for N=3"
+  std::string describe() const;  // e.g. "accept rate a=0.70 per position (chain)"
+  std::string describe(int draft_tokens) const;  // adds E: "..., E=2.53 for N=3"
 };
 
 struct Scenario {

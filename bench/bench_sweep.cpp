@@ -1,0 +1,115 @@
+// Sweep throughput: Kimi-K2 scenarios priced per second on one core. A scenario is one
+// (topology, TP, draft tokens, strategy, acceptance) priced by the simulator, as `eaglesim
+// sweep` does it: traces generated once per (TP, draft tokens) and reused, draft/decode steps
+// shared across draft-token counts, acceptance applied in the arithmetic only. Target: at least
+// 10,000 scenarios/s per core. The other benchmarks split the cost into its parts.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "comm/communicator.hpp"
+#include "engine/sim_backend.hpp"
+#include "model/generator.hpp"
+#include "model/model_config.hpp"
+#include "sweep/sweep_inputs.hpp"
+#include "sweep/sweep_runner.hpp"
+
+using namespace eaglesim;
+
+namespace {
+
+ModelConfig config(const std::string& name) {
+  return read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/" + name + ".json");
+}
+
+std::vector<Topology> all_presets() {
+  std::vector<Topology> out;
+  for (const std::string& name : preset_names("topologies")) out.push_back(read_topology(resolve_topology_path(name)));
+  return out;
+}
+
+SweepRequest kimi_request() {
+  SweepRequest rq;
+  rq.models.push_back({config("kimi-k2-instruct"), config("kimi-k2-eagle3")});
+  rq.topologies = all_presets();
+  rq.weight_dtypes = {DType::fp8, DType::int4};
+  rq.tps = {1, 2, 4, 8};
+  rq.draft_tokens = {1, 2, 3, 4, 5, 6, 7, 8};
+  rq.acceptances = {{Acceptance::Mode::rate, 0.5}, {Acceptance::Mode::rate, 0.7}};
+  rq.strategies = parse_strategy_list("all");
+  rq.threads = 1;
+  rq.waterfalls = false;
+  return rq;
+}
+
+void BM_SweepKimiK2(benchmark::State& state) {
+  const SweepRequest rq = kimi_request();
+  std::size_t priced = 0, combos = 0, steps = 0, traces = 0;
+  for (auto _ : state) {
+    const SweepResults res = run_sweep(rq);
+    priced = 0;
+    for (const SweepRow& r : res.rows) priced += r.ok();
+    combos = res.rows.size();
+    steps = res.steps_priced;
+    traces = res.traces_generated;
+    benchmark::DoNotOptimize(res.rows.data());
+  }
+  state.counters["scenarios"] = static_cast<double>(priced);
+  state.counters["combinations"] = static_cast<double>(combos);
+  state.counters["step_sims"] = static_cast<double>(steps);
+  state.counters["traces"] = static_cast<double>(traces);
+  state.counters["scenarios_per_s"] =
+      benchmark::Counter(static_cast<double>(priced) * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SweepKimiK2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// One simulated Kimi-K2 verify step (TP8, 4 tokens) per strategy on the first preset with 8 GPUs.
+void BM_SimulateKimiVerify(benchmark::State& state) {
+  const std::vector<std::string> strategies = parse_strategy_list("all");
+  const std::string strategy = strategies.at(static_cast<std::size_t>(state.range(0)));
+  Topology topo;
+  for (const Topology& t : all_presets())
+    if (t.gpu_count >= 8) {
+      topo = t;
+      break;
+    }
+  GenOptions g;
+  g.tp = 8;
+  g.tokens = 4;
+  g.weight_dtype = DType::int4;
+  const Trace trace = generate_trace(config("kimi-k2-instruct"), g);
+  SimBackend backend;
+  RunOptions opts;
+  opts.ranks = 8;
+  for (auto _ : state) {
+    try {
+      StepResult r = backend.run_step(trace, trace.verify(), strategy, &topo, opts);
+      benchmark::DoNotOptimize(r.step_us);
+    } catch (const StrategyUnsupported&) {
+      state.SkipWithError("strategy unsupported on this topology");
+      break;
+    }
+  }
+  state.SetLabel(strategy + " on " + topo.name + ", " + std::to_string(trace.verify().ops.size()) + " ops x 8 ranks");
+  state.counters["ops_per_s"] = benchmark::Counter(static_cast<double>(trace.verify().ops.size()) * state.iterations(),
+                                                   benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SimulateKimiVerify)->DenseRange(0, 6)->Unit(benchmark::kMicrosecond);
+
+void BM_GenerateKimiTrace(benchmark::State& state) {
+  const ModelConfig m = config("kimi-k2-instruct");
+  const ModelConfig d = config("kimi-k2-eagle3");
+  GenOptions g;
+  g.tp = 8;
+  g.tokens = 4;
+  g.draft = d;
+  for (auto _ : state) {
+    Trace t = generate_trace(m, g);
+    benchmark::DoNotOptimize(t.steps.data());
+  }
+}
+BENCHMARK(BM_GenerateKimiTrace)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

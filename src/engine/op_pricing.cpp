@@ -1,0 +1,213 @@
+#include "engine/op_pricing.hpp"
+
+#include <cstring>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace eaglesim {
+
+OpTimes parse_op_times(const std::string& name) {
+  if (name == "auto") return OpTimes::automatic;
+  if (name == "model") return OpTimes::model;
+  if (name == "measured") return OpTimes::measured;
+  throw InputError(fmt::format("--op-times: expected auto, model or measured, got '{}'", name));
+}
+
+const char* to_string(OpTimes t) {
+  switch (t) {
+    case OpTimes::automatic: return "auto";
+    case OpTimes::model: return "model";
+    case OpTimes::measured: return "measured";
+  }
+  return "?";
+}
+
+namespace {
+
+bool in_fusion_layer(const Op& follower, int ar_layer) {
+  return follower.layer == ar_layer || follower.layer == ar_layer + 1 || follower.layer == -1;
+}
+
+// The fields a compute cost can depend on. A trace repeats the same few shapes once per layer
+// (61 times for Kimi-K2), so pricing each distinct shape once keeps planning cheap.
+struct ShapeKey {
+  std::int64_t v[17];
+  bool operator==(const ShapeKey& o) const { return std::memcmp(v, o.v, sizeof v) == 0; }
+};
+
+ShapeKey shape_key(const Op& op) {
+  ShapeKey key{};
+  double us = op.kind == OpKind::other && op.us ? *op.us : 0.0;
+  std::int64_t us_bits;
+  std::memcpy(&us_bits, &us, sizeof us_bits);
+  std::int64_t fields[17] = {static_cast<std::int64_t>(op.kind),
+                             op.m, op.n, op.k, op.tokens, op.experts, op.hidden, op.bytes,
+                             op.q_tokens, op.kv_len, op.heads, op.kv_heads, op.head_dim,
+                             static_cast<std::int64_t>(op.variant), op.kv_lora_rank * 65536 + op.rope_dim,
+                             static_cast<std::int64_t>(op.dtype), us_bits};
+  std::memcpy(key.v, fields, sizeof fields);
+  return key;
+}
+
+struct ShapeKeyHash {
+  // Independent multiplies (no serial chain as in FNV) keep the per-op lookup cheap; the final
+  // xor-shift spreads high bits into the bucket index.
+  std::size_t operator()(const ShapeKey& k) const {
+    std::uint64_t h = 0;
+    for (int i = 0; i < 17; ++i)
+      h += static_cast<std::uint64_t>(k.v[i]) * (0x9E3779B97F4A7C15ull + 2ull * static_cast<std::uint64_t>(i) * 0x632BE59BD9B4E019ull);
+    h ^= h >> 32;
+    h *= 0xD6E8FEB86659FD93ull;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+};
+
+struct CommKey {
+  std::int64_t bytes;
+  DType dtype;
+  bool operator==(const CommKey& o) const { return bytes == o.bytes && dtype == o.dtype; }
+};
+struct CommKeyHash {
+  std::size_t operator()(const CommKey& k) const {
+    return std::hash<std::int64_t>()(k.bytes * 8 + static_cast<std::int64_t>(k.dtype));
+  }
+};
+
+// Interns detail strings so that PricedOps carry an index, not a string.
+class DetailTable {
+ public:
+  explicit DetailTable(std::vector<std::string>& out) : out_(out) {}
+  int id(const std::string& s) {
+    auto it = ids_.find(s);
+    if (it != ids_.end()) return it->second;
+    out_.push_back(s);
+    int i = static_cast<int>(out_.size()) - 1;
+    ids_.emplace(s, i);
+    return i;
+  }
+
+ private:
+  std::vector<std::string>& out_;
+  std::unordered_map<std::string, int> ids_;
+};
+
+}  // namespace
+
+int fusable_followers(const std::vector<Op>& ops, std::size_t i) {
+  const Op& ar = ops[i];
+  std::size_t j = i + 1;
+  if (j < ops.size() && ops[j].kind == OpKind::residual_add && in_fusion_layer(ops[j], ar.layer)) ++j;
+  if (j < ops.size() && ops[j].kind == OpKind::rmsnorm && in_fusion_layer(ops[j], ar.layer))
+    return static_cast<int>(j + 1 - (i + 1));
+  return 0;  // no norm to fuse into: the kernel has nothing to absorb
+}
+
+StepPlan plan_step(const Step& step, const PricingOptions& opts) {
+  StepPlan plan;
+  plan.step = step.name;
+  plan.ops.reserve(step.ops.size());
+  DetailTable details(plan.details);
+  const int d_model = details.id("model");
+  const int d_measured = details.id("measured");
+  const int d_calibrated = details.id("calibrated");
+  const int d_extrapolated = details.id("model (outside calibration)");
+
+  std::unordered_map<ShapeKey, OpCost, ShapeKeyHash> compute_memo(64);
+  std::unordered_map<CommKey, std::pair<double, int>, CommKeyHash> comm_memo;
+  const bool fuses = opts.comm && opts.comm->fuses_residual_norm();
+  int n_model = 0, n_measured = 0, n_fallback = 0, n_extrapolated = 0;
+  int n_fused = 0, n_absorbed = 0, n_unfused = 0, n_comm_extra = 0;
+
+  for (std::size_t i = 0; i < step.ops.size(); ++i) {
+    const Op& op = step.ops[i];
+    PricedOp p;
+    p.op_index = static_cast<int>(i);
+    p.kind = op.kind;
+    p.layer = op.layer;
+    if (op.is_comm()) {
+      if (!opts.comm)
+        throw InputError(fmt::format("step {}: op {} ('{}') is an allreduce but no strategy was given",
+                                     step.name, i, op.name));
+      p.collective = true;
+      CommKey key{op.bytes, op.dtype};
+      auto it = comm_memo.find(key);
+      if (it == comm_memo.end()) {
+        CommQuery q = opts.query;
+        q.bytes = op.bytes;
+        q.dtype = op.dtype;
+        CommCost c = opts.comm->cost(q);
+        if (c.extrapolated) ++n_comm_extra;
+        it = comm_memo.emplace(key, std::make_pair(c.us, details.id(c.detail.empty() ? opts.comm->name() : c.detail)))
+                 .first;
+      }
+      p.us = it->second.first;
+      p.detail = it->second.second;
+      if (fuses) {
+        int absorbed = fusable_followers(step.ops, i);
+        if (absorbed > 0) {
+          p.absorbed = absorbed;
+          ++n_fused;
+          n_absorbed += absorbed;
+          i += static_cast<std::size_t>(absorbed);
+        } else {
+          ++n_unfused;
+        }
+      }
+      plan.ops.push_back(p);
+      continue;
+    }
+
+    bool use_measured = opts.op_times == OpTimes::measured ||
+                        (opts.op_times == OpTimes::automatic && opts.trace_imported && op.us.has_value());
+    if (opts.op_times == OpTimes::measured && !op.us)
+      throw InputError(fmt::format("--op-times measured: step {} op {} ('{}', {}) has no measured 'us'; "
+                                   "use --op-times auto or model",
+                                   step.name, i, op.name, to_string(op.kind)));
+    if (use_measured) {
+      p.us = *op.us;
+      p.detail = d_measured;
+      ++n_measured;
+    } else {
+      if (!opts.compute_cost)
+        throw InputError(fmt::format("step {}: op {} ('{}') needs the compute model but no topology was given",
+                                     step.name, i, op.name));
+      ShapeKey key = shape_key(op);
+      auto it = compute_memo.find(key);
+      if (it == compute_memo.end()) it = compute_memo.emplace(key, opts.compute_cost(op)).first;
+      const OpCost& c = it->second;
+      p.us = c.us;
+      p.detail = c.measured ? d_measured : c.extrapolated ? d_extrapolated : c.calibrated ? d_calibrated : d_model;
+      if (c.measured) ++n_measured;
+      else ++n_model;
+      if (c.extrapolated) ++n_extrapolated;
+      if (opts.op_times == OpTimes::automatic && opts.trace_imported && op.kind != OpKind::other) ++n_fallback;
+    }
+    plan.ops.push_back(p);
+  }
+
+  const std::string& s = step.name;
+  if (n_measured > 0 && n_model > 0)
+    plan.notes.push_back(fmt::format("{}: {} compute ops from measured times, {} from the cost model", s,
+                                     n_measured, n_model));
+  if (n_fallback > 0)
+    plan.notes.push_back(fmt::format("{}: {} ops of the imported trace had no measured time: cost model used", s,
+                                     n_fallback));
+  if (n_extrapolated > 0)
+    plan.notes.push_back(fmt::format("{}: {} op shapes outside the calibration tables: cost model used", s,
+                                     n_extrapolated));
+  if (n_comm_extra > 0)
+    plan.notes.push_back(fmt::format("{}: {} allreduce sizes outside the calibration table: cost model used", s,
+                                     n_comm_extra));
+  if (n_fused > 0)
+    plan.notes.push_back(fmt::format("{}: {} allreduce{} fused with the {} residual_add/rmsnorm ops after them", s,
+                                     n_fused, n_fused == 1 ? "" : "s", n_absorbed));
+  if (n_unfused > 0)
+    plan.notes.push_back(fmt::format("{}: {} allreduce{} not followed by an rmsnorm: run unfused", s, n_unfused,
+                                     n_unfused == 1 ? "" : "s"));
+  return plan;
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,69 @@
+#pragma once
+// Pricing a step for the simulator: every op gets a duration once, before any rank walks the
+// step, so the event loop itself only adds numbers. Compute ops are priced by a cost function
+// (the compute model, or the op's own measured `us`); allreduces always by the strategy's
+// communicator, which is the point of an A/B run: a measured allreduce is never reused as a
+// cost. A communicator that fuses residual_add + rmsnorm into its allreduce absorbs those ops
+// here, so they vanish from the step.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "cost/compute_model.hpp"
+#include "trace/op.hpp"
+#include "trace/trace.hpp"
+
+namespace eaglesim {
+
+// Where compute-op durations come from.
+//   auto:     the op's measured `us` if the trace was imported (recorded), the cost model otherwise
+//   model:    always the cost model
+//   measured: always the op's `us` (InputError if an op has none)
+enum class OpTimes { automatic, model, measured };
+OpTimes parse_op_times(const std::string& name);  // InputError naming the choices
+const char* to_string(OpTimes t);
+
+using ComputeCostFn = std::function<OpCost(const Op&)>;
+
+struct PricingOptions {
+  const Communicator* comm = nullptr;  // required when the step has allreduces
+  CommQuery query;                     // topo, ranks, nccl knobs; bytes/dtype are filled per op
+  ComputeCostFn compute_cost;          // required unless every compute op uses its measured `us`
+  OpTimes op_times = OpTimes::automatic;
+  bool trace_imported = false;         // TraceMeta::source == "imported"
+};
+
+// One op of a step after pricing and fusion.
+struct PricedOp {
+  int op_index = 0;        // index into Step::ops
+  int absorbed = 0;        // ops after op_index fused into this one (0 or 2 / 1)
+  OpKind kind = OpKind::other;
+  int layer = -1;
+  int stream = 0;          // index into StepPlan::stream_names
+  int depends_on = -1;     // an earlier PricedOp (other stream) this one waits for; -1: none
+  bool collective = false;
+  double us = 0;           // compute: duration at slowdown 1; collective: cost after the last arrival
+  int detail = -1;         // index into StepPlan::details (cost source / algorithm)
+};
+
+struct StepPlan {
+  std::string step;
+  std::vector<PricedOp> ops;
+  std::vector<std::string> stream_names{"compute"};
+  std::vector<std::string> details;  // shared strings referenced by PricedOp::detail
+  bool has_dependencies = false;     // any PricedOp::depends_on >= 0
+  std::vector<std::string> notes;
+};
+
+// Prices every op of `step`. Throws InputError (measured times missing, no communicator for
+// an allreduce, no cost function).
+StepPlan plan_step(const Step& step, const PricingOptions& opts);
+
+// True when `comm` would absorb ops[i+1..] into the allreduce at ops[i]; returns how many.
+// Rule: the allreduce is followed, immediately, by an optional residual_add and then an
+// rmsnorm, both in the allreduce's layer, the next layer (the next layer's input norm), or
+// outside any layer (the final norm after the last layer).
+int fusable_followers(const std::vector<Op>& ops, std::size_t i);
+
+}  // namespace eaglesim

@@ -1,0 +1,54 @@
+#include "engine/sim_backend.hpp"
+
+#include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "cost/compute_model.hpp"
+#include "engine/event_engine.hpp"
+#include "engine/op_pricing.hpp"
+
+namespace eaglesim {
+
+StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std::string& strategy,
+                                const Topology* topo, const RunOptions& opts) {
+  if (!topo) throw InputError("--backend sim needs a topology (--topology NAME or FILE)");
+  const int ranks = opts.ranks > 0 ? opts.ranks : trace.meta.tp;
+  if (ranks > topo->gpu_count)
+    throw InputError(fmt::format("--ranks {}: topology '{}' has only {} GPUs", ranks, topo->name, topo->gpu_count));
+
+  const Communicator& comm = find_communicator(strategy);
+  std::set<std::int64_t> sizes;
+  for (const Op& op : step.ops)
+    if (op.is_comm()) sizes.insert(op.bytes);
+  for (std::int64_t bytes : sizes) {
+    CommSupport sup = comm.supports(*topo, ranks, bytes);
+    if (!sup.ok) throw StrategyUnsupported(sup.reason);
+  }
+
+  PricingOptions po;
+  po.comm = &comm;
+  po.query.topo = topo;
+  po.query.ranks = ranks;
+  po.query.nccl = opts.nccl;
+  po.compute_cost = [topo](const Op& op) { return compute_cost(op, *topo); };
+  po.op_times = parse_op_times(opts.op_times);
+  po.trace_imported = trace.meta.source == "imported";
+  StepPlan plan = plan_step(step, po);
+
+  EngineOptions eo;
+  eo.ranks = ranks;
+  eo.start_offset_us = opts.rank_skew_us;
+  eo.compute_scale = opts.rank_compute_scale;
+  eo.want_timeline = opts.want_timeline;
+  return simulate_step(step, plan, eo);
+}
+
+void register_builtin_backends() {
+  static std::once_flag once;
+  std::call_once(once, [] { register_backend("sim", [] { return std::make_unique<SimBackend>(); }); });
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,22 @@
+#pragma once
+// Self-contained HTML reports: one file, no network access needed (no CDN, no web fonts). The
+// page embeds its data as JSON (<script type="application/json" id="eaglesim-data">, exactly
+// the document --json writes for the same run) and the per-rank timelines for the waterfall
+// (id="eaglesim-timelines"); a small embedded script draws the headline, the charts (inline
+// SVG) and the tables from them. Callers write the text with write_file_atomic.
+#include <string>
+
+#include "report/report.hpp"
+#include "sweep/sweep_result.hpp"
+
+namespace eaglesim {
+
+// `eaglesim run --report`: the strategies of one scenario. The waterfall shows the verify
+// timelines present in the results (run with RunOptions::want_timeline to have them).
+std::string render_html_report(const Report& report);
+
+// `eaglesim sweep --report`: the whole grid, the best configuration per model and topology,
+// and the waterfall of each model's fastest configuration.
+std::string render_sweep_html_report(const SweepResults& results);
+
+}  // namespace eaglesim

@@ -1,0 +1,92 @@
+#include "report/printers.hpp"
+
+#include "report/evaluate.hpp"
+
+namespace eaglesim {
+
+namespace {
+using json = nlohmann::ordered_json;
+
+json step_notes(const StrategyResult& r) {
+  json notes = json::array();
+  for (const auto& n : r.verify.notes) notes.push_back(n);
+  if (r.draft)
+    for (const auto& n : r.draft->notes) notes.push_back(n);
+  if (r.decode)
+    for (const auto& n : r.decode->notes) notes.push_back(n);
+  return notes;
+}
+
+json kind_breakdown(const StepResult& s) {
+  json out = json::object();
+  for (int k = 0; k < kOpKindCount; ++k)
+    if (s.kind_us[static_cast<std::size_t>(k)] > 0) out[to_string(static_cast<OpKind>(k))] = s.kind_us[static_cast<std::size_t>(k)];
+  return out;
+}
+
+json result_json(const Report& report, const StrategyResult& r) {
+  json j;
+  j["strategy"] = r.strategy;
+  j["supported"] = r.supported;
+  if (!r.supported) {
+    // Same keys as a supported result, so consumers need no special case beyond null checks.
+    for (const char* key : {"verify_us", "compute_us", "comm_us", "comm_fraction", "allreduce_count",
+                            "allreduce_mean_us", "draft_us", "decode_us", "tokens_per_cycle", "tokens_per_s",
+                            "speedup_vs_decode", "breakeven_accept_rate"})
+      j[key] = nullptr;
+    j["reason"] = r.reason;
+    return j;
+  }
+  const bool has_decode = r.decode_us > 0;
+  j["verify_us"] = r.verify_us;
+  j["compute_us"] = r.compute_us;
+  j["comm_us"] = r.comm_us;
+  j["comm_fraction"] = r.comm_fraction;
+  j["allreduce_count"] = r.allreduce_count;
+  j["allreduce_mean_us"] = r.allreduce_mean_us;
+  j["draft_us"] = r.draft_us;
+  j["decode_us"] = has_decode ? json(r.decode_us) : json(nullptr);
+  j["tokens_per_cycle"] = r.tokens_per_cycle;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["speedup_vs_decode"] = has_decode ? json(r.speedup_vs_decode) : json(nullptr);
+  j["breakeven_accept_rate"] = r.breakeven_accept_rate ? json(*r.breakeven_accept_rate) : json(nullptr);
+  // Extras.
+  j["breakeven_accept_len"] = has_decode ? json(r.breakeven_accept_len) : json(nullptr);
+  j["cycle_us"] = r.cycle_us;
+  j["decode_tokens_per_s"] = has_decode ? json(r.decode_tokens_per_s) : json(nullptr);
+  j["speedup_vs_first"] = speedup_vs_reference(report, r);
+  j["draft_step_us"] = r.draft ? json(r.draft->step_us) : json(nullptr);
+  j["critical_rank"] = r.verify.critical_rank;
+  j["verify_kind_us"] = kind_breakdown(r.verify);
+  j["verify_spread"] = {{"min_us", r.verify.step_us_min}, {"max_us", r.verify.step_us_max}, {"samples", r.verify.samples}};
+  j["notes"] = step_notes(r);
+  return j;
+}
+}  // namespace
+
+nlohmann::ordered_json report_to_json(const Report& report) {
+  const Scenario& sc = report.scenario;
+  json scenario;
+  scenario["trace"] = sc.trace_file;
+  scenario["model"] = sc.model;
+  scenario["topology"] = sc.topology;
+  scenario["backend"] = sc.backend;
+  scenario["tp"] = sc.tp;
+  scenario["ranks"] = sc.ranks;
+  scenario["draft_tokens"] = sc.draft_tokens;
+  scenario["acceptance"] = {{"mode", sc.acceptance.mode == Acceptance::Mode::rate ? "rate" : "length"},
+                            {"value", sc.acceptance.value},
+                            {"tokens_per_cycle", sc.acceptance.tokens_per_cycle(sc.draft_tokens)},
+                            {"description", sc.acceptance.describe(sc.draft_tokens)}};
+  scenario["notes"] = sc.notes;
+  json results = json::array();
+  for (const StrategyResult& r : report.results) results.push_back(result_json(report, r));
+  const StrategyResult* best = best_result(report);
+  json doc;
+  doc["scenario"] = std::move(scenario);
+  doc["results"] = std::move(results);
+  doc["best"] = best ? json(best->strategy) : json(nullptr);
+  return doc;
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,22 @@
+#pragma once
+// Report printers: the A/B table (stdout), JSON (schema in docs/report-format.md), CSV, and the
+// verify-step timelines of every strategy as one Chrome-trace / Perfetto file. All return text;
+// the caller writes files with write_file_atomic.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "report/report.hpp"
+
+namespace eaglesim {
+
+std::string report_to_table(const Report& report);
+nlohmann::ordered_json report_to_json(const Report& report);
+std::string report_to_csv(const Report& report);
+std::string report_to_chrome_trace(const Report& report);  // supported strategies' verify timelines
+
+// Speed-up of `r` over the reference (first supported) strategy; 0 when not comparable.
+double speedup_vs_reference(const Report& report, const StrategyResult& r);
+const StrategyResult* reference_result(const Report& report);
+
+}  // namespace eaglesim

@@ -1,0 +1,140 @@
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "report/evaluate.hpp"
+#include "report/printers.hpp"
+
+namespace eaglesim {
+
+const StrategyResult* reference_result(const Report& report) {
+  for (const StrategyResult& r : report.results)
+    if (r.supported) return &r;
+  return nullptr;
+}
+
+double speedup_vs_reference(const Report& report, const StrategyResult& r) {
+  const StrategyResult* ref = reference_result(report);
+  if (!ref || !r.supported || ref->tokens_per_s <= 0) return 0.0;
+  return r.tokens_per_s / ref->tokens_per_s;
+}
+
+namespace {
+
+std::string scenario_line(const Scenario& sc) {
+  return fmt::format("scenario: {} (tp={}, {} ranks) on {}, backend {}, trace {}\nacceptance: {}",
+                     sc.model, sc.tp, sc.ranks, sc.topology, sc.backend, sc.trace_file,
+                     sc.acceptance.describe(sc.draft_tokens));
+}
+
+std::string breakeven_cell(const StrategyResult& r) {
+  if (r.decode_us <= 0) return "n/a";
+  if (!r.breakeven_accept_rate) return "none";
+  return fmt::format("{:.2f}", *r.breakeven_accept_rate);
+}
+
+std::string pays_off_line(const Scenario& sc, const StrategyResult& best) {
+  if (best.decode_us <= 0) return "EAGLE-3 payoff unknown: the trace has no decode step";
+  std::string be = best.breakeven_accept_rate
+                       ? fmt::format("break-even a={:.2f}, E*={:.2f}", *best.breakeven_accept_rate, best.breakeven_accept_len)
+                       : fmt::format("no acceptance breaks even: E*={:.2f} > N+1={}", best.breakeven_accept_len,
+                                     sc.draft_tokens + 1);
+  if (best.speedup_vs_decode > 1.0)
+    return fmt::format("EAGLE-3 pays off: {:.2f}x plain decoding ({})", best.speedup_vs_decode, be);
+  return fmt::format("EAGLE-3 does not pay off: {:.2f}x plain decoding ({})", best.speedup_vs_decode, be);
+}
+
+}  // namespace
+
+std::string report_to_table(const Report& report) {
+  const StrategyResult* ref = reference_result(report);
+  const std::string vs_ref = ref ? "vs " + ref->strategy : "vs first";
+  const std::vector<std::string> header{"strategy",  "ok",      "verify us", "compute us", "comm us",
+                                        "comm %",    "#AR",     "AR mean us", "draft us",  "decode us",
+                                        "tok/cycle", "tok/s",   "vs decode", "break-even a", vs_ref};
+  std::vector<std::vector<std::string>> rows;
+  for (const StrategyResult& r : report.results) {
+    if (!r.supported) {
+      std::vector<std::string> row(header.size(), "-");
+      row[0] = r.strategy;
+      row[1] = "no";
+      rows.push_back(row);
+      continue;
+    }
+    rows.push_back({r.strategy,
+                    "yes",
+                    fmt::format("{:.1f}", r.verify_us),
+                    fmt::format("{:.1f}", r.compute_us),
+                    fmt::format("{:.1f}", r.comm_us),
+                    fmt::format("{:.1f}", 100.0 * r.comm_fraction),
+                    fmt::format("{}", r.allreduce_count),
+                    fmt::format("{:.2f}", r.allreduce_mean_us),
+                    fmt::format("{:.1f}", r.draft_us),
+                    r.decode_us > 0 ? fmt::format("{:.1f}", r.decode_us) : "n/a",
+                    fmt::format("{:.2f}", r.tokens_per_cycle),
+                    fmt::format("{:.1f}", r.tokens_per_s),
+                    r.decode_us > 0 ? fmt::format("{:.2f}x", r.speedup_vs_decode) : "n/a",
+                    breakeven_cell(r),
+                    fmt::format("{:.2f}x", speedup_vs_reference(report, r))});
+  }
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c > 0) s += "  ";
+      // Names left-aligned, numbers right-aligned.
+      s += c == 0 ? fmt::format("{:<{}}", cells[c], width[c]) : fmt::format("{:>{}}", cells[c], width[c]);
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s + "\n";
+  };
+
+  std::string out = scenario_line(report.scenario) + "\n\n";
+  out += line(header);
+  std::size_t total = 0;
+  for (std::size_t w : width) total += w;
+  out += std::string(total + 2 * (width.size() - 1), '-') + "\n";
+  for (const auto& row : rows) out += line(row);
+
+  bool any_unsupported = false;
+  for (const StrategyResult& r : report.results)
+    if (!r.supported) {
+      if (!any_unsupported) out += "\nunsupported:\n";
+      any_unsupported = true;
+      out += fmt::format("  {}: {}\n", r.strategy, r.reason);
+    }
+
+  std::vector<std::string> notes = report.scenario.notes;
+  for (const StrategyResult& r : report.results) {
+    if (!r.supported) continue;
+    for (const std::string& n : r.verify.notes) notes.push_back(r.strategy + ": " + n);
+    if (r.draft)
+      for (const std::string& n : r.draft->notes) notes.push_back(r.strategy + ": " + n);
+    if (r.decode)
+      for (const std::string& n : r.decode->notes) notes.push_back(r.strategy + ": " + n);
+  }
+  if (!notes.empty()) {
+    out += "\nnotes:\n";
+    for (const std::string& n : notes) out += "  - " + n + "\n";
+  }
+
+  out += "\n";
+  const StrategyResult* best = best_result(report);
+  if (!best) {
+    out += "best: none (no strategy can run on this topology)\n";
+    return out;
+  }
+  out += fmt::format("best: {} ({:.1f} tok/s, verify {:.1f} us, {:.2f}x {}); {}\n", best->strategy,
+                     best->tokens_per_s, best->verify_us, speedup_vs_reference(report, *best), ref->strategy,
+                     pays_off_line(report.scenario, *best));
+  if (const StrategyResult* bound = ideal_result(report); bound && bound != best && bound->tokens_per_s > 0)
+    out += fmt::format("bound: ideal (free allreduces) {:.1f} tok/s; {} reaches {:.0f}% of it\n", bound->tokens_per_s,
+                       best->strategy, 100.0 * best->tokens_per_s / bound->tokens_per_s);
+  return out;
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,35 @@
+#include "sweep/memory_check.hpp"
+
+#include <fmt/format.h>
+
+namespace eaglesim {
+
+MemoryNeed memory_needed(const ModelConfig& target, const ModelConfig* draft, int tp, DType weight_dtype,
+                         std::int64_t kv_len) {
+  MemoryNeed need;
+  need.weight_bytes = weight_bytes_per_rank(target, tp, weight_dtype);
+  need.kv_bytes = kv_cache_bytes_per_token_per_rank(target, tp) * static_cast<double>(kv_len);
+  if (draft) {
+    need.draft_weight_bytes = weight_bytes_per_rank(*draft, tp, DType::bf16);
+    need.kv_bytes += kv_cache_bytes_per_token_per_rank(*draft, tp) * static_cast<double>(kv_len);
+  }
+  return need;
+}
+
+MemoryVerdict check_memory(const MemoryNeed& need, const GpuSpec& gpu, double gpu_mem_util) {
+  MemoryVerdict v;
+  v.need_gb = need.total_bytes() / 1e9;
+  v.usable_gb = gpu.mem_gb * gpu_mem_util;
+  if (gpu.mem_gb <= 0) return v;
+  v.fits = v.need_gb <= v.usable_gb;
+  if (!v.fits) {
+    v.reason = fmt::format(
+        "needs {:.1f} GB per GPU (weights {:.1f} + draft head {:.1f} + KV cache {:.1f}), "
+        "{} has {:.1f} GB usable ({:.0f}% of {:.0f} GB)",
+        v.need_gb, need.weight_bytes / 1e9, need.draft_weight_bytes / 1e9, need.kv_bytes / 1e9, gpu.name,
+        v.usable_gb, gpu_mem_util * 100.0, gpu.mem_gb);
+  }
+  return v;
+}
+
+}  // namespace eaglesim

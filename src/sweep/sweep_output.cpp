@@ -1,0 +1,247 @@
+#include "sweep/sweep_output.hpp"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace eaglesim {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+double round_to(double v, int digits) {
+  const double scale = std::pow(10.0, digits);
+  const double r = std::round(v * scale) / scale;
+  return r == 0 ? 0.0 : r;  // no "-0"
+}
+double us(double v) { return round_to(v, 3); }
+double rate(double v) { return round_to(v, 6); }
+double gb(double v) { return round_to(v, 3); }
+
+const char* mode_name(const Acceptance& a) { return a.mode == Acceptance::Mode::rate ? "rate" : "length"; }
+
+// One row as ordered (key, value) pairs; JSON and CSV both come from this list so they cannot
+// disagree on names, order or rounding.
+std::vector<std::pair<const char*, json>> row_fields(const SweepRow& r) {
+  const bool ok = r.ok();
+  const bool mem_known = r.unfit != UnfitKind::tp_exceeds_gpus && r.unfit != UnfitKind::tp_sharding;
+  auto metric = [&](double v) { return ok ? json(v) : json(nullptr); };
+  return {
+      {"index", r.index},
+      {"model", r.model},
+      {"draft_model", r.draft_model},
+      {"topology", r.topology},
+      {"gpu", r.gpu},
+      {"gpu_count", r.gpu_count},
+      {"weight_dtype", to_string(r.weight_dtype)},
+      {"tp", r.tp},
+      {"draft_tokens", r.draft_tokens},
+      {"accept_mode", mode_name(r.acceptance)},
+      {"accept_value", r.acceptance.value},
+      {"strategy", r.strategy},
+      {"status", to_string(r.unfit)},
+      {"reason", r.reason},
+      {"mem_need_gb", mem_known ? json(gb(r.mem_need_gb)) : json(nullptr)},
+      {"mem_usable_gb", mem_known ? json(gb(r.mem_usable_gb)) : json(nullptr)},
+      {"verify_us", metric(us(r.verify_us))},
+      {"verify_compute_us", metric(us(r.verify_compute_us))},
+      {"verify_allreduce_us", metric(us(r.verify_allreduce_us))},
+      {"verify_other_us", metric(us(r.verify_other_us))},
+      {"allreduce_count", ok ? json(r.allreduce_count) : json(nullptr)},
+      {"allreduce_mean_us", metric(us(r.allreduce_mean_us))},
+      {"draft_us", metric(us(r.draft_us))},
+      {"decode_us", ok && r.decode_us > 0 ? json(us(r.decode_us)) : json(nullptr)},
+      {"cycle_us", metric(us(r.cycle_us))},
+      {"tokens_per_cycle", metric(rate(r.tokens_per_cycle))},
+      {"tokens_per_s", metric(us(r.tokens_per_s))},
+      {"decode_tokens_per_s", ok && r.decode_us > 0 ? json(us(r.decode_tokens_per_s)) : json(nullptr)},
+      {"speedup_vs_decode", ok && r.decode_us > 0 ? json(rate(r.speedup_vs_decode)) : json(nullptr)},
+      {"breakeven_accept_rate",
+       ok && r.breakeven_accept_rate ? json(rate(*r.breakeven_accept_rate)) : json(nullptr)},
+      {"breakeven_accept_len", ok && r.decode_us > 0 ? json(rate(r.breakeven_accept_len)) : json(nullptr)},
+  };
+}
+
+std::string csv_cell(const json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  }
+  return v.dump();
+}
+
+std::string fmt_rate(double v) { return fmt::format("{:.1f}", v); }
+
+}  // namespace
+
+std::string short_acceptance(const Acceptance& a) {
+  return a.mode == Acceptance::Mode::rate ? fmt::format("a={:.2f}", a.value) : fmt::format("E={:.2f}", a.value);
+}
+
+json sweep_to_json(const SweepResults& res) {
+  const SweepAxes& ax = res.axes;
+  json doc;
+  doc["format"] = "eaglesim-sweep";
+  doc["version"] = 1;
+  json axes;
+  axes["models"] = ax.models;
+  axes["draft_models"] = ax.draft_models;
+  axes["topologies"] = ax.topologies;
+  json dtypes = json::array();
+  for (DType d : ax.weight_dtypes) dtypes.push_back(to_string(d));
+  axes["weight_dtypes"] = dtypes;
+  axes["tp"] = ax.tps;
+  axes["draft_tokens"] = ax.draft_tokens;
+  json acc = json::array();
+  for (const Acceptance& a : ax.acceptances) acc.push_back({{"mode", mode_name(a)}, {"value", a.value}});
+  axes["acceptance"] = acc;
+  axes["strategies"] = ax.strategies;
+  axes["kv_len"] = ax.kv_len;
+  axes["gpu_mem_util"] = ax.gpu_mem_util;
+  json excluded = json::array();
+  for (const std::string& s : ax.strategies)
+    if (is_lower_bound_strategy(s)) excluded.push_back(s);
+  axes["best_excludes"] = excluded;  // lower bounds: charted, never "best"
+  doc["axes"] = axes;
+
+  std::map<std::string, std::size_t> by_status;
+  std::size_t ok = 0;
+  for (const SweepRow& r : res.rows) r.ok() ? ++ok : ++by_status[to_string(r.unfit)];
+  json unfit = json::object();
+  for (const auto& [k, v] : by_status) unfit[k] = v;
+  doc["counts"] = {{"combinations", res.rows.size()}, {"ok", ok}, {"unfit", unfit},
+                   {"traces_generated", res.traces_generated}, {"steps_priced", res.steps_priced}};
+  doc["notes"] = res.notes;
+
+  json best = json::array();
+  for (const SweepBest& b : res.best) {
+    json j;
+    j["model"] = b.model;
+    j["topology"] = b.topology;
+    j["accept_mode"] = mode_name(b.acceptance);
+    j["accept_value"] = b.acceptance.value;
+    j["row"] = b.row ? json(*b.row) : json(nullptr);
+    if (b.row) {
+      const SweepRow& r = res.rows[*b.row];
+      j["strategy"] = r.strategy;
+      j["weight_dtype"] = to_string(r.weight_dtype);
+      j["tp"] = r.tp;
+      j["draft_tokens"] = r.draft_tokens;
+      j["tokens_per_s"] = us(r.tokens_per_s);
+    }
+    j["plain_row"] = b.plain_row ? json(*b.plain_row) : json(nullptr);
+    j["best_plain_tokens_per_s"] = b.plain_row ? json(us(b.best_plain_tokens_per_s)) : json(nullptr);
+    j["speedup_vs_best_plain"] = b.row && b.plain_row ? json(rate(b.speedup_vs_best_plain)) : json(nullptr);
+    j["eagle3_pays_off"] = b.row && b.plain_row ? json(b.speedup_vs_best_plain > 1.0) : json(nullptr);
+    best.push_back(std::move(j));
+  }
+  doc["best"] = best;
+
+  json rows = json::array();
+  for (const SweepRow& r : res.rows) {
+    json j = json::object();
+    for (auto& [k, v] : row_fields(r)) j[k] = std::move(v);
+    rows.push_back(std::move(j));
+  }
+  doc["rows"] = std::move(rows);
+  return doc;
+}
+
+std::string sweep_to_csv(const SweepResults& res) {
+  std::string out;
+  bool header = true;
+  SweepRow empty;
+  for (const auto& [k, v] : row_fields(empty)) {
+    (void)v;
+    out += header ? "" : ",";
+    out += k;
+    header = false;
+  }
+  out += "\n";
+  for (const SweepRow& r : res.rows) {
+    bool first = true;
+    for (const auto& [k, v] : row_fields(r)) {
+      (void)k;
+      if (!first) out += ",";
+      out += csv_cell(v);
+      first = false;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string sweep_to_table(const SweepResults& res) {
+  std::string out;
+  std::size_t ok = 0;
+  for (const SweepRow& r : res.rows) ok += r.ok();
+  out += fmt::format("Sweep: {} combinations, {} priced, {} cannot run ({} traces generated, {} step simulations)\n\n",
+                     res.rows.size(), ok, res.rows.size() - ok, res.traces_generated, res.steps_priced);
+
+  // Column widths follow the longest model and topology names.
+  std::size_t wm = 5, wt = 8;
+  for (const SweepBest& b : res.best) wm = std::max(wm, b.model.size()), wt = std::max(wt, b.topology.size());
+  out += "Best configuration per model, topology and acceptance (plain = fastest plain decoding there";
+  for (const std::string& s : res.axes.strategies)
+    if (is_lower_bound_strategy(s)) out += fmt::format("; {} is a lower bound, not a candidate", s);
+  out += ")\n";
+  out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5}  {:>9}  {:>9}  {:>7}  {}\n", "model", wm,
+                     "topology", wt, "accept", "strategy", "TP", "N", "dtype", "tok/s", "plain", "speedup", "EAGLE-3");
+  for (const SweepBest& b : res.best) {
+    const std::string acc = short_acceptance(b.acceptance);
+    if (!b.row) {
+      out += fmt::format("{:<{}}  {:<{}}  {:<6}  nothing fits (see below)\n", b.model, wm, b.topology, wt, acc);
+      continue;
+    }
+    const SweepRow& r = res.rows[*b.row];
+    const bool known = b.plain_row.has_value();
+    out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5}  {:>9}  {:>9}  {:>7}  {}\n", b.model, wm,
+                       b.topology, wt, acc, r.strategy, r.tp, r.draft_tokens, to_string(r.weight_dtype),
+                       fmt_rate(r.tokens_per_s), known ? fmt_rate(b.best_plain_tokens_per_s) : "n/a",
+                       known ? fmt::format("{:.2f}x", b.speedup_vs_best_plain) : "n/a",
+                       !known ? "n/a" : b.speedup_vs_best_plain > 1.0 ? "pays off" : "does not pay off");
+  }
+
+  // Unfit combinations, grouped by reason (first appearance order), with what they cover.
+  struct Group {
+    std::size_t count = 0;
+    std::set<std::string> models, topologies, dtypes, strategies;
+    std::set<int> tps;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Group> groups;
+  for (const SweepRow& r : res.rows) {
+    if (r.ok()) continue;
+    auto [it, inserted] = groups.try_emplace(r.reason);
+    if (inserted) order.push_back(r.reason);
+    Group& g = it->second;
+    ++g.count;
+    g.models.insert(r.model);
+    g.topologies.insert(r.topology);
+    g.dtypes.insert(to_string(r.weight_dtype));
+    g.strategies.insert(r.strategy);
+    g.tps.insert(r.tp);
+  }
+  if (!order.empty()) {
+    out += fmt::format("\nCannot run ({} combinations; every one is in the CSV/JSON with its reason):\n",
+                       res.rows.size() - ok);
+    for (const std::string& reason : order) {
+      const Group& g = groups[reason];
+      out += fmt::format("  {} [models: {}; topologies: {}; dtype: {}; TP: {}; strategies: {}] ({} combinations)\n",
+                         reason, fmt::join(g.models, ","), fmt::join(g.topologies, ","), fmt::join(g.dtypes, ","),
+                         fmt::join(g.tps, ","), fmt::join(g.strategies, ","), g.count);
+    }
+  }
+  for (const std::string& n : res.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,22 @@
+#pragma once
+// Printers for sweep results: the summary table (stdout), CSV (one line per combination) and
+// JSON (schema in docs/sweep.md). Numbers are rounded to a fixed precision (ns for times,
+// 1e-3 tok/s, 1e-6 for ratios) so the files are stable across compilers and thread counts; the
+// HTML report embeds exactly the JSON document. Wall time is left out of CSV and JSON for the
+// same reason.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sweep/sweep_result.hpp"
+
+namespace eaglesim {
+
+std::string sweep_to_table(const SweepResults& results);
+std::string sweep_to_csv(const SweepResults& results);
+nlohmann::ordered_json sweep_to_json(const SweepResults& results);
+
+// "a=0.70" or "E=2.50": how an acceptance is shown in tables and the report.
+std::string short_acceptance(const Acceptance& a);
+
+}  // namespace eaglesim

@@ -1,0 +1,121 @@
+#pragma once
+// What a sweep produces: one row per combination of the grid (model x topology x weight dtype x
+// TP x draft tokens x strategy x acceptance), in grid order, either priced or marked as unable
+// to run with the reason; the best configuration per model, topology and acceptance; and the
+// verify-step timeline of each model's best configuration for the report's waterfall.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "engine/timeline.hpp"
+#include "report/report.hpp"
+
+namespace eaglesim {
+
+// Why a combination cannot run. Listed, never dropped.
+enum class UnfitKind {
+  none,
+  tp_exceeds_gpus,   // tp > gpu_count of the topology
+  tp_sharding,       // tp does not divide the model's heads (or another sharded dimension)
+  memory,            // weights + KV cache do not fit in one GPU at this TP
+  strategy,          // the allreduce strategy cannot run here (world size, no P2P, message size)
+  acceptance,        // a mean accepted length above N + 1 (more than a cycle can yield)
+};
+const char* to_string(UnfitKind k);
+
+// "ideal" prices every allreduce at zero: a lower bound that shows what communication costs,
+// not something one can deploy. It is priced and charted like the others but never chosen as a
+// best configuration or as the plain-decoding baseline.
+bool is_lower_bound_strategy(const std::string& strategy);
+
+// The grid as run (names resolved), echoed into every output so results are self-describing.
+struct SweepAxes {
+  std::vector<std::string> models;        // model names (config file stems)
+  std::vector<std::string> draft_models;  // per model: the EAGLE-3 head's name, "" for none
+  std::vector<std::string> topologies;    // topology names
+  std::vector<DType> weight_dtypes;
+  std::vector<int> tps;
+  std::vector<int> draft_tokens;
+  std::vector<Acceptance> acceptances;
+  std::vector<std::string> strategies;
+  std::int64_t kv_len = 4096;
+  double gpu_mem_util = 0.9;
+
+  std::size_t combination_count() const;
+};
+
+struct SweepRow {
+  std::size_t index = 0;  // position in the grid (rows are sorted by it)
+  std::string model;
+  std::string draft_model;  // "" when the trace has no draft step
+  std::string topology;
+  std::string gpu;
+  int gpu_count = 0;
+  DType weight_dtype = DType::bf16;
+  int tp = 1;
+  int draft_tokens = 1;
+  Acceptance acceptance;
+  std::string strategy;
+
+  UnfitKind unfit = UnfitKind::none;
+  std::string reason;  // why it cannot run (unfit != none)
+  bool ok() const { return unfit == UnfitKind::none; }
+
+  // Memory per GPU at this TP (known whenever the model can be sharded at this TP).
+  double mem_need_gb = 0;
+  double mem_usable_gb = 0;
+
+  // Priced (ok rows only). The verify split sums to verify_us: matmuls and attention, the
+  // allreduces (including waiting for the slowest rank), and everything else (norms,
+  // elementwise ops, embedding, launch gaps).
+  double verify_us = 0;
+  double verify_compute_us = 0;
+  double verify_allreduce_us = 0;
+  double verify_other_us = 0;
+  int allreduce_count = 0;
+  double allreduce_mean_us = 0;
+  double draft_us = 0;   // all N draft forwards of a cycle
+  double decode_us = 0;
+  double cycle_us = 0;
+  double tokens_per_cycle = 0;
+  double tokens_per_s = 0;
+  double decode_tokens_per_s = 0;
+  double speedup_vs_decode = 0;  // against plain decoding at the same TP and strategy
+  std::optional<double> breakeven_accept_rate;
+  double breakeven_accept_len = 0;
+};
+
+// Best configuration of one (model, topology, acceptance): the ok row with the highest tok/s.
+struct SweepBest {
+  std::string model;
+  std::string topology;
+  Acceptance acceptance;
+  std::optional<std::size_t> row;         // index into SweepResults::rows; none if nothing fits
+  std::optional<std::size_t> plain_row;   // the row whose plain decoding is fastest here
+  double best_plain_tokens_per_s = 0;     // the fastest plain decoding over TP/strategy/dtype
+  double speedup_vs_best_plain = 0;       // row's tok/s / best_plain_tokens_per_s
+};
+
+// One verify step per rank of a model's best configuration (the report's waterfall).
+struct SweepWaterfall {
+  std::string model;
+  std::size_t row = 0;
+  Timeline timeline;
+};
+
+struct SweepResults {
+  SweepAxes axes;
+  std::vector<SweepRow> rows;          // every combination, in grid order
+  std::vector<SweepBest> best;         // per model, topology, acceptance, in grid order
+  std::vector<SweepWaterfall> waterfalls;
+  std::vector<std::string> notes;      // e.g. which draft head was paired with which model
+  std::size_t traces_generated = 0;
+  std::size_t steps_priced = 0;        // distinct (step, topology, strategy) simulations
+  double elapsed_s = 0;                // wall time of the sweep (not in JSON/CSV: keeps them reproducible)
+  int threads = 1;
+};
+
+}  // namespace eaglesim

@@ -1,0 +1,194 @@
+// eaglesim run, end to end: the golden A/B table, output files, and the error exits.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+
+namespace eaglesim::test {
+namespace {
+
+const std::string kData = EAGLESIM_TEST_DATA;
+// Every compute op of this trace carries its time and the topology calibrates every allreduce
+// size, so the numbers below are sums of the fixtures' values (worked out in the golden's
+// companion test FusedVerifyIsHandComputable).
+const std::string kScenario = "run " + kData + "/run_small_trace.json --topology " + kData +
+                              "/run_topo_2gpu.json --op-times measured --accept-rate 0.7";
+
+// Regenerate with EAGLESIM_UPDATE_GOLDEN=1 after an intended change; review the diff.
+void expect_golden(const std::string& name, const std::string& actual) {
+  const std::string path = kData + "/golden/" + name;
+  const char* update = std::getenv("EAGLESIM_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    std::ofstream f(path, std::ios::binary);
+    f << actual;
+    ASSERT_TRUE(f.good()) << "cannot write " << path;
+    GTEST_SKIP() << "golden updated: " << path;
+  }
+  ASSERT_TRUE(file_exists(path)) << path << " missing; run with EAGLESIM_UPDATE_GOLDEN=1";
+  EXPECT_EQ(slurp(path), actual) << "output differs from " << path;
+}
+
+TEST(RunCli, GoldenTable) {
+  CliResult r = run_cli(kScenario + " --strategy nccl,oneshot,fused,ideal");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The path of the data directory differs between checkouts: keep the golden relative.
+  std::string out = r.out;
+  for (std::size_t pos; (pos = out.find(kData)) != std::string::npos;) out.replace(pos, kData.size(), "DATA");
+  expect_golden("run_small.txt", out);
+  // Same input, same output.
+  CliResult again = run_cli(kScenario + " --strategy nccl,oneshot,fused,ideal");
+  EXPECT_EQ(again.out, r.out);
+}
+
+TEST(RunCli, FusedVerifyIsHandComputable) {
+  std::string dir = temp_dir();
+  CliResult r = run_cli(kScenario + " --strategy nccl,fused --json " + dir + "/r.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(slurp(dir + "/r.json"));
+  const auto& nccl = doc["results"][0];
+  const auto& fused = doc["results"][1];
+  // Per layer 146.5 us of compute, 4 layers, + embed 3 + final norm 2 + lm_head 90 = 681;
+  // 8 allreduces of 32 KiB at 25 us (nccl calibration).
+  EXPECT_DOUBLE_EQ(nccl["compute_us"].get<double>(), 681.0);
+  EXPECT_DOUBLE_EQ(nccl["verify_us"].get<double>(), 881.0);
+  EXPECT_EQ(nccl["allreduce_count"], 8);
+  // fused absorbs 4 x (1.5 + 2) after the attention allreduces, 4 x 1.5 residuals and 3 input
+  // norms + the final norm after the MLP allreduces: 681 - 28 = 653, + 8 x 11 us.
+  EXPECT_DOUBLE_EQ(fused["compute_us"].get<double>(), 653.0);
+  EXPECT_DOUBLE_EQ(fused["verify_us"].get<double>(), 741.0);
+  // Draft: (146.5 * 0.8 + 95) + 2 x 20 us, three times; decode 4 x 146.5 x 0.9 + 95 + 8 x 20.
+  EXPECT_NEAR(nccl["draft_us"].get<double>(), 3 * 252.2, 1e-9);
+  EXPECT_NEAR(nccl["decode_us"].get<double>(), 782.4, 1e-9);
+  EXPECT_NEAR(nccl["tokens_per_s"].get<double>(), 2.533 / (881.0 + 756.6) * 1e6, 1e-6);
+  EXPECT_NEAR(nccl["speedup_vs_decode"].get<double>(), 2.533 * 782.4 / (881.0 + 756.6), 1e-9);
+  EXPECT_EQ(doc["scenario"]["draft_tokens"], 3);
+  EXPECT_EQ(doc["scenario"]["acceptance"]["mode"], "rate");
+}
+
+TEST(RunCli, JsonCsvAndTimelineFiles) {
+  std::string dir = temp_dir();
+  CliResult r = run_cli(kScenario + " --strategy nccl,ideal --json " + dir + "/r.json --csv " + dir +
+                        "/r.csv --timeline " + dir + "/t.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(slurp(dir + "/r.json"));
+  ASSERT_TRUE(doc.contains("scenario"));
+  ASSERT_EQ(doc["results"].size(), 2u);
+  for (const char* key : {"strategy", "supported", "verify_us", "compute_us", "comm_us", "comm_fraction",
+                          "allreduce_count", "allreduce_mean_us", "draft_us", "decode_us", "tokens_per_cycle",
+                          "tokens_per_s", "speedup_vs_decode", "breakeven_accept_rate"})
+    EXPECT_TRUE(doc["results"][0].contains(key)) << key;
+  EXPECT_EQ(doc["results"][1]["comm_us"], 0.0) << "ideal allreduces are free";
+  EXPECT_EQ(doc["best"], "nccl") << "ideal is a bound, not a candidate";
+
+  std::string csv = slurp(dir + "/r.csv");
+  EXPECT_EQ(csv.rfind("model,topology,backend,tp,ranks,draft_tokens,strategy,supported,verify_us", 0), 0u);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+
+  auto tl = nlohmann::json::parse(slurp(dir + "/t.json"));
+  int x = 0;
+  std::set<int> pids;
+  for (const auto& e : tl["traceEvents"])
+    if (e["ph"] == "X") {
+      ++x;
+      pids.insert(e["pid"].get<int>());
+    }
+  EXPECT_EQ(pids.size(), 4u) << "2 strategies x 2 ranks";
+  EXPECT_EQ(x, 2 * 2 * 51) << "every verify op on every rank, per strategy";
+}
+
+TEST(RunCli, UnknownStrategyIsExit2WithKnownNames) {
+  CliResult r = run_cli(kScenario + " --strategy nccl,warp9");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("warp9"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("oneshot"), std::string::npos) << "lists the known names: " << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(RunCli, UnwritableOutputFailsBeforeWorkAndLeavesNothing) {
+  std::string dir = temp_dir();
+  CliResult r = run_cli(kScenario + " --strategy nccl --csv " + dir + "/r.csv --json " + dir + "/missing/r.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("missing/r.json"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/r.csv"));
+  EXPECT_FALSE(file_exists(dir + "/missing"));
+  EXPECT_TRUE(r.out.empty()) << "no table for a run that did not happen";
+}
+
+TEST(RunCli, UnsupportedStrategyIsListedNotFatal) {
+  CliResult r = run_cli("run " + kData + "/run_small_trace.json --topology " + kData +
+                        "/run_topo_nop2p.json --op-times measured --strategy nccl,oneshot");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("unsupported:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("oneshot: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("P2P"), std::string::npos) << "says why: " << r.out;
+  EXPECT_NE(r.out.find("best: nccl"), std::string::npos) << r.out;
+}
+
+TEST(RunCli, BadFlagsAreExit2) {
+  EXPECT_EQ(run_cli(kScenario + " --accept-rate 1.5").exit_code, 2);
+  EXPECT_EQ(run_cli("run " + kData + "/run_small_trace.json --topology " + kData +
+                    "/run_topo_2gpu.json --accept-len 9").exit_code, 2) << "E above N+1";
+  EXPECT_EQ(run_cli(kScenario + " --accept-len 2").exit_code, 2) << "rate and length exclude each other";
+  EXPECT_EQ(run_cli(kScenario + " --skew-us 0,1,2").exit_code, 2) << "one value per rank";
+  EXPECT_EQ(run_cli(kScenario + " --skew-us 0,x").exit_code, 2);
+  EXPECT_EQ(run_cli(kScenario + " --backend warp").exit_code, 2);
+  EXPECT_EQ(run_cli(kScenario + " --ranks 4").exit_code, 2) << "topology has 2 GPUs";
+  EXPECT_EQ(run_cli("run " + kData + "/does_not_exist.json --topology " + kData + "/run_topo_2gpu.json").exit_code, 2);
+}
+
+TEST(RunCli, SkewShowsUpAsWait) {
+  std::string dir = temp_dir();
+  CliResult r = run_cli(kScenario + " --strategy nccl --skew-us 0,40 --json " + dir + "/r.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(slurp(dir + "/r.json"));
+  // Rank 1 starts 40 us late and arrives last at the first allreduce; after that the ranks are
+  // in step, so the verify step is 40 us longer and rank 0 shows it as allreduce time.
+  EXPECT_DOUBLE_EQ(doc["results"][0]["verify_us"].get<double>(), 921.0);
+  EXPECT_DOUBLE_EQ(doc["results"][0]["comm_us"].get<double>(), 240.0);
+  EXPECT_NE(r.out.find("ranks start up to 40.0 us apart"), std::string::npos) << r.out;
+}
+
+TEST(RunCli, CudaBackendWithoutCudaIsExit3) {
+#ifndef EAGLESIM_HAVE_CUDA
+  CliResult r = run_cli("run " + kData + "/run_small_trace.json --backend cuda --strategy nccl");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
+#else
+  GTEST_SKIP() << "built with CUDA";
+#endif
+}
+
+}  // namespace
+}  // namespace eaglesim::test
+
+namespace eaglesim::test {
+namespace {
+
+// `eaglesim run` with no arguments: the seed scenario, and it says which defaults it used.
+TEST(RunCliDefaults, NoArgumentsRunsTheSeedScenario) {
+  const bool shipped = file_exists(std::string(EAGLESIM_REPO) + "/traces/kimi-k2_tp8_t4.json") &&
+                       file_exists(std::string(EAGLESIM_REPO) + "/models/topologies/8x-rtx-pro-6000-pcie5.json");
+  CliResult r = run_cli("run");
+  if (!shipped) {
+    // Without the shipped files the failure must be a clear input error naming what is missing.
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(r.err.find("kimi-k2_tp8_t4") != std::string::npos ||
+                r.err.find("8x-rtx-pro-6000-pcie5") != std::string::npos)
+        << r.err;
+    return;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("defaults: trace traces/kimi-k2_tp8_t4.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("topology 8x-rtx-pro-6000-pcie5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("accept rate a=0.7"), std::string::npos) << r.out;
+  for (const char* s : {"nccl", "oneshot", "twoshot", "fused", "quant", "ideal"})
+    EXPECT_NE(r.out.find(std::string("\n") + s + " "), std::string::npos) << s << " row missing:\n" << r.out;
+  EXPECT_NE(r.out.find("best: "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace eaglesim::test

@@ -1,0 +1,120 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+
+using namespace eaglesim::test;
+
+namespace {
+const char* kSmall =
+    "sweep --model llama-3.1-8b,llama-3.1-70b --topology 8x-h100-nvswitch,4x-rtx-pro-6000-pcie5 --tp 1,2,3,8 "
+    "--draft-tokens 1..3 --accept-rate 0.5,0.7 --strategy nccl,oneshot,fused";
+
+std::size_t count_lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+}  // namespace
+
+TEST(SweepCli, PrintsTheBestConfigurationPerModelAndTopology) {
+  const CliResult r = run_cli(kSmall);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Best configuration per model, topology and acceptance"), std::string::npos) << r.out;
+  // One line per model x topology x acceptance, each naming a strategy and a verdict.
+  std::size_t best_lines = 0;
+  for (std::size_t pos = 0; (pos = r.out.find('\n', pos)) != std::string::npos; ++pos) {
+    const std::size_t end = r.out.find('\n', pos + 1);
+    const std::string line = r.out.substr(pos + 1, end == std::string::npos ? std::string::npos : end - pos - 1);
+    if (line.rfind("llama-3.1-", 0) == 0 && (line.find("a=0.50") != std::string::npos || line.find("a=0.70") != std::string::npos)) {
+      ++best_lines;
+      EXPECT_TRUE(line.find("pays off") != std::string::npos || line.find("nothing fits") != std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(best_lines, 2u * 2 * 2) << r.out;
+  EXPECT_NE(r.out.find("pays off"), std::string::npos);
+  EXPECT_TRUE(r.err.empty()) << r.err;  // no progress bar when stderr is not a terminal
+}
+
+TEST(SweepCli, ListsWhatCannotRunWithTheReason) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli(std::string(kSmall) + " -o " + dir + "/s.csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Cannot run ("), std::string::npos);
+  EXPECT_NE(r.out.find("num_attention_heads (64) is not a multiple of 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("TP 8 needs 8 GPUs, 4x-rtx-pro-6000-pcie5 has 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GB per GPU (weights 141.1 + draft head"), std::string::npos) << r.out;  // 70B bf16 on one H100
+  const std::string csv = slurp(dir + "/s.csv");
+  EXPECT_EQ(count_lines(csv), 1u + 2 * 2 * 4 * 3 * 3 * 2);  // header + every combination
+  EXPECT_NE(csv.find(",memory,"), std::string::npos);
+  EXPECT_NE(csv.find(",tp_sharding,"), std::string::npos);
+  EXPECT_NE(csv.find(",tp_exceeds_gpus,\"TP 8 needs 8 GPUs, 4x-rtx-pro-6000-pcie5 has 4\","), std::string::npos);
+}
+
+TEST(SweepCli, OrderIsDeterministicForAnyThreadCount) {
+  const std::string dir = temp_dir();
+  const CliResult a = run_cli(std::string(kSmall) + " -j 1 -o " + dir + "/a.csv --json " + dir + "/a.json");
+  const CliResult b = run_cli(std::string(kSmall) + " -j 2 -o " + dir + "/b.csv --json " + dir + "/b.json");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(slurp(dir + "/a.csv"), slurp(dir + "/b.csv"));
+  EXPECT_EQ(slurp(dir + "/a.json"), slurp(dir + "/b.json"));
+  EXPECT_NE(a.out.find("on 1 threads"), std::string::npos);
+  EXPECT_NE(b.out.find("on 2 threads"), std::string::npos);
+}
+
+TEST(SweepCli, JsonAndReportDescribeTheSameRun) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli(std::string(kSmall) + " --json " + dir + "/s.json --report " + dir + "/s.html");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(dir + "/s.json"));
+  EXPECT_EQ(j["format"], "eaglesim-sweep");
+  EXPECT_EQ(j["rows"].size(), 2u * 2 * 4 * 3 * 3 * 2);
+  EXPECT_EQ(j["axes"]["draft_models"][0], "llama-3.1-8b-eagle3");  // found beside the model
+  std::string html = slurp(dir + "/s.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("<script type=\"application/json\" id=\"eaglesim-data\">"), std::string::npos);
+  // Self-contained: nothing fetched from the network (the SVG namespace URI is a name, not a fetch).
+  const std::string svg_ns = "http://www.w3.org/2000/svg";
+  for (std::size_t p; (p = html.find(svg_ns)) != std::string::npos;) html.erase(p, svg_ns.size());
+  for (const char* remote : {"http://", "https://", "<link ", "@import", "src=\""}) EXPECT_EQ(html.find(remote), std::string::npos) << remote;
+}
+
+TEST(SweepCli, UnknownNamesAndEmptyGlobsExitWithInputError) {
+  CliResult r = run_cli("sweep --model no-such-model --topology 8x-h100-nvswitch");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--model: no model config \"no-such-model\""), std::string::npos) << r.err;
+  r = run_cli("sweep --model llama-3.1-8b --topology no-such-topology");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no-such-topology"), std::string::npos) << r.err;
+  r = run_cli("sweep --model llama-3.1-8b --topology '99x-*'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("\"99x-*\" matches no topology file"), std::string::npos) << r.err;
+  r = run_cli("sweep --model llama-3.1-8b --topology 'tests/data/none/*.json'");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_cli("sweep --model llama-3.1-8b --strategy nccl,warp");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_cli("sweep --model llama-3.1-8b --tp 0");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_cli("sweep --model llama-3.1-8b --accept-rate 1.2");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_cli("sweep --model llama-3.1-8b --weight-dtype fp32");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_cli("sweep --model llama-3.1-8b --draft glm-4.5");
+  EXPECT_EQ(r.exit_code, 2);  // not an EAGLE-3 head
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(SweepCli, NoOutputFilesWhenTheSweepFails) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli("sweep --model llama-3.1-8b --topology no-such-topology -o " + dir + "/s.csv --report " +
+                              dir + "/s.html");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(file_exists(dir + "/s.csv"));
+  EXPECT_FALSE(file_exists(dir + "/s.html"));
+  const CliResult w = run_cli("sweep --model llama-3.1-8b -o /no/such/dir/s.csv");
+  EXPECT_EQ(w.exit_code, 2);
+}
