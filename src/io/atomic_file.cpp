@@ -142,10 +142,13 @@ std::string read_file(const std::string& path) {
       out.append(chunk, static_cast<std::size_t>(n));
     }
     int err = 0;
-    const char* msg = gzerror(gz, &err);
+    // gzerror's text belongs to the gzFile: copy it before gzclose frees it.
+    const std::string msg = gzerror(gz, &err);
     gzclose(gz);
+    if (err == Z_BUF_ERROR)  // zlib's word for a stream that stops before its end
+      throw InputError::at(path, "", "truncated gzip file (unexpected end of compressed data)");
     if (err != Z_OK && err != Z_STREAM_END)
-      throw InputError::at(path, "", fmt::format("gzip error: {}", msg));
+      throw InputError::at(path, "", fmt::format("not a valid gzip file: {}", msg));
     return out;
 #else
     throw InputError::at(path, "", "gzip input needs zlib, which this build lacks: gunzip the file first");

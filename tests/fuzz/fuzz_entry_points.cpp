@@ -37,10 +37,10 @@ void check_trace_round_trip(const Trace& trace, const char* what) {
 // A file in the temporary directory that is removed however the scope is left.
 class TempFile {
  public:
-  explicit TempFile(const std::string& content) {
+  TempFile(const std::string& content, const std::string& suffix) {
     const char* dir = std::getenv("TMPDIR");
-    path_ = std::string(dir && *dir ? dir : "/tmp") + "/eaglesim-fuzz-XXXXXX";
-    int fd = mkstemp(path_.data());
+    path_ = std::string(dir && *dir ? dir : "/tmp") + "/eaglesim-fuzz-XXXXXX" + suffix;
+    int fd = mkstemps(path_.data(), static_cast<int>(suffix.size()));
     if (fd < 0) throw std::runtime_error("fuzz harness: cannot create a temporary file");
     std::size_t off = 0;
     while (off < content.size()) {
@@ -118,7 +118,9 @@ bool model_config_reader(const std::uint8_t* data, std::size_t size) {
 }
 
 bool kineto_importer(const std::uint8_t* data, std::size_t size) {
-  TempFile file(as_text(data, size));
+  // Bytes that start like gzip get a .gz name, so the importer's gzip path is fuzzed too.
+  const bool gzip = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+  TempFile file(as_text(data, size), gzip ? ".json.gz" : ".json");
   try {
     KinetoImportOptions options;
     options.model = "fuzz";

@@ -20,7 +20,8 @@ bool topology_reader(const std::uint8_t* data, std::size_t size);
 // trace the native reader must accept again.
 bool model_config_reader(const std::uint8_t* data, std::size_t size);
 // Kineto / Chrome-trace JSON as one rank's file (written to a temporary file, because the
-// importer reads files, .gz included); when accepted the imported trace must round-trip.
+// importer reads files; named .json.gz when the bytes start with the gzip magic, so that the
+// gzip path is fuzzed too); when accepted the imported trace must round-trip.
 bool kineto_importer(const std::uint8_t* data, std::size_t size);
 
 struct Target {
