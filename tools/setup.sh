@@ -2,7 +2,9 @@
 # Sets up eaglesim on Debian/Ubuntu: installs missing packages (idempotent), configures and
 # builds. Usage: tools/setup.sh [BUILD_DIR]   (default: build)
 # Environment: EAGLESIM_CUDA=AUTO|ON|OFF (default AUTO), SKIP_APT=1 to skip package checks,
-#              EAGLESIM_BUILD_TYPE (default Release), EAGLESIM_JOBS (default: all cores).
+#              EAGLESIM_BUILD_TYPE (default Release), EAGLESIM_JOBS (default: all cores),
+#              EAGLESIM_FUZZ=1 to also install clang and its sanitizer/libFuzzer runtimes
+#              (tools/fuzz.sh), EAGLESIM_SETUP_ONLY=1 to install packages and stop.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${1:-build}
@@ -11,6 +13,8 @@ case "$build_dir" in /*) ;; *) build_dir="$here/$build_dir" ;; esac
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libfmt-dev
           nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
           chromium)
+# clang-14 only recommends libclang-rt-14-dev, which holds the ASan/UBSan and libFuzzer runtimes.
+[ "${EAGLESIM_FUZZ:-0}" = "1" ] && packages+=(clang libclang-rt-14-dev)
 
 if [ "${SKIP_APT:-0}" != "1" ] && command -v dpkg-query >/dev/null 2>&1; then
   missing=()
@@ -27,6 +31,8 @@ if [ "${SKIP_APT:-0}" != "1" ] && command -v dpkg-query >/dev/null 2>&1; then
     echo "setup: all packages present"
   fi
 fi
+
+[ "${EAGLESIM_SETUP_ONLY:-0}" = "1" ] && exit 0
 
 # The CUDA toolkit on Debian lives in /usr/local/cuda and is not on PATH by default.
 if [ -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null 2>&1; then

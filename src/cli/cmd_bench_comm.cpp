@@ -250,8 +250,8 @@ void add_bench_comm(CLI::App& app) {
     const CommBenchResult r = run_comm_bench(q);
     fmt::print("{}", format_table(r, q));
     std::fflush(stdout);
-    if (!opt->json.empty()) write_file_atomic(opt->json, to_json(r, q).dump(2) + "\n");
-    if (!opt->csv.empty()) write_file_atomic(opt->csv, to_csv(r));
+    write_files_atomic({{opt->json, opt->json.empty() ? "" : to_json(r, q).dump(2) + "\n"},
+                        {opt->csv, opt->csv.empty() ? "" : to_csv(r)}});
   });
 }
 

@@ -169,16 +169,15 @@ void run(const RunArgs& a) {
   if (!a.timeline_out.empty()) timeline_text = report_to_chrome_trace(report);
   const std::string report_html = a.report_out.empty() ? "" : render_html_report(report);
 
+  // Files first, all or none, then the table: a run whose outputs cannot be written prints nothing.
+  write_files_atomic({{a.json_out, json_text}, {a.csv_out, csv_text}, {a.timeline_out, timeline_text},
+                      {a.report_out, report_html}});
   if (!defaults_used.empty()) {
     std::cout << "defaults:";
     for (std::size_t i = 0; i < defaults_used.size(); ++i) std::cout << (i ? "; " : " ") << defaults_used[i];
     std::cout << "\n";
   }
   std::cout << report_to_table(report);
-  if (!a.json_out.empty()) write_file_atomic(a.json_out, json_text);
-  if (!a.csv_out.empty()) write_file_atomic(a.csv_out, csv_text);
-  if (!a.timeline_out.empty()) write_file_atomic(a.timeline_out, timeline_text);
-  if (!a.report_out.empty()) write_file_atomic(a.report_out, report_html);
 }
 
 }  // namespace

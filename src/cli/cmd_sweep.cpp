@@ -124,9 +124,7 @@ void run_sweep_command(const SweepArgs& a) {
   const std::string csv = a.csv.empty() ? "" : sweep_to_csv(results);
   const std::string json = a.json.empty() ? "" : sweep_json_text(results);
   const std::string html = a.report.empty() ? "" : render_sweep_html_report(results);
-  if (!a.csv.empty()) write_file_atomic(a.csv, csv);
-  if (!a.json.empty()) write_file_atomic(a.json, json);
-  if (!a.report.empty()) write_file_atomic(a.report, html);
+  write_files_atomic({{a.csv, csv}, {a.json, json}, {a.report, html}});
 
   fmt::print("{}", sweep_to_table(results));
   fmt::print("\nSwept {} combinations in {:.2f} s on {} threads.\n", results.rows.size(), results.elapsed_s,

@@ -17,7 +17,8 @@ StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std:
   if (!topo) throw InputError("--backend sim needs a topology (--topology NAME or FILE)");
   const int ranks = opts.ranks > 0 ? opts.ranks : trace.meta.tp;
   if (ranks > topo->gpu_count)
-    throw InputError(fmt::format("--ranks {}: topology '{}' has only {} GPUs", ranks, topo->name, topo->gpu_count));
+    throw InputError(fmt::format("{} ranks (--ranks, or the trace's meta.tp when not given): topology '{}' has only {} GPUs",
+                                 ranks, topo->name, topo->gpu_count));
 
   const Communicator& comm = find_communicator(strategy);
   std::set<std::int64_t> sizes;

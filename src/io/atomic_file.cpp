@@ -35,18 +35,23 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 void check_writable(const std::string& path) {
   if (path.empty()) throw InputError("output path is empty");
+  if (ends_with(path, "/")) throw InputError::at(path, "", "expected a file path, got a directory");
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw InputError::at(path, "", "expected a file path, got a directory");
   std::string dir = dir_of(path);
   if (access(dir.c_str(), W_OK) != 0)
     throw InputError::at(path, "", fmt::format("cannot write here: directory '{}' {}", dir,
                                                errno == ENOENT ? "does not exist" : "is not writable"));
-  if (ends_with(path, "/")) throw InputError::at(path, "", "expected a file path, got a directory");
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
+namespace {
+
+// Writes `content` to a fresh temporary file beside `path` and returns the temporary's name.
+std::string stage_temporary(const std::string& path, const std::string& content) {
   check_writable(path);
   std::string tmp = path + ".tmp-XXXXXX";
-  std::string buf = tmp;
-  int fd = mkstemp(buf.data());
+  int fd = mkstemp(tmp.data());
   if (fd < 0) throw InputError::at(path, "", fmt::format("cannot create temporary file: {}", std::strerror(errno)));
   std::size_t off = 0;
   while (off < content.size()) {
@@ -55,25 +60,72 @@ void write_file_atomic(const std::string& path, const std::string& content) {
       if (errno == EINTR) continue;
       int err = errno;
       ::close(fd);
-      std::remove(buf.c_str());
+      std::remove(tmp.c_str());
       throw InputError::at(path, "", fmt::format("write failed: {}", std::strerror(err)));
     }
     off += static_cast<std::size_t>(n);
   }
   // Files are normal user outputs: make them 0644 rather than mkstemp's 0600.
   (void)fchmod(fd, 0644);
+  // close() is where NFS and full disks report deferred write errors.
   if (::close(fd) != 0) {
-    std::remove(buf.c_str());
-    throw InputError::at(path, "", "close failed");
-  }
-  if (std::rename(buf.c_str(), path.c_str()) != 0) {
     int err = errno;
-    std::remove(buf.c_str());
+    std::remove(tmp.c_str());
+    throw InputError::at(path, "", fmt::format("close failed: {}", std::strerror(err)));
+  }
+  return tmp;
+}
+
+void commit_temporary(const std::string& tmp, const std::string& path) {
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
     throw InputError::at(path, "", fmt::format("cannot rename temporary file into place: {}", std::strerror(err)));
   }
 }
 
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  commit_temporary(stage_temporary(path, content), path);
+}
+
+void write_files_atomic(const std::vector<OutputFile>& files) {
+  std::vector<const OutputFile*> wanted;
+  for (const auto& f : files) {
+    if (f.path.empty()) continue;
+    for (const OutputFile* w : wanted)
+      if (w->path == f.path) throw InputError::at(f.path, "", "given for two outputs: each output needs its own file");
+    wanted.push_back(&f);
+  }
+  for (const OutputFile* f : wanted) check_writable(f->path);
+
+  std::vector<std::string> staged;
+  try {
+    for (const OutputFile* f : wanted) staged.push_back(stage_temporary(f->path, f->content));
+  } catch (...) {
+    for (const auto& tmp : staged) std::remove(tmp.c_str());
+    throw;
+  }
+  // Renames within one directory do not fail once the temporary exists beside the target and
+  // the target is not a directory (checked above); should one fail anyway, the temporaries not
+  // yet committed are removed so that nothing is left behind.
+  for (std::size_t i = 0; i < staged.size(); ++i) {
+    try {
+      commit_temporary(staged[i], wanted[i]->path);
+    } catch (...) {
+      for (std::size_t j = i + 1; j < staged.size(); ++j) std::remove(staged[j].c_str());
+      throw;
+    }
+  }
+}
+
 std::string read_file(const std::string& path) {
+  // An ifstream opens a directory without complaint and then reads nothing, which would surface
+  // as a misleading "empty file".
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw InputError::at(path, "", "expected a file, got a directory");
   if (ends_with(path, ".gz")) {
 #ifdef EAGLESIM_HAVE_ZLIB
     gzFile gz = gzopen(path.c_str(), "rb");
@@ -90,10 +142,13 @@ std::string read_file(const std::string& path) {
       out.append(chunk, static_cast<std::size_t>(n));
     }
     int err = 0;
-    const char* msg = gzerror(gz, &err);
+    // gzerror's text belongs to the gzFile: copy it before gzclose frees it.
+    const std::string msg = gzerror(gz, &err);
     gzclose(gz);
+    if (err == Z_BUF_ERROR)  // zlib's word for a stream that stops before its end
+      throw InputError::at(path, "", "truncated gzip file (unexpected end of compressed data)");
     if (err != Z_OK && err != Z_STREAM_END)
-      throw InputError::at(path, "", fmt::format("gzip error: {}", msg));
+      throw InputError::at(path, "", fmt::format("not a valid gzip file: {}", msg));
     return out;
 #else
     throw InputError::at(path, "", "gzip input needs zlib, which this build lacks: gunzip the file first");

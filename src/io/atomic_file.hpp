@@ -4,14 +4,27 @@
 // renamed over the target only when complete. A failing run therefore never leaves a partial
 // file and never clobbers an existing one.
 #include <string>
+#include <vector>
 
 namespace eaglesim {
 
 // Throws InputError ("FILE: cannot write ...") when the directory is missing or unwritable.
 void write_file_atomic(const std::string& path, const std::string& content);
 
-// Checks up front that `path` can be created (directory exists and is writable), so that a
-// long run fails before doing the work rather than after. Throws InputError.
+// One output of a command that writes several (--json, --csv, --timeline, --report).
+struct OutputFile {
+  std::string path;
+  std::string content;
+};
+// All or none: every content is first written to its own temporary file, and only when all of
+// them are complete are they renamed into place. A failure while staging removes the temporary
+// files and leaves every target untouched. Empty paths are skipped (an output not requested);
+// the same path given twice is an InputError.
+void write_files_atomic(const std::vector<OutputFile>& files);
+
+// Checks up front that `path` can be created (directory exists and is writable, and `path` is not
+// itself a directory), so that a long run fails before doing the work rather than after.
+// Throws InputError.
 void check_writable(const std::string& path);
 
 // Reads a whole file (gzip-compressed when it ends in .gz and zlib is available).

@@ -25,6 +25,18 @@ nlohmann::json JsonCursor::parse_text(const std::string& text, const std::string
     std::string what = e.byte >= text.size() ? "truncated JSON (unexpected end of file)"
                                               : "not valid JSON";
     throw InputError::at(file, "", fmt::format("{} at line {}, column {}", what, line, col));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // The parser throws out_of_range (not parse_error) for a number literal that does not fit
+    // a double, e.g. 1e400 (found by fuzzing: it escaped as an internal error).
+    std::string what = e.what();
+    auto quote = what.find('\'');
+    std::string literal = quote == std::string::npos ? "" : what.substr(quote);
+    if (literal.size() > 42) literal = literal.substr(0, 40) + "...'";
+    throw InputError::at(file, "", fmt::format("number {} is out of range (beyond what a double holds)",
+                                               literal.empty() ? "literal" : literal));
+  } catch (const nlohmann::json::exception& e) {
+    // Any other complaint of the parser is still a problem with the file, not a bug here.
+    throw InputError::at(file, "", fmt::format("not valid JSON ({})", e.what()));
   }
 }
 
