@@ -3,6 +3,7 @@
 // and says which defaults it used.
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -59,10 +60,17 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// Default inputs live in the repository; found from the working directory first, then from
-// the source tree this binary was built from (so `eaglesim run` works from anywhere).
+// Default inputs live in the repository; looked up as resolve_topology_path looks up presets:
+// the working directory, the installed tree next to the executable (BIN/../REL), then the
+// source tree this binary was built from (so `eaglesim run` works from anywhere).
 std::string resolve_repo_file(const std::string& rel) {
   if (exists(rel)) return rel;
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::string installed = (exe.parent_path().parent_path() / rel).string();
+    if (exists(installed)) return installed;
+  }
   std::string in_repo = std::string(EAGLESIM_SOURCE_DIR) + "/" + rel;
   if (exists(in_repo)) return in_repo;
   return rel;  // read_trace names the missing file

@@ -122,7 +122,7 @@ void run_sweep_command(const SweepArgs& a) {
   const SweepResults results = run_sweep(rq);
   // Every output is rendered before any is written, so a failure leaves no partial set.
   const std::string csv = a.csv.empty() ? "" : sweep_to_csv(results);
-  const std::string json = a.json.empty() ? "" : sweep_to_json(results).dump(2) + "\n";
+  const std::string json = a.json.empty() ? "" : sweep_json_text(results);
   const std::string html = a.report.empty() ? "" : render_sweep_html_report(results);
   write_files_atomic({{a.csv, csv}, {a.json, json}, {a.report, html}});
 

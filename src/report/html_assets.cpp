@@ -400,11 +400,13 @@ const char* const kScript = R"JS(
     var wrap = el('div', { 'class': 'table-wrap' }, host);
     var table = el('table', { 'class': 'data', id: 'results-table', 'data-rows': ok.length }, wrap);
     var tr = el('tr', null, el('thead', null, table));
-    COLUMNS.forEach(function (c) { el('th', { 'class': c.num ? 'num' : '' }, tr, c.label); });
+    // A run has one trace: no weight dtype or memory columns to show.
+    var columns = COLUMNS.filter(function (c) { return view.kind === 'sweep' || (c.key !== 'weight_dtype' && c.key !== 'mem_need_gb'); });
+    columns.forEach(function (c) { el('th', { 'class': c.num ? 'num' : '' }, tr, c.label); });
     var tbody = el('tbody', null, table);
     ok.slice(0, limit).forEach(function (r) {
       var row = el('tr', { 'data-index': r.index, 'class': r.index === bestIndex ? 'best' : '' }, tbody);
-      COLUMNS.forEach(function (c) {
+      columns.forEach(function (c) {
         var v = c.key === 'accept' ? accLabel(r.accept_mode, r.accept_value) : r[c.key];
         var text = c.num && c.d !== undefined ? fmt(v, c.d) + (c.suffix && v !== null ? c.suffix : '') : String(v === undefined || v === null ? '' : v);
         el('td', { 'class': c.num ? 'num' : '', 'data-key': c.key, 'data-value': v === null || v === undefined ? '' : v }, row, text);
@@ -527,6 +529,8 @@ const char* const kScript = R"JS(
     chartCycle(el('div', null, g), view.rows, sel);
     chartAccept(el('div', null, g), view.rows, sel);
     byId('explorer-title').textContent = 'Strategies compared';
+    byId('explorer-explain').textContent = 'The same trace under every strategy: where each cycle goes, and how ' +
+      'throughput depends on the acceptance rate.';
     byId('controls').style.display = 'none';
     chartBreakeven(byId('breakeven'), view.rows.map(function (r) {
       if (r.status !== 'ok') return { label: r.strategy, value: null, state: 'unfit', detail: 'cannot run: ' + r.reason };

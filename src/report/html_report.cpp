@@ -90,7 +90,7 @@ std::string page(const std::string& title, const json& data, const json& timelin
 <p class="explain">The fastest configuration (topology fixed; TP, draft tokens, strategy and weight dtype chosen) against the
 fastest plain decoding on the same topology. “Pays off” means EAGLE-3 beats it.</p><div id="best-host"></div></section>
 <section class="card"><h2 id="explorer-title">Explore a configuration</h2>
-<p class="explain">Pick a model, topology, weights, TP and acceptance; the charts start at the model’s fastest configuration.</p>
+<p class="explain" id="explorer-explain">Pick a model, topology, weights, TP and acceptance; the charts start at the model’s fastest configuration.</p>
 <div class="controls" id="controls"></div><div id="charts"></div></section>
 <section class="card"><div id="breakeven"></div></section>
 <section class="card"><h2>Verify step per rank</h2>

@@ -1,30 +1,34 @@
 #include "sweep/step_fingerprint.hpp"
 
 #include <cstring>
+#include <functional>
 #include <tuple>
+#include <type_traits>
 
 namespace eaglesim {
 
 namespace {
 
-// FNV-1a: simple, fast enough for a few thousand ops, and stable across runs.
-struct Fnv {
-  std::uint64_t h = 1469598103934665603ull;
-  void bytes(const void* p, std::size_t n) {
-    const auto* c = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) {
-      h ^= c[i];
-      h *= 1099511628211ull;
-    }
+// Word-at-a-time mixing (a multiply and a shift per field): hashing every op of every generated
+// step must cost far less than pricing it. Strings go through std::hash; fingerprints only live
+// for one process, so its per-implementation values are fine.
+struct Mixer {
+  std::uint64_t h = 0x243f6a8885a308d3ull;
+  void word(std::uint64_t v) {
+    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
   }
   template <typename T>
   void value(const T& v) {
-    bytes(&v, sizeof v);
+    if constexpr (std::is_floating_point_v<T>) {
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, &v, sizeof v);
+      word(bits);
+    } else {
+      word(static_cast<std::uint64_t>(v));
+    }
   }
-  void text(const std::string& s) {
-    value(s.size());
-    bytes(s.data(), s.size());
-  }
+  void text(const std::string& s) { word(std::hash<std::string>{}(s)); }
 };
 
 // Every field an op carries, as a tuple, so hashing and equality cannot drift apart.
@@ -37,7 +41,7 @@ auto op_fields(const Op& op) {
 }  // namespace
 
 std::uint64_t step_fingerprint(const Step& step) {
-  Fnv f;
+  Mixer f;
   f.text(step.name);
   f.value(step.measured_us.has_value());
   if (step.measured_us) f.value(*step.measured_us);

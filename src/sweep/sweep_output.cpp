@@ -145,14 +145,34 @@ json sweep_to_json(const SweepResults& res) {
   }
   doc["best"] = best;
 
+  // Rows that cannot run leave out the metrics they do not have (the CSV keeps every column,
+  // empty): in a wide sweep most rows are such, and this halves the document.
   json rows = json::array();
   for (const SweepRow& r : res.rows) {
     json j = json::object();
-    for (auto& [k, v] : row_fields(r)) j[k] = std::move(v);
+    for (auto& [k, v] : row_fields(r))
+      if (r.ok() || !v.is_null()) j[k] = std::move(v);
     rows.push_back(std::move(j));
   }
   doc["rows"] = std::move(rows);
   return doc;
+}
+
+std::string sweep_json_text(const SweepResults& res) {
+  // Indented like dump(2), except that each row stays on one line: a sweep has tens of thousands
+  // of rows, and one per line keeps the file small and greppable.
+  json doc = sweep_to_json(res);
+  json rows = std::move(doc["rows"]);
+  doc.erase("rows");
+  std::string text = doc.dump(2);
+  text.pop_back();  // the closing brace
+  text += ",\n  \"rows\": [";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    text += i ? ",\n    " : "\n    ";
+    text += rows[i].dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  text += rows.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return text;
 }
 
 std::string sweep_to_csv(const SweepResults& res) {

@@ -15,6 +15,8 @@ namespace eaglesim {
 std::string sweep_to_table(const SweepResults& results);
 std::string sweep_to_csv(const SweepResults& results);
 nlohmann::ordered_json sweep_to_json(const SweepResults& results);
+// The JSON document as --json writes it: indented, one row per line.
+std::string sweep_json_text(const SweepResults& results);
 
 // "a=0.70" or "E=2.50": how an acceptance is shown in tables and the report.
 std::string short_acceptance(const Acceptance& a);

@@ -245,7 +245,13 @@ TEST(BrowserReport, RunReportDrawsTheStrategiesOfOneScenario) {
   if (help.out.find("--report") == std::string::npos) GTEST_SKIP() << "eaglesim run has no --report option in this build";
   const std::string dir = temp_dir();
   const std::string json_path = dir + "/run.json", html = dir + "/run.html";
-  const CliResult run = run_cli(fmt::format("run --json {} --report {}", json_path, html));
+  // A generated trace, so the test does not depend on the shipped ones.
+  const std::string trace = dir + "/trace.json";
+  const CliResult gen = run_cli(fmt::format(
+      "gen --model models/llm/llama-3.1-8b.json --draft models/llm/llama-3.1-8b-eagle3.json --tp 4 --tokens 4 -o {}", trace));
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  const CliResult run = run_cli(fmt::format("run {} --topology 4x-rtx-pro-6000-pcie5 --strategy all --json {} --report {}",
+                                            trace, json_path, html));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const json expected = json::parse(slurp(json_path));
   const Rendered page = render(html, "run-report.png");
