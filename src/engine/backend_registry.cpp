@@ -29,9 +29,13 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
   if (name == "cuda")
     throw DeviceError("--backend cuda: this eaglesim was built without the CUDA part "
                       "(configure with -DEAGLESIM_CUDA=ON on a machine with the CUDA toolkit and NCCL)");
+  // Always name the cuda backend: in a build without it the user should still learn it exists.
+  std::vector<std::string> names{"sim", "cuda"};
+  for (const auto& [n, f] : registry())
+    if (n != "sim" && n != "cuda") names.push_back(n);
   std::string known;
-  for (const auto& [n, f] : registry()) known += (known.empty() ? "" : ", ") + n;
-  throw InputError("--backend: unknown backend '" + name + "' (known: " + known + ", cuda)");
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  throw InputError("--backend: unknown backend '" + name + "' (known: " + known + ")");
 }
 
 std::vector<std::string> backend_names() {
