@@ -1,4 +1,5 @@
 #include "report/fidelity.hpp"
+#include "report/printers.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -153,9 +154,7 @@ nlohmann::json fidelity_json(const std::vector<FidelityTrace>& traces, const Fid
   using nlohmann::json;
   auto finite = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
   auto step = [](const StepResult& r) {
-    json kinds = json::object();
-    for (int k = 0; k < kOpKindCount; ++k)
-      if (r.kind_us[k] != 0) kinds[to_string(static_cast<OpKind>(k))] = r.kind_us[k];
+    const json kinds = kind_us_json(r);
     return json{{"step_us", r.step_us}, {"step_us_min", r.step_us_min}, {"step_us_max", r.step_us_max},
                 {"samples", r.samples}, {"comm_us", r.comm_us}, {"compute_us", r.compute_us}, {"kind_us", kinds},
                 {"notes", r.notes}};

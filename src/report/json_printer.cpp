@@ -17,13 +17,6 @@ json step_notes(const StrategyResult& r) {
   return notes;
 }
 
-json kind_breakdown(const StepResult& s) {
-  json out = json::object();
-  for (int k = 0; k < kOpKindCount; ++k)
-    if (s.kind_us[static_cast<std::size_t>(k)] > 0) out[to_string(static_cast<OpKind>(k))] = s.kind_us[static_cast<std::size_t>(k)];
-  return out;
-}
-
 json result_json(const Report& report, const StrategyResult& r) {
   json j;
   j["strategy"] = r.strategy;
@@ -57,12 +50,20 @@ json result_json(const Report& report, const StrategyResult& r) {
   j["speedup_vs_first"] = speedup_vs_reference(report, r);
   j["draft_step_us"] = r.draft ? json(r.draft->step_us) : json(nullptr);
   j["critical_rank"] = r.verify.critical_rank;
-  j["verify_kind_us"] = kind_breakdown(r.verify);
+  j["verify_kind_us"] = kind_us_json(r.verify);
   j["verify_spread"] = {{"min_us", r.verify.step_us_min}, {"max_us", r.verify.step_us_max}, {"samples", r.verify.samples}};
   j["notes"] = step_notes(r);
   return j;
 }
 }  // namespace
+
+nlohmann::ordered_json kind_us_json(const StepResult& step) {
+  json out = json::object();
+  for (int k = 0; k < kOpKindCount; ++k)
+    if (step.kind_us[static_cast<std::size_t>(k)] != 0)
+      out[to_string(static_cast<OpKind>(k))] = step.kind_us[static_cast<std::size_t>(k)];
+  return out;
+}
 
 nlohmann::ordered_json report_to_json(const Report& report) {
   const Scenario& sc = report.scenario;

@@ -15,6 +15,10 @@ nlohmann::ordered_json report_to_json(const Report& report);
 std::string report_to_csv(const Report& report);
 std::string report_to_chrome_trace(const Report& report);  // supported strategies' verify timelines
 
+// A step's time per op kind as {"gemm": µs, ...}, kinds with no time left out. Shared by the
+// report JSON, fidelity's JSON and the standalone CUDA replay tool.
+nlohmann::ordered_json kind_us_json(const StepResult& step);
+
 // Speed-up of `r` over the reference (first supported) strategy; 0 when not comparable.
 double speedup_vs_reference(const Report& report, const StrategyResult& r);
 const StrategyResult* reference_result(const Report& report);

@@ -12,6 +12,7 @@
 
 #include "core/errors.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "report/printers.hpp"
 #include "trace/trace_json.hpp"
 
 int main(int argc, char** argv) {
@@ -51,10 +52,7 @@ int main(int argc, char** argv) {
       j["compute_us"] = r.compute_us;
       j["allreduce_count"] = r.allreduce_count;
       j["allreduce_mean_us"] = r.allreduce_mean_us;
-      nlohmann::ordered_json kinds;
-      for (int k = 0; k < kOpKindCount; ++k)
-        if (r.kind_us[k] > 0) kinds[to_string(static_cast<OpKind>(k))] = r.kind_us[k];
-      j["kind_us"] = kinds;
+      j["kind_us"] = kind_us_json(r);
       j["notes"] = r.notes;
       std::cout << j.dump() << std::endl;
     }
