@@ -140,6 +140,11 @@ std::vector<double> calibrate_allreduce(const CalibrationRequest& q, std::vector
             if (!barrier.wait()) throw DeviceError("calibrate: another rank failed");
           };
           auto time_graph = [&](const std::function<void(cudaStream_t)>& body, const char* what) {
+            // One eager run first (all ranks together): NCCL connects lazily, per algorithm and
+            // protocol, and cannot do that inside a capture.
+            sync();
+            timer.launch_eager(body, stream);
+            timer.finish(what);
             // Capture is per rank; NCCL captures need every rank to capture the same calls.
             CapturedGraph g(stream, body);
             std::vector<double> v;

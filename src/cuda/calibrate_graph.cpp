@@ -66,6 +66,12 @@ void GraphTimer::launch(const CapturedGraph& g, cudaStream_t stream) {
   EAGLESIM_CUDA_CHECK(cudaEventRecord(stop_, stream));
 }
 
+void GraphTimer::launch_eager(const std::function<void(cudaStream_t)>& body, cudaStream_t stream) {
+  EAGLESIM_CUDA_CHECK(cudaEventRecord(start_, stream));
+  body(stream);
+  EAGLESIM_CUDA_CHECK(cudaEventRecord(stop_, stream));
+}
+
 double GraphTimer::finish(const char* what) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
   for (;;) {

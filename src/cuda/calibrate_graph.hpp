@@ -35,6 +35,9 @@ class GraphTimer {
   GraphTimer& operator=(const GraphTimer&) = delete;
   // Launches pre-roll + graph and returns immediately; finish() waits and returns µs.
   void launch(const CapturedGraph& g, cudaStream_t stream);
+  // Enqueues body(stream) directly, between the same events. NCCL sets up a size's connections
+  // on its first (eager) call; a capture before that fails with an internal error.
+  void launch_eager(const std::function<void(cudaStream_t)>& body, cudaStream_t stream);
   double finish(const char* what);
 
  private:

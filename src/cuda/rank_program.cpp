@@ -406,7 +406,7 @@ RankProgram::RankProgram(const Step& step, int device, RankComm& comm, RankComm*
       }
     }
   }
-  if (fused > 0) note(fmt::format("{} allreduce + residual add + RMSNorm triples ran as one fused {} op", fused, comm.strategy()));
+  if (fused > 0) note(fmt::format("{} allreduce + residual add + RMSNorm triples ran as one {} kernel each", fused, comm.strategy()));
   EAGLESIM_CUDA_CHECK(cudaDeviceSynchronize());  // fills done before anything is timed
 }
 
