@@ -40,20 +40,27 @@ for step in $STEPS; do
       echo "### gen Llama-3.1-8B TP2 (verify+draft+decode), cuda"
       timeout "$(cap 90)" $E run traces/llama-3.1-8b_tp2_t4.json --backend cuda $R --strategy nccl,oneshot,twoshot,fused,quant,ideal --json "$W/run_tp2.json"; echo "rc=$?"
       echo "### decoder-only Llama-3.1-8B TP2 (what PyTorch ran), cuda"
-      timeout "$(cap 60)" $E run "$W/l8dec_tp2.json" --backend cuda $R --strategy nccl,oneshot,fused,ideal; echo "rc=$?"
+      timeout "$(cap 60)" $E run "$W/l8dec_tp2.json" --backend cuda $R --strategy nccl,oneshot,fused,ideal --json "$W/run_dec.json"; echo "rc=$?"
+      python3 tools/print_kinds.py "$W/run_dec.json"
       echo "### imported Kineto trace, cuda (op-times as traced shapes)"
-      timeout "$(cap 60)" $E run "$W/kineto.json" --backend cuda $R --strategy nccl,oneshot,fused,ideal; echo "rc=$?"
+      timeout "$(cap 60)" $E run "$W/kineto.json" --backend cuda $R --strategy nccl,oneshot,fused,ideal --json "$W/run_kin.json"; echo "rc=$?"
+      python3 tools/print_kinds.py "$W/run_kin.json"
       echo "### imported Kineto trace, sim on 2x-h200-nvlink"
-      $E run "$W/kineto.json" --topology 2x-h200-nvlink --strategy nccl,oneshot,fused,ideal; echo "rc=$?"
+      $E run "$W/kineto.json" --topology 2x-h200-nvlink --strategy nccl,oneshot,fused,ideal --json "$W/sim_kin.json"; echo "rc=$?"
+      python3 tools/print_kinds.py "$W/sim_kin.json"
       echo "### gen Llama-3.1-8B TP1 on one GPU, cuda"
       timeout "$(cap 60)" $E run traces/llama-3.1-8b_tp1_t4.json --backend cuda $R --ranks 1 --strategy nccl; echo "rc=$?"
+      python3 tools/llama8b_decoder_trace.py --tp 1 --out "$W/l8dec_tp1.json" > /dev/null 2>&1
+      echo "### decoder-only Llama-3.1-8B TP1 on one GPU (what PyTorch ran), cuda"
+      timeout "$(cap 60)" $E run "$W/l8dec_tp1.json" --backend cuda $R --strategy nccl --json "$W/run_dec1.json"; echo "rc=$?"
+      python3 tools/print_kinds.py "$W/run_dec1.json"
       echo "### mpirun -np 2, gen Llama-3.1-8B TP2, cuda"
       timeout "$(cap 60)" mpirun --allow-run-as-root --bind-to none -np 2 -x NCCL_NVLS_ENABLE $E run traces/llama-3.1-8b_tp2_t4.json --backend cuda $R --strategy nccl; echo "rc=$?"
       echo "### PyTorch, same decoder ops, TP2 and TP1"
       timeout "$(cap 90)" python3 tools/torch_reference_step.py --tp 2 --iters 30 --warmup 5; echo "rc=$?"
       timeout "$(cap 60)" python3 tools/torch_reference_step.py --tp 1 --iters 30 --warmup 5; echo "rc=$?"
     } > "$OUT/replay.log" 2>&1
-    note "replay done"; grep -E "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^rc=|^\{" "$OUT/replay.log" >> "$S" ;;
+    note "replay done"; grep -E "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^rc=|^\{|^error" "$OUT/replay.log" >> "$S" ;;
   calibrate)
     # Issue 7: one calibration on 2 GPUs over every trace the fidelity step uses (TP1 shapes too).
     $E gen --model models/llm/llama-3.1-70b.json --tp 1 --tokens 4 --draft models/llm/llama-3.1-70b-eagle3.json \
@@ -81,18 +88,24 @@ for step in $STEPS; do
       EAGLESIM_TEST_TIMEOUT_S=20 timeout "$(cap 120)" $G --gtest_filter='-Stress.*'; echo "rc=$?"
       echo "### bench-comm 42 KiB and the trace sizes"
       timeout "$(cap 40)" $E bench-comm --strategy nccl,oneshot,oneshot_push,twoshot,fused,quant --sizes 32768,43008,57344 --iters 50; echo "rc=$?"
+      echo "### fused vs oneshot at 3 x 7168 bf16, three runs each of the default split and 5 chunks per row"
+      for rep in 1 2 3; do
+        timeout "$(cap 20)" $E bench-comm --strategy oneshot,fused --sizes 43008 --iters 50 | grep -E "^ +43008"
+        EAGLESIM_FUSED_CHUNK_UNITS=180 timeout "$(cap 20)" $E bench-comm --strategy oneshot,fused --sizes 43008 --iters 50 | grep -E "^ +43008" | sed 's/$/ chunk180/'
+      done
     } > "$OUT/kernels.log" 2>&1
-    note "kernels done"; grep -E "^\[  (PASSED|FAILED)|FAILED \]|^ +[0-9]+ |rc=" "$OUT/kernels.log" >> "$S" ;;
+    note "kernels done"; grep -E "^\[  (PASSED|FAILED)|FAILED \]|^ +[0-9]+ |rc=|^###" "$OUT/kernels.log" >> "$S" ;;
   stress)
     { EAGLESIM_STRESS_SECONDS=15 timeout "$(cap 130)" $G --gtest_filter='Stress.*'; echo "rc=$?"; } >> "$OUT/kernels.log" 2>&1
     note "stress done"; grep -E "^STRESS|^STALL|time-capped|^\[  (PASSED|FAILED)|FAILED \]" "$OUT/kernels.log" >> "$S" ;;
   sanitize)
-    for tool in memcheck racecheck synccheck; do
+    for tool in ${SANITIZERS:-memcheck racecheck synccheck}; do
       [ "$(left)" -lt 25 ] && { note "$tool: SKIPPED (out of time)"; continue; }
       EAGLESIM_TEST_QUICK=1 EAGLESIM_TEST_TIMEOUT_S=20 timeout "$(cap 60)" compute-sanitizer --tool $tool --report-api-errors no \
         --error-exitcode 9 $G --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*' \
         > "$W/$tool.log" 2>&1
       note "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY|^\[  (PASSED|FAILED)' "$W/$tool.log" | tr '\n' ' ')"
+      { echo "### compute-sanitizer $tool"; grep -E -A12 '^========= (Warning|Error|Race|Invalid)' "$W/$tool.log" | head -80; } >> "$OUT/kernels.log"
     done ;;
   esac
 done
