@@ -52,7 +52,8 @@ enum AllreduceError : uint32_t { kErrNone = 0, kErrTimeout = 1, kErrAborted = 2 
 struct Signal {
   uint32_t flags[kPhases][kMaxBlocks][kMaxRanks];
   uint32_t epoch[kMaxBlocks];
-  // Intra-GPU rendezvous of the row-split fused kernel (fused_allreduce_rmsnorm.cuh): block b
+  // Intra-GPU rendezvous of the row-split fused kernel (fused_allreduce_rmsnorm.cuh, RowSync::
+  // rendezvous; the cluster variant does not use it): block b
   // of call e publishes (e << 32) | bits(its partial sum of squares) here with ONE 64-bit store,
   // so a reader that sees epoch e also sees the value (no fence, no separate flag). Written and
   // read by this rank only; never reset (epochs only grow, and the next call on this GPU starts

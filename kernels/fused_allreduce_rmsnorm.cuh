@@ -11,12 +11,25 @@
 //     (fused_allreduce_rmsnorm_split). One block per row would leave the NVLink pull of a
 //     14 KiB row to a single SM, whose outstanding remote loads cap it (+3 us over the plain
 //     one-shot at 3 x 7168 on 2 x H200); split, the pull is spread like the one-shot's. The
-//     row's sum of squares is then combined through an intra-GPU rendezvous: every block
-//     publishes its partial (epoch-tagged 64-bit word in Signal::row_partial, never reset) and
-//     reads all C partials of its row in the fixed order 0..C-1, so every block of the row and
-//     every rank compute the same bits. Needs all blocks co-resident: grid <= SM count. The host
-//     splits only while the grid stays small (<= 16 blocks, custom_comm.cu): a larger grid
-//     already spreads the pull, and more blocks only add barrier and launch cost;
+//     row's sum of squares is then combined across its C blocks, in the fixed order 0..C-1 so
+//     that every block of the row and every rank compute the same bits, in one of two ways
+//     (RowSync, chosen by the host; both give identical results):
+//       - cluster (sm_90+, C <= 8): the row's C blocks form one thread-block cluster. Each block
+//         leaves its partial in its shared memory, one hardware cluster barrier, then every warp
+//         reads the C partials through distributed shared memory (DSMEM); a second, split
+//         barrier (arrive after the reads, wait just before exit) keeps each block's shared
+//         memory alive until its peers have read it. Why: the rendezvous below is a second
+//         barrier through L2 (a store, then polled loads of the other blocks' words) and the
+//         main step the split kernel has beyond the one-shot's sequence, which it trails by
+//         about 1 us at 3 x 7168 (5.74-5.81 vs 4.77 us on 2 x H200; the barrier's own share is
+//         an estimate, not measured alone); a cluster barrier is hardware within one GPC and
+//         a DSMEM read goes SM to SM, without L2 polling.
+//       - rendezvous (fallback: older GPUs, C > 8, or EAGLESIM_FUSED_CLUSTER=0): every block
+//         publishes its partial (epoch-tagged 64-bit word in Signal::row_partial, never reset)
+//         and polls the other C-1 words of its row. Needs all blocks co-resident: grid <= SM
+//         count.
+//     The host splits only while the grid stays small (<= 16 blocks, custom_comm.cu): a larger
+//     grid already spreads the pull, and more blocks only add barrier and launch cost;
 //   * many rows: one block per token row (rows round-robin over <= kMaxBlocks blocks): the row's
 //     sum of squares is a block reduction, no intra-GPU rendezvous at all;
 //   * a single cross-GPU barrier per block, the one-shot pull protocol of oneshot_allreduce.cuh
@@ -29,11 +42,14 @@
 // Use case:     the `fused` strategy: small decode/verify activations (a few tokens x hidden).
 //               residual_rmsnorm (bottom) is the plain unfused tail, used after the NCCL
 //               fallback of oversize calls.
-// Hardware:     P2P between all ranks; sm_70+; the split kernel relies on its whole grid being
-//               resident at once (the host caps grids at the SM count and kMaxBlocks).
+// Hardware:     P2P between all ranks; sm_70+ (the cluster row sync: sm_90+); the split kernel
+//               relies on its whole grid being resident at once (the host caps grids at the SM
+//               count and kMaxBlocks; a cluster launch schedules each cluster's blocks together).
 //
 // Registered slot layout: row t at t * row_units * 16 bytes (rows padded to whole 16-byte
 // units, so the peer reads are always packed even when hidden*sizeof(T) % 16 != 0).
+#include <cooperative_groups.h>
+
 #include "ar_common.cuh"
 
 namespace eaglesim::kernels {
@@ -208,18 +224,69 @@ __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_regs(RankArg
   finish_call(a, epoch);
 }
 
+// How the C blocks of one split row combine their partial sums of squares (see the header).
+enum class RowSync {
+  rendezvous,  // epoch-tagged words in global memory (Signal::row_partial), polled: any sm_70+
+  cluster,     // the row's blocks form one thread-block cluster: DSMEM + hardware barrier, sm_90+
+};
+// Portable cluster size (no opt-in attribute needed): the most chunks RowSync::cluster takes.
+constexpr int kMaxClusterChunks = 8;
+
+// RowSync::cluster: block `chunk` of a cluster of `chunks` blocks publishes (partial, ok) in its
+// shared memory, and after the cluster barrier every warp reads the C values through DSMEM
+// (lane c reads chunk c) and adds them with shuffles in the fixed order 0..C-1: the same
+// additions, from 0.f, as the rendezvous loop, so both paths give the same bits. Returns false
+// when any block of the row failed its cross-GPU barrier. Every thread of every block of the
+// cluster must call it (barrier.cluster counts all of them: no block may leave early); the caller
+// then owes cluster_exit_wait() before the block exits, so no peer's DSMEM read outlives `share`.
+__device__ __forceinline__ bool cluster_row_total(float partial, bool ok, int chunks, float2* share,
+                                                  float& total) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) *share = make_float2(partial, ok ? 1.f : 0.f);
+  cluster.sync();  // arrive.release / wait.acquire: every block's `share` is written and visible
+  const int lane = threadIdx.x % 32;
+  float2 mine = make_float2(0.f, 1.f);
+  if (lane < chunks) mine = *cluster.map_shared_rank(share, lane);
+  cluster.barrier_arrive();  // this thread's DSMEM reads are done (values in registers)
+  const bool all_ok = __all_sync(0xffffffffu, mine.y != 0.f);
+  float sum = 0.f;
+  for (int c = 0; c < chunks; ++c) sum += __shfl_sync(0xffffffffu, mine.x, c);  // fixed order
+  total = sum;
+  return all_ok;
+#else
+  (void)partial, (void)ok, (void)chunks, (void)share, (void)total;
+  __trap();  // the host launches RowSync::cluster only on sm_90+ code (Group: ptxVersion check)
+  return false;
+#endif
+}
+
+// Second half of the split barrier of cluster_row_total: waits until every block of the cluster
+// has read its peers' shared memory, so this block's may go away.
+__device__ __forceinline__ void cluster_exit_wait() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+  cooperative_groups::this_cluster().barrier_wait();
+#endif
+}
+
 // Row-split variant for few long rows (see the header): each block owns one chunk of one row,
 // at most U units per thread, all in registers. Sequence per block: input copy -> weight and
 // old residual loads -> cross-GPU barrier -> ONE round of peer loads -> residual store + block
-// partial of the sum of squares -> publish partial, gather the row's C partials (fixed order)
+// partial of the sum of squares -> combine the row's C partials (fixed order; kSync says how)
 // -> normed store.
-template <typename T, int N, int U>
+// RowSync::cluster must be launched with cluster dimension {chunks, 1, 1} (so the cluster rank
+// of a block is its chunk) and chunks <= kMaxClusterChunks; it never returns before both cluster
+// barriers, also when the cross-GPU barrier failed (then it skips the data and the stores).
+template <typename T, int N, int U, RowSync kSync>
 __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_split(RankArgs a, const T* in, FusedRows f,
                                                                           FusedSplit sp, T* residual,
                                                                           const T* weight, T* normed) {
   constexpr int E = Pack<T>::kElems;
+  constexpr bool kCluster = kSync == RowSync::cluster;
   __shared__ float scratch[32];
-  __shared__ float partials[kMaxBlocks];
+  __shared__ float partials[kCluster ? 1 : kMaxBlocks];  // rendezvous: the row's C partials
+  __shared__ float2 share;                                // cluster: (partial, ok) read by the peers
   const uint32_t epoch = call_epoch(a);
   const std::size_t row_units = units_of<T>(f.hidden);
   const std::size_t row_bytes = row_units * 16;
@@ -243,62 +310,72 @@ __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_split(RankAr
     }
   }
 
-  if (!block_barrier<N>(a, kPhaseStart, epoch)) return;
+  const bool arrived = block_barrier<N>(a, kPhaseStart, epoch);
+  if (!kCluster && !arrived) return;  // a cluster block must still take part in both barriers
 
-  Pack<T> v[U][N];
-#pragma unroll
-  for (int k = 0; k < U; ++k) {
-    const std::size_t u = unit_of(k);
-    if (u < end) {
-#pragma unroll
-      for (int r = 0; r < N; ++r)
-        v[k][r] = load_reg<T>(slot_of(a.buffers[r], a.slot_bytes, epoch) + row * row_bytes, u);
-    }
-  }
   float sq = 0.f;
+  if (arrived) {  // always true here for the rendezvous (the compiler drops the test)
+    Pack<T> v[U][N];
 #pragma unroll
-  for (int k = 0; k < U; ++k) {
-    const std::size_t u = unit_of(k);
-    if (u < end) {
-      float acc[E] = {};
+    for (int k = 0; k < U; ++k) {
+      const std::size_t u = unit_of(k);
+      if (u < end) {
 #pragma unroll
-      for (int r = 0; r < N; ++r) accumulate<T>(acc, v[k][r]);
-      const Pack<T> s = to_pack<T>(acc);
-#pragma unroll
-      for (int i = 0; i < E; ++i) {
-        next[k].v[i] = Elem<T>::from_f(Elem<T>::to_f(next[k].v[i]) + Elem<T>::to_f(s.v[i]));
-        const float x = Elem<T>::to_f(next[k].v[i]);
-        sq += x * x;  // padding elements are 0 + 0
+        for (int r = 0; r < N; ++r)
+          v[k][r] = load_reg<T>(slot_of(a.buffers[r], a.slot_bytes, epoch) + row * row_bytes, u);
       }
-      store_user<T>(res_row, u, f.hidden, f.aligned, next[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      const std::size_t u = unit_of(k);
+      if (u < end) {
+        float acc[E] = {};
+#pragma unroll
+        for (int r = 0; r < N; ++r) accumulate<T>(acc, v[k][r]);
+        const Pack<T> s = to_pack<T>(acc);
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+          next[k].v[i] = Elem<T>::from_f(Elem<T>::to_f(next[k].v[i]) + Elem<T>::to_f(s.v[i]));
+          const float x = Elem<T>::to_f(next[k].v[i]);
+          sq += x * x;  // padding elements are 0 + 0
+        }
+        store_user<T>(res_row, u, f.hidden, f.aligned, next[k]);
+      }
     }
   }
   const float partial = block_sum(sq, scratch);
 
-  // Row rendezvous. Thread 0 publishes this block's partial; thread c fetches the partial of the
-  // row's chunk c (its own block's straight from the register).
-  unsigned long long* words = a.signals[a.rank]->row_partial;
-  const std::size_t row_first = row * sp.chunks;
-  if (threadIdx.x == 0)
-    st_relaxed_gpu_u64(&words[blockIdx.x], (static_cast<unsigned long long>(epoch) << 32) | __float_as_uint(partial));
-  bool ok = true;
-  for (int c = threadIdx.x; c < sp.chunks && ok; c += blockDim.x) {
-    if (c == chunk) {
-      partials[c] = partial;
-      continue;
-    }
-    unsigned long long word = 0;
-    ok = spin_until(
-        [&] {
-          word = ld_relaxed_gpu_u64(&words[row_first + c]);
-          return static_cast<uint32_t>(word >> 32) == epoch;
-        },
-        a);
-    partials[c] = __uint_as_float(static_cast<uint32_t>(word));
-  }
-  if (!__syncthreads_and(ok)) return;
   float total = 0.f;
-  for (int c = 0; c < sp.chunks; ++c) total += partials[c];  // fixed order: same bits everywhere
+  if constexpr (kCluster) {
+    if (!cluster_row_total(partial, arrived, sp.chunks, &share, total)) {
+      cluster_exit_wait();
+      return;
+    }
+  } else {
+    // Row rendezvous. Thread 0 publishes this block's partial; thread c fetches the partial of
+    // the row's chunk c (its own block's straight from the register).
+    unsigned long long* words = a.signals[a.rank]->row_partial;
+    const std::size_t row_first = row * sp.chunks;
+    if (threadIdx.x == 0)
+      st_relaxed_gpu_u64(&words[blockIdx.x], (static_cast<unsigned long long>(epoch) << 32) | __float_as_uint(partial));
+    bool ok = true;
+    for (int c = threadIdx.x; c < sp.chunks && ok; c += blockDim.x) {
+      if (c == chunk) {
+        partials[c] = partial;
+        continue;
+      }
+      unsigned long long word = 0;
+      ok = spin_until(
+          [&] {
+            word = ld_relaxed_gpu_u64(&words[row_first + c]);
+            return static_cast<uint32_t>(word >> 32) == epoch;
+          },
+          a);
+      partials[c] = __uint_as_float(static_cast<uint32_t>(word));
+    }
+    if (!__syncthreads_and(ok)) return;
+    for (int c = 0; c < sp.chunks; ++c) total += partials[c];  // fixed order: same bits everywhere
+  }
   const float inv_rms = rsqrtf(total / static_cast<float>(f.hidden) + f.eps);
 #pragma unroll
   for (int k = 0; k < U; ++k) {
@@ -312,6 +389,7 @@ __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_split(RankAr
     }
   }
   finish_call(a, epoch);
+  if constexpr (kCluster) cluster_exit_wait();
 }
 
 // The unfused tail on its own: residual += sum; normed = rmsnorm(residual) * weight, where `sum`

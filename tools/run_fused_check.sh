@@ -3,10 +3,12 @@
 # fused <= oneshot + 1 us at 3 x 7168 bf16 on 2 x H200): build, the custom-allreduce GPU tests,
 # bench-comm oneshot vs fused (4K:1M plus the 7168-wide shapes), the same fused sizes under
 # other split targets (EAGLESIM_FUSED_CHUNK_UNITS: 0 = one block per row, the old kernels),
-# then compute-sanitizer racecheck/memcheck on the fused tests. Each step gets a slice of the
+# the row-sync A/B (split rows through thread-block clusters, the default on sm_90, vs the
+# global-memory rendezvous, EAGLESIM_FUSED_CLUSTER=0), then compute-sanitizer racecheck/memcheck
+# on the fused tests. Each step gets a slice of the
 # remaining time so the call never overruns its limit.
 # Usage (repo root, on the GPU machine): OUT=dir BUDGET_S=280 tools/run_fused_check.sh [steps]
-# steps: any of build tests bench tune racecheck memcheck (default: all, in that order).
+# steps: any of build tests bench ab tune racecheck memcheck (default: all, in that order).
 set -u
 export NCCL_NVLS_ENABLE=0  # never NVLink multicast on the lent machines
 OUT=${OUT:-/tmp/eaglesim-out}
@@ -15,7 +17,7 @@ BUDGET_S=${BUDGET_S:-280}
 START=$(date +%s)
 left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
 cap() { local t=$1 m=$2; echo $(( t - 5 < m ? t - 5 : m )); }  # min(time left - 5, step max)
-STEPS=${*:-build tests bench tune racecheck memcheck}
+STEPS=${*:-build tests bench ab tune racecheck memcheck}
 summary="$OUT/summary.txt"
 : > "$summary"
 note() { echo "$*" | tee -a "$summary"; }
@@ -41,6 +43,17 @@ for step in $STEPS; do
       timeout "$(cap "$t" 90)" ./build/eaglesim bench-comm --strategy oneshot,fused --sizes "$SIZES" --iters 50 \
         --csv "$OUT/bench.csv" > "$OUT/bench.txt" 2>&1
       note "bench (default split target): rc=$?"; cat "$OUT/bench.txt" >> "$summary" ;;
+    ab)
+      # Same call, alternating row syncs twice, so drift between runs shows up in the spread.
+      for round in 1 2; do
+        for sync in 1 0; do
+          t=$(left); [ "$t" -lt 25 ] && { note "ab $round cluster=$sync: skipped (out of time)"; continue; }
+          EAGLESIM_FUSED_CLUSTER=$sync timeout "$(cap "$t" 40)" ./build/eaglesim -v bench-comm --strategy oneshot,fused \
+            --sizes "$TUNE_SIZES" --iters 50 > "$OUT/ab_${round}_$sync.txt" 2>&1
+          note "ab round $round EAGLESIM_FUSED_CLUSTER=$sync: rc=$? $(grep -o 'through [a-z -]*' "$OUT/ab_${round}_$sync.txt" | head -1)"
+          grep -E '^ +[0-9]' "$OUT/ab_${round}_$sync.txt" | awk -v c="$sync" '{print "  cluster=" c ": " $0}' >> "$summary"
+        done
+      done ;;
     tune)
       for units in 0 128 512; do
         t=$(left); [ "$t" -lt 25 ] && { note "tune $units: skipped (out of time)"; continue; }
@@ -52,7 +65,7 @@ for step in $STEPS; do
     racecheck|memcheck)
       EAGLESIM_TEST_QUICK=1 EAGLESIM_TEST_TIMEOUT_S=20 timeout "$(cap "$t" 70)" \
         compute-sanitizer --tool $step --report-api-errors no --error-exitcode 9 ./build/tests/eaglesim_gpu_tests \
-        --gtest_filter='CustomAllreduce.FusedSplitRows:CustomAllreduce.FusedBackToBack*' > "$OUT/$step.log" 2>&1
+        --gtest_filter='CustomAllreduce.FusedSplit*:CustomAllreduce.FusedBackToBack*' > "$OUT/$step.log" 2>&1
       note "$step: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)' "$OUT/$step.log" | tr '\n' ' ')" ;;
   esac
 done

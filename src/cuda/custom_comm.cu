@@ -109,6 +109,16 @@ void launch_allreduce(Algo algo, const RankArgs& a, const void* in_v, void* out_
 // EAGLESIM_FUSED_CHUNK_UNITS, read when a group is created, overrides the target for tuning
 // measurements and tests (0 = never split, i.e. one block per row); every rank of the group
 // uses the group's value.
+// The split rows combine their sums of squares through a thread-block cluster per row (DSMEM +
+// hardware barrier) when every GPU of the group runs sm_90+ code and the row has at most
+// kernels::kMaxClusterChunks (8, the portable cluster size) chunks; otherwise through the
+// global-memory rendezvous (Signal::row_partial). Both give bitwise-identical results. With the
+// constants below C = ceil(units / 256) <= 8 for rows of up to 2048 units (16384 bf16), e.g.
+// 3 x 7168 bf16 = 3 rows x 896 units -> C = 4 (grid 12); only a single wider row (up to 16
+// chunks under the 16-block cap) or a smaller EAGLESIM_FUSED_CHUNK_UNITS gives C > 8, and such
+// a split keeps the rendezvous.
+// EAGLESIM_FUSED_CLUSTER=0 (read at group creation) forces the rendezvous for A/B measurements;
+// the cap and target were tuned with the rendezvous and may move once clusters are measured.
 constexpr std::size_t kFusedChunkUnits = 256;
 constexpr std::size_t kFusedSplitMaxBlocks = 16;
 
@@ -121,6 +131,18 @@ std::size_t fused_chunk_units_from_env() {
     throw InputError(std::string("EAGLESIM_FUSED_CHUNK_UNITS: expected a count of 16-byte units (0 = no split), got '") +
                      v + "'");
   return static_cast<std::size_t>(parsed);
+}
+
+// EAGLESIM_FUSED_CLUSTER: unset/empty or 1 = cluster row sync where supported, 0 = always the
+// global-memory rendezvous.
+bool fused_cluster_from_env() {
+  const char* v = std::getenv("EAGLESIM_FUSED_CLUSTER");
+  if (v == nullptr || *v == '\0') return true;
+  const std::string value(v);
+  if (value == "1") return true;
+  if (value == "0") return false;
+  throw InputError("EAGLESIM_FUSED_CLUSTER: expected 0 (row rendezvous in global memory) or 1 (thread-block "
+                   "clusters where the GPU supports them), got '" + value + "'");
 }
 
 // How the fused kernel splits rows: chunks per row (1 = one block per row, no split) and the
@@ -141,9 +163,39 @@ kernels::FusedSplit plan_fused_split(std::size_t tokens, std::size_t row_units, 
   return sp;
 }
 
+// One launch of the row-split kernel with U units per thread: as clusters of sp.chunks blocks
+// (one cluster per row) when `cluster` allows it and the row fits a portable cluster, else
+// with the global-memory rendezvous.
+template <typename T, int N, int U>
+void launch_fused_split(const RankArgs& a, const T* x, const kernels::FusedRows& rows, const kernels::FusedSplit& sp,
+                        T* res, const T* w, T* y, int threads, bool cluster, cudaStream_t s) {
+  using kernels::RowSync;
+  const int grid = static_cast<int>(rows.tokens) * sp.chunks;  // <= limit by plan_fused_split
+  if (!cluster || sp.chunks > kernels::kMaxClusterChunks) {
+    kernels::fused_allreduce_rmsnorm_split<T, N, U, RowSync::rendezvous><<<grid, threads, 0, s>>>(a, x, rows, sp,
+                                                                                                  res, w, y);
+    return;
+  }
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(sp.chunks);  // grid = tokens * chunks: whole clusters
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = 0;
+  config.stream = s;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  check_cuda(cudaLaunchKernelEx(&config, kernels::fused_allreduce_rmsnorm_split<T, N, U, RowSync::cluster>, a, x,
+                                rows, sp, res, w, y),
+             "fused allreduce cluster launch");
+}
+
 template <typename T, int N>
 void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int limit, std::size_t chunk_target,
-                  cudaStream_t s) {
+                  bool cluster, cudaStream_t s) {
   kernels::FusedRows rows{f.tokens, f.hidden, f.eps, false};
   rows.aligned = aligned16(in) && aligned16(f.residual) && aligned16(f.weight) && aligned16(f.normed) &&
                  (f.hidden * sizeof(T)) % 16 == 0;
@@ -161,14 +213,13 @@ void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int
   };
   const kernels::FusedSplit sp = plan_fused_split(f.tokens, row_units, limit, chunk_target);
   if (sp.chunks > 1) {
-    const int split_grid = static_cast<int>(f.tokens) * sp.chunks;  // <= limit by plan_fused_split
     const std::size_t cu = sp.chunk_units;
     if (cu <= kThreads)
-      kernels::fused_allreduce_rmsnorm_split<T, N, 1><<<split_grid, threads_for(cu, 1), 0, s>>>(a, x, rows, sp, res, w, y);
+      launch_fused_split<T, N, 1>(a, x, rows, sp, res, w, y, threads_for(cu, 1), cluster, s);
     else if (cu <= 2 * kThreads)
-      kernels::fused_allreduce_rmsnorm_split<T, N, 2><<<split_grid, threads_for(cu, 2), 0, s>>>(a, x, rows, sp, res, w, y);
+      launch_fused_split<T, N, 2>(a, x, rows, sp, res, w, y, threads_for(cu, 2), cluster, s);
     else
-      kernels::fused_allreduce_rmsnorm_split<T, N, 4><<<split_grid, threads_for(cu, 4), 0, s>>>(a, x, rows, sp, res, w, y);
+      launch_fused_split<T, N, 4>(a, x, rows, sp, res, w, y, threads_for(cu, 4), cluster, s);
     return;
   }
   if (row_units <= kThreads)
@@ -225,6 +276,22 @@ struct FusedFn {
   static void run(A&&... a) { launch_fused<T, N>(a...); }
 };
 
+// Whether `device` runs the cluster row sync: compute capability 9.0+ AND the binary holds
+// sm_90+ code for it (a build for older architectures only would run the kernel from JIT-ed
+// older PTX, whose cluster path traps). Every instantiation comes from this file, compiled for
+// the same architectures, so one representative kernel answers for all.
+bool runs_cluster_code(int device) {
+  DeviceGuard guard(device);
+  int major = 0;
+  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+  if (major < 9) return false;
+  cudaFuncAttributes attrs{};
+  check_cuda(cudaFuncGetAttributes(
+                 &attrs, kernels::fused_allreduce_rmsnorm_split<__nv_bfloat16, 2, 1, kernels::RowSync::cluster>),
+             "cudaFuncGetAttributes (fused cluster kernel)");
+  return attrs.ptxVersion >= 90;
+}
+
 class Group;
 
 class Rank final : public RankComm {
@@ -249,7 +316,10 @@ class Rank final : public RankComm {
 class Group final : public CustomCommGroup {
  public:
   explicit Group(const CommGroupConfig& config, Algo algo) : config_(config), algo_(algo), words_(1 + config.ranks) {
-    if (algo == Algo::fused) fused_chunk_units_ = fused_chunk_units_from_env();  // bad value: fail first
+    if (algo == Algo::fused) {  // bad values: fail first
+      fused_chunk_units_ = fused_chunk_units_from_env();
+      fused_cluster_ = fused_cluster_from_env();
+    }
     const int n = config.ranks;
     devices_ = config.devices;
     if (devices_.empty())
@@ -267,6 +337,15 @@ class Group final : public CustomCommGroup {
       int sms = 0;
       check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d), "cudaDeviceGetAttribute");
       limit_ = std::min(limit_, sms);  // same on every rank: grids must match across ranks
+    }
+    if (algo == Algo::fused) {
+      std::string why = fused_cluster_ ? "" : "EAGLESIM_FUSED_CLUSTER=0";
+      for (int d : devices_)
+        if (fused_cluster_ && !runs_cluster_code(d)) {
+          fused_cluster_ = false;
+          why = "GPU " + std::to_string(d) + " is below sm_90 or the build holds no sm_90 code for it";
+        }
+      note_fused_row_sync(fused_cluster_, why);
     }
     slot_bytes_ = slot_bytes_for(algo, n, config.max_bytes);
     for (int r = 0; r < n; ++r) {
@@ -326,6 +405,7 @@ class Group final : public CustomCommGroup {
   const RankArgs& args(int r) const { return args_[r]; }
   int limit() const { return limit_; }
   std::size_t fused_chunk_units() const { return fused_chunk_units_; }
+  bool fused_row_clusters() const override { return algo_ == Algo::fused && fused_cluster_; }
   ncclComm_t nccl(int r) const { return nccl_->at(r); }
   // Largest row-padded fused message / plain message the slots take.
   std::size_t capacity() const { return config_.max_bytes; }
@@ -342,6 +422,7 @@ class Group final : public CustomCommGroup {
   int limit_ = 1;
   std::size_t slot_bytes_ = 0;
   std::size_t fused_chunk_units_ = kFusedChunkUnits;
+  bool fused_cluster_ = false;  // split rows sync through clusters (else the rendezvous)
 };
 
 std::string Rank::strategy() const { return group_.config().strategy; }
@@ -394,7 +475,8 @@ void Rank::allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& f, DT
     check_cuda(cudaGetLastError(), "residual_rmsnorm launch");
     return;
   }
-  dispatch<FusedFn>(dtype, ranks(), group_.args(rank_), in, f, group_.limit(), group_.fused_chunk_units(), stream);
+  dispatch<FusedFn>(dtype, ranks(), group_.args(rank_), in, f, group_.limit(), group_.fused_chunk_units(),
+                    group_.fused_row_clusters(), stream);
   check_cuda(cudaGetLastError(), "fused allreduce launch");
 }
 

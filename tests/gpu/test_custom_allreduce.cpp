@@ -431,8 +431,9 @@ struct FusedCall {
 // One fused call, one host thread per rank as the replay backend drives them: the NCCL fallback
 // of the fused strategy enqueues a kernel after its ncclAllReduce, which an NCCL group (needed
 // when one thread drives several NCCL ranks) would reorder.
+// `normed0`, when given, receives rank 0's normed output (to compare two groups bitwise).
 std::int64_t run_fused(CustomCommGroup& g, Rig& rig, DType t, std::size_t tokens, std::size_t hidden,
-                       std::uint64_t seed) {
+                       std::uint64_t seed, Bytes* normed0 = nullptr) {
   FusedCall call(t, tokens, hidden, rig.n);
   call.upload(seed);
   std::vector<std::thread> threads;
@@ -451,6 +452,11 @@ std::int64_t run_fused(CustomCommGroup& g, Rig& rig, DType t, std::size_t tokens
   for (int r = 0; r < rig.n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
   rig.sync();
   const bool via_nccl = tokens * ((hidden * esize(t) + 15) / 16 * 16) > g.rank(0).max_bytes();
+  if (normed0 != nullptr) {
+    normed0->assign(call.bytes(), 0);
+    cudaSetDevice(0);
+    EXPECT_EQ(cudaMemcpy(normed0->data(), call.dnorm[0]->base, call.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  }
   return call.count_wrong(!via_nccl);
 }
 
@@ -473,17 +479,37 @@ TEST(CustomAllreduce, FusedResidualRmsNorm) {
   EXPECT_EQ(g->failure(), "");
 }
 
-// Sets EAGLESIM_FUSED_CHUNK_UNITS for the groups created in its lifetime (read at creation).
-struct ChunkTarget {
-  explicit ChunkTarget(const char* units) { setenv("EAGLESIM_FUSED_CHUNK_UNITS", units, 1); }
-  ~ChunkTarget() { unsetenv("EAGLESIM_FUSED_CHUNK_UNITS"); }
+// Sets (or, for nullptr, unsets) an environment variable for the groups created in its
+// lifetime (the fused knobs are read at group creation); restores the unset state afterwards.
+struct EnvVar {
+  const char* name;
+  EnvVar(const char* n, const char* value) : name(n) {
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ~EnvVar() { unsetenv(name); }
 };
 
-// Few long rows are split over several blocks with an intra-GPU row rendezvous. Every split
-// target: default (256 units), none (one block per row, the pre-split kernels), 32 (as many
-// chunks as the 16-block cap allows), 1000 and 2048 (2 and 4 units per thread); rows 1..4 x
-// 7168 / 8192 and odd widths (partial last unit, unaligned rows); 5 and 8 rows (chunks cut to
-// fit the cap), 40 rows (no split).
+// Whether every GPU of the test's groups is sm_90+ (cluster row sync expected by default;
+// assumes the build holds sm_90 code, as CMAKE_CUDA_ARCHITECTURES=90 does).
+bool all_sm90(int n) {
+  for (int d = 0; d < n; ++d) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess || major < 9) return false;
+  }
+  return true;
+}
+
+// Few long rows are split over several blocks, whose partial sums of squares meet in a row
+// sync: one group per sync (thread-block clusters, the default on sm_90+, and the global-memory
+// rendezvous, EAGLESIM_FUSED_CLUSTER=0). Every split target: default (256 units), none (one
+// block per row, the pre-split kernels), 32 (as many chunks as the 16-block cap allows: up to
+// 16 per row, so clusters of <= 8 and the rendezvous for the rest), 1000 and 2048 (2 and 4 units
+// per thread); rows 1..4 x 7168 / 8192 and odd widths (partial last unit, unaligned rows); 5 and
+// 8 rows (chunks cut to fit the cap), 40 rows (no split); 1 x 20000 at the default target is
+// 10 chunks (rendezvous even in the cluster group). Each call is checked against the CPU and
+// across ranks, and the two groups' normed outputs must be bitwise identical (same fixed-order
+// sum of the partials).
 TEST(CustomAllreduce, FusedSplitRows) {
   SKIP_WITHOUT_2_GPUS();
   const int n = rank_count();
@@ -498,30 +524,91 @@ TEST(CustomAllreduce, FusedSplitRows) {
   shapes.push_back({40, 7168});
   if (quick()) shapes = {{1, 7168}, {3, 7168}, {4, 8192}, {2, 7167}, {1, 20000}};
   for (const char* target : {"", "0", "32", "1000", "2048"}) {
-    ChunkTarget env(target);
-    auto g = make_group("fused", n, 4u << 20);
+    EnvVar chunk("EAGLESIM_FUSED_CHUNK_UNITS", target);
+    std::unique_ptr<CustomCommGroup> clustered, rendezvous;
+    {
+      EnvVar sync("EAGLESIM_FUSED_CLUSTER", nullptr);
+      clustered = make_group("fused", n, 4u << 20);
+    }
+    {
+      EnvVar sync("EAGLESIM_FUSED_CLUSTER", "0");
+      rendezvous = make_group("fused", n, 4u << 20);
+    }
+    EXPECT_EQ(clustered->fused_row_clusters(), all_sm90(n)) << "built without sm_90 code?";
+    EXPECT_FALSE(rendezvous->fused_row_clusters());
     for (DType t : {DType::bf16, DType::fp16, DType::fp32}) {
       if (quick() && t == DType::fp16) continue;
-      for (const auto& s : shapes)
-        EXPECT_EQ(run_fused(*g, rig, t, s.tokens, s.hidden, s.tokens * 7 + s.hidden), 0)
-            << "target '" << target << "' " << to_string(t) << " " << s.tokens << "x" << s.hidden;
+      for (const auto& s : shapes) {
+        const std::uint64_t seed = s.tokens * 7 + s.hidden;
+        const std::string what =
+            "target '" + std::string(target) + "' " + to_string(t) + " " + std::to_string(s.tokens) + "x" +
+            std::to_string(s.hidden);
+        Bytes by_cluster, by_rendezvous;
+        EXPECT_EQ(run_fused(*clustered, rig, t, s.tokens, s.hidden, seed, &by_cluster), 0) << what << " cluster";
+        EXPECT_EQ(run_fused(*rendezvous, rig, t, s.tokens, s.hidden, seed, &by_rendezvous), 0)
+            << what << " rendezvous";
+        EXPECT_TRUE(by_cluster == by_rendezvous) << what << ": cluster and rendezvous normed outputs differ";
+      }
     }
-    EXPECT_EQ(g->failure(), "") << "target '" << target << "'";
+    EXPECT_EQ(clustered->failure(), "") << "target '" << target << "'";
+    EXPECT_EQ(rendezvous->failure(), "") << "target '" << target << "'";
   }
-  ChunkTarget bad("lots");
-  EXPECT_THROW(make_group("fused", n, 1u << 20), InputError);
+  {
+    EnvVar bad("EAGLESIM_FUSED_CHUNK_UNITS", "lots");
+    EXPECT_THROW(make_group("fused", n, 1u << 20), InputError);
+  }
+  for (const char* bad_sync : {"yes", "2", "-1", "0 "}) {
+    EnvVar bad("EAGLESIM_FUSED_CLUSTER", bad_sync);
+    EXPECT_THROW(make_group("fused", n, 1u << 20), InputError) << "EAGLESIM_FUSED_CLUSTER='" << bad_sync << "'";
+  }
+  {
+    EnvVar on("EAGLESIM_FUSED_CLUSTER", "1");
+    EXPECT_EQ(make_group("fused", n, 1u << 20)->fused_row_clusters(), all_sm90(n));
+  }
+  EXPECT_FALSE(make_group("oneshot", n, 1u << 20)->fused_row_clusters());
+}
+
+// A fused split call whose peers never arrive, under both row syncs: every block's cross-GPU
+// barrier times out. The cluster blocks must still pass both cluster barriers together (no block
+// may leave its cluster early), so the call ends after the timeout instead of hanging.
+TEST(CustomAllreduce, FusedSplitDeadPeerTimesOut) {
+  SKIP_WITHOUT_2_GPUS();
+  const int n = rank_count();
+  Rig rig(n);
+  for (const char* sync : {"1", "0"}) {
+    EnvVar env("EAGLESIM_FUSED_CLUSTER", sync);
+    auto g = make_group("fused", n, 1u << 20, 0.3);
+    FusedCall call(DType::bf16, 3, 7168, n);  // 3 rows x 4 chunks
+    call.upload(17);
+    cudaSetDevice(0);
+    const auto start = std::chrono::steady_clock::now();
+    g->rank(0).allreduce_residual_rmsnorm(call.din[0]->base, call.args(0), DType::bf16, rig.streams[0]);
+    rig.sync();
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(waited, 10.0) << "EAGLESIM_FUSED_CLUSTER=" << sync;
+    EXPECT_NE(g->failure().find("timed out"), std::string::npos) << sync << ": " << g->failure();
+    EXPECT_THROW(
+        g->rank(0).allreduce_residual_rmsnorm(call.din[0]->base, call.args(0), DType::bf16, rig.streams[0]),
+        DeviceError)
+        << sync;
+  }
 }
 
 // Back-to-back fused calls without a host sync, shapes alternating between split (3 x 7168,
 // 1 x 8192, 2 x 7167) and unsplit (130 x 64, 4 x 1024) grids, each call on its own buffers;
 // then the same calls captured in one graph per rank and replayed with fresh data. A rank that
-// runs ahead, a split grid following a smaller one (epoch entries), and the row rendezvous
-// words must all stay consistent without any reset.
-TEST(CustomAllreduce, FusedBackToBackAndGraphReplays) {
-  SKIP_WITHOUT_2_GPUS();
+// runs ahead, a split grid following a smaller one (epoch entries), and the row sync (cluster
+// launches inside a graph; the rendezvous words, never reset) must all stay consistent. Once per
+// row sync (EAGLESIM_FUSED_CLUSTER unset: clusters on sm_90+, and 0: the rendezvous).
+void fused_back_to_back_and_graph_replays(const char* cluster_env) {
   const int n = rank_count();
   Rig rig(n);
-  auto g = make_group("fused", n, 1u << 20);
+  std::unique_ptr<CustomCommGroup> g;
+  {
+    EnvVar sync("EAGLESIM_FUSED_CLUSTER", cluster_env);
+    g = make_group("fused", n, 1u << 20);
+  }
+  SCOPED_TRACE(std::string("EAGLESIM_FUSED_CLUSTER=") + (cluster_env ? cluster_env : "(unset)"));
   struct Shape { std::size_t tokens, hidden; };
   const Shape cycle[] = {{3, 7168}, {130, 64}, {1, 8192}, {2, 7167}, {4, 1024}, {3, 7168}};
   const int calls = quick() ? 6 : 30;
@@ -587,6 +674,12 @@ TEST(CustomAllreduce, FusedBackToBackAndGraphReplays) {
     cudaGraphExecDestroy(execs[r]);
   }
   EXPECT_EQ(g->failure(), "");
+}
+
+TEST(CustomAllreduce, FusedBackToBackAndGraphReplays) {
+  SKIP_WITHOUT_2_GPUS();
+  fused_back_to_back_and_graph_replays(nullptr);
+  fused_back_to_back_and_graph_replays("0");
 }
 
 TEST(CustomAllreduce, OversizeFallsBackToNccl) {
