@@ -158,6 +158,9 @@ __global__ void __launch_bounds__(kAttnThreads) decode_attention_split_kernel(At
         sum += e;
       }
       for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      // Every lane read m_s[r] above; a shuffle converges the warp but does not order shared
+      // memory, so make the reads visible as done before lane 0 overwrites it (racecheck).
+      __syncwarp();
       if (lane == 0) {
         const float alpha = (m_old == -INFINITY) ? 0.f : exp2f(m_old - m_new);
         alpha_s[r] = alpha;

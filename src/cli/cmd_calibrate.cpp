@@ -16,6 +16,7 @@
 #include "core/errors.hpp"
 #include "engine/calibration_plan.hpp"
 #include "engine/gpu_tools.hpp"
+#include "engine/sequence_overhead_fit.hpp"
 #include "io/atomic_file.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
@@ -37,6 +38,7 @@ struct CalibrateArgs {
   std::string output;
   int iters = 7;
   double timeout_s = 30;
+  bool fit_sequence = true;
 };
 
 std::vector<std::string> split_list(const std::string& list, const char* flag) {
@@ -115,12 +117,23 @@ void run_calibrate_command(const CalibrateArgs& a) {
                          inv.gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), base->name));
   const CalibrationMeasurements m = run_calibrate(q);
   Topology topo = calibrated_topology(*base, m, build_calibration(q, m, traces));
+  if (a.fit_sequence) {
+    SequenceFitOptions so;
+    so.ranks = ranks;
+    so.iters = a.iters;
+    so.timeout_s = a.timeout_s;
+    so.progress = q.progress;
+    const SequenceFit fit = fit_sequence_overhead(traces, topo, so);
+    topo.calibration.sequence_overhead_us = fit.overhead_us;
+    q.progress(fmt::format("sequence overhead: {:+.3f} us per compute op (least squares over {} verify steps)",
+                           fit.overhead_us, fit.cases.size()));
+  }
   write_topology(topo, a.output);
   const Calibration& c = topo.calibration;
   fmt::print("wrote {} ({}): {} GEMM points, {} attention tables, {} elementwise tables, {} allreduce tables on {} "
-             "ranks, launch gap {:.2f} us, measured in {:.0f} s\n",
+             "ranks, launch gap {:.2f} us, sequence overhead {:+.3f} us per op, measured in {:.0f} s\n",
              a.output, topo.name, c.gemm.size(), c.attention.size(), c.elementwise.size(), c.allreduce.size(),
-             c.ranks, c.launch_gap_us.value_or(0.0), m.seconds);
+             c.ranks, c.launch_gap_us.value_or(0.0), c.sequence_overhead_us.value_or(0.0), m.seconds);
 }
 
 }  // namespace
@@ -145,6 +158,8 @@ void add_calibrate(CLI::App& app) {
   cmd->add_option("--iters", a->iters, "Timed replays per graph (median)")->capture_default_str();
   cmd->add_option("--timeout", a->timeout_s, "Seconds a graph replay may take before the run fails")
       ->capture_default_str();
+  cmd->add_flag("!--no-sequence-fit", a->fit_sequence,
+                "Skip replaying the traces' verify steps to fit the per-op sequence overhead");
   cmd->callback([a] { run_calibrate_command(*a); });
 }
 

@@ -115,6 +115,12 @@ const std::vector<SizeCalPoint>* find_table(const std::map<std::string, std::vec
 }  // namespace
 
 OpCost compute_cost(const Op& op, const Topology& topo) {
+  OpCost c = chain_cost(op, topo);
+  if (topo.calibration.sequence_overhead_us) c.us = std::max(0.0, c.us + *topo.calibration.sequence_overhead_us);
+  return c;
+}
+
+OpCost chain_cost(const Op& op, const Topology& topo) {
   const double gap = launch_gap(topo);
   const Calibration& cal = topo.calibration;
   switch (op.kind) {

@@ -16,6 +16,9 @@ struct OpCost {
   bool measured = false;      // taken from the op's own `us` (kind other)
 };
 
+// What the op costs in a step: its chain cost plus the calibration's sequence overhead.
 OpCost compute_cost(const Op& op, const Topology& topo);
+// What the op costs back to back with copies of itself (the tables' and the models' view).
+OpCost chain_cost(const Op& op, const Topology& topo);
 
 }  // namespace eaglesim

@@ -101,6 +101,7 @@ ojson calibration_json(const Calibration& c) {
   if (c.ranks > 0) j["ranks"] = c.ranks;
   if (!c.notes.empty()) j["notes"] = c.notes;
   if (c.launch_gap_us) j["launch_gap_us"] = *c.launch_gap_us;
+  if (c.sequence_overhead_us) j["sequence_overhead_us"] = *c.sequence_overhead_us;
   if (!c.gemm.empty()) {
     ojson arr = ojson::array();
     for (const auto& p : c.gemm) {
@@ -156,7 +157,7 @@ std::string topology_to_string(const Topology& t) {
   if (t.inter_socket.present()) links["inter_socket"] = link_json(t.inter_socket);
   if (t.host_staging.present()) links["host_staging"] = link_json(t.host_staging);
   j["links"] = links;
-  if (!t.calibration.empty() || t.calibration.launch_gap_us || t.calibration.ranks > 0 ||
+  if (!t.calibration.empty() || t.calibration.launch_gap_us || t.calibration.sequence_overhead_us || t.calibration.ranks > 0 ||
       !t.calibration.notes.empty())
     j["calibration"] = calibration_json(t.calibration);
   std::string out;

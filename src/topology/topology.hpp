@@ -54,6 +54,10 @@ struct Calibration {
   std::map<std::string, std::vector<SizeCalPoint>> attention;      // "gqa:heads:kv_heads:head_dim" -> µs by kv_len
   std::map<std::string, std::vector<SizeCalPoint>> elementwise;    // op kind -> µs by tokens*hidden
   std::optional<double> launch_gap_us;
+  // What a compute op costs in a real step beyond its back-to-back chain time in the tables
+  // (kernel-to-kernel transitions between different kernels), µs per op; fitted by calibrate
+  // from replays of the calibration traces with free allreduces. Applies to every compute op.
+  std::optional<double> sequence_overhead_us;
   int ranks = 0;                                                   // ranks the allreduces were measured on
   std::string notes;                                               // where/when measured
   bool empty() const { return gemm.empty() && allreduce.empty() && attention.empty() && elementwise.empty(); }
