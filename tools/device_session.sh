@@ -16,7 +16,7 @@ note() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$S"; }
 E=build/eaglesim
 G=build/tests/eaglesim_gpu_tests
 W=$(mktemp -d)
-STEPS=${*:-build replay calibrate fidelity kernels stress sanitize}
+STEPS=${*:-build replay calibrate fidelity kernels fusedab stress diag70b sanitize}
 
 for step in $STEPS; do
   if [ "$(left)" -lt 25 ]; then note "$step: SKIPPED (out of time)"; continue; fi
@@ -88,16 +88,53 @@ for step in $STEPS; do
       EAGLESIM_TEST_TIMEOUT_S=20 timeout "$(cap 120)" $G --gtest_filter='-Stress.*'; echo "rc=$?"
       echo "### bench-comm 42 KiB and the trace sizes"
       timeout "$(cap 40)" $E bench-comm --strategy nccl,oneshot,oneshot_push,twoshot,fused,quant --sizes 32768,43008,57344 --iters 50; echo "rc=$?"
-      echo "### fused vs oneshot at 3 x 7168 bf16, three runs each of the default split and 5 chunks per row"
-      for rep in 1 2 3; do
-        timeout "$(cap 20)" $E bench-comm --strategy oneshot,fused --sizes 43008 --iters 50 | grep -E "^ +43008"
-        EAGLESIM_FUSED_CHUNK_UNITS=180 timeout "$(cap 20)" $E bench-comm --strategy oneshot,fused --sizes 43008 --iters 50 | grep -E "^ +43008" | sed 's/$/ chunk180/'
-      done
     } > "$OUT/kernels.log" 2>&1
     note "kernels done"; grep -E "^\[  (PASSED|FAILED)|FAILED \]|^ +[0-9]+ |rc=|^###" "$OUT/kernels.log" >> "$S" ;;
   stress)
     { EAGLESIM_STRESS_SECONDS=15 timeout "$(cap 130)" $G --gtest_filter='Stress.*'; echo "rc=$?"; } >> "$OUT/kernels.log" 2>&1
     note "stress done"; grep -E "^STRESS|^STALL|time-capped|^\[  (PASSED|FAILED)|FAILED \]" "$OUT/kernels.log" >> "$S" ;;
+  fusedab)
+    # Issue 6: fused (cluster row sync, the default on sm_90) vs the global-memory rendezvous vs oneshot.
+    {
+      echo "### fused A/B at 3 x 7168 bf16: cluster (default) vs EAGLESIM_FUSED_CLUSTER=0, three runs each"
+      for rep in 1 2 3; do
+        timeout "$(cap 20)" $E bench-comm --strategy oneshot,fused --sizes 43008 --iters 50 | grep -E "^ +43008" | sed 's/$/ cluster/'
+        EAGLESIM_FUSED_CLUSTER=0 timeout "$(cap 20)" $E bench-comm --strategy oneshot,fused --sizes 43008 --iters 50 | grep -E "^ +43008" | sed 's/$/ rendezvous/'
+      done
+      echo "### fused, wider sizes (cluster)"
+      timeout "$(cap 30)" $E bench-comm --strategy oneshot,fused --sizes 8K,16K,32K,64K,256K --iters 50
+      echo "### decoder-only Llama-3.1-8B TP2 replay, nccl / fused / ideal"
+      python3 tools/llama8b_decoder_trace.py --tp 2 --out "$W/l8dec_tp2.json" > /dev/null 2>&1
+      timeout "$(cap 60)" $E run "$W/l8dec_tp2.json" --backend cuda --iters 30 --warmup 5 --strategy nccl,oneshot,fused,ideal --json "$W/run_dec.json"; echo "rc=$?"
+      python3 tools/print_kinds.py "$W/run_dec.json"
+    } >> "$OUT/kernels.log" 2>&1
+    note "fusedab done"; grep -E "cluster$|rendezvous$|^(nccl|oneshot|fused|ideal) " "$OUT/kernels.log" | tail -14 >> "$S" ;;
+  diag70b)
+    # Why do the custom allreduces gain so little on Llama-3.1-70B TP2? Order, clocks, power.
+    nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+      --format=csv,noheader -lms 200 > "$W/smi.csv" 2>&1 &
+    SMI=$!
+    {
+      echo "### Llama-3.1-70B TP2 verify, cuda, order ideal,oneshot,nccl,oneshot,nccl"
+      timeout "$(cap 90)" $E run traces/llama-3.1-70b_tp2_t4.json --backend cuda --iters 20 --warmup 5 \
+        --strategy ideal,oneshot,nccl,twoshot --json "$W/run_70.json"; echo "rc=$?"
+      python3 tools/print_kinds.py "$W/run_70.json"
+      timeout "$(cap 60)" $E run traces/llama-3.1-70b_tp2_t4.json --backend cuda --iters 20 --warmup 5 --strategy nccl,oneshot; echo "rc=$?"
+    } > "$W/diag.log" 2>&1
+    kill $SMI 2>/dev/null
+    { cat "$W/diag.log"; echo "### nvidia-smi samples (every 200 ms): min/max per GPU"; python3 - "$W/smi.csv" <<'PY'
+import sys, collections
+rows = [l.strip().split(", ") for l in open(sys.argv[1]) if l.count(",") >= 5]
+by = collections.defaultdict(list)
+for r in rows: by[r[0]].append(r)
+for g, rs in by.items():
+    def col(i):
+        v = [float(x[i].split()[0]) for x in rs if x[i].split()[0].replace('.', '', 1).isdigit()]
+        return (min(v), max(v)) if v else None
+    print(f"GPU {g}: {len(rs)} samples, sm MHz {col(1)}, mem MHz {col(2)}, W {col(3)}, C {col(4)}, reasons {sorted(set(x[5] for x in rs))}")
+PY
+    } >> "$OUT/replay.log" 2>&1
+    note "diag70b done"; grep -E "^###|^(nccl|oneshot|twoshot|ideal) |^GPU " "$OUT/replay.log" | tail -16 >> "$S" ;;
   sanitize)
     for tool in ${SANITIZERS:-memcheck racecheck synccheck}; do
       [ "$(left)" -lt 25 ] && { note "$tool: SKIPPED (out of time)"; continue; }
