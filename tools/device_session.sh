@@ -67,7 +67,7 @@ for step in $STEPS; do
       --kv-len 2048 -o "$W/l70_tp1.json" > /dev/null 2>&1
     [ -f "$W/kineto.json" ] || $E import kineto tests/data/kineto/llama8b_tp2_t4_nccl_rank0.json.gz \
       tests/data/kineto/llama8b_tp2_t4_nccl_rank1.json.gz --config llama-3.1-8b -q -o "$W/kineto.json" > /dev/null 2>&1
-    timeout "$(cap 170)" $E calibrate --traces traces/llama-3.1-8b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json,traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json,$W/kineto.json \
+    timeout "$(cap 170)" $E calibrate ${CALIBRATE_FLAGS:-} --traces traces/llama-3.1-8b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json,traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json,$W/kineto.json \
       --ranks 2 --strategy nccl,oneshot,twoshot,fused,quant -o "$OUT/calibrated.json" > "$OUT/calibrate.log" 2>&1
     note "calibrate rc=$?"; tail -5 "$OUT/calibrate.log" >> "$S" ;;
   fidelity)
@@ -109,6 +109,18 @@ for step in $STEPS; do
       python3 tools/print_kinds.py "$W/run_dec.json"
     } >> "$OUT/kernels.log" 2>&1
     note "fusedab done"; grep -E "cluster$|rendezvous$|^(nccl|oneshot|fused|ideal) " "$OUT/kernels.log" | tail -14 >> "$S" ;;
+  chunks)
+    # Issue 6: the fused split target at 3 x 7168 bf16 (896 units per row): 256 (default, 4 chunks),
+    # 300 (3 chunks), 448 (2 chunks), 0 (no split), against oneshot in the same process.
+    {
+      echo "### fused split target sweep at 3 x 7168 bf16, three rounds"
+      for rep in 1 2 3; do
+        for t in "" 300 448 0; do
+          EAGLESIM_FUSED_CHUNK_UNITS=$t timeout "$(cap 20)" $E bench-comm --strategy oneshot,fused --sizes 43008 --iters 50 | grep -E "^ +43008" | sed "s/\$/ target=${t:-256}/"
+        done
+      done
+    } >> "$OUT/kernels.log" 2>&1
+    note "chunks done"; grep -E "target=" "$OUT/kernels.log" >> "$S" ;;
   diag70b)
     # Why do the custom allreduces gain so little on Llama-3.1-70B TP2? Order, clocks, power.
     nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \

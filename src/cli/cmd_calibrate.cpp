@@ -38,7 +38,7 @@ struct CalibrateArgs {
   std::string output;
   int iters = 7;
   double timeout_s = 30;
-  bool fit_sequence = true;
+  bool fit_sequence = false;
 };
 
 std::vector<std::string> split_list(const std::string& list, const char* flag) {
@@ -158,8 +158,9 @@ void add_calibrate(CLI::App& app) {
   cmd->add_option("--iters", a->iters, "Timed replays per graph (median)")->capture_default_str();
   cmd->add_option("--timeout", a->timeout_s, "Seconds a graph replay may take before the run fails")
       ->capture_default_str();
-  cmd->add_flag("!--no-sequence-fit", a->fit_sequence,
-                "Skip replaying the traces' verify steps to fit the per-op sequence overhead");
+  cmd->add_flag("--fit-sequence", a->fit_sequence,
+                "Also replay the traces' verify steps (free allreduces) and fit a per-op sequence overhead "
+                "(experimental: docs/fidelity.md)");
   cmd->callback([a] { run_calibrate_command(*a); });
 }
 

@@ -109,16 +109,19 @@ void launch_allreduce(Algo algo, const RankArgs& a, const void* in_v, void* out_
 // EAGLESIM_FUSED_CHUNK_UNITS, read when a group is created, overrides the target for tuning
 // measurements and tests (0 = never split, i.e. one block per row); every rank of the group
 // uses the group's value.
-// The split rows combine their sums of squares through a thread-block cluster per row (DSMEM +
-// hardware barrier) when every GPU of the group runs sm_90+ code and the row has at most
+// The split rows combine their sums of squares through the global-memory rendezvous
+// (Signal::row_partial) by default. EAGLESIM_FUSED_CLUSTER=1 (read at group creation) uses one
+// thread-block cluster per row instead (DSMEM + hardware barrier) when every GPU of the group
+// runs sm_90+ code and the row has at most
 // kernels::kMaxClusterChunks (8, the portable cluster size) chunks; otherwise through the
 // global-memory rendezvous (Signal::row_partial). Both give bitwise-identical results. With the
 // constants below C = ceil(units / 256) <= 8 for rows of up to 2048 units (16384 bf16), e.g.
 // 3 x 7168 bf16 = 3 rows x 896 units -> C = 4 (grid 12); only a single wider row (up to 16
 // chunks under the 16-block cap) or a smaller EAGLESIM_FUSED_CHUNK_UNITS gives C > 8, and such
 // a split keeps the rendezvous.
-// EAGLESIM_FUSED_CLUSTER=0 (read at group creation) forces the rendezvous for A/B measurements;
-// the cap and target were tuned with the rendezvous and may move once clusters are measured.
+// Measured on 2 x H200, bf16 3 x 7168 in a CUDA graph, three alternating runs each: clusters
+// 6.01-6.02 us, rendezvous 5.70 us (oneshot 4.65): the cluster launch costs more than the
+// rendezvous it saves, so clusters stay opt-in (docs/results.md, "Allreduce kernels").
 constexpr std::size_t kFusedChunkUnits = 256;
 constexpr std::size_t kFusedSplitMaxBlocks = 16;
 
@@ -133,11 +136,11 @@ std::size_t fused_chunk_units_from_env() {
   return static_cast<std::size_t>(parsed);
 }
 
-// EAGLESIM_FUSED_CLUSTER: unset/empty or 1 = cluster row sync where supported, 0 = always the
-// global-memory rendezvous.
+// EAGLESIM_FUSED_CLUSTER: unset/empty or 0 = the global-memory rendezvous (measured faster),
+// 1 = cluster row sync where supported.
 bool fused_cluster_from_env() {
   const char* v = std::getenv("EAGLESIM_FUSED_CLUSTER");
-  if (v == nullptr || *v == '\0') return true;
+  if (v == nullptr || *v == '\0') return false;
   const std::string value(v);
   if (value == "1") return true;
   if (value == "0") return false;

@@ -9,9 +9,9 @@
 // count (including odd sizes and unaligned pointers), P2P between every pair of GPUs.
 // fused spreads each of a few long rows over several blocks (EAGLESIM_FUSED_CHUNK_UNITS, read
 // at group creation, overrides the split target for tuning: 16-byte units per block, 0 = one
-// block per row). Split rows combine their sums of squares through one thread-block cluster per
-// row on sm_90+ (EAGLESIM_FUSED_CLUSTER=0, read at group creation, forces the global-memory
-// rendezvous instead; both give bitwise-identical results).
+// block per row). Split rows combine their sums of squares through a global-memory rendezvous,
+// or with EAGLESIM_FUSED_CLUSTER=1 (read at group creation) through one thread-block cluster per
+// row on sm_90+ (measured slower on H200; both give bitwise-identical results).
 // Messages larger than max_bytes() go through NCCL (logged once per rank). Drive each rank from
 // its own thread (as the replay backend does) when oversize messages can occur: the fused
 // strategy's fallback enqueues a residual/RMSNorm kernel after its ncclAllReduce, and an NCCL
@@ -36,7 +36,7 @@ class CustomCommGroup : public CommGroup {
   // Throws DeviceError with failure() when a rank has given up.
   void throw_if_failed() const;
   // True when this is a `fused` group whose split rows sync through thread-block clusters (every
-  // GPU sm_90+, EAGLESIM_FUSED_CLUSTER not 0); rows of more than 8 chunks still use the
+  // GPU sm_90+, EAGLESIM_FUSED_CLUSTER=1); rows of more than 8 chunks still use the
   // rendezvous. For tests and benchmark labels.
   virtual bool fused_row_clusters() const = 0;
 };

@@ -13,7 +13,7 @@ void note_nccl_fallback(const std::string& strategy, int rank, std::size_t bytes
 void note_fused_row_sync(bool clusters, const std::string& reason) {
   if (clusters)
     spdlog::info("fused: split rows combine their sums of squares through thread-block clusters (rows of up to "
-                 "8 chunks; EAGLESIM_FUSED_CLUSTER=0 for the global-memory rendezvous)");
+                 "8 chunks; EAGLESIM_FUSED_CLUSTER=1)");
   else
     spdlog::info("fused: split rows combine their sums of squares through the global-memory rendezvous ({})",
                  reason);

@@ -527,11 +527,11 @@ TEST(CustomAllreduce, FusedSplitRows) {
     EnvVar chunk("EAGLESIM_FUSED_CHUNK_UNITS", target);
     std::unique_ptr<CustomCommGroup> clustered, rendezvous;
     {
-      EnvVar sync("EAGLESIM_FUSED_CLUSTER", nullptr);
+      EnvVar sync("EAGLESIM_FUSED_CLUSTER", "1");
       clustered = make_group("fused", n, 4u << 20);
     }
     {
-      EnvVar sync("EAGLESIM_FUSED_CLUSTER", "0");
+      EnvVar sync("EAGLESIM_FUSED_CLUSTER", nullptr);  // the default: rendezvous
       rendezvous = make_group("fused", n, 4u << 20);
     }
     EXPECT_EQ(clustered->fused_row_clusters(), all_sm90(n)) << "built without sm_90 code?";
@@ -564,6 +564,10 @@ TEST(CustomAllreduce, FusedSplitRows) {
   {
     EnvVar on("EAGLESIM_FUSED_CLUSTER", "1");
     EXPECT_EQ(make_group("fused", n, 1u << 20)->fused_row_clusters(), all_sm90(n));
+  }
+  {
+    EnvVar off("EAGLESIM_FUSED_CLUSTER", "0");
+    EXPECT_FALSE(make_group("fused", n, 1u << 20)->fused_row_clusters());
   }
   EXPECT_FALSE(make_group("oneshot", n, 1u << 20)->fused_row_clusters());
 }
@@ -599,7 +603,7 @@ TEST(CustomAllreduce, FusedSplitDeadPeerTimesOut) {
 // then the same calls captured in one graph per rank and replayed with fresh data. A rank that
 // runs ahead, a split grid following a smaller one (epoch entries), and the row sync (cluster
 // launches inside a graph; the rendezvous words, never reset) must all stay consistent. Once per
-// row sync (EAGLESIM_FUSED_CLUSTER unset: clusters on sm_90+, and 0: the rendezvous).
+// row sync (EAGLESIM_FUSED_CLUSTER=1: clusters on sm_90+, and unset: the rendezvous).
 void fused_back_to_back_and_graph_replays(const char* cluster_env) {
   const int n = rank_count();
   Rig rig(n);
@@ -679,7 +683,7 @@ void fused_back_to_back_and_graph_replays(const char* cluster_env) {
 TEST(CustomAllreduce, FusedBackToBackAndGraphReplays) {
   SKIP_WITHOUT_2_GPUS();
   fused_back_to_back_and_graph_replays(nullptr);
-  fused_back_to_back_and_graph_replays("0");
+  fused_back_to_back_and_graph_replays("1");
 }
 
 TEST(CustomAllreduce, OversizeFallsBackToNccl) {
