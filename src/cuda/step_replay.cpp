@@ -299,13 +299,13 @@ StepResult assemble(const Step& step, const ReplayConfig& config, const std::vec
     if (sum > critical_sum) { critical_sum = sum; critical = k; }
   }
   const std::vector<double> op_us = fit_to_step(ranks[critical].op_us, r.step_us);
+  double fitted_sum = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = step.ops[i];
     r.kind_us[static_cast<int>(op.kind)] += op_us[i];
+    fitted_sum += op_us[i];
     if (op.kind == OpKind::allreduce) ++r.allreduce_count;
   }
-  double fitted_sum = 0;
-  for (double v : op_us) fitted_sum += v;
   r.comm_us = r.kind_us[static_cast<int>(OpKind::allreduce)];
   r.compute_us = fitted_sum - r.comm_us;
   r.allreduce_mean_us = r.allreduce_count ? r.comm_us / r.allreduce_count : 0.0;
