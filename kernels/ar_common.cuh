@@ -41,6 +41,7 @@ constexpr int kMaxRanks = 8;
 // blocks). The host also caps every grid at the SM count (Group::limit in custom_comm.cu).
 constexpr int kMaxBlocks = 128;
 constexpr int kThreads = 512;
+constexpr int kMaxWarps = kThreads / 32;  // warps per block at most
 // Spins before the first (expensive, PCIe round trip) look at the host-mapped abort word.
 constexpr unsigned kAbortCheckSpins = 1u << 12;
 
@@ -53,12 +54,12 @@ struct Signal {
   uint32_t flags[kPhases][kMaxBlocks][kMaxRanks];
   uint32_t epoch[kMaxBlocks];
   // Intra-GPU rendezvous of the row-split fused kernel (fused_allreduce_rmsnorm.cuh, RowSync::
-  // rendezvous; the cluster variant does not use it): block b
-  // of call e publishes (e << 32) | bits(its partial sum of squares) here with ONE 64-bit store,
+  // rendezvous; the cluster variant does not use it): warp w of block b of call e publishes
+  // (e << 32) | bits(its partial sum of squares) at [b * kMaxWarps + w] with ONE 64-bit store,
   // so a reader that sees epoch e also sees the value (no fence, no separate flag). Written and
   // read by this rank only; never reset (epochs only grow, and the next call on this GPU starts
   // after this one ended, by stream order, so one buffer suffices).
-  unsigned long long row_partial[kMaxBlocks];
+  unsigned long long row_partial[kMaxBlocks * kMaxWarps];
 };
 
 // Everything a kernel needs to find its peers. Passed by value (about 200 bytes of parameters).
@@ -128,15 +129,39 @@ __device__ __forceinline__ bool wait_flag(const uint32_t* flag, uint32_t epoch, 
 // Per-block barrier across ranks for phase `phase` of call `epoch`. Thread t < N signals peer t
 // and waits for peer t. The leading __syncthreads orders the block's earlier writes (its data
 // slot) before the release store; the trailing one publishes the acquire to the whole block.
+// Split in two halves so that a kernel can issue loads of its own (weights, ...) between them,
+// under the wait: block_arrive announces (the release covers everything before it, loads
+// included, so such loads belong after it), block_wait waits for the peers.
+template <int N>
+__device__ __forceinline__ void block_arrive(const RankArgs& a, int phase, uint32_t epoch) {
+  __syncthreads();
+  if (threadIdx.x < N) st_release_sys(&a.signals[threadIdx.x]->flags[phase][blockIdx.x][a.rank], epoch);
+}
+template <int N>
+__device__ __forceinline__ bool block_wait(const RankArgs& a, int phase, uint32_t epoch) {
+  bool ok = true;
+  if (threadIdx.x < N) ok = wait_flag(&a.signals[a.rank]->flags[phase][blockIdx.x][threadIdx.x], epoch, a);
+  return __syncthreads_and(ok) != 0;
+}
 template <int N>
 __device__ __forceinline__ bool block_barrier(const RankArgs& a, int phase, uint32_t epoch) {
+  block_arrive<N>(a, phase, epoch);
+  return block_wait<N>(a, phase, epoch);
+}
+
+// Barrier of a block whose data spans a whole ROW of `chunks` blocks (blocks first .. first +
+// chunks - 1, each of which wrote one chunk of the row into every rank's buffer): like
+// block_barrier, this block announces phase `phase` of call `epoch` to every rank (itself
+// included, so its sibling blocks on this GPU see it too), then waits until all chunks x N
+// (block, rank) pairs of the row have announced it. Thread i < chunks * N waits for one pair.
+template <int N>
+__device__ __forceinline__ bool row_barrier(const RankArgs& a, int phase, uint32_t epoch, std::size_t first,
+                                            int chunks) {
   __syncthreads();
+  if (threadIdx.x < N) st_release_sys(&a.signals[threadIdx.x]->flags[phase][blockIdx.x][a.rank], epoch);
   bool ok = true;
-  if (threadIdx.x < N) {
-    const int peer = threadIdx.x;
-    st_release_sys(&a.signals[peer]->flags[phase][blockIdx.x][a.rank], epoch);
-    ok = wait_flag(&a.signals[a.rank]->flags[phase][blockIdx.x][peer], epoch, a);
-  }
+  for (int i = threadIdx.x; i < chunks * N && ok; i += blockDim.x)
+    ok = wait_flag(&a.signals[a.rank]->flags[phase][first + i / N][i % N], epoch, a);
   return __syncthreads_and(ok) != 0;
 }
 
@@ -245,15 +270,21 @@ __device__ __forceinline__ Pack<T> to_pack(const float (&acc)[Pack<T>::kElems]) 
 // Sum of the same unit over all N ranks' slots, in the fixed order 0..N-1 (not starting at
 // self), so that every rank computes a bitwise-identical result. All N loads are issued before
 // the first add so their latencies overlap.
+// Sum of N loaded packs in the fixed order 0..N-1, fp32, rounded to T once.
+template <typename T, int N>
+__device__ __forceinline__ Pack<T> sum_packs(const Pack<T> (&v)[N]) {
+  float acc[Pack<T>::kElems] = {};
+#pragma unroll
+  for (int r = 0; r < N; ++r) accumulate<T>(acc, v[r]);
+  return to_pack<T>(acc);
+}
+
 template <typename T, int N>
 __device__ __forceinline__ Pack<T> sum_fixed_order(const char* const (&slots)[N], std::size_t u) {
   Pack<T> v[N];
 #pragma unroll
   for (int r = 0; r < N; ++r) v[r] = load_reg<T>(slots[r], u);
-  float acc[Pack<T>::kElems] = {};
-#pragma unroll
-  for (int r = 0; r < N; ++r) accumulate<T>(acc, v[r]);
-  return to_pack<T>(acc);
+  return sum_packs<T, N>(v);
 }
 
 }  // namespace eaglesim::kernels

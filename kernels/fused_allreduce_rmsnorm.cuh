@@ -11,23 +11,21 @@
 //     (fused_allreduce_rmsnorm_split). One block per row would leave the NVLink pull of a
 //     14 KiB row to a single SM, whose outstanding remote loads cap it (+3 us over the plain
 //     one-shot at 3 x 7168 on 2 x H200); split, the pull is spread like the one-shot's. The
-//     row's sum of squares is then combined across its C blocks, in the fixed order 0..C-1 so
-//     that every block of the row and every rank compute the same bits, in one of two ways
-//     (RowSync, chosen by the host; both give identical results):
-//       - cluster (sm_90+, C <= 8): the row's C blocks form one thread-block cluster. Each block
-//         leaves its partial in its shared memory, one hardware cluster barrier, then every warp
-//         reads the C partials through distributed shared memory (DSMEM); a second, split
-//         barrier (arrive after the reads, wait just before exit) keeps each block's shared
-//         memory alive until its peers have read it. Why: the rendezvous below is a second
-//         barrier through L2 (a store, then polled loads of the other blocks' words) and the
-//         main step the split kernel has beyond the one-shot's sequence, which it trails by
-//         about 1 us at 3 x 7168 (5.74-5.81 vs 4.77 us on 2 x H200; the barrier's own share is
-//         an estimate, not measured alone); a cluster barrier is hardware within one GPC and
-//         a DSMEM read goes SM to SM, without L2 polling.
-//       - rendezvous (fallback: older GPUs, C > 8, or EAGLESIM_FUSED_CLUSTER=0): every block
-//         publishes its partial (epoch-tagged 64-bit word in Signal::row_partial, never reset)
-//         and polls the other C-1 words of its row. Needs all blocks co-resident: grid <= SM
-//         count.
+//     row's sum of squares is then combined across its C blocks from one partial per WARP (C x W
+//     values), in one fixed order (row_total_of_partials) so that every block of the row and
+//     every rank compute the same bits, in one of two ways (RowSync, chosen by the host; both
+//     give identical results):
+//       - rendezvous (the default): lane 0 of every warp publishes its partial as an
+//         epoch-tagged 64-bit word (Signal::row_partial, never reset) and warp 0 of every block
+//         polls the row's C x W words, then one __syncthreads hands the total to the block.
+//         Per-warp words instead of one per block keep a block reduction (two __syncthreads) off
+//         the path. Needs all blocks co-resident: grid <= SM count.
+//       - cluster (opt-in, sm_90+, C <= 8): the row's C blocks form one thread-block cluster.
+//         The warps leave their partials in shared memory, one hardware cluster barrier, then
+//         warp 0 reads the C x W partials through distributed shared memory (DSMEM); a second,
+//         split barrier (arrive after the reads, wait just before exit) keeps each block's
+//         shared memory alive until its peers have read it. Measured slower than the rendezvous
+//         on 2 x H200 (the cluster launch costs more than the L2 round trip it saves).
 //     The host splits only while the grid stays small (<= 16 blocks, custom_comm.cu): a larger
 //     grid already spreads the pull, and more blocks only add barrier and launch cost;
 //   * many rows: one block per token row (rows round-robin over <= kMaxBlocks blocks): the row's
@@ -36,7 +34,8 @@
 //     (fused input copy, double-buffered slots, fixed rank order): every rank gets a
 //     bitwise-identical residual and normed output;
 //   * rows of up to 4 x blockDim units stay in registers (peer packs, old residual, weight),
-//     weight and old residual are loaded before the barrier, while the peers are arriving;
+//     weight and old residual are loaded between announcing the cross-GPU barrier and waiting
+//     for it, under the wait (loaded before the announcement they delay its release store);
 //   * the norm uses the residual ROUNDED to T (as the unfused residual_add -> rmsnorm sequence
 //     would).
 // Use case:     the `fused` strategy: small decode/verify activations (a few tokens x hidden).
@@ -54,19 +53,48 @@
 
 namespace eaglesim::kernels {
 
-// Sum over the block; every thread gets the result. Deterministic (fixed shuffle tree).
-__device__ __forceinline__ float block_sum(float v, float* scratch /* >= 32 floats */) {
+// Sum over one warp; every lane gets the same bits (butterfly: each step adds two equal-group
+// values, and a + b == b + a exactly).
+__device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Sum over the block; every thread gets the result. Deterministic (fixed shuffle tree).
+__device__ __forceinline__ float block_sum(float v, float* scratch /* >= 32 floats */) {
+  v = warp_sum(v);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   __syncthreads();  // scratch may still be read from the previous row
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   const int warps = (blockDim.x + 31) / 32;
-  v = lane < warps ? scratch[lane] : 0.f;
+  return warp_sum(lane < warps ? scratch[lane] : 0.f);
+}
+
+// The residual update of one 16-byte unit: next = round_T(next + s) element by element (as the
+// unfused residual add would store it); returns the sum of squares of the rounded values, which
+// is what the norm uses. Padding elements of a partial unit are 0 + 0 and add nothing.
+template <typename T>
+__device__ __forceinline__ float add_residual(Pack<T>& next, const Pack<T>& s) {
+  float sq = 0.f;
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
+  for (int i = 0; i < Pack<T>::kElems; ++i) {
+    next.v[i] = Elem<T>::from_f(Elem<T>::to_f(next.v[i]) + Elem<T>::to_f(s.v[i]));
+    const float x = Elem<T>::to_f(next.v[i]);
+    sq += x * x;
+  }
+  return sq;
+}
+
+// normed = x * inv_rms * weight for one unit, rounded to T.
+template <typename T>
+__device__ __forceinline__ Pack<T> rms_scaled(const Pack<T>& x, float inv_rms, const Pack<T>& w) {
+  Pack<T> y;
+#pragma unroll
+  for (int i = 0; i < Pack<T>::kElems; ++i)
+    y.v[i] = Elem<T>::from_f(Elem<T>::to_f(x.v[i]) * inv_rms * Elem<T>::to_f(w.v[i]));
+  return y;
 }
 
 struct FusedRows {
@@ -88,31 +116,19 @@ template <typename T, typename SumUnit>
 __device__ __forceinline__ void residual_rmsnorm_row(const FusedRows& f, std::size_t row, T* residual,
                                                      const T* weight, T* normed, float* scratch,
                                                      SumUnit sum_unit) {
-  constexpr int E = Pack<T>::kElems;
   const std::size_t row_units = units_of<T>(f.hidden);
   T* res_row = residual + row * f.hidden;
   T* out_row = normed + row * f.hidden;
   float sq = 0.f;
   for (std::size_t u = threadIdx.x; u < row_units; u += blockDim.x) {
-    const Pack<T> s = sum_unit(u);
-    const Pack<T> old = load_user<T>(res_row, u, f.hidden, f.aligned);
-    Pack<T> next;
-#pragma unroll
-    for (int i = 0; i < E; ++i) {
-      next.v[i] = Elem<T>::from_f(Elem<T>::to_f(old.v[i]) + Elem<T>::to_f(s.v[i]));
-      const float x = Elem<T>::to_f(next.v[i]);
-      sq += u * E + i < f.hidden ? x * x : 0.f;
-    }
+    Pack<T> next = load_user<T>(res_row, u, f.hidden, f.aligned);  // old residual (zero-padded)
+    sq += add_residual<T>(next, sum_unit(u));
     store_user<T>(res_row, u, f.hidden, f.aligned, next);
   }
   const float inv_rms = rsqrtf(block_sum(sq, scratch) / static_cast<float>(f.hidden) + f.eps);
   for (std::size_t u = threadIdx.x; u < row_units; u += blockDim.x) {
     const Pack<T> x = load_user<T>(res_row, u, f.hidden, f.aligned);  // this thread's own writes
-    const Pack<T> w = load_user<T>(weight, u, f.hidden, f.aligned);
-    Pack<T> y;
-#pragma unroll
-    for (int i = 0; i < E; ++i) y.v[i] = Elem<T>::from_f(Elem<T>::to_f(x.v[i]) * inv_rms * Elem<T>::to_f(w.v[i]));
-    store_user<T>(out_row, u, f.hidden, f.aligned, y);
+    store_user<T>(out_row, u, f.hidden, f.aligned, rms_scaled<T>(x, inv_rms, load_user<T>(weight, u, f.hidden, f.aligned)));
   }
 }
 
@@ -150,11 +166,10 @@ __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm(RankArgs a, 
 // registers, so the dependent-latency chain is: input copy -> barrier -> ONE round of peer
 // loads -> block reduction -> store. The generic kernel above walks the row twice and re-reads
 // the residual from memory, which costs ~3 us at 42 KiB (measured on 2 x H200).
-// The weight is loaded before the barrier, while the peers are still arriving.
+// The weight is loaded under the barrier's wait, while the peers are still arriving.
 template <typename T, int N, int U>
 __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_regs(RankArgs a, const T* in, FusedRows f,
                                                                          T* residual, const T* weight, T* normed) {
-  constexpr int E = Pack<T>::kElems;
   __shared__ float scratch[32];
   const uint32_t epoch = call_epoch(a);
   const std::size_t row_units = units_of<T>(f.hidden);
@@ -168,14 +183,14 @@ __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_regs(RankArg
       if (u < row_units)
         store_reg<T>(mine + row * row_bytes, u, load_user<T>(in + row * f.hidden, u, f.hidden, f.aligned));
     }
-  Pack<T> w[U];
+  block_arrive<N>(a, kPhaseStart, epoch);
+  Pack<T> w[U];  // loaded while the peers arrive (see the split kernel)
 #pragma unroll
   for (int k = 0; k < U; ++k) {
     const std::size_t u = threadIdx.x + static_cast<std::size_t>(k) * blockDim.x;
     if (u < row_units) w[k] = load_user<T>(weight, u, f.hidden, f.aligned);
   }
-
-  if (!block_barrier<N>(a, kPhaseStart, epoch)) return;
+  if (!block_wait<N>(a, kPhaseStart, epoch)) return;
 
   for (std::size_t row = blockIdx.x; row < f.tokens; row += gridDim.x) {
     T* res_row = residual + row * f.hidden;
@@ -195,16 +210,7 @@ __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_regs(RankArg
     for (int k = 0; k < U; ++k) {
       const std::size_t u = threadIdx.x + static_cast<std::size_t>(k) * blockDim.x;
       if (u < row_units) {
-        float acc[E] = {};
-#pragma unroll
-        for (int r = 0; r < N; ++r) accumulate<T>(acc, v[k][r]);
-        const Pack<T> s = to_pack<T>(acc);
-#pragma unroll
-        for (int i = 0; i < E; ++i) {
-          next[k].v[i] = Elem<T>::from_f(Elem<T>::to_f(next[k].v[i]) + Elem<T>::to_f(s.v[i]));
-          const float x = Elem<T>::to_f(next[k].v[i]);
-          sq += x * x;  // padding elements are 0 + 0
-        }
+        sq += add_residual<T>(next[k], sum_packs<T, N>(v[k]));
         store_user<T>(res_row, u, f.hidden, f.aligned, next[k]);
       }
     }
@@ -212,13 +218,7 @@ __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_regs(RankArg
 #pragma unroll
     for (int k = 0; k < U; ++k) {
       const std::size_t u = threadIdx.x + static_cast<std::size_t>(k) * blockDim.x;
-      if (u < row_units) {
-        Pack<T> y;
-#pragma unroll
-        for (int i = 0; i < E; ++i)
-          y.v[i] = Elem<T>::from_f(Elem<T>::to_f(next[k].v[i]) * inv_rms * Elem<T>::to_f(w[k].v[i]));
-        store_user<T>(normed + row * f.hidden, u, f.hidden, f.aligned, y);
-      }
+      if (u < row_units) store_user<T>(normed + row * f.hidden, u, f.hidden, f.aligned, rms_scaled<T>(next[k], inv_rms, w[k]));
     }
   }
   finish_call(a, epoch);
@@ -232,38 +232,27 @@ enum class RowSync {
 // Portable cluster size (no opt-in attribute needed): the most chunks RowSync::cluster takes.
 constexpr int kMaxClusterChunks = 8;
 
-// RowSync::cluster: block `chunk` of a cluster of `chunks` blocks publishes (partial, ok) in its
-// shared memory, and after the cluster barrier every warp reads the C values through DSMEM
-// (lane c reads chunk c) and adds them with shuffles in the fixed order 0..C-1: the same
-// additions, from 0.f, as the rendezvous loop, so both paths give the same bits. Returns false
-// when any block of the row failed its cross-GPU barrier. Every thread of every block of the
-// cluster must call it (barrier.cluster counts all of them: no block may leave early); the caller
-// then owes cluster_exit_wait() before the block exits, so no peer's DSMEM read outlives `share`.
-__device__ __forceinline__ bool cluster_row_total(float partial, bool ok, int chunks, float2* share,
-                                                  float& total) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  const cg::cluster_group cluster = cg::this_cluster();
-  if (threadIdx.x == 0) *share = make_float2(partial, ok ? 1.f : 0.f);
-  cluster.sync();  // arrive.release / wait.acquire: every block's `share` is written and visible
-  const int lane = threadIdx.x % 32;
-  float2 mine = make_float2(0.f, 1.f);
-  if (lane < chunks) mine = *cluster.map_shared_rank(share, lane);
-  cluster.barrier_arrive();  // this thread's DSMEM reads are done (values in registers)
-  const bool all_ok = __all_sync(0xffffffffu, mine.y != 0.f);
-  float sum = 0.f;
-  for (int c = 0; c < chunks; ++c) sum += __shfl_sync(0xffffffffu, mine.x, c);  // fixed order
-  total = sum;
-  return all_ok;
-#else
-  (void)partial, (void)ok, (void)chunks, (void)share, (void)total;
-  __trap();  // the host launches RowSync::cluster only on sm_90+ code (Group: ptxVersion check)
-  return false;
-#endif
+// The row's sum of squares from its `count` = C x W warp partials (C blocks of W warps; partial
+// j belongs to warp j % W of the row's block j / W), in ONE fixed order whatever the row sync:
+// lane l adds partials l, l + 32, ... in increasing j, then a butterfly over the lanes. So every
+// block of the row, on every rank, with either RowSync, gets the same bits. Called by one whole
+// warp; `fetch(j, value)` returns false to give up (peer failure, abort, timeout). Every lane
+// gets the total; returns false when any lane gave up.
+template <typename Fetch>
+__device__ __forceinline__ bool row_total_of_partials(int count, Fetch fetch, float& total) {
+  float acc = 0.f;
+  bool ok = true;
+  for (int j = threadIdx.x % 32; j < count && ok; j += 32) {
+    float v = 0.f;
+    ok = fetch(j, v);
+    acc += v;
+  }
+  total = warp_sum(acc);
+  return __all_sync(0xffffffffu, ok);
 }
 
-// Second half of the split barrier of cluster_row_total: waits until every block of the cluster
-// has read its peers' shared memory, so this block's may go away.
+// Second half of the split cluster barrier: waits until every block of the cluster has read its
+// peers' shared memory, so this block's may go away.
 __device__ __forceinline__ void cluster_exit_wait() {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
   cooperative_groups::this_cluster().barrier_wait();
@@ -271,27 +260,34 @@ __device__ __forceinline__ void cluster_exit_wait() {
 }
 
 // Row-split variant for few long rows (see the header): each block owns one chunk of one row,
-// at most U units per thread, all in registers. Sequence per block: input copy -> weight and
-// old residual loads -> cross-GPU barrier -> ONE round of peer loads -> residual store + block
-// partial of the sum of squares -> combine the row's C partials (fixed order; kSync says how)
-// -> normed store.
+// at most U units per thread, all in registers. Sequence per block: input copy -> announce the
+// cross-GPU barrier -> weight and old residual loads -> wait for the peers -> ONE round of peer
+// loads -> one partial sum of squares per WARP -> warp 0 combines the row's C x W partials
+// (fixed order, row_total_of_partials; kSync says how they travel) -> one __syncthreads ->
+// residual and normed stores. Publishing per warp, not per block, keeps a block reduction (two
+// __syncthreads) off the path between the peer loads and the rendezvous, and no store queues
+// ahead of the publish. Measured on 2 x H200 at 3 x 7168 bf16 (2026-11-30, diagnostic builds
+// that skipped one part each): the row sync costs 0.74 us, the pre-barrier weight/residual
+// loads 0.21 us, the two output stores 0.18 us over the one-shot's 4.68 us.
 // RowSync::cluster must be launched with cluster dimension {chunks, 1, 1} (so the cluster rank
 // of a block is its chunk) and chunks <= kMaxClusterChunks; it never returns before both cluster
 // barriers, also when the cross-GPU barrier failed (then it skips the data and the stores).
+// blockDim.x must be a multiple of 32 (the host sizes it so).
 template <typename T, int N, int U, RowSync kSync>
 __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_split(RankArgs a, const T* in, FusedRows f,
                                                                           FusedSplit sp, T* residual,
                                                                           const T* weight, T* normed) {
-  constexpr int E = Pack<T>::kElems;
   constexpr bool kCluster = kSync == RowSync::cluster;
-  __shared__ float scratch[32];
-  __shared__ float partials[kCluster ? 1 : kMaxBlocks];  // rendezvous: the row's C partials
-  __shared__ float2 share;                                // cluster: (partial, ok) read by the peers
+  __shared__ float2 row_result;                          // (total, ok) from warp 0 to the block
+  __shared__ float warp_partials[kCluster ? kMaxWarps : 1];  // cluster: read by the row's blocks
+  __shared__ int block_ok;                               // cluster: this block passed the barrier
   const uint32_t epoch = call_epoch(a);
   const std::size_t row_units = units_of<T>(f.hidden);
   const std::size_t row_bytes = row_units * 16;
   const std::size_t row = blockIdx.x / sp.chunks;
   const int chunk = static_cast<int>(blockIdx.x % sp.chunks);
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int warps = static_cast<int>(blockDim.x / 32);
   const std::size_t begin = chunk * sp.chunk_units;
   const std::size_t end = begin + sp.chunk_units < row_units ? begin + sp.chunk_units : row_units;
   const T* in_row = in + row * f.hidden;
@@ -303,14 +299,20 @@ __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_split(RankAr
 #pragma unroll
   for (int k = 0; k < U; ++k) {
     const std::size_t u = unit_of(k);
+    if (u < end) store_reg<T>(mine, u, load_user<T>(in_row, u, f.hidden, f.aligned));
+  }
+  // Announce first, then load the weight and the old residual while the peers arrive: loaded
+  // before the announcement, they would hold up its release store (measured +0.2 us at 3 x 7168).
+  block_arrive<N>(a, kPhaseStart, epoch);
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    const std::size_t u = unit_of(k);
     if (u < end) {
-      store_reg<T>(mine, u, load_user<T>(in_row, u, f.hidden, f.aligned));
       w[k] = load_user<T>(weight, u, f.hidden, f.aligned);
       next[k] = load_user<T>(res_row, u, f.hidden, f.aligned);  // old residual for now
     }
   }
-
-  const bool arrived = block_barrier<N>(a, kPhaseStart, epoch);
+  const bool arrived = block_wait<N>(a, kPhaseStart, epoch);
   if (!kCluster && !arrived) return;  // a cluster block must still take part in both barriers
 
   float sq = 0.f;
@@ -328,64 +330,76 @@ __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_split(RankAr
 #pragma unroll
     for (int k = 0; k < U; ++k) {
       const std::size_t u = unit_of(k);
-      if (u < end) {
-        float acc[E] = {};
-#pragma unroll
-        for (int r = 0; r < N; ++r) accumulate<T>(acc, v[k][r]);
-        const Pack<T> s = to_pack<T>(acc);
-#pragma unroll
-        for (int i = 0; i < E; ++i) {
-          next[k].v[i] = Elem<T>::from_f(Elem<T>::to_f(next[k].v[i]) + Elem<T>::to_f(s.v[i]));
-          const float x = Elem<T>::to_f(next[k].v[i]);
-          sq += x * x;  // padding elements are 0 + 0
-        }
-        store_user<T>(res_row, u, f.hidden, f.aligned, next[k]);
-      }
+      if (u < end) sq += add_residual<T>(next[k], sum_packs<T, N>(v[k]));  // stored after the row sync
     }
   }
-  const float partial = block_sum(sq, scratch);
+  const float partial = warp_sum(sq);
+  const int count = sp.chunks * warps;
 
-  float total = 0.f;
   if constexpr (kCluster) {
-    if (!cluster_row_total(partial, arrived, sp.chunks, &share, total)) {
-      cluster_exit_wait();
-      return;
-    }
-  } else {
-    // Row rendezvous. Thread 0 publishes this block's partial; thread c fetches the partial of
-    // the row's chunk c (its own block's straight from the register).
-    unsigned long long* words = a.signals[a.rank]->row_partial;
-    const std::size_t row_first = row * sp.chunks;
-    if (threadIdx.x == 0)
-      st_relaxed_gpu_u64(&words[blockIdx.x], (static_cast<unsigned long long>(epoch) << 32) | __float_as_uint(partial));
-    bool ok = true;
-    for (int c = threadIdx.x; c < sp.chunks && ok; c += blockDim.x) {
-      if (c == chunk) {
-        partials[c] = partial;
-        continue;
-      }
-      unsigned long long word = 0;
-      ok = spin_until(
-          [&] {
-            word = ld_relaxed_gpu_u64(&words[row_first + c]);
-            return static_cast<uint32_t>(word >> 32) == epoch;
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    const cg::cluster_group cluster = cg::this_cluster();
+    if (lane == 0) warp_partials[warp] = partial;
+    if (threadIdx.x == 0) block_ok = arrived ? 1 : 0;
+    cluster.sync();  // arrive.release / wait.acquire: every block's partials are written and visible
+    if (warp == 0) {
+      float total = 0.f;
+      const bool ok = row_total_of_partials(
+          count,
+          [&](int j, float& value) {
+            const unsigned block = static_cast<unsigned>(j / warps);  // cluster rank = chunk
+            if (*cluster.map_shared_rank(&block_ok, block) == 0) return false;
+            value = cluster.map_shared_rank(warp_partials, block)[j % warps];
+            return true;
           },
-          a);
-      partials[c] = __uint_as_float(static_cast<uint32_t>(word));
+          total);
+      if (lane == 0) row_result = make_float2(total, ok ? 1.f : 0.f);
     }
-    if (!__syncthreads_and(ok)) return;
-    for (int c = 0; c < sp.chunks; ++c) total += partials[c];  // fixed order: same bits everywhere
+    cluster.barrier_arrive();  // this thread's DSMEM reads are done; peers may exit after the wait
+#else
+    __trap();  // the host launches RowSync::cluster only on sm_90+ code (Group: ptxVersion check)
+#endif
+  } else {
+    // Thread 0 of each warp publishes its partial; warp 0 polls the row's C x W words.
+    unsigned long long* words = a.signals[a.rank]->row_partial;
+    if (lane == 0)
+      st_relaxed_gpu_u64(&words[blockIdx.x * kMaxWarps + warp],
+                         (static_cast<unsigned long long>(epoch) << 32) | __float_as_uint(partial));
+    if (warp == 0) {
+      const std::size_t row_first = row * sp.chunks;
+      float total = 0.f;
+      const bool ok = row_total_of_partials(
+          count,
+          [&](int j, float& value) {
+            const unsigned long long* word = &words[(row_first + j / warps) * kMaxWarps + j % warps];
+            unsigned long long seen = 0;
+            const bool got = spin_until(
+                [&] {
+                  seen = ld_relaxed_gpu_u64(word);
+                  return static_cast<uint32_t>(seen >> 32) == epoch;
+                },
+                a);
+            value = __uint_as_float(static_cast<uint32_t>(seen));
+            return got;
+          },
+          total);
+      if (lane == 0) row_result = make_float2(total, ok ? 1.f : 0.f);
+    }
   }
-  const float inv_rms = rsqrtf(total / static_cast<float>(f.hidden) + f.eps);
+  __syncthreads();  // row_result from warp 0
+  if (row_result.y == 0.f) {
+    if constexpr (kCluster) cluster_exit_wait();
+    return;
+  }
+  const float inv_rms = rsqrtf(row_result.x / static_cast<float>(f.hidden) + f.eps);
+  // Both outputs only now: a residual store before the publish would queue ahead of it.
 #pragma unroll
   for (int k = 0; k < U; ++k) {
     const std::size_t u = unit_of(k);
     if (u < end) {
-      Pack<T> y;
-#pragma unroll
-      for (int i = 0; i < E; ++i)
-        y.v[i] = Elem<T>::from_f(Elem<T>::to_f(next[k].v[i]) * inv_rms * Elem<T>::to_f(w[k].v[i]));
-      store_user<T>(normed + row * f.hidden, u, f.hidden, f.aligned, y);
+      store_user<T>(res_row, u, f.hidden, f.aligned, next[k]);
+      store_user<T>(normed + row * f.hidden, u, f.hidden, f.aligned, rms_scaled<T>(next[k], inv_rms, w[k]));
     }
   }
   finish_call(a, epoch);

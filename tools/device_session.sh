@@ -94,28 +94,30 @@ for step in $STEPS; do
     { EAGLESIM_STRESS_SECONDS=15 timeout "$(cap 130)" $G --gtest_filter='Stress.*'; echo "rc=$?"; } >> "$OUT/kernels.log" 2>&1
     note "stress done"; grep -E "^STRESS|^STALL|time-capped|^\[  (PASSED|FAILED)|FAILED \]" "$OUT/kernels.log" >> "$S" ;;
   fusedab)
-    # Issue 6: fused (cluster row sync, the default on sm_90) vs the global-memory rendezvous vs oneshot.
+    # Issue 6: fused split rows pulled + rendezvous (default) vs pulled + cluster vs pushed, vs oneshot.
     {
-      echo "### fused A/B at 3 x 7168 bf16: cluster (default) vs EAGLESIM_FUSED_CLUSTER=0, three runs each"
+      echo "### fused A/B at 3 x 7168 bf16: pull+rendezvous (default), pull+cluster, push; three runs each"
       for rep in 1 2 3; do
-        timeout "$(cap 20)" $E bench-comm --strategy oneshot,fused --sizes 43008 --iters 50 | grep -E "^ +43008" | sed 's/$/ cluster/'
-        EAGLESIM_FUSED_CLUSTER=0 timeout "$(cap 20)" $E bench-comm --strategy oneshot,fused --sizes 43008 --iters 50 | grep -E "^ +43008" | sed 's/$/ rendezvous/'
+        timeout "$(cap 20)" $E bench-comm --strategy oneshot,oneshot_push,fused --sizes 43008 --iters 50 | grep -E "^ +43008" | sed 's/$/ rendezvous/'
+        EAGLESIM_FUSED_CLUSTER=1 timeout "$(cap 20)" $E bench-comm --strategy oneshot,fused --sizes 43008 --iters 50 | grep -E "^ +43008" | sed 's/$/ cluster/'
+        EAGLESIM_FUSED_PUSH=1 timeout "$(cap 20)" $E bench-comm --strategy oneshot,fused --sizes 43008 --iters 50 | grep -E "^ +43008" | sed 's/$/ push/'
       done
-      echo "### fused, wider sizes (cluster)"
-      timeout "$(cap 30)" $E bench-comm --strategy oneshot,fused --sizes 8K,16K,32K,64K,256K --iters 50
+      echo "### fused, wider sizes (default)"
+      timeout "$(cap 30)" $E bench-comm --strategy oneshot,fused --sizes 8K,14336,16K,28672,32K,57344,64K,256K --iters 50
       echo "### decoder-only Llama-3.1-8B TP2 replay, nccl / fused / ideal"
       python3 tools/llama8b_decoder_trace.py --tp 2 --out "$W/l8dec_tp2.json" > /dev/null 2>&1
       timeout "$(cap 60)" $E run "$W/l8dec_tp2.json" --backend cuda --iters 30 --warmup 5 --strategy nccl,oneshot,fused,ideal --json "$W/run_dec.json"; echo "rc=$?"
       python3 tools/print_kinds.py "$W/run_dec.json"
     } >> "$OUT/kernels.log" 2>&1
-    note "fusedab done"; grep -E "cluster$|rendezvous$|^(nccl|oneshot|fused|ideal) " "$OUT/kernels.log" | tail -14 >> "$S" ;;
+    note "fusedab done"; grep -E "cluster$|rendezvous$|push$|^(nccl|oneshot|fused|ideal) " "$OUT/kernels.log" | tail -17 >> "$S" ;;
   chunks)
-    # Issue 6: the fused split target at 3 x 7168 bf16 (896 units per row): 256 (default, 4 chunks),
-    # 300 (3 chunks), 448 (2 chunks), 0 (no split), against oneshot in the same process.
+    # Issue 6: the fused split target at 3 x 7168 bf16 (896 units per row): 256 (default, 4 chunks
+    # of 256/256/256/128), 128 (7 chunks; 21 blocks > the 16-block cap, so 5), 448 (2 chunks),
+    # 0 (no split), against oneshot in the same process.
     {
       echo "### fused split target sweep at 3 x 7168 bf16, three rounds"
       for rep in 1 2 3; do
-        for t in "" 300 448 0; do
+        for t in "" 128 448 0; do
           EAGLESIM_FUSED_CHUNK_UNITS=$t timeout "$(cap 20)" $E bench-comm --strategy oneshot,fused --sizes 43008 --iters 50 | grep -E "^ +43008" | sed "s/\$/ target=${t:-256}/"
         done
       done
@@ -147,6 +149,27 @@ for g, rs in by.items():
 PY
     } >> "$OUT/replay.log" 2>&1
     note "diag70b done"; grep -E "^###|^(nccl|oneshot|twoshot|ideal) |^GPU " "$OUT/replay.log" | tail -16 >> "$S" ;;
+  diag7)
+    # Issue 7: where does the calibrated simulator miss the replay? Per kind, free allreduces, for
+    # 70B TP2 (8 % too low last time) and 8B TP2 (fine), on two GPUs, on one GPU (each), and the
+    # simulator with the calibration of this call (needs the calibrate step first).
+    {
+      for tr in llama-3.1-70b_tp2_t4 llama-3.1-8b_tp2_t4; do
+        echo "### $tr ideal, cuda, 2 GPUs"
+        timeout "$(cap 60)" $E run traces/$tr.json --backend cuda --iters 20 --warmup 5 --strategy ideal --json "$W/d2.json" > "$W/d2.txt" 2>&1; echo "rc=$?"
+        python3 tools/print_kinds.py "$W/d2.json"; grep -o "per-rank median step[^\"]*" "$W/d2.json"
+        for dev in 0 1; do
+          echo "### $tr ideal, cuda, --ranks 1 on GPU $dev"
+          CUDA_VISIBLE_DEVICES=$dev timeout "$(cap 50)" $E run traces/$tr.json --backend cuda --ranks 1 --iters 20 --warmup 5 --strategy ideal --json "$W/d1.json" > /dev/null 2>&1; echo "rc=$?"
+          python3 tools/print_kinds.py "$W/d1.json"
+        done
+        echo "### $tr ideal, sim, calibrated topology of this call"
+        $E run traces/$tr.json --topology "$OUT/calibrated.json" --strategy ideal,nccl,oneshot --json "$W/ds.json" > /dev/null 2>&1; echo "rc=$?"
+        python3 tools/print_kinds.py "$W/ds.json"
+      done
+    } > "$W/diag7.log" 2>&1
+    cat "$W/diag7.log" >> "$OUT/replay.log"
+    note "diag7 done"; grep -E "^###|^(ideal|nccl|oneshot) |per-rank" "$W/diag7.log" >> "$S" ;;
   sanitize)
     for tool in ${SANITIZERS:-memcheck racecheck synccheck}; do
       [ "$(left)" -lt 25 ] && { note "$tool: SKIPPED (out of time)"; continue; }

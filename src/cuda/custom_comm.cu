@@ -14,6 +14,7 @@
 #include "cuda/peer_memory.hpp"
 
 #include "fused_allreduce_rmsnorm.cuh"
+#include "fused_allreduce_rmsnorm_push.cuh"
 #include "oneshot_allreduce.cuh"
 #include "quant_allreduce.cuh"
 #include "reference_allreduce.cuh"
@@ -51,7 +52,9 @@ constexpr std::size_t round_up(std::size_t v, std::size_t to) { return (v + to -
 std::size_t slot_bytes_for(Algo algo, int ranks, std::size_t max_bytes) {
   const std::size_t padded = round_up(max_bytes, 256) + 256;
   switch (algo) {
-    case Algo::oneshot_push: return padded * ranks;
+    case Algo::oneshot_push:
+    case Algo::fused:  // the push variant of the split rows writes into N receive areas
+      return padded * ranks;
     case Algo::twoshot: return padded * 2;
     case Algo::quant: {
       // Smallest element is 2 bytes: at most max_bytes/2 elements, 1 byte each + scales.
@@ -136,6 +139,22 @@ std::size_t fused_chunk_units_from_env() {
   return static_cast<std::size_t>(parsed);
 }
 
+// EAGLESIM_FUSED_PUSH: 1 = split rows use the push kernel (fused_allreduce_rmsnorm_push.cuh:
+// every block reads its whole row locally, no row sync); unset/empty or 0 = the pull split
+// kernel with a row sync (rendezvous or cluster, below). Measured on 2 x H200 at 3 x 7168 bf16:
+// push 6.58-6.65 us, pull + rendezvous 5.79-5.80 (oneshot 4.68): on NVLink the remote reads are
+// cheap and the push's four-fold local reads of the row cost more than the row sync saves.
+// Push is kept for links where remote reads are the expensive part (PCIe; not measured).
+bool fused_push_from_env() {
+  const char* v = std::getenv("EAGLESIM_FUSED_PUSH");
+  if (v == nullptr || *v == '\0') return false;
+  const std::string value(v);
+  if (value == "1") return true;
+  if (value == "0") return false;
+  throw InputError("EAGLESIM_FUSED_PUSH: expected 1 (split rows pushed, no row sync) or 0 (split rows pulled, "
+                   "then a row sync), got '" + value + "'");
+}
+
 // EAGLESIM_FUSED_CLUSTER: unset/empty or 0 = the global-memory rendezvous (measured faster),
 // 1 = cluster row sync where supported.
 bool fused_cluster_from_env() {
@@ -198,7 +217,7 @@ void launch_fused_split(const RankArgs& a, const T* x, const kernels::FusedRows&
 
 template <typename T, int N>
 void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int limit, std::size_t chunk_target,
-                  bool cluster, cudaStream_t s) {
+                  bool push, bool cluster, cudaStream_t s) {
   kernels::FusedRows rows{f.tokens, f.hidden, f.eps, false};
   rows.aligned = aligned16(in) && aligned16(f.residual) && aligned16(f.weight) && aligned16(f.normed) &&
                  (f.hidden * sizeof(T)) % 16 == 0;
@@ -217,6 +236,14 @@ void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int
   const kernels::FusedSplit sp = plan_fused_split(f.tokens, row_units, limit, chunk_target);
   if (sp.chunks > 1) {
     const std::size_t cu = sp.chunk_units;
+    // Push: one unit of the own chunk per thread, and the whole row in kPushRowUnitsPerThread
+    // units per thread (the sum of squares of the row).
+    const int push_threads = std::max(threads_for(cu, 1), threads_for(row_units, kernels::kPushRowUnitsPerThread));
+    if (push && push_threads <= kThreads) {
+      kernels::fused_allreduce_rmsnorm_push<T, N><<<static_cast<int>(f.tokens) * sp.chunks, push_threads, 0, s>>>(
+          a, x, rows, sp, res, w, y);
+      return;
+    }
     if (cu <= kThreads)
       launch_fused_split<T, N, 1>(a, x, rows, sp, res, w, y, threads_for(cu, 1), cluster, s);
     else if (cu <= 2 * kThreads)
@@ -321,6 +348,7 @@ class Group final : public CustomCommGroup {
   explicit Group(const CommGroupConfig& config, Algo algo) : config_(config), algo_(algo), words_(1 + config.ranks) {
     if (algo == Algo::fused) {  // bad values: fail first
       fused_chunk_units_ = fused_chunk_units_from_env();
+      fused_push_ = fused_push_from_env();
       fused_cluster_ = fused_cluster_from_env();
     }
     const int n = config.ranks;
@@ -348,7 +376,7 @@ class Group final : public CustomCommGroup {
           fused_cluster_ = false;
           why = "GPU " + std::to_string(d) + " is below sm_90 or the build holds no sm_90 code for it";
         }
-      note_fused_row_sync(fused_cluster_, why);
+      note_fused_row_sync(fused_push_, fused_cluster_, why);
     }
     slot_bytes_ = slot_bytes_for(algo, n, config.max_bytes);
     for (int r = 0; r < n; ++r) {
@@ -409,6 +437,7 @@ class Group final : public CustomCommGroup {
   int limit() const { return limit_; }
   std::size_t fused_chunk_units() const { return fused_chunk_units_; }
   bool fused_row_clusters() const override { return algo_ == Algo::fused && fused_cluster_; }
+  bool fused_push() const override { return algo_ == Algo::fused && fused_push_; }
   ncclComm_t nccl(int r) const { return nccl_->at(r); }
   // Largest row-padded fused message / plain message the slots take.
   std::size_t capacity() const { return config_.max_bytes; }
@@ -425,7 +454,8 @@ class Group final : public CustomCommGroup {
   int limit_ = 1;
   std::size_t slot_bytes_ = 0;
   std::size_t fused_chunk_units_ = kFusedChunkUnits;
-  bool fused_cluster_ = false;  // split rows sync through clusters (else the rendezvous)
+  bool fused_push_ = false;     // split rows pushed (no row sync); else pulled, then a row sync:
+  bool fused_cluster_ = false;  // through clusters (else the rendezvous)
 };
 
 std::string Rank::strategy() const { return group_.config().strategy; }
@@ -479,7 +509,7 @@ void Rank::allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& f, DT
     return;
   }
   dispatch<FusedFn>(dtype, ranks(), group_.args(rank_), in, f, group_.limit(), group_.fused_chunk_units(),
-                    group_.fused_row_clusters(), stream);
+                    group_.fused_push(), group_.fused_row_clusters(), stream);
   check_cuda(cudaGetLastError(), "fused allreduce launch");
 }
 

@@ -9,9 +9,13 @@
 // count (including odd sizes and unaligned pointers), P2P between every pair of GPUs.
 // fused spreads each of a few long rows over several blocks (EAGLESIM_FUSED_CHUNK_UNITS, read
 // at group creation, overrides the split target for tuning: 16-byte units per block, 0 = one
-// block per row). Split rows combine their sums of squares through a global-memory rendezvous,
-// or with EAGLESIM_FUSED_CLUSTER=1 (read at group creation) through one thread-block cluster per
-// row on sm_90+ (measured slower on H200; both give bitwise-identical results).
+// block per row). Split rows are pulled and the row's blocks then combine their sums of squares
+// through a global-memory rendezvous, or with EAGLESIM_FUSED_CLUSTER=1 (read at group creation)
+// through one thread-block cluster per row on sm_90+ (both give bitwise-identical results).
+// EAGLESIM_FUSED_PUSH=1 pushes them instead (each block writes its chunk into every rank's
+// receive area; after a barrier over the row every block reads the whole row locally and
+// computes the row's sum of squares itself, no row sync). Both alternatives measured slower on
+// H200 NVLink.
 // Messages larger than max_bytes() go through NCCL (logged once per rank). Drive each rank from
 // its own thread (as the replay backend does) when oversize messages can occur: the fused
 // strategy's fallback enqueues a residual/RMSNorm kernel after its ncclAllReduce, and an NCCL
@@ -39,6 +43,9 @@ class CustomCommGroup : public CommGroup {
   // GPU sm_90+, EAGLESIM_FUSED_CLUSTER=1); rows of more than 8 chunks still use the
   // rendezvous. For tests and benchmark labels.
   virtual bool fused_row_clusters() const = 0;
+  // True when this is a `fused` group whose split rows use the push kernel
+  // (EAGLESIM_FUSED_PUSH=1; the default pulls, then syncs the row). For tests and labels.
+  virtual bool fused_push() const = 0;
 };
 
 std::unique_ptr<CustomCommGroup> make_custom_comm_group(const CommGroupConfig& config);

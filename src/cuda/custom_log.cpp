@@ -10,8 +10,11 @@ void note_nccl_fallback(const std::string& strategy, int rank, std::size_t bytes
                strategy, rank, bytes, max_bytes);
 }
 
-void note_fused_row_sync(bool clusters, const std::string& reason) {
-  if (clusters)
+void note_fused_row_sync(bool push, bool clusters, const std::string& reason) {
+  if (push)
+    spdlog::info("fused: split rows are pushed to every rank and read whole locally, no row sync "
+                 "(EAGLESIM_FUSED_PUSH=1)");
+  else if (clusters)
     spdlog::info("fused: split rows combine their sums of squares through thread-block clusters (rows of up to "
                  "8 chunks; EAGLESIM_FUSED_CLUSTER=1)");
   else

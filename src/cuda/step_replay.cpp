@@ -336,6 +336,13 @@ StepResult assemble(const Step& step, const ReplayConfig& config, const std::vec
   }
 
   r.notes = ranks[0].notes;
+  if (ranks.size() > 1) {
+    // Each rank's own median: a rank that is consistently slower (clocks, a slower GPU) shows here.
+    std::string per_rank;
+    for (std::size_t k = 0; k < ranks.size(); ++k)
+      per_rank += fmt::format("{}rank {} {:.1f}", k ? ", " : "", k, median(ranks[k].step_us));
+    r.notes.push_back("per-rank median step (us): " + per_rank);
+  }
   r.notes.push_back(fmt::format(
       "step time: median of {} CUDA-graph replays (all {} ranks started together, launch latency hidden by a GPU pre-roll); per-kind split from a separate "
       "replay with an event between ops ({}), which sums to {:.1f} us on rank {} vs {:.1f} us for the graph step; "

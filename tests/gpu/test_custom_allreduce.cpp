@@ -500,16 +500,20 @@ bool all_sm90(int n) {
   return true;
 }
 
-// Few long rows are split over several blocks, whose partial sums of squares meet in a row
-// sync: one group per sync (thread-block clusters, the default on sm_90+, and the global-memory
-// rendezvous, EAGLESIM_FUSED_CLUSTER=0). Every split target: default (256 units), none (one
+// Few long rows are split over several blocks. Three groups, one per way the split rows meet:
+// pull with a row sync of the blocks' partial sums of squares through the global-memory
+// rendezvous (the default) or thread-block clusters (EAGLESIM_FUSED_CLUSTER=1, sm_90+), and push
+// (EAGLESIM_FUSED_PUSH=1: chunks pushed to every rank, each block reads the whole row locally
+// and computes the row's sum of squares itself). Every split target: default (256 units), none (one
 // block per row, the pre-split kernels), 32 (as many chunks as the 16-block cap allows: up to
-// 16 per row, so clusters of <= 8 and the rendezvous for the rest), 1000 and 2048 (2 and 4 units
-// per thread); rows 1..4 x 7168 / 8192 and odd widths (partial last unit, unaligned rows); 5 and
-// 8 rows (chunks cut to fit the cap), 40 rows (no split); 1 x 20000 at the default target is
-// 10 chunks (rendezvous even in the cluster group). Each call is checked against the CPU and
-// across ranks, and the two groups' normed outputs must be bitwise identical (same fixed-order
-// sum of the partials).
+// 16 per row, so clusters of <= 8 and the rendezvous for the rest; push while the whole row fits
+// 4 units per thread of a 512-thread block), 1000 and 2048 (chunks wider than one block: pull
+// with 2 and 4 units per thread, push not possible); rows 1..4 x 7168 / 8192 and odd widths
+// (partial last unit, unaligned rows); 5 and 8 rows (chunks cut to fit the cap), 40 rows (no
+// split); 1 x 20000 at the default target is 10 chunks (rendezvous even in the cluster group;
+// too wide for push, which then pulls). Each call is checked against the CPU and across ranks,
+// and the two pull groups' normed outputs must be bitwise identical (same fixed-order sum of
+// the partials).
 TEST(CustomAllreduce, FusedSplitRows) {
   SKIP_WITHOUT_2_GPUS();
   const int n = rank_count();
@@ -525,15 +529,24 @@ TEST(CustomAllreduce, FusedSplitRows) {
   if (quick()) shapes = {{1, 7168}, {3, 7168}, {4, 8192}, {2, 7167}, {1, 20000}};
   for (const char* target : {"", "0", "32", "1000", "2048"}) {
     EnvVar chunk("EAGLESIM_FUSED_CHUNK_UNITS", target);
-    std::unique_ptr<CustomCommGroup> clustered, rendezvous;
+    std::unique_ptr<CustomCommGroup> pushed, clustered, rendezvous;
     {
+      EnvVar push("EAGLESIM_FUSED_PUSH", "1");
+      pushed = make_group("fused", n, 4u << 20);
+    }
+    {
+      EnvVar push("EAGLESIM_FUSED_PUSH", "0");
       EnvVar sync("EAGLESIM_FUSED_CLUSTER", "1");
       clustered = make_group("fused", n, 4u << 20);
     }
     {
-      EnvVar sync("EAGLESIM_FUSED_CLUSTER", nullptr);  // the default: rendezvous
+      EnvVar push("EAGLESIM_FUSED_PUSH", nullptr);     // the default: pull,
+      EnvVar sync("EAGLESIM_FUSED_CLUSTER", nullptr);  // then the rendezvous
       rendezvous = make_group("fused", n, 4u << 20);
     }
+    EXPECT_TRUE(pushed->fused_push());
+    EXPECT_FALSE(clustered->fused_push());
+    EXPECT_FALSE(rendezvous->fused_push());
     EXPECT_EQ(clustered->fused_row_clusters(), all_sm90(n)) << "built without sm_90 code?";
     EXPECT_FALSE(rendezvous->fused_row_clusters());
     for (DType t : {DType::bf16, DType::fp16, DType::fp32}) {
@@ -544,12 +557,14 @@ TEST(CustomAllreduce, FusedSplitRows) {
             "target '" + std::string(target) + "' " + to_string(t) + " " + std::to_string(s.tokens) + "x" +
             std::to_string(s.hidden);
         Bytes by_cluster, by_rendezvous;
+        EXPECT_EQ(run_fused(*pushed, rig, t, s.tokens, s.hidden, seed, nullptr), 0) << what << " push";
         EXPECT_EQ(run_fused(*clustered, rig, t, s.tokens, s.hidden, seed, &by_cluster), 0) << what << " cluster";
         EXPECT_EQ(run_fused(*rendezvous, rig, t, s.tokens, s.hidden, seed, &by_rendezvous), 0)
             << what << " rendezvous";
         EXPECT_TRUE(by_cluster == by_rendezvous) << what << ": cluster and rendezvous normed outputs differ";
       }
     }
+    EXPECT_EQ(pushed->failure(), "") << "target '" << target << "'";
     EXPECT_EQ(clustered->failure(), "") << "target '" << target << "'";
     EXPECT_EQ(rendezvous->failure(), "") << "target '" << target << "'";
   }
@@ -558,9 +573,23 @@ TEST(CustomAllreduce, FusedSplitRows) {
     EXPECT_THROW(make_group("fused", n, 1u << 20), InputError);
   }
   for (const char* bad_sync : {"yes", "2", "-1", "0 "}) {
-    EnvVar bad("EAGLESIM_FUSED_CLUSTER", bad_sync);
-    EXPECT_THROW(make_group("fused", n, 1u << 20), InputError) << "EAGLESIM_FUSED_CLUSTER='" << bad_sync << "'";
+    {
+      EnvVar bad("EAGLESIM_FUSED_CLUSTER", bad_sync);
+      EXPECT_THROW(make_group("fused", n, 1u << 20), InputError) << "EAGLESIM_FUSED_CLUSTER='" << bad_sync << "'";
+    }
+    EnvVar bad("EAGLESIM_FUSED_PUSH", bad_sync);
+    EXPECT_THROW(make_group("fused", n, 1u << 20), InputError) << "EAGLESIM_FUSED_PUSH='" << bad_sync << "'";
   }
+  {
+    EnvVar on("EAGLESIM_FUSED_PUSH", "1");
+    EXPECT_TRUE(make_group("fused", n, 1u << 20)->fused_push());
+  }
+  {
+    EnvVar off("EAGLESIM_FUSED_PUSH", "0");
+    EXPECT_FALSE(make_group("fused", n, 1u << 20)->fused_push());
+  }
+  EXPECT_FALSE(make_group("fused", n, 1u << 20)->fused_push());
+  EXPECT_FALSE(make_group("oneshot", n, 1u << 20)->fused_push());
   {
     EnvVar on("EAGLESIM_FUSED_CLUSTER", "1");
     EXPECT_EQ(make_group("fused", n, 1u << 20)->fused_row_clusters(), all_sm90(n));
@@ -572,15 +601,18 @@ TEST(CustomAllreduce, FusedSplitRows) {
   EXPECT_FALSE(make_group("oneshot", n, 1u << 20)->fused_row_clusters());
 }
 
-// A fused split call whose peers never arrive, under both row syncs: every block's cross-GPU
-// barrier times out. The cluster blocks must still pass both cluster barriers together (no block
-// may leave its cluster early), so the call ends after the timeout instead of hanging.
+// A fused split call whose peers never arrive, pushed and under both pull row syncs: every
+// block's cross-GPU (row) barrier times out. The cluster blocks must still pass both cluster
+// barriers together (no block may leave its cluster early), so the call ends after the timeout
+// instead of hanging.
 TEST(CustomAllreduce, FusedSplitDeadPeerTimesOut) {
   SKIP_WITHOUT_2_GPUS();
   const int n = rank_count();
   Rig rig(n);
-  for (const char* sync : {"1", "0"}) {
-    EnvVar env("EAGLESIM_FUSED_CLUSTER", sync);
+  for (const char* sync : {"push", "1", "0"}) {
+    const bool push = std::string(sync) == "push";
+    EnvVar pull("EAGLESIM_FUSED_PUSH", push ? "1" : nullptr);
+    EnvVar env("EAGLESIM_FUSED_CLUSTER", push ? nullptr : sync);
     auto g = make_group("fused", n, 1u << 20, 0.3);
     FusedCall call(DType::bf16, 3, 7168, n);  // 3 rows x 4 chunks
     call.upload(17);
@@ -603,16 +635,19 @@ TEST(CustomAllreduce, FusedSplitDeadPeerTimesOut) {
 // then the same calls captured in one graph per rank and replayed with fresh data. A rank that
 // runs ahead, a split grid following a smaller one (epoch entries), and the row sync (cluster
 // launches inside a graph; the rendezvous words, never reset) must all stay consistent. Once per
-// row sync (EAGLESIM_FUSED_CLUSTER=1: clusters on sm_90+, and unset: the rendezvous).
-void fused_back_to_back_and_graph_replays(const char* cluster_env) {
+// way split rows meet (push_env "1": push; unset: pull, then the row sync of cluster_env:
+// "1" clusters on sm_90+, unset the rendezvous).
+void fused_back_to_back_and_graph_replays(const char* push_env, const char* cluster_env) {
   const int n = rank_count();
   Rig rig(n);
   std::unique_ptr<CustomCommGroup> g;
   {
+    EnvVar push("EAGLESIM_FUSED_PUSH", push_env);
     EnvVar sync("EAGLESIM_FUSED_CLUSTER", cluster_env);
     g = make_group("fused", n, 1u << 20);
   }
-  SCOPED_TRACE(std::string("EAGLESIM_FUSED_CLUSTER=") + (cluster_env ? cluster_env : "(unset)"));
+  SCOPED_TRACE(std::string("EAGLESIM_FUSED_PUSH=") + (push_env ? push_env : "(unset)") +
+               " EAGLESIM_FUSED_CLUSTER=" + (cluster_env ? cluster_env : "(unset)"));
   struct Shape { std::size_t tokens, hidden; };
   const Shape cycle[] = {{3, 7168}, {130, 64}, {1, 8192}, {2, 7167}, {4, 1024}, {3, 7168}};
   const int calls = quick() ? 6 : 30;
@@ -682,8 +717,9 @@ void fused_back_to_back_and_graph_replays(const char* cluster_env) {
 
 TEST(CustomAllreduce, FusedBackToBackAndGraphReplays) {
   SKIP_WITHOUT_2_GPUS();
-  fused_back_to_back_and_graph_replays(nullptr);
-  fused_back_to_back_and_graph_replays("1");
+  fused_back_to_back_and_graph_replays(nullptr, nullptr);
+  fused_back_to_back_and_graph_replays("1", nullptr);
+  fused_back_to_back_and_graph_replays(nullptr, "1");
 }
 
 TEST(CustomAllreduce, OversizeFallsBackToNccl) {
