@@ -170,6 +170,19 @@ PY
     } > "$W/diag7.log" 2>&1
     cat "$W/diag7.log" >> "$OUT/replay.log"
     note "diag7 done"; grep -E "^###|^(ideal|nccl|oneshot) |per-rank" "$W/diag7.log" >> "$S" ;;
+  torchsplit)
+    # Issue 5: where PyTorch's extra time on the same decoder ops goes (per kernel class, eager
+    # profile) next to the replay's per-kind split of the same ops.
+    {
+      python3 tools/llama8b_decoder_trace.py --tp 2 --out "$W/l8dec_tp2.json" > /dev/null 2>&1
+      echo "### decoder-only Llama-3.1-8B TP2 replay, nccl / ideal"
+      timeout "$(cap 60)" $E run "$W/l8dec_tp2.json" --backend cuda --iters 30 --warmup 5 --strategy nccl,ideal --json "$W/run_dec.json" > /dev/null 2>&1; echo "rc=$?"
+      python3 tools/print_kinds.py "$W/run_dec.json"
+      echo "### PyTorch, same ops, TP2, graph step + eager profile per kernel class"
+      timeout "$(cap 120)" python3 tools/torch_reference_step.py --tp 2 --iters 20 --warmup 5 --profile; echo "rc=$?"
+    } > "$W/torchsplit.log" 2>&1
+    cat "$W/torchsplit.log" >> "$OUT/replay.log"
+    note "torchsplit done"; grep -E "^###|^(nccl|ideal) |^\{" "$W/torchsplit.log" >> "$S" ;;
   sanitize)
     for tool in ${SANITIZERS:-memcheck racecheck synccheck}; do
       [ "$(left)" -lt 25 ] && { note "$tool: SKIPPED (out of time)"; continue; }

@@ -7,7 +7,11 @@ all_reduce through torch.distributed — captured in one CUDA graph per rank, an
 replays with CUDA events (all ranks released together by a barrier; step = max over ranks).
 Also times the same graph without the allreduces. Prints one JSON line on rank 0.
 
-Usage: python3 tools/torch_reference_step.py --tp 2 [--iters 20 --warmup 5]
+With --profile, rank 0 also runs one eager step (with allreduces) under torch.profiler and
+prints where its GPU time goes, per kernel class (sum of kernel durations; eager, so gaps
+between kernels are not included): the per-kind comparison with `eaglesim run --backend cuda`.
+
+Usage: python3 tools/torch_reference_step.py --tp 2 [--iters 20 --warmup 5] [--profile]
 """
 import argparse
 import json
@@ -82,6 +86,46 @@ def time_graph(graph, iters, warmup, tp):
     return statistics.median(s), min(s), max(s)
 
 
+def kernel_class(name):
+    n = name.lower()
+    if "nccl" in n:
+        return "allreduce"
+    if any(k in n for k in ("flash", "fmha", "sdpa", "attention", "softmax")):
+        return "attention"
+    if any(k in n for k in ("nvjet", "gemm", "cutlass", "splitk", "cublas", "xmma")):
+        return "gemm"
+    if "norm" in n:
+        return "rmsnorm"
+    if "silu" in n:
+        return "silu"
+    if "mul" in n:
+        return "mul"
+    if "add" in n:
+        return "add"
+    if "copy" in n:
+        return "copy"
+    return "other"
+
+
+def profile_classes(run_step):
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run_step()
+        torch.cuda.synchronize()
+    totals, counts, names = {}, {}, {}
+    for e in prof.key_averages():
+        us = getattr(e, "self_device_time_total", None)
+        if us is None:
+            us = e.self_cuda_time_total
+        if us <= 0:
+            continue
+        c = kernel_class(e.key)
+        totals[c] = totals.get(c, 0.0) + us
+        counts[c] = counts.get(c, 0) + e.count
+        names.setdefault(c, []).append(e.key[:60])
+    return {c: dict(us=round(totals[c], 1), kernels=counts[c], names=sorted(set(names[c]))[:4]) for c in totals}
+
+
 def worker(rank, args):
     tp = args.tp
     torch.cuda.set_device(rank)
@@ -112,6 +156,10 @@ def worker(rank, args):
         med, lo, hi = time_graph(graph, args.iters, args.warmup, tp)
         results["with_allreduce" if allreduce else "no_allreduce"] = dict(step_us=med, min_us=lo, max_us=hi)
         del graph
+    if args.profile:
+        # Every rank runs the eager step (the allreduces need all of them); rank 0 reports.
+        classes = profile_classes(lambda: step(x, residual, layers, h, kvh, inter, tokens, mask, tp > 1))
+        results["eager_profile_us_by_class"] = classes
     if rank == 0:
         print(json.dumps(dict(tool="torch_reference_step", tp=tp, tokens=tokens, kv_len=args.kv_len,
                               iters=args.iters, torch=torch.__version__, **results)), flush=True)
@@ -126,6 +174,7 @@ def main():
     ap.add_argument("--kv-len", type=int, default=2048)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--profile", action="store_true", help="also print the eager step's GPU time per kernel class")
     a = ap.parse_args()
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
