@@ -139,32 +139,33 @@ std::size_t fused_chunk_units_from_env() {
   return static_cast<std::size_t>(parsed);
 }
 
-// EAGLESIM_FUSED_PUSH: 1 = split rows use the push kernel (fused_allreduce_rmsnorm_push.cuh:
-// every block reads its whole row locally, no row sync); unset/empty or 0 = the pull split
-// kernel with a row sync (rendezvous or cluster, below). Measured on 2 x H200 at 3 x 7168 bf16:
-// push 6.58-6.65 us, pull + rendezvous 5.79-5.80 (oneshot 4.68): on NVLink the remote reads are
-// cheap and the push's four-fold local reads of the row cost more than the row sync saves.
-// Push is kept for links where remote reads are the expensive part (PCIe; not measured).
-bool fused_push_from_env() {
-  const char* v = std::getenv("EAGLESIM_FUSED_PUSH");
+// An opt-in switch read from the environment: unset, empty or "0" = off, "1" = on; anything
+// else is an InputError that says what the two values mean.
+bool switch_from_env(const char* name, const char* off_means, const char* on_means) {
+  const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return false;
   const std::string value(v);
   if (value == "1") return true;
   if (value == "0") return false;
-  throw InputError("EAGLESIM_FUSED_PUSH: expected 1 (split rows pushed, no row sync) or 0 (split rows pulled, "
-                   "then a row sync), got '" + value + "'");
+  throw InputError(std::string(name) + ": expected 0 (" + off_means + ") or 1 (" + on_means + "), got '" + value +
+                   "'");
 }
 
-// EAGLESIM_FUSED_CLUSTER: unset/empty or 0 = the global-memory rendezvous (measured faster),
-// 1 = cluster row sync where supported.
+// EAGLESIM_FUSED_PUSH=1: split rows use the push kernel (fused_allreduce_rmsnorm_push.cuh: every
+// block reads its whole row locally, no row sync); off = the pull split kernel with a row sync
+// (rendezvous or cluster, below). Measured on 2 x H200 at 3 x 7168 bf16: push 6.11-6.16 us,
+// pull + rendezvous 5.50 (oneshot 4.67): on NVLink the remote reads are cheap and the push's
+// four-fold local reads of the row cost more than the row sync saves. Push is kept for links
+// where remote reads are the expensive part (PCIe; not measured).
+bool fused_push_from_env() {
+  return switch_from_env("EAGLESIM_FUSED_PUSH", "split rows pulled, then a row sync", "split rows pushed, no row sync");
+}
+
+// EAGLESIM_FUSED_CLUSTER=1: cluster row sync where supported; off = the global-memory rendezvous
+// (measured faster).
 bool fused_cluster_from_env() {
-  const char* v = std::getenv("EAGLESIM_FUSED_CLUSTER");
-  if (v == nullptr || *v == '\0') return false;
-  const std::string value(v);
-  if (value == "1") return true;
-  if (value == "0") return false;
-  throw InputError("EAGLESIM_FUSED_CLUSTER: expected 0 (row rendezvous in global memory) or 1 (thread-block "
-                   "clusters where the GPU supports them), got '" + value + "'");
+  return switch_from_env("EAGLESIM_FUSED_CLUSTER", "row rendezvous in global memory",
+                         "thread-block clusters where the GPU supports them");
 }
 
 // How the fused kernel splits rows: chunks per row (1 = one block per row, no split) and the
