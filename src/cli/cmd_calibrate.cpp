@@ -111,10 +111,10 @@ void run_calibrate_command(const CalibrateArgs& a) {
   std::size_t n_gemm = 0, n_attn = 0, n_elem = 0;
   for (const Op& op : q.compute)
     (op.kind == OpKind::gemm ? n_gemm : op.kind == OpKind::attention ? n_attn : n_elem)++;
-  q.progress(fmt::format("{} on {} x {}: {} GEMM, {} attention, {} elementwise/other points, {} allreduce cases; "
-                         "base preset {}",
+  q.progress(fmt::format("{} on {} x {}: {} GEMM, {} attention, {} elementwise/other points, {} allreduce cases, "
+                         "{} kernel-transition pairs; base preset {}",
                          traces.size() == 1 ? "1 trace" : fmt::format("{} traces", traces.size()), ranks,
-                         inv.gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), base->name));
+                         inv.gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), q.transitions.size(), base->name));
   const CalibrationMeasurements m = run_calibrate(q);
   Topology topo = calibrated_topology(*base, m, build_calibration(q, m, traces));
   if (a.fit_sequence) {
@@ -134,6 +134,11 @@ void run_calibrate_command(const CalibrateArgs& a) {
              "ranks, launch gap {:.2f} us, sequence overhead {:+.3f} us per op, measured in {:.0f} s\n",
              a.output, topo.name, c.gemm.size(), c.attention.size(), c.elementwise.size(), c.allreduce.size(),
              c.ranks, c.launch_gap_us.value_or(0.0), c.sequence_overhead_us.value_or(0.0), m.seconds);
+  if (!c.transition_us.empty()) {
+    std::string line;
+    for (const auto& [key, us] : c.transition_us) line += fmt::format("{}{} {:+.2f}", line.empty() ? "" : ", ", key, us);
+    fmt::print("kernel transitions (us per op, mean over the measured pairs): {}\n", line);
+  }
 }
 
 }  // namespace

@@ -107,25 +107,37 @@ const char* phase_of(OpKind k) {
   }
 }
 
+// One GPU set up for measuring chains: its L2 size, a stream, and an `ideal` communicator for
+// the RankPrograms (calibration steps have no allreduce).
+struct ChainDevice {
+  explicit ChainDevice(int device) {
+    EAGLESIM_CUDA_CHECK(cudaSetDevice(device));
+    cudaDeviceProp prop{};
+    EAGLESIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    l2 = static_cast<double>(prop.l2CacheSize);
+    EAGLESIM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CommGroupConfig cc;
+    cc.strategy = "ideal";
+    cc.ranks = 1;
+    cc.devices = {device};
+    group = create_ideal_comm_group(cc);
+  }
+  ~ChainDevice() { cudaStreamDestroy(stream); }
+  ChainDevice(const ChainDevice&) = delete;
+  ChainDevice& operator=(const ChainDevice&) = delete;
+  double l2 = 0;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<CommGroup> group;
+};
+
 }  // namespace
 
 ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, int iters, int warmup, double timeout_s,
                                      const std::function<void(const std::string&)>& progress) {
-  EAGLESIM_CUDA_CHECK(cudaSetDevice(device));
-  cudaDeviceProp prop{};
-  EAGLESIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  const double l2 = static_cast<double>(prop.l2CacheSize);
-  cudaStream_t stream = nullptr;
-  EAGLESIM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  struct StreamGuard {
-    cudaStream_t s;
-    ~StreamGuard() { cudaStreamDestroy(s); }
-  } guard{stream};
-  CommGroupConfig cc;
-  cc.strategy = "ideal";
-  cc.ranks = 1;
-  cc.devices = {device};
-  auto group = create_ideal_comm_group(cc);
+  ChainDevice dev(device);
+  const double l2 = dev.l2;
+  cudaStream_t stream = dev.stream;
+  auto& group = dev.group;
   Chains chains(stream, iters, warmup, timeout_s);
   ComputeCalibration out;
   out.us.assign(ops.size(), 0.0);
@@ -205,6 +217,47 @@ ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, int
     i = end;
   }
   end_phase();
+  return out;
+}
+
+std::vector<double> calibrate_transitions(int device, const std::vector<std::pair<Op, Op>>& pairs, int iters,
+                                          int warmup, double timeout_s,
+                                          const std::function<void(const std::string&)>& progress) {
+  std::vector<double> out;
+  if (pairs.empty()) return out;
+  const auto t_start = std::chrono::steady_clock::now();
+  ChainDevice dev(device);
+  Chains chains(dev.stream, iters, warmup, timeout_s);
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const Op& a = pairs[i].first;
+    const Op& b = pairs[i].second;
+    const int na = copies_for(streamed_bytes(a), dev.l2), nb = copies_for(streamed_bytes(b), dev.l2);
+    Step step;
+    step.name = "calibrate_transition";
+    for (int c = 0; c < na + nb; ++c) {
+      Op op = c < na ? a : b;
+      op.layer = c;
+      step.ops.push_back(op);
+    }
+    ProgramOptions popts;
+    popts.seed = 991 + i;
+    RankProgram program(step, device, dev.group->rank(0), nullptr, popts);
+    const std::string what = "transition " + program.label(0) + " -> " + program.label(na);
+    const int copies = std::max(na, nb);
+    const double ta = chains.per_call([&](int c, cudaStream_t s) { program.enqueue(c % na, s); }, na, what.c_str());
+    const double tb =
+        chains.per_call([&](int c, cudaStream_t s) { program.enqueue(na + c % nb, s); }, nb, what.c_str());
+    const double tab = chains.per_call(
+        [&](int c, cudaStream_t s) {
+          program.enqueue(c % na, s);
+          program.enqueue(na + c % nb, s);
+        },
+        copies, what.c_str());
+    out.push_back(tab - ta - tb);
+  }
+  if (progress)
+    progress(fmt::format("kernel transitions: {} op pairs measured ({:.1f} s)", pairs.size(),
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()));
   return out;
 }
 

@@ -7,6 +7,7 @@
 // between consecutive kernels is included, as it is between the ops of a step.
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trace/op.hpp"
@@ -21,5 +22,12 @@ struct ComputeCalibration {
 
 ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, int iters, int warmup, double timeout_s,
                                      const std::function<void(const std::string&)>& progress);
+
+// Kernel transitions: for each (A, B), the per-pair time of a chain of (A, B) pairs minus the
+// per-call times of A's and of B's own chains, all three measured in one program (same copies,
+// same conditions). What a step pays for switching kernels that the one-op tables do not hold.
+std::vector<double> calibrate_transitions(int device, const std::vector<std::pair<Op, Op>>& pairs, int iters,
+                                          int warmup, double timeout_s,
+                                          const std::function<void(const std::string&)>& progress);
 
 }  // namespace eaglesim::cuda

@@ -43,6 +43,7 @@ CalibrationMeasurements measure(const CalibrationRequest& q) {
   m.compute_us = std::move(c.us);
   m.launch_gap_us = c.launch_gap_us;
   m.notes = std::move(c.notes);
+  m.transition_us = calibrate_transitions(0, q.transitions, q.iters, q.warmup, q.timeout_s, q.progress);
   if (!q.allreduce.empty()) m.allreduce_us = calibrate_allreduce(q, m.notes);
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;

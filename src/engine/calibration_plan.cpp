@@ -12,6 +12,7 @@
 #include "comm/modelled_communicator.hpp"
 #include "core/errors.hpp"
 #include "topology/calibration_keys.hpp"
+#include "topology/topology_limits.hpp"
 
 namespace eaglesim {
 
@@ -27,6 +28,47 @@ bool is_elementwise(OpKind k) {
 }
 
 bool custom_strategy(const std::string& s) { return s != "nccl"; }
+
+// At most this many (A, B) pairs are measured for the kernel-transition table (a Llama layer
+// has ~10; a few traces x steps stay far below).
+constexpr std::size_t kMaxTransitionPairs = 96;
+
+// Kinds whose transitions calibrate measures: every compute op the replay runs as a real kernel
+// (`other` is a timed spin whose chain time is what the trace asked for).
+bool transition_kind(OpKind k) { return k != OpKind::allreduce && k != OpKind::other; }
+
+// Consecutive compute ops (allreduces in between skipped) of the first decoder layer of every
+// step, and the step from its last op into the next layer, deduplicated by kinds and shapes.
+std::vector<std::pair<Op, Op>> transition_pairs(const std::vector<Trace>& traces) {
+  std::vector<std::pair<Op, Op>> out;
+  std::set<std::string> seen;
+  auto strip = [](Op op) {
+    op.name = "calibrate_transition";
+    op.layer = -1;
+    op.us.reset();
+    return op;
+  };
+  for (const Trace& t : traces)
+    for (const Step& step : t.steps) {
+      int first = -1;
+      for (const Op& op : step.ops)
+        if (op.layer >= 0 && (first < 0 || op.layer < first)) first = op.layer;
+      if (first < 0) continue;
+      const Op* prev = nullptr;
+      for (const Op& op : step.ops) {
+        if (op.is_comm()) continue;
+        if (op.layer > first + 1) break;
+        if (prev && prev->layer == first && transition_kind(prev->kind) && transition_kind(op.kind)) {
+          const std::string key = std::string(to_string(prev->kind)) + " " + prev->shape_string() + " > " +
+                                  to_string(op.kind) + " " + op.shape_string();
+          if (seen.insert(key).second) out.emplace_back(strip(*prev), strip(op));
+          if (out.size() >= kMaxTransitionPairs) return out;
+        }
+        prev = &op;
+      }
+    }
+  return out;
+}
 
 // What the traces contain, deduplicated.
 struct TraceShapes {
@@ -205,6 +247,7 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
   q.context_gemm.name = "calibrate_context_gemm";
   q.context_gemm.layer = -1;
   q.context_gemm.us.reset();
+  q.transitions = transition_pairs(traces);
 
   if (o.ranks > 1) {
     std::set<std::int64_t> exact;
@@ -246,12 +289,26 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
 
 Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeasurements& m,
                               const std::vector<Trace>& traces) {
-  if (m.compute_us.size() != q.compute.size() || m.allreduce_us.size() != q.allreduce.size())
+  if (m.compute_us.size() != q.compute.size() || m.allreduce_us.size() != q.allreduce.size() ||
+      (!m.transition_us.empty() && m.transition_us.size() != q.transitions.size()))
     throw std::invalid_argument("build_calibration: measurements do not match the request");
   const TraceShapes s = collect(traces);
   Calibration cal;
   cal.ranks = q.allreduce.empty() ? 0 : q.ranks;
   if (m.launch_gap_us > 0 && std::isfinite(m.launch_gap_us)) cal.launch_gap_us = m.launch_gap_us;
+
+  // Kernel transitions: the mean per kind pair of what each measured (A, B) pair cost beyond
+  // its two ops (either sign: a pair may also overlap a little).
+  std::map<std::string, std::pair<double, int>> transitions;
+  for (std::size_t i = 0; i < m.transition_us.size(); ++i) {
+    const double us = m.transition_us[i];
+    if (!std::isfinite(us)) continue;
+    auto& [sum, n] = transitions[transition_key(q.transitions[i].first.kind, q.transitions[i].second.kind)];
+    sum += us;
+    ++n;
+  }
+  for (const auto& [key, acc] : transitions)
+    cal.transition_us[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
 
   std::map<std::tuple<std::int64_t, std::int64_t, int>, std::map<std::int64_t, Pending>> gemm;
   std::map<std::string, std::map<std::int64_t, Pending>> attention, elementwise, allreduce;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -31,6 +32,9 @@ struct CalibrationRequest {
   std::vector<Op> compute;             // gemm, attention, rmsnorm, residual_add, act, embedding, other
   std::vector<AllreduceCase> allreduce;  // empty when ranks == 1
   Op context_gemm;                     // the GEMM every allreduce follows (kind gemm)
+  // Consecutive compute ops of the traces (A, B), measured as a chain of (A, B) pairs against
+  // their own chains: the kernel-transition cost (Calibration::transition_us).
+  std::vector<std::pair<Op, Op>> transitions;
   int iters = 7;                       // timed graph replays per graph (median)
   int warmup = 2;
   double timeout_s = 30;
@@ -44,6 +48,9 @@ struct CalibrationMeasurements {
   int ranks = 1;
   std::vector<double> compute_us;      // parallel to request.compute
   std::vector<double> allreduce_us;    // parallel to request.allreduce
+  // Parallel to request.transitions: per (A, B) pair in a chain of pairs minus A's and B's
+  // own chain times (measured in the same program, right before).
+  std::vector<double> transition_us;
   double launch_gap_us = 0;            // per empty kernel in a graph chain
   std::vector<std::string> notes;      // substitutions the replay kernels made, etc.
   double seconds = 0;                  // wall time of the measurement

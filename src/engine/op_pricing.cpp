@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "topology/calibration_keys.hpp"
 #include "core/errors.hpp"
 
 namespace eaglesim {
@@ -120,6 +121,11 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   const bool fuses = opts.comm && opts.comm->fuses_residual_norm();
   int n_model = 0, n_measured = 0, n_fallback = 0, n_extrapolated = 0;
   int n_fused = 0, n_absorbed = 0, n_unfused = 0, n_comm_extra = 0, n_untabled = 0, n_comm_untabled = 0;
+  int n_transitions = 0;
+  double transition_sum = 0;
+  const bool has_transitions = opts.transitions && !opts.transitions->empty();
+  bool has_prev = false;
+  OpKind prev_kind = OpKind::other;  // the compute op before the current one
   // With a calibrated topology, ops its tables do not cover at all are worth a note too.
   const bool calibrated_topo = opts.query.topo && !opts.query.topo->calibration.empty();
 
@@ -188,7 +194,17 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       if (c.extrapolated) ++n_extrapolated;
       else if (!c.calibrated && !c.measured && calibrated_topo) ++n_untabled;
       if (opts.op_times == OpTimes::automatic && opts.trace_imported && op.kind != OpKind::other) ++n_fallback;
+      if (has_transitions && has_prev && !c.measured) {
+        auto t = opts.transitions->find(transition_key(prev_kind, op.kind));
+        if (t != opts.transitions->end()) {
+          p.us = std::max(0.0, p.us + t->second);
+          transition_sum += t->second;
+          ++n_transitions;
+        }
+      }
     }
+    has_prev = true;
+    prev_kind = op.kind;
     plan.ops.push_back(p);
   }
 
@@ -211,6 +227,9 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   if (n_comm_untabled > 0)
     plan.notes.push_back(fmt::format("{}: {} allreduce sizes have no calibration table for {} on {} ranks: cost "
                                      "model used", s, n_comm_untabled, opts.comm->name(), opts.query.ranks));
+  if (n_transitions > 0)
+    plan.notes.push_back(fmt::format("{}: kernel transitions from the calibration added to {} ops ({:+.1f} us in all)",
+                                     s, n_transitions, transition_sum));
   if (n_fused > 0)
     plan.notes.push_back(fmt::format("{}: {} allreduce{} fused with the {} residual_add/rmsnorm ops after them", s,
                                      n_fused, n_fused == 1 ? "" : "s", n_absorbed));

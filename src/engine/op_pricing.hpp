@@ -6,6 +6,7 @@
 // cost. A communicator that fuses residual_add + rmsnorm into its allreduce absorbs those ops
 // here, so they vanish from the step.
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct PricingOptions {
   ComputeCostFn compute_cost;          // required unless every compute op uses its measured `us`
   OpTimes op_times = OpTimes::automatic;
   bool trace_imported = false;         // TraceMeta::source == "imported"
+  // Kernel-transition costs by "FROM>TO" kind pair (Calibration::transition_us), added to a
+  // compute op priced by the cost model when the compute op before it (allreduces in between
+  // skipped) has kind FROM; nullptr or empty: none. Measured op times already hold them.
+  const std::map<std::string, double>* transitions = nullptr;
 };
 
 // One op of a step after pricing and fusion.

@@ -37,6 +37,7 @@ StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std:
   po.compute_cost = [topo](const Op& op) { return compute_cost(op, *topo); };
   po.op_times = parse_op_times(opts.op_times);
   po.trace_imported = trace.meta.source == "imported";
+  po.transitions = &topo->calibration.transition_us;
   StepPlan plan = plan_step(step, po);
 
   EngineOptions eo;

@@ -38,4 +38,16 @@ bool valid_attention_key(const std::string& key) {
   return fields == 3 || fields == 4;
 }
 
+std::string transition_key(OpKind from, OpKind to) { return std::string(to_string(from)) + ">" + to_string(to); }
+
+bool valid_transition_key(const std::string& key) {
+  const std::size_t gt = key.find('>');
+  if (gt == std::string::npos) return false;
+  auto compute_kind = [](const std::string& name) {
+    OpKind k{};
+    return parse_op_kind(name, k) && k != OpKind::allreduce && k != OpKind::other;
+  };
+  return compute_kind(key.substr(0, gt)) && compute_kind(key.substr(gt + 1));
+}
+
 }  // namespace eaglesim

@@ -102,6 +102,11 @@ ojson calibration_json(const Calibration& c) {
   if (!c.notes.empty()) j["notes"] = c.notes;
   if (c.launch_gap_us) j["launch_gap_us"] = *c.launch_gap_us;
   if (c.sequence_overhead_us) j["sequence_overhead_us"] = *c.sequence_overhead_us;
+  if (!c.transition_us.empty()) {
+    ojson t = ojson::object();
+    for (const auto& [key, us] : c.transition_us) t[key] = us;
+    j["transition_us"] = t;
+  }
   if (!c.gemm.empty()) {
     ojson arr = ojson::array();
     for (const auto& p : c.gemm) {
@@ -157,8 +162,8 @@ std::string topology_to_string(const Topology& t) {
   if (t.inter_socket.present()) links["inter_socket"] = link_json(t.inter_socket);
   if (t.host_staging.present()) links["host_staging"] = link_json(t.host_staging);
   j["links"] = links;
-  if (!t.calibration.empty() || t.calibration.launch_gap_us || t.calibration.sequence_overhead_us || t.calibration.ranks > 0 ||
-      !t.calibration.notes.empty())
+  if (!t.calibration.empty() || t.calibration.launch_gap_us || t.calibration.sequence_overhead_us ||
+      !t.calibration.transition_us.empty() || t.calibration.ranks > 0 || !t.calibration.notes.empty())
     j["calibration"] = calibration_json(t.calibration);
   std::string out;
   emit(j, 0, out);

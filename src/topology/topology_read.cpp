@@ -99,13 +99,23 @@ std::vector<SizeCalPoint> read_size_table(const JsonCursor& c, const char* size_
 }
 
 Calibration read_calibration(const JsonCursor& c, int gpu_count) {
-  c.only_keys({"ranks", "notes", "launch_gap_us", "sequence_overhead_us", "gemm", "allreduce", "attention",
-               "elementwise"});
+  c.only_keys({"ranks", "notes", "launch_gap_us", "sequence_overhead_us", "transition_us", "gemm", "allreduce",
+               "attention", "elementwise"});
   Calibration cal;
   if (auto r = c.find("ranks")) cal.ranks = static_cast<int>(r->as_int(1, gpu_count));
   if (auto n = c.find("notes")) cal.notes = n->as_string_allow_empty();
   if (auto g = c.find("launch_gap_us")) cal.launch_gap_us = g->as_number(0, kMaxLatencyUs);
   if (auto g = c.find("sequence_overhead_us")) cal.sequence_overhead_us = g->as_number(-kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
+  if (auto t = c.find("transition_us")) {
+    t->expect_object();
+    for (const std::string& key : t->keys()) {
+      if (!valid_transition_key(key))
+        t->at(key.c_str()).fail_raw(fmt::format("key '{}': expected FROM>TO with two compute op kinds (gemm, attention, "
+                                        "rmsnorm, residual_add, act, embedding, lm_head, grouped_gemm), e.g. "
+                                        "rmsnorm>gemm", key));
+      cal.transition_us[key] = t->at(key.c_str()).as_number(-kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
+    }
+  }
   if (auto g = c.find("gemm")) {
     g->expect_array();
     for (std::size_t i = 0; i < g->size(); ++i) {

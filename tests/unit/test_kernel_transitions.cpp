@@ -1,0 +1,183 @@
+// The calibration's kernel-transition table: which op pairs calibrate asks the GPU for, how the
+// measured pairs become a per-kind-pair table, that the topology file carries it (and rejects
+// bad keys and values), and that the simulator adds it to the right ops only.
+#include <gtest/gtest.h>
+
+#include "core/errors.hpp"
+#include "engine/backend.hpp"
+#include "engine/calibration_plan.hpp"
+#include "engine/op_pricing.hpp"
+#include "topology/calibration_keys.hpp"
+#include "topology/topology.hpp"
+#include "trace/trace_json.hpp"
+
+using namespace eaglesim;
+
+namespace {
+
+Trace llama8b_tp2() { return read_trace(std::string(EAGLESIM_REPO) + "/traces/llama-3.1-8b_tp2_t4.json"); }
+Topology h200() {
+  return read_topology(resolve_topology_path(std::string(EAGLESIM_REPO) + "/models/topologies/2x-h200-nvlink.json"));
+}
+
+Op make(OpKind kind, int layer) {
+  Op op;
+  op.kind = kind;
+  op.layer = layer;
+  op.name = to_string(kind);
+  switch (kind) {
+    case OpKind::gemm: op.m = 4, op.n = 3072, op.k = 4096; break;
+    case OpKind::allreduce: op.bytes = 32768; break;
+    default: op.tokens = 4, op.hidden = 4096; break;
+  }
+  return op;
+}
+
+}  // namespace
+
+TEST(KernelTransitions, KeysNameTwoComputeKinds) {
+  EXPECT_EQ(transition_key(OpKind::rmsnorm, OpKind::gemm), "rmsnorm>gemm");
+  EXPECT_TRUE(valid_transition_key("rmsnorm>gemm"));
+  EXPECT_TRUE(valid_transition_key("attention>lm_head"));
+  for (const char* bad : {"rmsnorm", "rmsnorm>", ">gemm", "rmsnorm>allreduce", "other>gemm", "norm>gemm",
+                          "rmsnorm>gemm>act", "rmsnorm-gemm", ""})
+    EXPECT_FALSE(valid_transition_key(bad)) << bad;
+}
+
+TEST(KernelTransitions, PlanAsksForTheFirstLayersConsecutiveComputeOps) {
+  const Trace t = llama8b_tp2();
+  const CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
+  ASSERT_FALSE(q.transitions.empty());
+  std::set<std::string> kinds;
+  for (const auto& [a, b] : q.transitions) {
+    EXPECT_NE(a.kind, OpKind::allreduce);
+    EXPECT_NE(b.kind, OpKind::allreduce);
+    EXPECT_NE(a.kind, OpKind::other);
+    EXPECT_FALSE(a.us.has_value());
+    EXPECT_EQ(a.layer, -1);
+    kinds.insert(transition_key(a.kind, b.kind));
+  }
+  // A Llama decoder layer: norm -> qkv GEMM -> attention -> o GEMM -> (allreduce) -> add -> norm
+  // -> gate_up GEMM -> act -> down GEMM -> (allreduce) -> add, then the next layer's norm.
+  for (const char* k : {"rmsnorm>gemm", "gemm>attention", "attention>gemm", "gemm>residual_add",
+                        "residual_add>rmsnorm", "gemm>act", "act>gemm"})
+    EXPECT_TRUE(kinds.count(k)) << k;
+  // Deduplicated: the same (kinds, shapes) pair once, however many steps and traces repeat it.
+  const CalibrationRequest twice = plan_calibration({t, t}, CalibrationPlanOptions{});
+  EXPECT_EQ(twice.transitions.size(), q.transitions.size());
+}
+
+TEST(KernelTransitions, MeasuredPairsAverageIntoOneValuePerKindPair) {
+  const Trace t = llama8b_tp2();
+  const CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
+  CalibrationMeasurements m;
+  m.compute_us.assign(q.compute.size(), 5.0);
+  std::map<std::string, std::vector<double>> by_key;
+  for (std::size_t i = 0; i < q.transitions.size(); ++i) {
+    const double us = 0.25 * static_cast<double>(i % 4) - 0.1;  // both signs
+    m.transition_us.push_back(us);
+    by_key[transition_key(q.transitions[i].first.kind, q.transitions[i].second.kind)].push_back(us);
+  }
+  const Calibration cal = build_calibration(q, m, {t});
+  ASSERT_EQ(cal.transition_us.size(), by_key.size());
+  for (const auto& [key, values] : by_key) {
+    double mean = 0;
+    for (double v : values) mean += v / static_cast<double>(values.size());
+    EXPECT_NEAR(cal.transition_us.at(key), mean, 1e-12) << key;
+  }
+  // No transition measurements (an older measuring side): no table, no error.
+  m.transition_us.clear();
+  EXPECT_TRUE(build_calibration(q, m, {t}).transition_us.empty());
+  // A count that does not match the request is a programming error.
+  m.transition_us.assign(q.transitions.size() + 1, 0.5);
+  EXPECT_THROW(build_calibration(q, m, {t}), std::invalid_argument);
+}
+
+TEST(KernelTransitions, PricingAddsThemAfterThePreviousComputeOpOnly) {
+  Step step;
+  step.name = "verify";
+  step.ops = {make(OpKind::rmsnorm, 0), make(OpKind::gemm, 0), make(OpKind::allreduce, 0),
+              make(OpKind::residual_add, 0), make(OpKind::rmsnorm, 1)};
+  const Topology topo = h200();
+  const Communicator& comm = find_communicator("nccl");
+  PricingOptions po;
+  po.comm = &comm;
+  po.query.topo = &topo;
+  po.query.ranks = 2;
+  po.compute_cost = [&topo](const Op& op) { return compute_cost(op, topo); };
+  const StepPlan plain = plan_step(step, po);
+
+  const std::map<std::string, double> transitions{
+      {"rmsnorm>gemm", 1.5}, {"gemm>residual_add", 0.5}, {"residual_add>rmsnorm", -0.25}, {"gemm>rmsnorm", 9.0}};
+  po.transitions = &transitions;
+  const StepPlan with = plan_step(step, po);
+  ASSERT_EQ(with.ops.size(), plain.ops.size());
+  EXPECT_DOUBLE_EQ(with.ops[0].us, plain.ops[0].us);          // first op: nothing before it
+  EXPECT_DOUBLE_EQ(with.ops[1].us, plain.ops[1].us + 1.5);    // rmsnorm > gemm
+  EXPECT_DOUBLE_EQ(with.ops[2].us, plain.ops[2].us);          // the allreduce: never
+  EXPECT_DOUBLE_EQ(with.ops[3].us, plain.ops[3].us + 0.5);    // gemm > residual_add, across the allreduce
+  EXPECT_DOUBLE_EQ(with.ops[4].us, plain.ops[4].us - 0.25);   // residual_add > rmsnorm
+  bool noted = false;
+  for (const auto& n : with.notes) noted |= n.find("kernel transitions") != std::string::npos;
+  EXPECT_TRUE(noted);
+
+  // Measured op times (an imported trace) already hold the transitions.
+  for (Op& op : step.ops)
+    if (!op.is_comm()) op.us = 2.0;
+  po.op_times = OpTimes::measured;
+  const StepPlan measured = plan_step(step, po);
+  EXPECT_DOUBLE_EQ(measured.ops[1].us, 2.0);
+}
+
+TEST(KernelTransitions, SimulatorUsesTheTopologysTable) {
+  const Trace t = llama8b_tp2();
+  Topology plain = h200();
+  Topology with = plain;
+  with.calibration.transition_us["rmsnorm>gemm"] = 2.0;
+  int after_norm = 0;
+  const auto& ops = t.verify().ops;
+  for (std::size_t i = 1; i < ops.size(); ++i) {
+    std::size_t j = i - 1;
+    while (j > 0 && ops[j].is_comm()) --j;
+    if (ops[i].kind == OpKind::gemm && ops[j].kind == OpKind::rmsnorm) ++after_norm;
+  }
+  ASSERT_GT(after_norm, 0);
+  register_builtin_backends();
+  auto sim = make_backend("sim");
+  RunOptions opts;
+  opts.ranks = 2;
+  const double a = sim->run_step(t, t.verify(), "nccl", &plain, opts).step_us;
+  const double b = sim->run_step(t, t.verify(), "nccl", &with, opts).step_us;
+  EXPECT_NEAR(b - a, 2.0 * after_norm, 1e-6);
+}
+
+TEST(KernelTransitions, TopologyFileCarriesThemAndRejectsBadOnes) {
+  Topology topo = h200();
+  topo.calibration.transition_us = {{"rmsnorm>gemm", 0.5}, {"gemm>act", -0.125}};
+  const std::string text = topology_to_string(topo);
+  ASSERT_NE(text.find("\"transition_us\""), std::string::npos);
+  const Topology back = parse_topology(nlohmann::json::parse(text), "cal.json");
+  EXPECT_EQ(back.calibration.transition_us, topo.calibration.transition_us);
+
+  auto rejects = [&](const char* key, const nlohmann::json& value, const char* says) {
+    nlohmann::json j = nlohmann::json::parse(text);
+    j["calibration"]["transition_us"] = nlohmann::json::object();
+    j["calibration"]["transition_us"][key] = value;
+    try {
+      parse_topology(j, "cal.json");
+      ADD_FAILURE() << "expected InputError for " << key;
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("cal.json"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("transition_us"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(says), std::string::npos) << msg;
+    }
+  };
+  rejects("rmsnorm>allreduce", 0.5, "FROM>TO");
+  rejects("rmsnorm_gemm", 0.5, "FROM>TO");
+  rejects("rmsnorm>gemm", 5000, "rmsnorm>gemm");
+  rejects("rmsnorm>gemm", "fast", "rmsnorm>gemm");
+  nlohmann::json j = nlohmann::json::parse(text);
+  j["calibration"]["transition_us"] = nlohmann::json::array();
+  EXPECT_THROW(parse_topology(j, "cal.json"), InputError);
+}
