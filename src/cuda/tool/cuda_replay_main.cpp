@@ -4,12 +4,12 @@
 // `mpirun -np N eaglesim-cuda-replay TRACE` (only rank 0 prints).
 // Exit codes as eaglesim: 2 bad input, 3 device failure or collective timeout.
 #include <iostream>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "report/printers.hpp"
@@ -37,9 +37,7 @@ int main(int argc, char** argv) {
     const Step* step = trace.find_step(step_name);
     if (!step) throw InputError(trace_path + ": no step named \"" + step_name + "\"");
     auto backend = cuda::make_cuda_backend();
-    std::stringstream list(strategies);
-    std::string strategy;
-    while (std::getline(list, strategy, ',')) {
+    for (const std::string& strategy : split_comma_list("--strategy", strategies)) {
       const StepResult r = backend->run_step(trace, *step, strategy, nullptr, opts);
       nlohmann::ordered_json j;
       j["strategy"] = strategy;
