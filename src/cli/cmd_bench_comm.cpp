@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "engine/gpu_tools.hpp"
 #include "io/atomic_file.hpp"
@@ -28,11 +29,7 @@ const std::vector<std::string>& bench_strategies() {
 
 std::vector<std::string> parse_strategies(const std::string& list) {
   std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos <= list.size()) {
-    std::size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    std::string name = list.substr(pos, comma - pos);
+  for (const std::string& name : split_comma_list("--strategy", list)) {
     if (name == "all") {
       for (const auto& s : bench_strategies())
         if (s != "reference") out.push_back(s);
@@ -43,7 +40,6 @@ std::vector<std::string> parse_strategies(const std::string& list) {
       for (const auto& s : bench_strategies()) known += (known.empty() ? "" : ", ") + s;
       throw InputError("--strategy: unknown strategy '" + name + "' (known: " + known + ", all)");
     }
-    pos = comma + 1;
   }
   return out;
 }
@@ -69,11 +65,7 @@ std::int64_t parse_size(const std::string& text) {
 // Comma-separated items; A:B doubles from A up to B inclusive.
 std::vector<std::int64_t> parse_sizes(const std::string& spec, DType dtype) {
   std::vector<std::int64_t> out;
-  std::size_t pos = 0;
-  while (pos <= spec.size()) {
-    std::size_t comma = spec.find(',', pos);
-    if (comma == std::string::npos) comma = spec.size();
-    const std::string item = spec.substr(pos, comma - pos);
+  for (const std::string& item : split_comma_list("--sizes", spec)) {
     const std::size_t colon = item.find(':');
     if (colon == std::string::npos) {
       out.push_back(parse_size(item));
@@ -82,7 +74,6 @@ std::vector<std::int64_t> parse_sizes(const std::string& spec, DType dtype) {
       if (hi < lo) throw InputError("--sizes: range '" + item + "' ends below its start");
       for (std::int64_t s = lo; s <= hi; s *= 2) out.push_back(s);
     }
-    pos = comma + 1;
   }
   const auto elem = static_cast<std::int64_t>(bytes_per_element(dtype));
   for (std::int64_t s : out)
@@ -94,15 +85,10 @@ std::vector<std::int64_t> parse_sizes(const std::string& spec, DType dtype) {
 
 std::vector<int> parse_gemm(const std::string& text) {
   std::vector<int> v;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string item = text.substr(pos, comma - pos);
-    if (item.empty() || item.size() > 7 || !std::all_of(item.begin(), item.end(), ::isdigit) || std::stoi(item) <= 0)
+  for (const std::string& item : split_comma_list("--gemm", text)) {
+    if (item.size() > 7 || !std::all_of(item.begin(), item.end(), ::isdigit) || std::stoi(item) <= 0)
       throw InputError("--gemm: expected three positive integers M,N,K, got '" + text + "'");
     v.push_back(std::stoi(item));
-    pos = comma + 1;
   }
   if (v.size() != 3) throw InputError("--gemm: expected three positive integers M,N,K, got '" + text + "'");
   return v;

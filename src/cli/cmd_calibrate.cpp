@@ -13,6 +13,7 @@
 
 #include "cli/commands.hpp"
 #include "comm/communicator.hpp"
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "engine/calibration_plan.hpp"
 #include "engine/gpu_tools.hpp"
@@ -41,31 +42,17 @@ struct CalibrateArgs {
   bool fit_sequence = false;
 };
 
-std::vector<std::string> split_list(const std::string& list, const char* flag) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos <= list.size()) {
-    std::size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    std::string item = list.substr(pos, comma - pos);
-    if (item.empty()) throw InputError(fmt::format("{}: empty item in '{}'", flag, list));
-    out.push_back(item);
-    pos = comma + 1;
-  }
-  return out;
-}
-
 std::vector<Trace> load_traces(const CalibrateArgs& a) {
   std::vector<Trace> traces;
   if (!a.traces.empty())
-    for (const auto& path : split_list(a.traces, "--traces")) traces.push_back(read_trace(path));
+    for (const auto& path : split_comma_list("--traces", a.traces)) traces.push_back(read_trace(path));
   if (!a.models.empty()) {
     GenOptions opt;
     opt.tp = a.tp;
     opt.tokens = a.tokens;
     opt.kv_len = a.kv_len;
     parse_dtype(a.weight_dtype, opt.weight_dtype);
-    for (const auto& path : split_list(a.models, "--model")) traces.push_back(generate_trace(read_model_config(path), opt));
+    for (const auto& path : split_comma_list("--model", a.models)) traces.push_back(generate_trace(read_model_config(path), opt));
   }
   return traces;
 }

@@ -13,6 +13,7 @@
 
 #include "cli/commands.hpp"
 #include "comm/communicator.hpp"
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "engine/backend.hpp"
 #include "io/atomic_file.hpp"
@@ -36,20 +37,6 @@ struct FidelityArgs {
   double max_error_pct = 3.0;
   std::string json_out;
 };
-
-std::vector<std::string> split_traces(const std::string& list) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos <= list.size()) {
-    std::size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    std::string item = list.substr(pos, comma - pos);
-    if (item.empty()) throw InputError("fidelity: empty trace name in '" + list + "'");
-    out.push_back(item);
-    pos = comma + 1;
-  }
-  return out;
-}
 
 // A simulator run; nullopt with the reason when the strategy is not supported there.
 std::optional<StepResult> simulate(Backend& sim, const Trace& trace, const std::string& strategy, const Topology& topo,
@@ -77,7 +64,7 @@ void run_fidelity_command(const FidelityArgs& a) {
                  topo.name);
   std::optional<Topology> baseline;
   if (!a.baseline.empty()) baseline = read_topology(resolve_topology_path(a.baseline));
-  std::vector<std::string> paths = split_traces(a.traces);
+  std::vector<std::string> paths = split_comma_list("traces", a.traces);
   std::vector<Trace> traces;
   for (const auto& p : paths) traces.push_back(read_trace(p));
   if (!a.json_out.empty()) check_writable(a.json_out);

@@ -7,13 +7,13 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
 #include "comm/communicator.hpp"
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "engine/backend.hpp"
 #include "io/atomic_file.hpp"
@@ -78,9 +78,7 @@ std::string resolve_repo_file(const std::string& rel) {
 
 std::vector<double> parse_per_rank(const std::string& list, const char* flag) {
   std::vector<double> out;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
+  for (const std::string& item : split_comma_list(flag, list)) {
     try {
       std::size_t used = 0;
       double v = std::stod(item, &used);
@@ -90,7 +88,6 @@ std::vector<double> parse_per_rank(const std::string& list, const char* flag) {
       throw InputError(fmt::format("{}: expected comma-separated numbers (one per rank), got '{}'", flag, item));
     }
   }
-  if (out.empty()) throw InputError(fmt::format("{}: expected comma-separated numbers (one per rank), got '{}'", flag, list));
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include "cli/commands.hpp"
 #include "comm/communicator.hpp"
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "io/atomic_file.hpp"
 #include "model/generator.hpp"
@@ -52,7 +53,7 @@ std::vector<std::string> draft_paths(const SweepArgs& a, const std::vector<std::
     return out;
   }
   if (a.drafts == "none") return out;
-  const std::vector<std::string> items = split_list("--draft", a.drafts);
+  const std::vector<std::string> items = split_comma_list("--draft", a.drafts);
   if (items.size() != 1 && items.size() != model_paths.size())
     throw InputError(fmt::format("--draft: expected auto, none, one config or one per model ({}), got {} items",
                                  model_paths.size(), items.size()));
@@ -97,7 +98,7 @@ void run_sweep_command(const SweepArgs& a) {
   rq.progress = true;
 
   std::vector<std::string> model_paths;
-  for (const std::string& item : split_list("--model", a.models)) {
+  for (const std::string& item : split_comma_list("--model", a.models)) {
     const std::string path = resolve_model_path("--model", item);
     if (std::find(model_paths.begin(), model_paths.end(), path) == model_paths.end()) model_paths.push_back(path);
   }
@@ -114,7 +115,7 @@ void run_sweep_command(const SweepArgs& a) {
   }
 
   std::vector<std::string> topo_paths;
-  for (const std::string& item : split_list("--topology", a.topologies))
+  for (const std::string& item : split_comma_list("--topology", a.topologies))
     for (const std::string& path : expand_topology_item("--topology", item))
       if (std::find(topo_paths.begin(), topo_paths.end(), path) == topo_paths.end()) topo_paths.push_back(path);
   for (const std::string& path : topo_paths) rq.topologies.push_back(read_topology(path));

@@ -7,7 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
-#include "core/errors.hpp"
+#include "cli/exit_code.hpp"
 
 #ifdef EAGLESIM_HAVE_CUDA
 #include "cuda/register.hpp"
@@ -49,26 +49,6 @@ int main(int argc, char** argv) {
   cli::add_calibrate(app);
   cli::add_fidelity(app);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints the message and usage hint to stderr
-    return kExitInput;
-  } catch (const InputError& e) {
-    spdlog::error("{}", e.what());
-    return kExitInput;
-  } catch (const DeviceError& e) {
-    spdlog::error("{}", e.what());
-    return kExitDevice;
-  } catch (const std::exception& e) {
-    spdlog::critical("internal error: {}", e.what());
-    return kExitBug;
-  }
-  return kExitOk;
+  // Subcommands run inside app.parse (their callbacks), so this covers their errors too.
+  return cli::run_with_exit_code(app, [&] { app.parse(argc, argv); });
 }

@@ -3,6 +3,7 @@
 // numbers, so it must be asked for by name) and fused (changes which ops run; never cheaper
 // than oneshot on the allreduce alone). The detail names the one chosen.
 #include <limits>
+#include <string>
 
 #include "comm/modelled_communicator.hpp"
 #include "comm/strategies.hpp"
@@ -11,7 +12,11 @@ namespace eaglesim {
 
 namespace {
 
-const char* const kCandidates[] = {"nccl", "oneshot", "twoshot"};
+// std::string, not const char*: find_communicator takes a const std::string&, and a temporary
+// string made for each call is what GCC 13's -Wdangling-reference flags when the returned
+// reference is bound to a name (a false alarm, as the registry owns the communicator, but a
+// named string leaves nothing to suspect).
+const std::string kCandidates[] = {"nccl", "oneshot", "twoshot"};
 
 class AutoCommunicator final : public ModelledCommunicator {
  public:
@@ -23,10 +28,10 @@ class AutoCommunicator final : public ModelledCommunicator {
  protected:
   CommSupport strategy_supports(const Topology& t, int ranks, std::int64_t bytes) const override {
     std::string reasons;
-    for (const char* c : kCandidates) {
+    for (const std::string& c : kCandidates) {
       CommSupport s = find_communicator(c).supports(t, ranks, bytes);
       if (s.ok) return {};
-      reasons += (reasons.empty() ? "" : "; ") + std::string(c) + ": " + s.reason;
+      reasons += (reasons.empty() ? "" : "; ") + c + ": " + s.reason;
     }
     return {false, "no candidate strategy supports it (" + reasons + ")"};
   }
@@ -34,7 +39,7 @@ class AutoCommunicator final : public ModelledCommunicator {
     CommCost best;
     best.us = std::numeric_limits<double>::infinity();
     std::string chosen;
-    for (const char* c : kCandidates) {
+    for (const std::string& c : kCandidates) {
       const Communicator& comm = find_communicator(c);
       if (!comm.supports(*q.topo, q.ranks, q.bytes).ok) continue;
       CommCost cost = comm.cost(q);

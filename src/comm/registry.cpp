@@ -1,11 +1,11 @@
 // The strategy registry: names in a fixed order (the order `all` expands to and reports list).
 #include <algorithm>
-#include <cctype>
 
 #include <fmt/format.h>
 
 #include "comm/communicator.hpp"
 #include "comm/strategies.hpp"
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 
 namespace eaglesim {
@@ -49,15 +49,7 @@ const Communicator& find_communicator(const std::string& name) {
 
 std::vector<std::string> parse_strategy_list(const std::string& list) {
   std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    std::size_t end = list.find(',', start);
-    if (end == std::string::npos) end = list.size();
-    std::string item = list.substr(start, end - start);
-    item.erase(std::remove_if(item.begin(), item.end(), [](unsigned char ch) { return std::isspace(ch); }),
-               item.end());
-    if (item.empty())
-      throw InputError(fmt::format("--strategy \"{}\": empty strategy name (known: {}, or all)", list, known_list()));
+  for (const std::string& item : split_comma_list("--strategy", list)) {
     if (item == "all") {
       for (const auto& n : communicator_names())
         if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
@@ -65,7 +57,6 @@ std::vector<std::string> parse_strategy_list(const std::string& list) {
       find_communicator(item);  // throws with the known names
       if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
     }
-    start = end + 1;
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #pragma once
-// Typed errors. Library code throws; only main() turns them into exit codes:
+// Typed errors. Library code throws; only cli::run_with_exit_code (cli/exit_code.hpp), which
+// every main() calls, turns them into exit codes:
 //   InputError  -> 2 (bad file, field, flag or name: the user can fix it)
 //   DeviceError -> 3 (no GPU, CUDA/NCCL failure, collective timeout)
 //   anything else -> 1 (a bug)

@@ -9,13 +9,14 @@
 
 #include "core/errors.hpp"
 #include "io/atomic_file.hpp"
+#include "io/strict_json.hpp"
 
 namespace eaglesim {
 
 nlohmann::json JsonCursor::parse_text(const std::string& text, const std::string& file) {
   if (text.empty()) throw InputError::at(file, "", "expected JSON, found an empty file");
   try {
-    return nlohmann::json::parse(text);
+    return parse_json_strict(text, file);  // a key given twice is an InputError, not a silent overwrite
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is the offset where parsing stopped; turn it into line:column for humans.
     std::size_t line = 1, col = 1;

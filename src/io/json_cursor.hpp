@@ -17,7 +17,8 @@ class JsonCursor {
   JsonCursor(const nlohmann::json& node, std::string file, std::string path = "")
       : node_(&node), file_(std::move(file)), path_(std::move(path)) {}
 
-  // Reads and parses a whole file; throws InputError naming the file on I/O or syntax errors.
+  // Reads and parses a whole file; throws InputError naming the file on I/O or syntax errors
+  // and on an object that holds the same key twice (see io/strict_json.hpp).
   static nlohmann::json parse_file(const std::string& file);
   static nlohmann::json parse_text(const std::string& text, const std::string& file);
 

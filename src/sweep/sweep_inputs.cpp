@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "topology/topology.hpp"
 
@@ -71,23 +72,9 @@ long parse_long(const std::string& flag, const std::string& item) {
 
 }  // namespace
 
-std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', start);
-    std::string item = trim(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (item.empty()) throw InputError(fmt::format("{}: expected a comma-separated list, got \"{}\"", flag, text));
-    out.push_back(std::move(item));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
 std::vector<int> parse_int_axis(const std::string& flag, const std::string& text, int min, int max) {
   std::set<int> values;
-  for (const std::string& item : split_list(flag, text)) {
+  for (const std::string& item : split_comma_list(flag, text)) {
     const std::size_t dots = item.find("..");
     long lo, hi;
     if (dots == std::string::npos) {
@@ -106,7 +93,7 @@ std::vector<int> parse_int_axis(const std::string& flag, const std::string& text
 
 std::vector<double> parse_number_list(const std::string& flag, const std::string& text, double min, double max) {
   std::set<double> values;
-  for (const std::string& item : split_list(flag, text)) {
+  for (const std::string& item : split_comma_list(flag, text)) {
     errno = 0;
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
@@ -120,7 +107,7 @@ std::vector<double> parse_number_list(const std::string& flag, const std::string
 
 std::vector<DType> parse_dtype_list(const std::string& flag, const std::string& text) {
   std::vector<DType> out;
-  for (const std::string& item : split_list(flag, text)) {
+  for (const std::string& item : split_comma_list(flag, text)) {
     DType t;
     if (!parse_dtype(item, t))
       throw InputError(fmt::format("{}: expected one of {}, got \"{}\"", flag, fmt::join(dtype_names(), ", "), item));

@@ -16,8 +16,6 @@ std::vector<int> parse_int_axis(const std::string& flag, const std::string& text
 std::vector<double> parse_number_list(const std::string& flag, const std::string& text, double min, double max);
 // "bf16,fp8": in the order given, duplicates removed.
 std::vector<DType> parse_dtype_list(const std::string& flag, const std::string& text);
-// Splits on commas, trimming blanks; InputError on an empty item.
-std::vector<std::string> split_list(const std::string& flag, const std::string& text);
 
 // Directories searched for presets of kind `sub` ("llm", "topologies"): ./models/SUB, then the
 // source tree's models/SUB. Only existing directories are returned.

@@ -118,6 +118,19 @@ TEST(RunCli, UnwritableOutputFailsBeforeWorkAndLeavesNothing) {
   EXPECT_TRUE(r.out.empty()) << "no table for a run that did not happen";
 }
 
+TEST(RunCli, TraceWithDuplicateKeyIsExit2AndWritesNothing) {
+  // steps[0].ops[1] holds "bytes" twice; a parser that kept the last one would run 65536 bytes.
+  const std::string dir = temp_dir();
+  const std::string trace = kData + "/bad/duplicate_key.json";
+  CliResult r = run_cli("run " + trace + " --topology " + kData + "/run_topo_2gpu.json --json " + dir + "/r.json --csv " +
+                        dir + "/r.csv");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(trace + ": steps[0].ops[1]: key \"bytes\" appears twice"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/r.json"));
+  EXPECT_FALSE(file_exists(dir + "/r.csv"));
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 TEST(RunCli, UnsupportedStrategyIsListedNotFatal) {
   CliResult r = run_cli("run " + kData + "/run_small_trace.json --topology " + kData +
                         "/run_topo_nop2p.json --op-times measured --strategy nccl,oneshot");

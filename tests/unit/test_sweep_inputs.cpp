@@ -27,7 +27,8 @@ TEST(SweepInputs, IntegerAxesTakeListsAndRanges) {
   EXPECT_EQ(error_of([] { parse_int_axis("--tp", "4..2", 1, 64); }), "--tp: range \"4..2\" runs backwards");
   EXPECT_EQ(error_of([] { parse_int_axis("--tp", "two", 1, 64); }),
             "--tp: expected an integer or a range like 1..8, got \"two\"");
-  EXPECT_EQ(error_of([] { parse_int_axis("--tp", "1,,2", 1, 64); }), "--tp: expected a comma-separated list, got \"1,,2\"");
+  EXPECT_EQ(error_of([] { parse_int_axis("--tp", "1,,2", 1, 64); }),
+            "--tp: empty item in \"1,,2\" (expected a comma-separated list)");
 }
 
 TEST(SweepInputs, NumberAndDtypeLists) {

@@ -132,6 +132,7 @@ TEST(Topology, BadFilesGiveOneClearError) {
       {"calibration_duplicate_gemm", "calibration.gemm[1]: duplicate GEMM point m=4 n=8 k=8 bf16"},
       {"negative_latency", "links.uplink.latency_us: expected a finite number in [0, 10000], got -1"},
       {"truncated", "truncated JSON (unexpected end of file)"},
+      {"duplicate_key", "links.uplink: key \"bw_gbs\" appears twice"},
   };
   std::size_t files = 0;
   for (const auto& e : fs::directory_iterator(kBad)) {

@@ -2,14 +2,14 @@
 // `eaglesim run`: replays one step of a trace per strategy and prints one JSON line per
 // strategy (step time, spread, per-kind split, notes). For measuring the backend and for
 // `mpirun -np N eaglesim-cuda-replay TRACE` (only rank 0 prints).
-// Exit codes as eaglesim: 2 bad input, 3 device failure or collective timeout.
+// Exit codes as eaglesim (cli/exit_code.hpp): 2 bad input, 3 device failure or collective timeout.
 #include <iostream>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
+#include "cli/exit_code.hpp"
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "report/printers.hpp"
@@ -27,19 +27,13 @@ int main(int argc, char** argv) {
   app.add_option("--iters", opts.iters, "Timed graph replays")->check(CLI::Range(1, 100000));
   app.add_option("--warmup", opts.warmup, "Warm-up graph replays")->check(CLI::Range(0, 100000));
   app.add_option("--timeout", opts.timeout_s, "Seconds before a stuck allreduce aborts the run")->check(CLI::PositiveNumber);
-  try {
+  return cli::run_with_exit_code(app, [&] {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kExitInput;
-  }
-  try {
     const Trace trace = read_trace(trace_path);
     const Step* step = trace.find_step(step_name);
     if (!step) throw InputError(trace_path + ": no step named \"" + step_name + "\"");
     auto backend = cuda::make_cuda_backend();
-    std::stringstream list(strategies);
-    std::string strategy;
-    while (std::getline(list, strategy, ',')) {
+    for (const std::string& strategy : split_comma_list("--strategy", strategies)) {
       const StepResult r = backend->run_step(trace, *step, strategy, nullptr, opts);
       nlohmann::ordered_json j;
       j["strategy"] = strategy;
@@ -56,12 +50,5 @@ int main(int argc, char** argv) {
       j["notes"] = r.notes;
       std::cout << j.dump() << std::endl;
     }
-  } catch (const InputError& e) {
-    spdlog::error("{}", e.what());
-    return kExitInput;
-  } catch (const DeviceError& e) {
-    spdlog::error("{}", e.what());
-    return kExitDevice;
-  }
-  return kExitOk;
+  });
 }
