@@ -299,13 +299,17 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
 
   // Kernel transitions: the mean per kind pair of what each measured (A, B) pair cost beyond
   // its two ops (either sign: a pair may also overlap a little).
+  // Also per pair of shapes (token counts pooled), which the simulator prefers when it matches.
   std::map<std::string, std::pair<double, int>> transitions;
   for (std::size_t i = 0; i < m.transition_us.size(); ++i) {
     const double us = m.transition_us[i];
     if (!std::isfinite(us)) continue;
-    auto& [sum, n] = transitions[transition_key(q.transitions[i].first.kind, q.transitions[i].second.kind)];
-    sum += us;
-    ++n;
+    const auto& [a, b] = q.transitions[i];
+    for (const std::string& key : {transition_key(a.kind, b.kind), transition_key(a, b)}) {
+      auto& [sum, n] = transitions[key];
+      sum += us;
+      ++n;
+    }
   }
   for (const auto& [key, acc] : transitions)
     cal.transition_us[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);

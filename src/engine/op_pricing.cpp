@@ -124,8 +124,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   int n_transitions = 0;
   double transition_sum = 0;
   const bool has_transitions = opts.transitions && !opts.transitions->empty();
-  bool has_prev = false;
-  OpKind prev_kind = OpKind::other;  // the compute op before the current one
+  const Op* prev = nullptr;  // the compute op before the current one
   // With a calibrated topology, ops its tables do not cover at all are worth a note too.
   const bool calibrated_topo = opts.query.topo && !opts.query.topo->calibration.empty();
 
@@ -194,8 +193,9 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       if (c.extrapolated) ++n_extrapolated;
       else if (!c.calibrated && !c.measured && calibrated_topo) ++n_untabled;
       if (opts.op_times == OpTimes::automatic && opts.trace_imported && op.kind != OpKind::other) ++n_fallback;
-      if (has_transitions && has_prev && !c.measured) {
-        auto t = opts.transitions->find(transition_key(prev_kind, op.kind));
+      if (has_transitions && prev && !c.measured) {
+        auto t = opts.transitions->find(transition_key(*prev, op));  // these two shapes, else the kinds
+        if (t == opts.transitions->end()) t = opts.transitions->find(transition_key(prev->kind, op.kind));
         if (t != opts.transitions->end()) {
           p.us = std::max(0.0, p.us + t->second);
           transition_sum += t->second;
@@ -203,8 +203,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
         }
       }
     }
-    has_prev = true;
-    prev_kind = op.kind;
+    prev = &op;
     plan.ops.push_back(p);
   }
 

@@ -33,9 +33,10 @@ struct PricingOptions {
   ComputeCostFn compute_cost;          // required unless every compute op uses its measured `us`
   OpTimes op_times = OpTimes::automatic;
   bool trace_imported = false;         // TraceMeta::source == "imported"
-  // Kernel-transition costs by "FROM>TO" kind pair (Calibration::transition_us), added to a
-  // compute op priced by the cost model when the compute op before it (allreduces in between
-  // skipped) has kind FROM; nullptr or empty: none. Measured op times already hold them.
+  // Kernel-transition costs (Calibration::transition_us), added to a compute op priced by the
+  // cost model after the compute op before it (allreduces in between skipped): the entry for
+  // the two ops' shapes if there is one, else for their kinds; nullptr or empty: none. Measured
+  // op times already hold them.
   const std::map<std::string, double>* transitions = nullptr;
 };
 

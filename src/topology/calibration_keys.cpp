@@ -40,14 +40,33 @@ bool valid_attention_key(const std::string& key) {
 
 std::string transition_key(OpKind from, OpKind to) { return std::string(to_string(from)) + ">" + to_string(to); }
 
+std::string transition_shape(const Op& op) {
+  switch (op.kind) {
+    case OpKind::gemm:
+    case OpKind::lm_head:
+    case OpKind::grouped_gemm:
+      return fmt::format("{}:{}:{}:{}", to_string(op.kind), op.n, op.k, to_string(op.dtype));
+    case OpKind::attention: return "attention:" + attention_calibration_key(op);
+    default: return fmt::format("{}:{}", to_string(op.kind), op.hidden);
+  }
+}
+
+std::string transition_key(const Op& from, const Op& to) { return transition_shape(from) + ">" + transition_shape(to); }
+
 bool valid_transition_key(const std::string& key) {
   const std::size_t gt = key.find('>');
   if (gt == std::string::npos) return false;
-  auto compute_kind = [](const std::string& name) {
+  auto side = [](const std::string& s) {
+    const std::size_t colon = s.find(':');
     OpKind k{};
-    return parse_op_kind(name, k) && k != OpKind::allreduce && k != OpKind::other;
+    if (!parse_op_kind(s.substr(0, colon), k) || k == OpKind::allreduce || k == OpKind::other) return false;
+    if (colon == std::string::npos) return true;
+    if (colon + 1 == s.size()) return false;
+    for (std::size_t i = colon + 1; i < s.size(); ++i)
+      if (!std::isalnum(static_cast<unsigned char>(s[i])) && s[i] != '_' && s[i] != ':') return false;
+    return true;
   };
-  return compute_kind(key.substr(0, gt)) && compute_kind(key.substr(gt + 1));
+  return side(key.substr(0, gt)) && side(key.substr(gt + 1));
 }
 
 }  // namespace eaglesim

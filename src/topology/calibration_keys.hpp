@@ -14,9 +14,16 @@ std::string attention_calibration_key(const Op& op);
 std::string attention_calibration_key_q(const Op& op);  // the key above + ":q" + op.q_tokens
 bool valid_attention_key(const std::string& key);
 
-// Key of the kernel-transition table: "FROM>TO" with op kind names, e.g. "rmsnorm>gemm".
+// Keys of the kernel-transition table, "FROM>TO": by kind pair ("rmsnorm>gemm", the mean over
+// every measured pair of those kinds) or by the two ops' shapes without their token count
+// ("rmsnorm:4096>gemm:6144:4096:bf16", see transition_shape), which the simulator tries first.
 std::string transition_key(OpKind from, OpKind to);
-// Whether a key is "FROM>TO" with two compute op kinds (not allreduce, not other).
+std::string transition_key(const Op& from, const Op& to);
+// An op's side of a shape key: KIND:HIDDEN for elementwise ops, KIND:N:K:DTYPE for GEMMs,
+// attention:LAYOUT (attention_calibration_key) for attention.
+std::string transition_shape(const Op& op);
+// Whether a key is FROM>TO where each side is a compute op kind (not allreduce, not other),
+// alone or followed by ':' and a shape of letters, digits, '_' and ':'.
 bool valid_transition_key(const std::string& key);
 
 }  // namespace eaglesim

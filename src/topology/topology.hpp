@@ -59,9 +59,11 @@ struct Calibration {
   // from replays of the calibration traces with free allreduces. Applies to every compute op.
   std::optional<double> sequence_overhead_us;
   // Kernel transitions, measured: what a pair of consecutive compute ops of the traces costs in a
-  // chain of (A, B) pairs beyond the two ops' own chain times, averaged per kind pair, keyed
-  // "kindA>kindB" (transition_key). The simulator adds it to op B when op A is the compute op
-  // before it. Chains of one op repeated (the tables) never switch kernels; a step always does.
+  // chain of (A, B) pairs beyond the two ops' own chain times, averaged per pair of shapes
+  // ("rmsnorm:4096>gemm:6144:4096:bf16") and per kind pair ("rmsnorm>gemm"; transition_key).
+  // The simulator adds it to op B when op A is the compute op before it, the shapes' entry if
+  // there is one, else the kinds'. Chains of one op repeated (the tables) never switch kernels;
+  // a step always does.
   std::map<std::string, double> transition_us;
   int ranks = 0;                                                   // ranks the allreduces were measured on
   std::string notes;                                               // where/when measured

@@ -110,9 +110,10 @@ Calibration read_calibration(const JsonCursor& c, int gpu_count) {
     t->expect_object();
     for (const std::string& key : t->keys()) {
       if (!valid_transition_key(key))
-        t->at(key.c_str()).fail_raw(fmt::format("key '{}': expected FROM>TO with two compute op kinds (gemm, attention, "
-                                        "rmsnorm, residual_add, act, embedding, lm_head, grouped_gemm), e.g. "
-                                        "rmsnorm>gemm", key));
+        t->at(key.c_str()).fail_raw(fmt::format("key '{}': expected FROM>TO, each side a compute op kind (gemm, "
+                                        "attention, rmsnorm, residual_add, act, embedding, lm_head, "
+                                        "grouped_gemm) optionally followed by ':' and its shape, e.g. "
+                                        "rmsnorm>gemm or rmsnorm:4096>gemm:6144:4096:bf16", key));
       cal.transition_us[key] = t->at(key.c_str()).as_number(-kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
     }
   }

@@ -39,9 +39,17 @@ TEST(KernelTransitions, KeysNameTwoComputeKinds) {
   EXPECT_EQ(transition_key(OpKind::rmsnorm, OpKind::gemm), "rmsnorm>gemm");
   EXPECT_TRUE(valid_transition_key("rmsnorm>gemm"));
   EXPECT_TRUE(valid_transition_key("attention>lm_head"));
+  EXPECT_TRUE(valid_transition_key("rmsnorm:4096>gemm:6144:4096:bf16"));
+  EXPECT_TRUE(valid_transition_key("attention:gqa:16:4:128>gemm"));
   for (const char* bad : {"rmsnorm", "rmsnorm>", ">gemm", "rmsnorm>allreduce", "other>gemm", "norm>gemm",
-                          "rmsnorm>gemm>act", "rmsnorm-gemm", ""})
+                          "rmsnorm>gemm>act", "rmsnorm-gemm", "", "rmsnorm:>gemm", "rmsnorm:40 96>gemm",
+                          "allreduce:32768>gemm"})
     EXPECT_FALSE(valid_transition_key(bad)) << bad;
+  Op norm = make(OpKind::rmsnorm, 0), gemm = make(OpKind::gemm, 0);
+  EXPECT_EQ(transition_key(norm, gemm), "rmsnorm:4096>gemm:3072:4096:bf16");
+  EXPECT_TRUE(valid_transition_key(transition_key(norm, gemm)));
+  gemm.m = 1;  // the token count is not part of the key
+  EXPECT_EQ(transition_key(norm, gemm), "rmsnorm:4096>gemm:3072:4096:bf16");
 }
 
 TEST(KernelTransitions, PlanAsksForTheFirstLayersConsecutiveComputeOps) {
@@ -76,7 +84,9 @@ TEST(KernelTransitions, MeasuredPairsAverageIntoOneValuePerKindPair) {
   for (std::size_t i = 0; i < q.transitions.size(); ++i) {
     const double us = 0.25 * static_cast<double>(i % 4) - 0.1;  // both signs
     m.transition_us.push_back(us);
-    by_key[transition_key(q.transitions[i].first.kind, q.transitions[i].second.kind)].push_back(us);
+    const auto& [a, b] = q.transitions[i];
+    by_key[transition_key(a.kind, b.kind)].push_back(us);
+    by_key[transition_key(a, b)].push_back(us);
   }
   const Calibration cal = build_calibration(q, m, {t});
   ASSERT_EQ(cal.transition_us.size(), by_key.size());
@@ -107,15 +117,19 @@ TEST(KernelTransitions, PricingAddsThemAfterThePreviousComputeOpOnly) {
   po.compute_cost = [&topo](const Op& op) { return compute_cost(op, topo); };
   const StepPlan plain = plan_step(step, po);
 
-  const std::map<std::string, double> transitions{
-      {"rmsnorm>gemm", 1.5}, {"gemm>residual_add", 0.5}, {"residual_add>rmsnorm", -0.25}, {"gemm>rmsnorm", 9.0}};
+  const std::map<std::string, double> transitions{{"rmsnorm>gemm", 1.5},
+                                                  {"gemm>residual_add", 7.0},
+                                                  {"gemm:3072:4096:bf16>residual_add:4096", 0.5},  // wins
+                                                  {"gemm:1:4096:bf16>residual_add:4096", 3.0},     // not these shapes
+                                                  {"residual_add>rmsnorm", -0.25},
+                                                  {"gemm>rmsnorm", 9.0}};
   po.transitions = &transitions;
   const StepPlan with = plan_step(step, po);
   ASSERT_EQ(with.ops.size(), plain.ops.size());
   EXPECT_DOUBLE_EQ(with.ops[0].us, plain.ops[0].us);          // first op: nothing before it
   EXPECT_DOUBLE_EQ(with.ops[1].us, plain.ops[1].us + 1.5);    // rmsnorm > gemm
   EXPECT_DOUBLE_EQ(with.ops[2].us, plain.ops[2].us);          // the allreduce: never
-  EXPECT_DOUBLE_EQ(with.ops[3].us, plain.ops[3].us + 0.5);    // gemm > residual_add, across the allreduce
+  EXPECT_DOUBLE_EQ(with.ops[3].us, plain.ops[3].us + 0.5);    // the shapes' entry, across the allreduce
   EXPECT_DOUBLE_EQ(with.ops[4].us, plain.ops[4].us - 0.25);   // residual_add > rmsnorm
   bool noted = false;
   for (const auto& n : with.notes) noted |= n.find("kernel transitions") != std::string::npos;
@@ -153,7 +167,7 @@ TEST(KernelTransitions, SimulatorUsesTheTopologysTable) {
 
 TEST(KernelTransitions, TopologyFileCarriesThemAndRejectsBadOnes) {
   Topology topo = h200();
-  topo.calibration.transition_us = {{"rmsnorm>gemm", 0.5}, {"gemm>act", -0.125}};
+  topo.calibration.transition_us = {{"rmsnorm>gemm", 0.5}, {"gemm>act", -0.125}, {"act:14336>gemm:4096:7168:bf16", 0.75}};
   const std::string text = topology_to_string(topo);
   ASSERT_NE(text.find("\"transition_us\""), std::string::npos);
   const Topology back = parse_topology(nlohmann::json::parse(text), "cal.json");
