@@ -115,12 +115,12 @@ struct ChainDevice {
     cudaDeviceProp prop{};
     EAGLESIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     l2 = static_cast<double>(prop.l2CacheSize);
-    EAGLESIM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CommGroupConfig cc;
     cc.strategy = "ideal";
     cc.ranks = 1;
     cc.devices = {device};
     group = create_ideal_comm_group(cc);
+    EAGLESIM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));  // last: nothing throws after it
   }
   ~ChainDevice() { cudaStreamDestroy(stream); }
   ChainDevice(const ChainDevice&) = delete;
@@ -137,7 +137,7 @@ ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, int
   ChainDevice dev(device);
   const double l2 = dev.l2;
   cudaStream_t stream = dev.stream;
-  auto& group = dev.group;
+  CommGroup& group = *dev.group;
   Chains chains(stream, iters, warmup, timeout_s);
   ComputeCalibration out;
   out.us.assign(ops.size(), 0.0);
@@ -196,7 +196,7 @@ ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, int
     }
     ProgramOptions popts;
     popts.seed = 7 + i;
-    RankProgram program(step, device, group->rank(0), nullptr, popts);
+    RankProgram program(step, device, group.rank(0), nullptr, popts);
     for (const auto& n : program.notes())
       if (std::find(out.notes.begin(), out.notes.end(), n) == out.notes.end()) out.notes.push_back(n);
     for (std::size_t j = i; j < end; ++j) {
