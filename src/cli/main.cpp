@@ -3,11 +3,11 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
 #include "cli/exit_code.hpp"
+#include "cli/stderr_logger.hpp"
 
 #ifdef EAGLESIM_HAVE_CUDA
 #include "cuda/register.hpp"
@@ -15,11 +15,7 @@
 
 int main(int argc, char** argv) {
   using namespace eaglesim;
-  // Logs go to stderr so that stdout carries only results (tables, JSON).
-  auto logger = spdlog::stderr_color_mt("eaglesim");
-  spdlog::set_default_logger(logger);
-  spdlog::set_pattern("%^%l%$: %v");
-  spdlog::set_level(spdlog::level::warn);
+  cli::install_stderr_logger();  // stdout carries only results (tables, JSON)
 
 #ifdef EAGLESIM_HAVE_CUDA
   cuda::register_cuda_part();

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/exit_code.hpp"
+#include "cli/stderr_logger.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "cuda/cuda_backend.hpp"
@@ -17,6 +18,7 @@
 
 int main(int argc, char** argv) {
   using namespace eaglesim;
+  cli::install_stderr_logger();  // stdout carries only the JSON lines
   CLI::App app{"eaglesim-cuda-replay: replay a trace step on this machine's GPUs and print JSON lines"};
   std::string trace_path, strategies = "nccl", step_name = "verify";
   RunOptions opts;
