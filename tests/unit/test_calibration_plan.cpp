@@ -12,6 +12,7 @@
 #include "cost/compute_model.hpp"
 #include "engine/backend.hpp"
 #include "engine/calibration_plan.hpp"
+#include "sim_step.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
@@ -189,12 +190,7 @@ TEST(CalibrationPlan, SimulatorPricesTracedOpsFromTheWrittenTables) {
     EXPECT_NEAR(cost.us, fake_compute(as_gemm), 1e-9) << op.name;
     expected += fake_compute(as_gemm);
   }
-  register_builtin_backends();
-  auto sim = make_backend("sim");
-  RunOptions opts;
-  opts.ranks = 2;
-  opts.op_times = "model";
-  const StepResult r = sim->run_step(t, t.verify(), "nccl", &topo, opts);
+  const StepResult r = test_support::simulate_verify(t, topo, "nccl", 2, "model");
   EXPECT_NEAR(r.step_us, expected, 1e-6 * expected);
   for (const auto& n : r.notes) EXPECT_EQ(n.find("calibration"), std::string::npos) << n;
 
@@ -221,12 +217,7 @@ TEST(CalibrationPlan, SimulatorNotesOpsWithoutTables) {
   Calibration cal = build_calibration(q, m, {t});
   cal.elementwise.erase("act");
   const Topology topo = calibrated_topology(h200(), m, cal);
-  register_builtin_backends();
-  auto sim = make_backend("sim");
-  RunOptions opts;
-  opts.ranks = 2;
-  opts.op_times = "model";
-  const StepResult r = sim->run_step(t, t.verify(), "oneshot", &topo, opts);
+  const StepResult r = test_support::simulate_verify(t, topo, "oneshot", 2, "model");
   bool compute_note = false, comm_note = false;
   for (const auto& n : r.notes) {
     compute_note |= n.find("32 ops have no calibration table") != std::string::npos;

@@ -7,6 +7,7 @@
 #include "engine/backend.hpp"
 #include "engine/calibration_plan.hpp"
 #include "engine/op_pricing.hpp"
+#include "sim_step.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
@@ -156,12 +157,8 @@ TEST(KernelTransitions, SimulatorUsesTheTopologysTable) {
     if (ops[i].kind == OpKind::gemm && ops[j].kind == OpKind::rmsnorm) ++after_norm;
   }
   ASSERT_GT(after_norm, 0);
-  register_builtin_backends();
-  auto sim = make_backend("sim");
-  RunOptions opts;
-  opts.ranks = 2;
-  const double a = sim->run_step(t, t.verify(), "nccl", &plain, opts).step_us;
-  const double b = sim->run_step(t, t.verify(), "nccl", &with, opts).step_us;
+  const double a = test_support::simulate_verify(t, plain, "nccl").step_us;
+  const double b = test_support::simulate_verify(t, with, "nccl").step_us;
   EXPECT_NEAR(b - a, 2.0 * after_norm, 1e-6);
 }
 

@@ -7,6 +7,7 @@
 #include "cost/compute_model.hpp"
 #include "engine/backend.hpp"
 #include "engine/sequence_overhead_fit.hpp"
+#include "sim_step.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
 
@@ -42,12 +43,8 @@ TEST(SequenceOverhead, SimulatorAddsItToComputeOpsOnly) {
     EXPECT_NEAR(compute_cost(op, seq).us, compute_cost(op, plain).us + 0.75, 1e-9) << op.name;
     EXPECT_NEAR(chain_cost(op, seq).us, compute_cost(op, plain).us, 1e-9) << op.name;
   }
-  register_builtin_backends();
-  auto sim = make_backend("sim");
-  RunOptions opts;
-  opts.ranks = 2;
-  const double a = sim->run_step(t, t.verify(), "nccl", &plain, opts).step_us;
-  const double b = sim->run_step(t, t.verify(), "nccl", &seq, opts).step_us;
+  const double a = test_support::simulate_verify(t, plain, "nccl").step_us;
+  const double b = test_support::simulate_verify(t, seq, "nccl").step_us;
   EXPECT_NEAR(b - a, 0.75 * compute_ops, 1e-6);
 }
 
