@@ -157,8 +157,7 @@ __device__ __forceinline__ bool block_barrier(const RankArgs& a, int phase, uint
 template <int N>
 __device__ __forceinline__ bool row_barrier(const RankArgs& a, int phase, uint32_t epoch, std::size_t first,
                                             int chunks) {
-  __syncthreads();
-  if (threadIdx.x < N) st_release_sys(&a.signals[threadIdx.x]->flags[phase][blockIdx.x][a.rank], epoch);
+  block_arrive<N>(a, phase, epoch);
   bool ok = true;
   for (int i = threadIdx.x; i < chunks * N && ok; i += blockDim.x)
     ok = wait_flag(&a.signals[a.rank]->flags[phase][first + i / N][i % N], epoch, a);
@@ -267,9 +266,6 @@ __device__ __forceinline__ Pack<T> to_pack(const float (&acc)[Pack<T>::kElems]) 
   return r;
 }
 
-// Sum of the same unit over all N ranks' slots, in the fixed order 0..N-1 (not starting at
-// self), so that every rank computes a bitwise-identical result. All N loads are issued before
-// the first add so their latencies overlap.
 // Sum of N loaded packs in the fixed order 0..N-1, fp32, rounded to T once.
 template <typename T, int N>
 __device__ __forceinline__ Pack<T> sum_packs(const Pack<T> (&v)[N]) {
@@ -279,6 +275,9 @@ __device__ __forceinline__ Pack<T> sum_packs(const Pack<T> (&v)[N]) {
   return to_pack<T>(acc);
 }
 
+// Sum of the same unit over all N ranks' slots, in the fixed order 0..N-1 (not starting at
+// self), so that every rank computes a bitwise-identical result. All N loads are issued before
+// the first add so their latencies overlap.
 template <typename T, int N>
 __device__ __forceinline__ Pack<T> sum_fixed_order(const char* const (&slots)[N], std::size_t u) {
   Pack<T> v[N];

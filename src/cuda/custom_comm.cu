@@ -48,13 +48,13 @@ constexpr StrategyName kStrategies[] = {
 constexpr std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
 
 // Bytes of one parity slot for messages up to max_bytes (+256: room for the padding of the
-// last 16-byte unit and of fused rows).
-std::size_t slot_bytes_for(Algo algo, int ranks, std::size_t max_bytes) {
+// last 16-byte unit and of fused rows). `fused_push`: the fused group's split rows are pushed
+// (EAGLESIM_FUSED_PUSH=1), which writes into N receive areas as oneshot_push does.
+std::size_t slot_bytes_for(Algo algo, int ranks, std::size_t max_bytes, bool fused_push) {
   const std::size_t padded = round_up(max_bytes, 256) + 256;
   switch (algo) {
-    case Algo::oneshot_push:
-    case Algo::fused:  // the push variant of the split rows writes into N receive areas
-      return padded * ranks;
+    case Algo::oneshot_push: return padded * ranks;
+    case Algo::fused: return fused_push ? padded * ranks : padded;
     case Algo::twoshot: return padded * 2;
     case Algo::quant: {
       // Smallest element is 2 bytes: at most max_bytes/2 elements, 1 byte each + scales.
@@ -379,7 +379,7 @@ class Group final : public CustomCommGroup {
         }
       note_fused_row_sync(fused_push_, fused_cluster_, why);
     }
-    slot_bytes_ = slot_bytes_for(algo, n, config.max_bytes);
+    slot_bytes_ = slot_bytes_for(algo, n, config.max_bytes, fused_push_);
     for (int r = 0; r < n; ++r) {
       data_.emplace_back(devices_[r], 2 * slot_bytes_);
       signals_.emplace_back(devices_[r], sizeof(kernels::Signal));
