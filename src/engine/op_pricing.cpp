@@ -1,12 +1,14 @@
 #include "engine/op_pricing.hpp"
 
 #include <cstring>
+#include <map>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
-#include "topology/calibration_keys.hpp"
 #include "core/errors.hpp"
+#include "topology/calibration_keys.hpp"
 
 namespace eaglesim {
 
@@ -65,6 +67,28 @@ struct ShapeKeyHash {
     return static_cast<std::size_t>(h ^ (h >> 29));
   }
 };
+
+// Two consecutive compute ops' shapes: the kernel-transition lookup builds two key strings, so
+// each pair is looked up once per step plan, not once per op.
+struct ShapePair {
+  ShapeKey from, to;
+  bool operator==(const ShapePair& o) const { return from == o.from && to == o.to; }
+};
+struct ShapePairHash {
+  std::size_t operator()(const ShapePair& p) const {
+    const ShapeKeyHash h;
+    return h(p.from) * 0x9E3779B97F4A7C15ull ^ h(p.to);
+  }
+};
+
+// The calibration's transition for op `to` after op `from`: the entry for the two shapes if there
+// is one, else for their kinds; nullopt when neither is in the table.
+std::optional<double> find_transition(const std::map<std::string, double>& table, const Op& from, const Op& to) {
+  auto t = table.find(transition_key(from, to));
+  if (t == table.end()) t = table.find(transition_key(from.kind, to.kind));
+  if (t == table.end()) return std::nullopt;
+  return t->second;
+}
 
 struct CommKey {
   std::int64_t bytes;
@@ -125,6 +149,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   double transition_sum = 0;
   const bool has_transitions = opts.transitions && !opts.transitions->empty();
   const Op* prev = nullptr;  // the compute op before the current one
+  std::unordered_map<ShapePair, std::optional<double>, ShapePairHash> transition_memo;
   // With a calibrated topology, ops its tables do not cover at all are worth a note too.
   const bool calibrated_topo = opts.query.topo && !opts.query.topo->calibration.empty();
 
@@ -194,11 +219,11 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       else if (!c.calibrated && !c.measured && calibrated_topo) ++n_untabled;
       if (opts.op_times == OpTimes::automatic && opts.trace_imported && op.kind != OpKind::other) ++n_fallback;
       if (has_transitions && prev && !c.measured) {
-        auto t = opts.transitions->find(transition_key(*prev, op));  // these two shapes, else the kinds
-        if (t == opts.transitions->end()) t = opts.transitions->find(transition_key(prev->kind, op.kind));
-        if (t != opts.transitions->end()) {
-          p.us = std::max(0.0, p.us + t->second);
-          transition_sum += t->second;
+        auto [t, fresh] = transition_memo.try_emplace(ShapePair{shape_key(*prev), key});
+        if (fresh) t->second = find_transition(*opts.transitions, *prev, op);
+        if (t->second) {
+          p.us = std::max(0.0, p.us + *t->second);
+          transition_sum += *t->second;
           ++n_transitions;
         }
       }

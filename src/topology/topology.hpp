@@ -55,8 +55,9 @@ struct Calibration {
   std::map<std::string, std::vector<SizeCalPoint>> elementwise;    // op kind -> µs by tokens*hidden
   std::optional<double> launch_gap_us;
   // What a compute op costs in a real step beyond its back-to-back chain time in the tables
-  // (kernel-to-kernel transitions between different kernels), µs per op; fitted by calibrate
-  // from replays of the calibration traces with free allreduces. Applies to every compute op.
+  // (kernel-to-kernel transitions between different kernels), µs per op; fitted by
+  // `calibrate --fit-sequence` (experimental, off by default) from replays of the calibration
+  // traces with free allreduces. Applies to every compute op.
   std::optional<double> sequence_overhead_us;
   // Kernel transitions, measured: what a pair of consecutive compute ops of the traces costs in a
   // chain of (A, B) pairs beyond the two ops' own chain times, averaged per pair of shapes
