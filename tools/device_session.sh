@@ -170,6 +170,23 @@ PY
     } > "$W/diag7.log" 2>&1
     cat "$W/diag7.log" >> "$OUT/replay.log"
     note "diag7 done"; grep -E "^###|^(ideal|nccl|oneshot) |per-rank" "$W/diag7.log" >> "$S" ;;
+  variants)
+    # Issue 7: which part of a step does the calibrated simulator misprice? Each variant keeps only
+    # some op kinds of the verify step (tools/compute_variants.py), replayed on one GPU with free
+    # allreduces; the variants' traces and this call's calibration come back to price them here.
+    {
+      for tr in ${VARIANT_TRACES:-llama-3.1-70b_tp2_t4 llama-3.1-8b_tp1_t4}; do
+        mkdir -p "$W/v_$tr"; python3 tools/compute_variants.py traces/$tr.json "$W/v_$tr" > /dev/null
+        for v in all gemm nongemm gate_up_down gate_up qkv_o norm_gemm gemm_attn; do
+          [ "$(left)" -lt 30 ] && break
+          timeout "$(cap 40)" $E run "$W/v_$tr/$v.json" --backend cuda --ranks 1 --iters 20 --warmup 5 --strategy ideal \
+            --json "$W/v.json" > /dev/null 2>&1
+          echo "$tr $v rc=$? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); x=r["results"][0]; print(round(x["verify_us"],1), x["verify_spread"])' "$W/v.json" 2>&1 | head -c 300)"
+        done
+      done
+    } > "$W/variants.log" 2>&1
+    cat "$W/variants.log" >> "$OUT/replay.log"
+    note "variants done"; cat "$W/variants.log" >> "$S" ;;
   torchsplit)
     # Issue 5: where PyTorch's extra time on the same decoder ops goes (per kernel class, eager
     # profile) next to the replay's per-kind split of the same ops.
