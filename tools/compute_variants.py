@@ -18,6 +18,8 @@ VARIANTS = {
     "norm_gemm": lambda o: o["kind"] in ("gemm", "lm_head", "rmsnorm"),
     "gemm_attn": lambda o: o["kind"] in ("gemm", "lm_head", "attention"),
 }
+# The first N gate_up GEMMs alone: does a GEMM's cost depend on how long the sequence runs?
+PREFIXES = {"gate_up_8": 8, "gate_up_16": 16, "gate_up_32": 32}
 
 
 def main():
@@ -31,6 +33,13 @@ def main():
         with open(f"{outdir}/{name}.json", "w") as f:
             json.dump(out, f)
         print(name, len(ops))
+    gate_up = [o for o in verify["ops"] if o.get("name") == "gate_up_proj"]
+    for name, n in PREFIXES.items():
+        out = dict(trace)
+        out["steps"] = [{"name": "verify", "ops": gate_up[:n]}]
+        with open(f"{outdir}/{name}.json", "w") as f:
+            json.dump(out, f)
+        print(name, len(gate_up[:n]))
 
 
 if __name__ == "__main__":

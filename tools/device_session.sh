@@ -74,10 +74,10 @@ for step in $STEPS; do
     {
       echo "### fidelity TP2 (2 GPUs)"
       timeout "$(cap 200)" $E fidelity "traces/llama-3.1-8b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json,$W/kineto.json" \
-        --topology "$OUT/calibrated.json" --baseline-topology 2x-h200-nvlink --strategy nccl,oneshot,twoshot,fused,quant \
+        --topology "${FIDELITY_TOPOLOGY:-$OUT/calibrated.json}" --baseline-topology 2x-h200-nvlink --strategy nccl,oneshot,twoshot,fused,quant \
         --ranks 2 --iters 10 --json "$OUT/fidelity.json"; echo "rc=$?"
       echo "### fidelity TP1 (1 GPU)"
-      timeout "$(cap 90)" $E fidelity "traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json" --topology "$OUT/calibrated.json" \
+      timeout "$(cap 90)" $E fidelity "traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json" --topology "${FIDELITY_TOPOLOGY:-$OUT/calibrated.json}" \
         --baseline-topology 2x-h200-nvlink --strategy nccl --ranks 1 --iters 10 --json "$W/fidelity_tp1.json"; echo "rc=$?"
       cat "$W/fidelity_tp1.json" 2>/dev/null
     } > "$OUT/fidelity.log" 2>&1
@@ -170,14 +170,21 @@ PY
     } > "$W/diag7.log" 2>&1
     cat "$W/diag7.log" >> "$OUT/replay.log"
     note "diag7 done"; grep -E "^###|^(ideal|nccl|oneshot) |per-rank" "$W/diag7.log" >> "$S" ;;
+  calibrate_long)
+    # Issue 7: the same calibration with chains 10x longer (3 ms graphs), to $OUT/calibrated_long.json.
+    timeout "$(cap 200)" $E calibrate --chain-us 3000 --traces traces/llama-3.1-8b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json,traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json,$W/kineto.json \
+      --ranks 2 --strategy nccl,oneshot,twoshot,fused,quant -o "$OUT/calibrated_long.json" > "$W/calibrate_long.log" 2>&1
+    note "calibrate_long rc=$?"; tail -3 "$W/calibrate_long.log" | cut -c1-400 >> "$S"; cat "$W/calibrate_long.log" >> "$OUT/calibrate.log" ;;
   variants)
+    nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks.mem,clocks_event_reasons.active --format=csv,noheader -lms 50 > "$W/vsmi.csv" 2>&1 &
+    VSMI=$!
     # Issue 7: which part of a step does the calibrated simulator misprice? Each variant keeps only
     # some op kinds of the verify step (tools/compute_variants.py), replayed on one GPU with free
     # allreduces; the variants' traces and this call's calibration come back to price them here.
     {
       for tr in ${VARIANT_TRACES:-llama-3.1-70b_tp2_t4 llama-3.1-8b_tp1_t4}; do
         mkdir -p "$W/v_$tr"; python3 tools/compute_variants.py traces/$tr.json "$W/v_$tr" > /dev/null
-        for v in all gemm nongemm gate_up_down gate_up qkv_o norm_gemm gemm_attn; do
+        for v in all gemm nongemm gate_up_down gate_up qkv_o norm_gemm gemm_attn gate_up_8 gate_up_16 gate_up_32; do
           [ "$(left)" -lt 30 ] && break
           timeout "$(cap 40)" $E run "$W/v_$tr/$v.json" --backend cuda --ranks 1 --iters 20 --warmup 5 --strategy ideal \
             --json "$W/v.json" > /dev/null 2>&1
@@ -185,6 +192,17 @@ PY
         done
       done
     } > "$W/variants.log" 2>&1
+    kill $VSMI 2>/dev/null
+    python3 - "$W/vsmi.csv" >> "$W/variants.log" 2>&1 <<'PY'
+import sys, collections
+by = collections.defaultdict(list)
+for l in open(sys.argv[1]):
+    r = [x.strip() for x in l.split(",")]
+    if len(r) >= 5 and r[1].split()[0].replace('.', '', 1).isdigit(): by[r[0]].append(r)
+for g, rs in sorted(by.items()):
+    w = sorted(float(x[1].split()[0]) for x in rs); sm = sorted(float(x[2].split()[0]) for x in rs)
+    print(f"smi GPU {g}: {len(rs)} samples, W p50 {w[len(w)//2]:.0f} max {w[-1]:.0f}, SM MHz min {sm[0]:.0f} p50 {sm[len(sm)//2]:.0f}, reasons {collections.Counter(x[4] for x in rs).most_common(4)}")
+PY
     cat "$W/variants.log" >> "$OUT/replay.log"
     note "variants done"; cat "$W/variants.log" >> "$S" ;;
   torchsplit)

@@ -38,6 +38,7 @@ struct CalibrateArgs {
   std::string base;
   std::string output;
   int iters = 7;
+  double chain_us = 300;
   double timeout_s = 30;
   bool fit_sequence = false;
 };
@@ -63,6 +64,8 @@ void run_calibrate_command(const CalibrateArgs& a) {
   if (a.ranks < 0) throw InputError(fmt::format("--ranks: expected 1 or more, got {}", a.ranks));
   if (a.iters < 1 || a.iters > 1000) throw InputError("--iters: expected 1..1000");
   if (!(a.timeout_s > 0)) throw InputError("--timeout: expected a positive number of seconds");
+  if (!(a.chain_us >= 50 && a.chain_us <= 20000))
+    throw InputError(fmt::format("--chain-us: expected 50..20000 (µs one measured graph runs), got {}", a.chain_us));
   const std::vector<Trace> traces = load_traces(a);
   int ranks = a.ranks;
   if (ranks == 0)
@@ -75,6 +78,7 @@ void run_calibrate_command(const CalibrateArgs& a) {
   check_writable(a.output);
   CalibrationRequest q = plan_calibration(traces, po);
   q.iters = a.iters;
+  q.chain_us = a.chain_us;
   q.timeout_s = a.timeout_s;
   q.progress = [](const std::string& line) {
     fmt::print(stderr, "calibrate: {}\n", line);
@@ -148,6 +152,10 @@ void add_calibrate(CLI::App& app) {
   cmd->add_option("--base", a->base, "Preset or topology file whose static fields to keep (default: by GPU name)");
   cmd->add_option("-o,--output", a->output, "Topology JSON to write")->required();
   cmd->add_option("--iters", a->iters, "Timed replays per graph (median)")->capture_default_str();
+  cmd->add_option("--chain-us", a->chain_us,
+                  "How long one measured graph of a compute op's back-to-back copies runs (µs); longer chains "
+                  "hold a GPU at a step's sustained load")
+      ->capture_default_str();
   cmd->add_option("--timeout", a->timeout_s, "Seconds a graph replay may take before the run fails")
       ->capture_default_str();
   cmd->add_flag("--fit-sequence", a->fit_sequence,

@@ -22,8 +22,6 @@ namespace {
 constexpr double kL2Multiple = 4.0;
 constexpr int kMinCopies = 2;
 constexpr int kMaxCopies = 256;
-// A chain is long enough when one graph of it runs this long (event resolution ~0.5 µs).
-constexpr double kChainTargetUs = 300;
 constexpr int kMinChain = 8;
 constexpr int kMaxChain = 512;
 constexpr int kGapChain = 256;
@@ -57,8 +55,8 @@ int round_up(int v, int multiple) { return (v + multiple - 1) / multiple * multi
 
 class Chains {
  public:
-  Chains(cudaStream_t s, int iters, int warmup, double timeout_s)
-      : stream_(s), iters_(iters), warmup_(warmup), timer_(timeout_s) {}
+  Chains(cudaStream_t s, const ChainTiming& t)
+      : stream_(s), iters_(t.iters), warmup_(t.warmup), target_us_(t.chain_us), timer_(t.timeout_s) {}
 
   // Median µs of one graph of body().
   double time(const std::function<void(cudaStream_t)>& body, const char* what) {
@@ -73,7 +71,7 @@ class Chains {
   }
 
   // Per-call µs of enqueue(c) for c = 0..C-1 repeated: (T(2C) - T(C)) / C with C sized so that
-  // T(C) is about kChainTargetUs. `copies`: C is a multiple of it.
+  // T(C) is about the chain target. `copies`: C is a multiple of it.
   double per_call(const std::function<void(int, cudaStream_t)>& enqueue, int copies, const char* what) {
     auto chain = [&](int n) {
       return [&, n](cudaStream_t s) {
@@ -83,7 +81,7 @@ class Chains {
     const int c0 = round_up(std::max(kMinChain, copies), copies);
     const double t0 = time(chain(c0), what);
     const double estimate = std::max(0.05, t0 / c0);
-    int calls = static_cast<int>(std::ceil(kChainTargetUs / estimate));
+    int calls = static_cast<int>(std::ceil(target_us_ / estimate));
     calls = round_up(std::clamp(calls, c0, std::max(c0, kMaxChain)), copies);
     const double t1 = calls == c0 ? t0 : time(chain(calls), what);
     const double t2 = time(chain(2 * calls), what);
@@ -94,6 +92,7 @@ class Chains {
  private:
   cudaStream_t stream_;
   int iters_, warmup_;
+  double target_us_;
   GraphTimer timer_;
 };
 
@@ -132,13 +131,13 @@ struct ChainDevice {
 
 }  // namespace
 
-ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, int iters, int warmup, double timeout_s,
+ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, const ChainTiming& timing,
                                      const std::function<void(const std::string&)>& progress) {
   ChainDevice dev(device);
   const double l2 = dev.l2;
   cudaStream_t stream = dev.stream;
   CommGroup& group = *dev.group;
-  Chains chains(stream, iters, warmup, timeout_s);
+  Chains chains(stream, timing);
   ComputeCalibration out;
   out.us.assign(ops.size(), 0.0);
 
@@ -220,14 +219,14 @@ ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, int
   return out;
 }
 
-std::vector<double> calibrate_transitions(int device, const std::vector<std::pair<Op, Op>>& pairs, int iters,
-                                          int warmup, double timeout_s,
+std::vector<double> calibrate_transitions(int device, const std::vector<std::pair<Op, Op>>& pairs,
+                                          const ChainTiming& timing,
                                           const std::function<void(const std::string&)>& progress) {
   std::vector<double> out;
   if (pairs.empty()) return out;
   const auto t_start = std::chrono::steady_clock::now();
   ChainDevice dev(device);
-  Chains chains(dev.stream, iters, warmup, timeout_s);
+  Chains chains(dev.stream, timing);
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     const Op& a = pairs[i].first;
     const Op& b = pairs[i].second;

@@ -20,14 +20,23 @@ struct ComputeCalibration {
   std::vector<std::string> notes;     // the replay's substitutions (fp8 stand-ins, ...)
 };
 
-ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, int iters, int warmup, double timeout_s,
+// How chains are timed: `iters` graph replays (median) after `warmup`; one graph of C copies runs
+// about `chain_us` (C and 2C are timed); a replay longer than `timeout_s` fails the run.
+struct ChainTiming {
+  int iters = 7;
+  int warmup = 2;
+  double timeout_s = 30;
+  double chain_us = 300;
+};
+
+ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, const ChainTiming& timing,
                                      const std::function<void(const std::string&)>& progress);
 
 // Kernel transitions: for each (A, B), the per-pair time of a chain of (A, B) pairs minus the
 // per-call times of A's and of B's own chains, all three measured in one program (same copies,
 // same conditions). What a step pays for switching kernels that the one-op tables do not hold.
-std::vector<double> calibrate_transitions(int device, const std::vector<std::pair<Op, Op>>& pairs, int iters,
-                                          int warmup, double timeout_s,
+std::vector<double> calibrate_transitions(int device, const std::vector<std::pair<Op, Op>>& pairs,
+                                          const ChainTiming& timing,
                                           const std::function<void(const std::string&)>& progress);
 
 }  // namespace eaglesim::cuda

@@ -39,11 +39,12 @@ CalibrationMeasurements measure(const CalibrationRequest& q) {
   m.gpu_name = inv.gpu_name;
   m.ranks = q.ranks;
   m.device = fmt::format("{} x {}", q.ranks, inv.gpu_name);
-  ComputeCalibration c = calibrate_compute(0, q.compute, q.iters, q.warmup, q.timeout_s, q.progress);
+  const ChainTiming timing{q.iters, q.warmup, q.timeout_s, q.chain_us};
+  ComputeCalibration c = calibrate_compute(0, q.compute, timing, q.progress);
   m.compute_us = std::move(c.us);
   m.launch_gap_us = c.launch_gap_us;
   m.notes = std::move(c.notes);
-  m.transition_us = calibrate_transitions(0, q.transitions, q.iters, q.warmup, q.timeout_s, q.progress);
+  m.transition_us = calibrate_transitions(0, q.transitions, timing, q.progress);
   if (!q.allreduce.empty()) m.allreduce_us = calibrate_allreduce(q, m.notes);
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;

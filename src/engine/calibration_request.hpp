@@ -38,6 +38,8 @@ struct CalibrationRequest {
   int iters = 7;                       // timed graph replays per graph (median)
   int warmup = 2;
   double timeout_s = 30;
+  // A compute chain's graph runs about this long (C copies; 2C are timed too).
+  double chain_us = 300;
   // One line per phase (stderr in the CLI).
   std::function<void(const std::string&)> progress;
 };

@@ -47,6 +47,8 @@ TEST_F(NoGpu, CalibrateBadFlagsExit2) {
       {"calibrate --traces " + kTrace + " --ranks -1 -o " + out, "--ranks"},
       {"calibrate --traces " + kTrace + " --base no-such-preset -o " + out, "no-such-preset"},
       {"calibrate --traces " + kTrace + " --iters 0 -o " + out, "--iters"},
+      {"calibrate --traces " + kTrace + " --chain-us 10 -o " + out, "--chain-us"},
+      {"calibrate --traces " + kTrace + " --chain-us 1e9 -o " + out, "--chain-us"},
       {"calibrate --traces " + kTrace, "--output"},
       {"calibrate --model models/llm/llama-3.1-8b.json --tp 3 -o " + out, "tp"},
   };
