@@ -184,11 +184,11 @@ PY
     {
       for tr in ${VARIANT_TRACES:-llama-3.1-70b_tp2_t4 llama-3.1-8b_tp1_t4}; do
         mkdir -p "$W/v_$tr"; python3 tools/compute_variants.py traces/$tr.json "$W/v_$tr" > /dev/null
-        for v in all gemm nongemm gate_up_down gate_up qkv_o norm_gemm gemm_attn gate_up_8 gate_up_16 gate_up_32; do
+        for v in ${VARIANT_LIST:-all gemm nongemm gate_up_down gate_up qkv_o norm_gemm gemm_attn gate_up_8 gate_up_16 gate_up_32}; do
           [ "$(left)" -lt 30 ] && break
           timeout "$(cap 40)" $E run "$W/v_$tr/$v.json" --backend cuda --ranks 1 --iters 20 --warmup 5 --strategy ideal \
             --json "$W/v.json" > /dev/null 2>&1
-          echo "$tr $v rc=$? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); x=r["results"][0]; print(round(x["verify_us"],1), x["verify_spread"])' "$W/v.json" 2>&1 | head -c 300)"
+          echo "$tr $v${EAGLESIM_WEIGHT_POOL:+ (single pool)} rc=$? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); x=r["results"][0]; print(round(x["verify_us"],1), x["verify_spread"])' "$W/v.json" 2>&1 | head -c 300)"
         done
       done
     } > "$W/variants.log" 2>&1
