@@ -103,9 +103,10 @@ void run_calibrate_command(const CalibrateArgs& a) {
   for (const Op& op : q.compute)
     (op.kind == OpKind::gemm ? n_gemm : op.kind == OpKind::attention ? n_attn : n_elem)++;
   q.progress(fmt::format("{} on {} x {}: {} GEMM, {} attention, {} elementwise/other points, {} allreduce cases, "
-                         "{} kernel-transition pairs; base preset {}",
+                         "{} in their trace context, {} kernel-transition pairs; base preset {}",
                          traces.size() == 1 ? "1 trace" : fmt::format("{} traces", traces.size()), ranks,
-                         inv.gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), q.transitions.size(), base->name));
+                         inv.gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), q.allreduce_contexts.size(),
+                         q.transitions.size(), base->name));
   const CalibrationMeasurements m = run_calibrate(q);
   Topology topo = calibrated_topology(*base, m, build_calibration(q, m, traces));
   if (a.fit_sequence) {
@@ -125,6 +126,11 @@ void run_calibrate_command(const CalibrateArgs& a) {
              "ranks, launch gap {:.2f} us, sequence overhead {:+.3f} us per op, measured in {:.0f} s\n",
              a.output, topo.name, c.gemm.size(), c.attention.size(), c.elementwise.size(), c.allreduce.size(),
              c.ranks, c.launch_gap_us.value_or(0.0), c.sequence_overhead_us.value_or(0.0), m.seconds);
+  if (!c.allreduce_context_us.empty()) {
+    std::string line;
+    for (const auto& [key, us] : c.allreduce_context_us) line += fmt::format("{}{} {:.2f}", line.empty() ? "" : ", ", key, us);
+    fmt::print("allreduces in their trace context (us per call): {}\n", line);
+  }
   if (!c.transition_us.empty()) {
     std::string line;
     for (const auto& [key, us] : c.transition_us) line += fmt::format("{}{} {:+.2f}", line.empty() ? "" : ", ", key, us);

@@ -24,194 +24,284 @@ namespace eaglesim::cuda {
 
 namespace {
 
-// Rotating context-GEMM weights span this many L2 caches (see calibrate_compute.cpp).
+// Rotating GEMM weights span this many L2 caches (see calibrate_compute.cpp).
 constexpr double kL2Multiple = 4.0;
 constexpr int kMaxCopies = 64;
 
 int calls_for(std::int64_t bytes) { return bytes <= (1 << 20) ? 32 : bytes <= (16 << 20) ? 16 : 8; }
 int round_up(int v, int multiple) { return (v + multiple - 1) / multiple * multiple; }
 
-struct Layout {
-  Step step;
-  int ctx_copies = 1;
-  std::vector<std::size_t> case_op;  // op index of each case's allreduce
+// Copies of an op whose weights/KV together span kL2Multiple L2 caches (1 for ops without).
+int copies_for(const Op& op, double l2_bytes) {
+  double w = 0;
+  if (op.kind == OpKind::gemm || op.kind == OpKind::lm_head)
+    w = static_cast<double>(op.n) * static_cast<double>(op.k) * (op.dtype == DType::fp8 ? 1.0 : 2.0);
+  else if (op.kind == OpKind::attention)
+    w = 4.0 * static_cast<double>(op.kv_len) * static_cast<double>(op.kv_heads * op.head_dim);
+  if (w <= 0) return 1;
+  return static_cast<int>(std::clamp(std::ceil(kL2Multiple * l2_bytes / w), 1.0, double(kMaxCopies)));
+}
+
+// One measured allreduce: per call k of a chain, before[k % |before|], the allreduce, then
+// after[k % |after|] (op indices into the layout's step); the baseline chain leaves the
+// allreduce out. Cases with the same `baseline` share one baseline chain.
+struct ChainCase {
+  std::vector<std::size_t> before, after;
+  std::size_t ar = 0;
+  int calls = 0;
+  int baseline = 0;
+  bool fused = false;
 };
 
-Layout layout_for(const CalibrationRequest& q, const std::vector<std::size_t>& cases, double l2_bytes) {
-  Layout l;
-  l.step.name = "calibrate_allreduce";
-  const double w = static_cast<double>(q.context_gemm.n) * static_cast<double>(q.context_gemm.k) *
-                   (q.context_gemm.dtype == DType::fp8 ? 1.0 : 2.0);
-  l.ctx_copies = static_cast<int>(std::clamp(std::ceil(kL2Multiple * l2_bytes / std::max(w, 1.0)), 1.0,
-                                             double(kMaxCopies)));
-  for (int c = 0; c < l.ctx_copies; ++c) {
-    Op g = q.context_gemm;
-    g.layer = c;
-    l.step.ops.push_back(g);
+struct Layout {
+  Step step;
+  std::vector<ChainCase> cases;
+};
+
+// Appends `copies` copies of `op` to the step; returns their indices.
+std::vector<std::size_t> add_copies(Step& step, const Op& op, int copies) {
+  std::vector<std::size_t> idx;
+  for (int c = 0; c < copies; ++c) {
+    Op o = op;
+    o.layer = static_cast<int>(step.ops.size());
+    idx.push_back(step.ops.size());
+    step.ops.push_back(o);
   }
-  for (std::size_t ci : cases) {
-    const AllreduceCase& a = q.allreduce[ci];
-    Op ar;
-    ar.kind = OpKind::allreduce;
-    ar.name = "calibrate_allreduce";
-    ar.bytes = a.bytes;
-    ar.dtype = a.dtype;
-    ar.layer = static_cast<int>(l.step.ops.size());
-    l.case_op.push_back(l.step.ops.size());
-    l.step.ops.push_back(ar);
-    if (a.strategy == "fused") {
-      Op res;
-      res.kind = OpKind::residual_add;
-      res.name = "calibrate_residual";
-      res.tokens = a.tokens;
-      res.hidden = a.hidden;
-      res.layer = ar.layer;
-      Op norm = res;
-      norm.kind = OpKind::rmsnorm;
-      norm.name = "calibrate_rmsnorm";
-      l.step.ops.push_back(res);
-      l.step.ops.push_back(norm);
+  return idx;
+}
+
+// Appends the allreduce of `a` (and, for fused, the residual add + RMSNorm it absorbs).
+std::size_t add_allreduce(Step& step, const AllreduceCase& a) {
+  Op ar;
+  ar.kind = OpKind::allreduce;
+  ar.name = "calibrate_allreduce";
+  ar.bytes = a.bytes;
+  ar.dtype = a.dtype;
+  ar.layer = static_cast<int>(step.ops.size());
+  const std::size_t at = step.ops.size();
+  step.ops.push_back(ar);
+  if (a.strategy == "fused") {
+    Op res;
+    res.kind = OpKind::residual_add;
+    res.name = "calibrate_residual";
+    res.tokens = a.tokens;
+    res.hidden = a.hidden;
+    res.layer = ar.layer;
+    Op norm = res;
+    norm.kind = OpKind::rmsnorm;
+    norm.name = "calibrate_rmsnorm";
+    step.ops.push_back(res);
+    step.ops.push_back(norm);
+  }
+  return at;
+}
+
+struct LayoutResult {
+  std::vector<double> us;  // per case; NaN: a fused case the program could not fuse, or not run
+  bool ran = false;        // false: the strategy cannot run on this machine (noted)
+};
+
+// Measures every case of `layout` with `strategy` on q.ranks GPUs: per case the slowest rank's
+// (chain with the allreduce - baseline chain) / calls.
+LayoutResult measure_layout(const CalibrationRequest& q, const std::string& strategy, std::int64_t max_bytes,
+                            const Layout& layout, std::vector<std::string>& notes) {
+  const std::size_t n_cases = layout.cases.size();
+  LayoutResult result;
+  result.us.assign(n_cases, std::numeric_limits<double>::quiet_NaN());
+  CommGroupConfig cc;
+  cc.strategy = strategy;
+  cc.ranks = q.ranks;
+  cc.devices.resize(static_cast<std::size_t>(q.ranks));
+  std::iota(cc.devices.begin(), cc.devices.end(), 0);
+  cc.timeout_s = q.timeout_s;
+  if (strategy != "nccl") cc.max_bytes = static_cast<std::size_t>(max_bytes) + 256;
+  std::unique_ptr<CommGroup> group;
+  try {
+    group = create_comm_group(cc);
+  } catch (const std::exception& e) {
+    // A strategy this machine cannot run (world size, no P2P, not built): no table for it.
+    notes.push_back(fmt::format("{}: not measured ({})", strategy, e.what()));
+    if (q.progress) q.progress(fmt::format("allreduce {}: skipped: {}", strategy, e.what()));
+    return result;
+  }
+
+  HostBarrier barrier(q.ranks);
+  std::mutex mu;
+  std::exception_ptr first_error;
+  // [rank][case] median µs of the chain with the allreduce; [rank][baseline id] without.
+  std::vector<std::vector<double>> with_ar(q.ranks, std::vector<double>(n_cases, 0.0));
+  std::vector<std::map<int, double>> baseline(q.ranks);
+  std::vector<std::vector<bool>> fused_ok(q.ranks, std::vector<bool>(n_cases, true));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < q.ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        EAGLESIM_CUDA_CHECK(cudaSetDevice(r));
+        cudaStream_t stream = nullptr;
+        EAGLESIM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        struct StreamGuard {
+          cudaStream_t s;
+          ~StreamGuard() { cudaStreamDestroy(s); }
+        } guard{stream};
+        ProgramOptions popts;
+        popts.seed = 101 + static_cast<std::uint64_t>(r);
+        RankProgram program(layout.step, r, group->rank(r), nullptr, popts);
+        GraphTimer timer(q.timeout_s, [&group] { group->abort(); });
+        auto sync = [&] {
+          if (!barrier.wait()) throw DeviceError("calibrate: another rank failed");
+        };
+        auto time_graph = [&](const std::function<void(cudaStream_t)>& body, const char* what) {
+          // One eager run first (all ranks together): NCCL connects lazily, per algorithm and
+          // protocol, and cannot do that inside a capture.
+          sync();
+          timer.launch_eager(body, stream);
+          timer.finish(what);
+          // Capture is per rank; NCCL captures need every rank to capture the same calls.
+          CapturedGraph g(stream, body);
+          std::vector<double> v;
+          for (int it = 0; it < q.warmup + q.iters; ++it) {
+            sync();
+            timer.launch(g, stream);
+            const double us = timer.finish(what);
+            if (it >= q.warmup) v.push_back(us);
+          }
+          return median_of(v);
+        };
+        for (std::size_t c = 0; c < n_cases; ++c) {
+          const ChainCase& cs = layout.cases[c];
+          if (cs.fused && !(cs.ar + 2 < program.size() && program.absorbed(cs.ar + 1))) fused_ok[r][c] = false;
+          auto chain = [&](bool with) {
+            return [&, with](cudaStream_t s) {
+              for (int k = 0; k < cs.calls; ++k) {
+                if (!cs.before.empty()) program.enqueue(cs.before[static_cast<std::size_t>(k) % cs.before.size()], s);
+                if (with) program.enqueue(cs.ar, s);
+                if (!cs.after.empty()) program.enqueue(cs.after[static_cast<std::size_t>(k) % cs.after.size()], s);
+              }
+            };
+          };
+          if (!baseline[r].count(cs.baseline)) baseline[r][cs.baseline] = time_graph(chain(false), "a baseline chain");
+          with_ar[r][c] = time_graph(chain(true), "an allreduce chain");
+        }
+        sync();
+      } catch (...) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (!first_error) first_error = std::current_exception();
+        }
+        barrier.abort();
+        group->abort();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+
+  for (std::size_t c = 0; c < n_cases; ++c) {
+    const ChainCase& cs = layout.cases[c];
+    double worst = -std::numeric_limits<double>::infinity();
+    bool ok = true;
+    for (int r = 0; r < q.ranks; ++r) {
+      worst = std::max(worst, (with_ar[r][c] - baseline[r].at(cs.baseline)) / cs.calls);
+      ok = ok && fused_ok[r][c];
     }
+    if (ok) result.us[c] = worst;
   }
-  return l;
+  result.ran = true;
+  return result;
+}
+
+double l2_bytes_of_gpu0() {
+  cudaDeviceProp prop{};
+  EAGLESIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  return static_cast<double>(prop.l2CacheSize);
+}
+
+// Case indices of `n` items grouped by strategy, strategies in first-seen order.
+template <typename StrategyOf>
+std::vector<std::pair<std::string, std::vector<std::size_t>>> by_strategy(std::size_t n, StrategyOf strategy_of) {
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string& s = strategy_of(i);
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == s; });
+    if (it == out.end()) it = out.insert(out.end(), {s, {}});
+    it->second.push_back(i);
+  }
+  return out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 }  // namespace
 
 std::vector<double> calibrate_allreduce(const CalibrationRequest& q, std::vector<std::string>& notes) {
   std::vector<double> result(q.allreduce.size(), std::numeric_limits<double>::quiet_NaN());
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<std::size_t>> by_strategy;
-  for (std::size_t i = 0; i < q.allreduce.size(); ++i) {
-    const std::string& s = q.allreduce[i].strategy;
-    if (!by_strategy.count(s)) order.push_back(s);
-    by_strategy[s].push_back(i);
-  }
-  cudaDeviceProp prop{};
-  EAGLESIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  const double l2 = static_cast<double>(prop.l2CacheSize);
-
-  for (const std::string& strategy : order) {
+  const double l2 = l2_bytes_of_gpu0();
+  for (const auto& [strategy, cases] :
+       by_strategy(q.allreduce.size(), [&](std::size_t i) -> const std::string& { return q.allreduce[i].strategy; })) {
     const auto t_start = std::chrono::steady_clock::now();
-    const std::vector<std::size_t>& cases = by_strategy[strategy];
+    Layout layout;
+    layout.step.name = "calibrate_allreduce";
+    Op ctx = q.context_gemm;
+    const std::vector<std::size_t> before = add_copies(layout.step, ctx, copies_for(ctx, l2));
     std::int64_t max_bytes = 0;
-    for (std::size_t ci : cases) max_bytes = std::max(max_bytes, q.allreduce[ci].bytes);
-    CommGroupConfig cc;
-    cc.strategy = strategy;
-    cc.ranks = q.ranks;
-    cc.devices.resize(static_cast<std::size_t>(q.ranks));
-    std::iota(cc.devices.begin(), cc.devices.end(), 0);
-    cc.timeout_s = q.timeout_s;
-    if (strategy != "nccl") cc.max_bytes = static_cast<std::size_t>(max_bytes) + 256;
-    std::unique_ptr<CommGroup> group;
-    try {
-      group = create_comm_group(cc);
-    } catch (const std::exception& e) {
-      // A strategy this machine cannot run (world size, no P2P, not built): no table for it.
-      notes.push_back(fmt::format("{}: not measured ({})", strategy, e.what()));
-      if (q.progress) q.progress(fmt::format("allreduce {}: skipped: {}", strategy, e.what()));
-      continue;
+    for (std::size_t ci : cases) {
+      const AllreduceCase& a = q.allreduce[ci];
+      max_bytes = std::max(max_bytes, a.bytes);
+      ChainCase cs;
+      cs.before = before;
+      cs.ar = add_allreduce(layout.step, a);
+      cs.calls = round_up(calls_for(a.bytes), static_cast<int>(before.size()));
+      cs.baseline = cs.calls;  // one context-GEMM chain per chain length
+      cs.fused = a.strategy == "fused";
+      layout.cases.push_back(cs);
     }
-    const Layout layout = layout_for(q, cases, l2);
-
-    HostBarrier barrier(q.ranks);
-    std::mutex mu;
-    std::exception_ptr first_error;
-    // [rank][case] median µs of the (GEMM, allreduce) graph; [rank][calls] of the GEMM-only graph.
-    std::vector<std::vector<double>> with_ar(q.ranks, std::vector<double>(cases.size(), 0.0));
-    std::vector<std::map<int, double>> gemm_only(q.ranks);
-    std::vector<std::vector<bool>> fused_ok(q.ranks, std::vector<bool>(cases.size(), true));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < q.ranks; ++r) {
-      threads.emplace_back([&, r] {
-        try {
-          EAGLESIM_CUDA_CHECK(cudaSetDevice(r));
-          cudaStream_t stream = nullptr;
-          EAGLESIM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-          struct StreamGuard {
-            cudaStream_t s;
-            ~StreamGuard() { cudaStreamDestroy(s); }
-          } guard{stream};
-          ProgramOptions popts;
-          popts.seed = 101 + static_cast<std::uint64_t>(r);
-          RankProgram program(layout.step, r, group->rank(r), nullptr, popts);
-          GraphTimer timer(q.timeout_s, [&group] { group->abort(); });
-          auto sync = [&] {
-            if (!barrier.wait()) throw DeviceError("calibrate: another rank failed");
-          };
-          auto time_graph = [&](const std::function<void(cudaStream_t)>& body, const char* what) {
-            // One eager run first (all ranks together): NCCL connects lazily, per algorithm and
-            // protocol, and cannot do that inside a capture.
-            sync();
-            timer.launch_eager(body, stream);
-            timer.finish(what);
-            // Capture is per rank; NCCL captures need every rank to capture the same calls.
-            CapturedGraph g(stream, body);
-            std::vector<double> v;
-            for (int it = 0; it < q.warmup + q.iters; ++it) {
-              sync();
-              timer.launch(g, stream);
-              const double us = timer.finish(what);
-              if (it >= q.warmup) v.push_back(us);
-            }
-            return median_of(v);
-          };
-          const int copies = layout.ctx_copies;
-          for (std::size_t c = 0; c < cases.size(); ++c) {
-            const std::size_t ar = layout.case_op[c];
-            if (q.allreduce[cases[c]].strategy == "fused" && !(ar + 2 < program.size() && program.absorbed(ar + 1)))
-              fused_ok[r][c] = false;
-            const int calls = round_up(calls_for(q.allreduce[cases[c]].bytes), copies);
-            if (!gemm_only[r].count(calls))
-              gemm_only[r][calls] = time_graph(
-                  [&](cudaStream_t s) {
-                    for (int k = 0; k < calls; ++k) program.enqueue(static_cast<std::size_t>(k % copies), s);
-                  },
-                  "the context-GEMM chain");
-            with_ar[r][c] = time_graph(
-                [&](cudaStream_t s) {
-                  for (int k = 0; k < calls; ++k) {
-                    program.enqueue(static_cast<std::size_t>(k % copies), s);
-                    program.enqueue(ar, s);
-                  }
-                },
-                "an allreduce chain");
-          }
-          sync();
-        } catch (...) {
-          {
-            std::lock_guard<std::mutex> lock(mu);
-            if (!first_error) first_error = std::current_exception();
-          }
-          barrier.abort();
-          group->abort();
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    if (first_error) std::rethrow_exception(first_error);
-
+    const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes);
+    if (!measured.ran) continue;
     int unfused = 0;
     for (std::size_t c = 0; c < cases.size(); ++c) {
-      const int calls = round_up(calls_for(q.allreduce[cases[c]].bytes), layout.ctx_copies);
-      double worst = -std::numeric_limits<double>::infinity();
-      bool ok = true;
-      for (int r = 0; r < q.ranks; ++r) {
-        worst = std::max(worst, (with_ar[r][c] - gemm_only[r].at(calls)) / calls);
-        ok = ok && fused_ok[r][c];
-      }
-      if (!ok) {
-        ++unfused;
-        continue;
-      }
-      result[cases[c]] = worst;
+      result[cases[c]] = measured.us[c];
+      if (std::isnan(measured.us[c])) ++unfused;
     }
     if (unfused > 0)
       notes.push_back(fmt::format("{}: {} sizes could not run fused (left out of the table)", strategy, unfused));
     if (q.progress)
       q.progress(fmt::format("allreduce {}: {} sizes in context on {} GPUs ({:.1f} s)", strategy, cases.size(),
-                             q.ranks,
-                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()));
+                             q.ranks, seconds_since(t_start)));
+  }
+  return result;
+}
+
+std::vector<double> calibrate_allreduce_contexts(const CalibrationRequest& q, std::vector<std::string>& notes) {
+  std::vector<double> result(q.allreduce_contexts.size(), std::numeric_limits<double>::quiet_NaN());
+  const double l2 = l2_bytes_of_gpu0();
+  for (const auto& [strategy, cases] :
+       by_strategy(q.allreduce_contexts.size(),
+                   [&](std::size_t i) -> const std::string& { return q.allreduce_contexts[i].allreduce.strategy; })) {
+    const auto t_start = std::chrono::steady_clock::now();
+    Layout layout;
+    layout.step.name = "calibrate_allreduce_context";
+    std::int64_t max_bytes = 0;
+    for (std::size_t ci : cases) {
+      const AllreduceContextCase& cc = q.allreduce_contexts[ci];
+      max_bytes = std::max(max_bytes, cc.allreduce.bytes);
+      ChainCase cs;
+      cs.before = add_copies(layout.step, cc.before, copies_for(cc.before, l2));
+      cs.ar = add_allreduce(layout.step, cc.allreduce);
+      cs.after = add_copies(layout.step, cc.after, copies_for(cc.after, l2));
+      const int copies = static_cast<int>(std::max(cs.before.size(), cs.after.size()));
+      cs.calls = round_up(calls_for(cc.allreduce.bytes), copies);
+      cs.baseline = static_cast<int>(layout.cases.size());  // its own (before, after) chain
+      cs.fused = cc.allreduce.strategy == "fused";
+      layout.cases.push_back(cs);
+    }
+    const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes);
+    if (!measured.ran) continue;
+    for (std::size_t c = 0; c < cases.size(); ++c) result[cases[c]] = measured.us[c];
+    if (q.progress)
+      q.progress(fmt::format("allreduce {}: {} trace contexts on {} GPUs ({:.1f} s)", strategy, cases.size(), q.ranks,
+                             seconds_since(t_start)));
   }
   return result;
 }

@@ -1,9 +1,12 @@
 #pragma once
 // Calibration of allreduces in context on `ranks` GPUs (one thread each, as the replay backend):
-// per strategy, graphs of C x (context GEMM, allreduce) against C x (context GEMM), all ranks
-// released together; the allreduce's cost is the per-call increment, median over replays, the
-// slowest rank. The GEMMs rotate over copies of their weights as in a real step. The fused
-// strategy's allreduce is followed by the residual add + RMSNorm it absorbs, as in a step.
+// per strategy, graphs of C x (ops before, allreduce, ops after) against C x (ops before, ops
+// after), all ranks released together; the allreduce's cost is the per-call increment, median over
+// replays, the slowest rank. GEMMs rotate over copies of their weights as in a real step. The
+// fused strategy's allreduce is followed by the residual add + RMSNorm it absorbs, as in a step.
+//   calibrate_allreduce:          before = the one context GEMM of the request, after = nothing;
+//                                 a table per strategy over sizes.
+//   calibrate_allreduce_contexts: before/after = each case's own neighbouring ops in the traces.
 #include <functional>
 #include <string>
 #include <vector>
@@ -14,5 +17,8 @@ namespace eaglesim::cuda {
 
 // µs per case (NaN where a case could not be measured as asked, with a note).
 std::vector<double> calibrate_allreduce(const CalibrationRequest& q, std::vector<std::string>& notes);
+
+// µs per q.allreduce_contexts case (NaN where a strategy cannot run here, with a note).
+std::vector<double> calibrate_allreduce_contexts(const CalibrationRequest& q, std::vector<std::string>& notes);
 
 }  // namespace eaglesim::cuda

@@ -1,8 +1,17 @@
 // calibrate on real GPUs: inventory (name and count of the visible GPUs), then compute ops on
-// the first GPU and allreduces in context on the first `ranks` GPUs.
+// each of the first `ranks` GPUs at once (the table keeps the slowest GPU's time: a
+// tensor-parallel step waits for it at every allreduce), kernel transitions on the first GPU,
+// and allreduces in context on the first `ranks` GPUs.
 #include "cuda/calibrate_register.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -30,6 +39,58 @@ GpuInventory inventory() {
   return {prop.name, count};
 }
 
+// Median of b[i] / a[i] - 1 over the ops of one kind group, or nothing when it has no op.
+std::optional<double> median_ratio(const std::vector<double>& a, const std::vector<double>& b,
+                                   const std::vector<Op>& ops, bool gemm) {
+  std::vector<double> r;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].is_matmul() == gemm && a[i] > 0 && b[i] > 0) r.push_back(b[i] / a[i] - 1.0);
+  if (r.empty()) return std::nullopt;
+  std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2), r.end());
+  return r[r.size() / 2];
+}
+
+// Compute ops on every GPU of the calibration at once, each its own thread; per op the slowest
+// GPU's time. GPUs of one model differ (measured on 2 x H200: one streamed weights up to 8 %
+// slower than the other in some sessions), and the step runs at the pace of the slowest.
+ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const ChainTiming& timing) {
+  const int gpus = std::max(1, q.ranks);
+  std::vector<ComputeCalibration> per_gpu(static_cast<std::size_t>(gpus));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(gpus));
+  {
+    std::vector<std::thread> threads;
+    for (int g = 0; g < gpus; ++g)
+      threads.emplace_back([&, g] {
+        try {
+          per_gpu[static_cast<std::size_t>(g)] =
+              calibrate_compute(g, q.compute, timing, g == 0 ? q.progress : std::function<void(const std::string&)>());
+        } catch (...) {
+          errors[static_cast<std::size_t>(g)] = std::current_exception();
+        }
+      });
+    for (auto& t : threads) t.join();
+  }
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  ComputeCalibration out = std::move(per_gpu[0]);
+  for (int g = 1; g < gpus; ++g) {
+    const ComputeCalibration& c = per_gpu[static_cast<std::size_t>(g)];
+    const auto gemm = median_ratio(out.us, c.us, q.compute, true);
+    const auto other = median_ratio(out.us, c.us, q.compute, false);
+    const std::string line = fmt::format("compute on GPU {} vs GPU 0 (median per op): GEMMs {}, other ops {}", g,
+                                         gemm ? fmt::format("{:+.1f} %", *gemm * 100) : "none",
+                                         other ? fmt::format("{:+.1f} %", *other * 100) : "none");
+    out.notes.push_back(line);
+    if (q.progress) q.progress(line);
+  }
+  for (int g = 1; g < gpus; ++g) {
+    const ComputeCalibration& c = per_gpu[static_cast<std::size_t>(g)];
+    for (std::size_t i = 0; i < out.us.size(); ++i) out.us[i] = std::max(out.us[i], c.us[i]);
+    out.launch_gap_us = std::max(out.launch_gap_us, c.launch_gap_us);
+  }
+  return out;
+}
+
 CalibrationMeasurements measure(const CalibrationRequest& q) {
   const auto start = std::chrono::steady_clock::now();
   const GpuInventory inv = inventory();
@@ -40,12 +101,13 @@ CalibrationMeasurements measure(const CalibrationRequest& q) {
   m.ranks = q.ranks;
   m.device = fmt::format("{} x {}", q.ranks, inv.gpu_name);
   const ChainTiming timing{q.iters, q.warmup, q.timeout_s, q.chain_us};
-  ComputeCalibration c = calibrate_compute(0, q.compute, timing, q.progress);
+  ComputeCalibration c = calibrate_compute_on_ranks(q, timing);
   m.compute_us = std::move(c.us);
   m.launch_gap_us = c.launch_gap_us;
   m.notes = std::move(c.notes);
   m.transition_us = calibrate_transitions(0, q.transitions, timing, q.progress);
   if (!q.allreduce.empty()) m.allreduce_us = calibrate_allreduce(q, m.notes);
+  if (!q.allreduce_contexts.empty()) m.allreduce_context_us = calibrate_allreduce_contexts(q, m.notes);
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;
 }

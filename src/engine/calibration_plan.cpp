@@ -11,6 +11,7 @@
 
 #include "comm/modelled_communicator.hpp"
 #include "core/errors.hpp"
+#include "engine/op_pricing.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology_limits.hpp"
 
@@ -65,6 +66,70 @@ std::vector<std::pair<Op, Op>> transition_pairs(const std::vector<Trace>& traces
           if (out.size() >= kMaxTransitionPairs) return out;
         }
         prev = &op;
+      }
+    }
+  return out;
+}
+
+// At most this many allreduce-in-context cases (a Llama layer has 2 allreduce sites; a few
+// traces x strategies stay far below).
+constexpr std::size_t kMaxAllreduceContexts = 128;
+
+bool context_kind(OpKind k) { return transition_kind(k) && k != OpKind::grouped_gemm; }
+
+// Every allreduce of the first decoder layer of every step, per strategy, with the compute op
+// before it and the compute op after it (after the residual add + RMSNorm a fused strategy
+// absorbs), deduplicated by key. Sizes a strategy cannot run are left out, as in its table.
+std::vector<AllreduceContextCase> allreduce_contexts(const std::vector<Trace>& traces,
+                                                     const std::vector<std::string>& strategies) {
+  std::vector<AllreduceContextCase> out;
+  std::set<std::string> seen;
+  auto strip = [](Op op) {
+    op.name = "calibrate_context";
+    op.layer = -1;
+    op.us.reset();
+    return op;
+  };
+  for (const Trace& t : traces)
+    for (const Step& step : t.steps) {
+      int first = -1;
+      for (const Op& op : step.ops)
+        if (op.layer >= 0 && (first < 0 || op.layer < first)) first = op.layer;
+      if (first < 0) continue;
+      for (std::size_t i = 0; i < step.ops.size(); ++i) {
+        const Op& ar = step.ops[i];
+        if (!ar.is_comm() || ar.layer != first) continue;
+        const Op* before = nullptr;
+        for (std::size_t j = i; j-- > 0;)
+          if (!step.ops[j].is_comm()) { before = &step.ops[j]; break; }
+        if (!before || !context_kind(before->kind)) continue;
+        const int absorbed = fusable_followers(step.ops, i);
+        for (const std::string& strategy : strategies) {
+          const bool fused = strategy == "fused";
+          if (fused && absorbed == 0) continue;
+          if (custom_strategy(strategy) && (ar.bytes > kMaxCustomBytes || ar.bytes % 16 != 0)) continue;
+          const std::size_t from = i + 1 + (fused ? static_cast<std::size_t>(absorbed) : 0);
+          const Op* after = nullptr;
+          for (std::size_t j = from; j < step.ops.size(); ++j)
+            if (!step.ops[j].is_comm()) { after = &step.ops[j]; break; }
+          if (!after || !context_kind(after->kind)) continue;
+          AllreduceContextCase c;
+          c.allreduce.strategy = strategy;
+          c.allreduce.bytes = ar.bytes;
+          c.allreduce.dtype = ar.dtype;
+          if (fused) {
+            const Op& norm = step.ops[i + static_cast<std::size_t>(absorbed)];
+            c.allreduce.tokens = norm.tokens;
+            c.allreduce.hidden = norm.hidden;
+            if (norm.tokens * norm.hidden * 2 != ar.bytes) continue;  // rows that do not tile the message
+          }
+          c.before = strip(*before);
+          c.after = strip(*after);
+          c.key = allreduce_context_key(strategy, ar.bytes, c.before, c.after);
+          if (!seen.insert(c.key).second) continue;
+          out.push_back(std::move(c));
+          if (out.size() >= kMaxAllreduceContexts) return out;
+        }
       }
     }
   return out;
@@ -283,6 +348,7 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
         q.allreduce.push_back(c);
       }
     }
+    q.allreduce_contexts = allreduce_contexts(traces, o.strategies);
   }
   return q;
 }
@@ -290,7 +356,8 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
 Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeasurements& m,
                               const std::vector<Trace>& traces) {
   if (m.compute_us.size() != q.compute.size() || m.allreduce_us.size() != q.allreduce.size() ||
-      (!m.transition_us.empty() && m.transition_us.size() != q.transitions.size()))
+      (!m.transition_us.empty() && m.transition_us.size() != q.transitions.size()) ||
+      (!m.allreduce_context_us.empty() && m.allreduce_context_us.size() != q.allreduce_contexts.size()))
     throw std::invalid_argument("build_calibration: measurements do not match the request");
   const TraceShapes s = collect(traces);
   Calibration cal;
@@ -313,6 +380,14 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
   }
   for (const auto& [key, acc] : transitions)
     cal.transition_us[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
+
+  // Allreduces in their trace context: one entry per measured case (NaN: the strategy could
+  // not run it on this machine).
+  for (std::size_t i = 0; i < m.allreduce_context_us.size(); ++i) {
+    const double us = m.allreduce_context_us[i];
+    if (std::isfinite(us))
+      cal.allreduce_context_us[q.allreduce_contexts[i].key] = std::clamp(us, -kMaxSequenceOverheadUs, kMaxCalUs);
+  }
 
   std::map<std::tuple<std::int64_t, std::int64_t, int>, std::map<std::int64_t, Pending>> gemm;
   std::map<std::string, std::map<std::int64_t, Pending>> attention, elementwise, allreduce;

@@ -27,11 +27,22 @@ struct AllreduceCase {
   std::int64_t tokens = 0, hidden = 0;
 };
 
+// One allreduce measured in its trace context: a chain of (before, allreduce, after) triples
+// against a chain of (before, after) pairs. `after` is the compute op after the ops a fused
+// strategy absorbs.
+struct AllreduceContextCase {
+  AllreduceCase allreduce;
+  Op before, after;
+  std::string key;  // allreduce_context_key(...): the table entry it becomes
+};
+
 struct CalibrationRequest {
-  int ranks = 1;                       // GPUs; compute ops are measured on the first one
+  int ranks = 1;                       // GPUs; compute ops are measured on each (the slowest counts)
   std::vector<Op> compute;             // gemm, attention, rmsnorm, residual_add, act, embedding, other
   std::vector<AllreduceCase> allreduce;  // empty when ranks == 1
   Op context_gemm;                     // the GEMM every allreduce follows (kind gemm)
+  // Each (strategy, allreduce, op before, op after) of the traces' first decoder layers.
+  std::vector<AllreduceContextCase> allreduce_contexts;
   // Consecutive compute ops of the traces (A, B), measured as a chain of (A, B) pairs against
   // their own chains: the kernel-transition cost (Calibration::transition_us).
   std::vector<std::pair<Op, Op>> transitions;
@@ -50,6 +61,7 @@ struct CalibrationMeasurements {
   int ranks = 1;
   std::vector<double> compute_us;      // parallel to request.compute
   std::vector<double> allreduce_us;    // parallel to request.allreduce
+  std::vector<double> allreduce_context_us;  // parallel to request.allreduce_contexts (NaN: not measured)
   // Parallel to request.transitions: per (A, B) pair in a chain of pairs minus A's and B's
   // own chain times (measured in the same program, right before).
   std::vector<double> transition_us;

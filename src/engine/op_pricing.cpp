@@ -90,6 +90,26 @@ std::optional<double> find_transition(const std::map<std::string, double>& table
   return t->second;
 }
 
+// An allreduce between two compute ops' shapes: the in-context lookup builds a key string, so
+// each (size, pair) is looked up once per step plan.
+struct ContextKey {
+  std::int64_t bytes;
+  ShapePair pair;
+  bool operator==(const ContextKey& o) const { return bytes == o.bytes && pair == o.pair; }
+};
+struct ContextKeyHash {
+  std::size_t operator()(const ContextKey& k) const {
+    return ShapePairHash()(k.pair) * 31 ^ std::hash<std::int64_t>()(k.bytes);
+  }
+};
+
+// The first compute op at or after index `from`, or nullptr.
+const Op* next_compute(const std::vector<Op>& ops, std::size_t from) {
+  for (std::size_t j = from; j < ops.size(); ++j)
+    if (!ops[j].is_comm()) return &ops[j];
+  return nullptr;
+}
+
 struct CommKey {
   std::int64_t bytes;
   DType dtype;
@@ -145,8 +165,11 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   const bool fuses = opts.comm && opts.comm->fuses_residual_norm();
   int n_model = 0, n_measured = 0, n_fallback = 0, n_extrapolated = 0;
   int n_fused = 0, n_absorbed = 0, n_unfused = 0, n_comm_extra = 0, n_untabled = 0, n_comm_untabled = 0;
-  int n_transitions = 0;
+  int n_transitions = 0, n_in_context = 0;
   double transition_sum = 0;
+  const bool has_contexts = opts.allreduce_contexts && !opts.allreduce_contexts->empty() && opts.comm;
+  std::unordered_map<ContextKey, std::optional<double>, ContextKeyHash> context_memo;
+  const int d_in_context = has_contexts ? details.id("calibrated in context") : -1;
   const bool has_transitions = opts.transitions && !opts.transitions->empty();
   const Op* prev = nullptr;  // the compute op before the current one
   std::unordered_map<ShapePair, std::optional<double>, ShapePairHash> transition_memo;
@@ -178,8 +201,22 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       }
       p.us = it->second.first;
       p.detail = it->second.second;
+      const int absorbed = fuses ? fusable_followers(step.ops, i) : 0;
+      if (has_contexts && prev) {
+        if (const Op* next = next_compute(step.ops, i + 1 + static_cast<std::size_t>(absorbed))) {
+          auto [c, fresh] = context_memo.try_emplace(ContextKey{op.bytes, ShapePair{shape_key(*prev), shape_key(*next)}});
+          if (fresh) {
+            auto e = opts.allreduce_contexts->find(allreduce_context_key(opts.comm->name(), op.bytes, *prev, *next));
+            if (e != opts.allreduce_contexts->end()) c->second = e->second;
+          }
+          if (c->second) {
+            p.us = std::max(0.0, *c->second);
+            p.detail = d_in_context;
+            ++n_in_context;
+          }
+        }
+      }
       if (fuses) {
-        int absorbed = fusable_followers(step.ops, i);
         if (absorbed > 0) {
           p.absorbed = absorbed;
           ++n_fused;
@@ -251,6 +288,9 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   if (n_comm_untabled > 0)
     plan.notes.push_back(fmt::format("{}: {} allreduce sizes have no calibration table for {} on {} ranks: cost "
                                      "model used", s, n_comm_untabled, opts.comm->name(), opts.query.ranks));
+  if (n_in_context > 0)
+    plan.notes.push_back(fmt::format("{}: {} allreduce{} priced as measured between the same two ops (calibration "
+                                     "in context)", s, n_in_context, n_in_context == 1 ? "" : "s"));
   if (n_transitions > 0)
     plan.notes.push_back(fmt::format("{}: kernel transitions from the calibration added to {} ops ({:+.1f} us in all)",
                                      s, n_transitions, transition_sum));

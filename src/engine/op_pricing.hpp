@@ -38,6 +38,11 @@ struct PricingOptions {
   // the two ops' shapes if there is one, else for their kinds; nullptr or empty: none. Measured
   // op times already hold them.
   const std::map<std::string, double>* transitions = nullptr;
+  // Allreduces measured in their trace context (Calibration::allreduce_context_us): an
+  // allreduce whose strategy, size and neighbouring compute ops (before it, and after the ops it
+  // absorbs) have an entry costs that instead of the strategy's table. nullptr: none (also when
+  // the calibration was measured on another rank count).
+  const std::map<std::string, double>* allreduce_contexts = nullptr;
 };
 
 // One op of a step after pricing and fusion.

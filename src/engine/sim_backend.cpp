@@ -38,6 +38,7 @@ StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std:
   po.op_times = parse_op_times(opts.op_times);
   po.trace_imported = trace.meta.source == "imported";
   po.transitions = &topo->calibration.transition_us;
+  if (topo->calibration.ranks == ranks) po.allreduce_contexts = &topo->calibration.allreduce_context_us;
   StepPlan plan = plan_step(step, po);
 
   EngineOptions eo;

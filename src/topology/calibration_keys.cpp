@@ -69,4 +69,31 @@ bool valid_transition_key(const std::string& key) {
   return side(key.substr(0, gt)) && side(key.substr(gt + 1));
 }
 
+std::string allreduce_context_key(const std::string& strategy, std::int64_t bytes, const Op& from, const Op& to) {
+  return fmt::format("{}:{}@{}", strategy, bytes, transition_key(from, to));
+}
+
+bool valid_allreduce_context_key(const std::string& key) {
+  const std::size_t at = key.find('@');
+  if (at == std::string::npos) return false;
+  const std::string head = key.substr(0, at), tail = key.substr(at + 1);
+  const std::size_t colon = head.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == head.size() || colon + 19 < head.size())
+    return false;
+  for (std::size_t i = 0; i < colon; ++i) {
+    const char ch = head[i];
+    if (!(std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_'))
+      return false;
+  }
+  if (head[colon + 1] == '0') return false;
+  for (std::size_t i = colon + 1; i < head.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(head[i]))) return false;
+  const std::size_t gt = tail.find('>');
+  if (gt == std::string::npos) return false;
+  // Both sides carry a shape (a kind alone would match any op of that kind).
+  if (tail.substr(0, gt).find(':') == std::string::npos || tail.substr(gt + 1).find(':') == std::string::npos)
+    return false;
+  return valid_transition_key(tail);
+}
+
 }  // namespace eaglesim

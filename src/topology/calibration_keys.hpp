@@ -4,6 +4,7 @@
 //   gqa: "gqa:HEADS:KV_HEADS:HEAD_DIM"      mla: "mla:HEADS:KV_LORA_RANK:ROPE_DIM"
 // A table measured at one query-token count adds ":qQ_TOKENS" (e.g. "gqa:16:4:128:q4"); the
 // simulator looks that key up first and falls back to the key without q (any q_tokens).
+#include <cstdint>
 #include <string>
 
 #include "trace/op.hpp"
@@ -25,5 +26,14 @@ std::string transition_shape(const Op& op);
 // Whether a key is FROM>TO where each side is a compute op kind (not allreduce, not other),
 // alone or followed by ':' and a shape of letters, digits, '_' and ':'.
 bool valid_transition_key(const std::string& key);
+
+// Keys of the allreduce-in-its-context table, "STRATEGY:BYTES@FROM>TO": an allreduce of BYTES by
+// STRATEGY measured between the compute op FROM before it and the compute op TO after it (after
+// the ops the strategy absorbs), each side a transition_shape, e.g.
+// "oneshot:32768@gemm:4096:2048:bf16>residual_add:4096".
+std::string allreduce_context_key(const std::string& strategy, std::int64_t bytes, const Op& from, const Op& to);
+// STRATEGY of lowercase letters, digits and '_'; BYTES a positive integer; then '@' and a
+// valid_transition_key with both sides carrying a shape.
+bool valid_allreduce_context_key(const std::string& key);
 
 }  // namespace eaglesim

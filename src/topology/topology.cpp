@@ -107,6 +107,11 @@ ojson calibration_json(const Calibration& c) {
     for (const auto& [key, us] : c.transition_us) t[key] = us;
     j["transition_us"] = t;
   }
+  if (!c.allreduce_context_us.empty()) {
+    ojson t = ojson::object();
+    for (const auto& [key, us] : c.allreduce_context_us) t[key] = us;
+    j["allreduce_context_us"] = t;
+  }
   if (!c.gemm.empty()) {
     ojson arr = ojson::array();
     for (const auto& p : c.gemm) {
@@ -163,7 +168,8 @@ std::string topology_to_string(const Topology& t) {
   if (t.host_staging.present()) links["host_staging"] = link_json(t.host_staging);
   j["links"] = links;
   if (!t.calibration.empty() || t.calibration.launch_gap_us || t.calibration.sequence_overhead_us ||
-      !t.calibration.transition_us.empty() || t.calibration.ranks > 0 || !t.calibration.notes.empty())
+      !t.calibration.transition_us.empty() || !t.calibration.allreduce_context_us.empty() ||
+      t.calibration.ranks > 0 || !t.calibration.notes.empty())
     j["calibration"] = calibration_json(t.calibration);
   std::string out;
   emit(j, 0, out);

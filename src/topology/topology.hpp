@@ -66,6 +66,11 @@ struct Calibration {
   // there is one, else the kinds'. Chains of one op repeated (the tables) never switch kernels;
   // a step always does.
   std::map<std::string, double> transition_us;
+  // Allreduces measured in their trace context (allreduce_context_key): a chain of (FROM,
+  // allreduce, TO) triples minus a chain of (FROM, TO) pairs, per call, slowest rank. What the
+  // allreduce adds to the step between those two ops, kernel switches on both sides included.
+  // The simulator uses it instead of the strategy's table for an allreduce between those shapes.
+  std::map<std::string, double> allreduce_context_us;
   int ranks = 0;                                                   // ranks the allreduces were measured on
   std::string notes;                                               // where/when measured
   bool empty() const { return gemm.empty() && allreduce.empty() && attention.empty() && elementwise.empty(); }

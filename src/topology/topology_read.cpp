@@ -99,8 +99,8 @@ std::vector<SizeCalPoint> read_size_table(const JsonCursor& c, const char* size_
 }
 
 Calibration read_calibration(const JsonCursor& c, int gpu_count) {
-  c.only_keys({"ranks", "notes", "launch_gap_us", "sequence_overhead_us", "transition_us", "gemm", "allreduce",
-               "attention", "elementwise"});
+  c.only_keys({"ranks", "notes", "launch_gap_us", "sequence_overhead_us", "transition_us", "allreduce_context_us",
+               "gemm", "allreduce", "attention", "elementwise"});
   Calibration cal;
   if (auto r = c.find("ranks")) cal.ranks = static_cast<int>(r->as_int(1, gpu_count));
   if (auto n = c.find("notes")) cal.notes = n->as_string_allow_empty();
@@ -115,6 +115,16 @@ Calibration read_calibration(const JsonCursor& c, int gpu_count) {
                                         "grouped_gemm) optionally followed by ':' and its shape, e.g. "
                                         "rmsnorm>gemm or rmsnorm:4096>gemm:6144:4096:bf16", key));
       cal.transition_us[key] = t->at(key.c_str()).as_number(-kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
+    }
+  }
+  if (auto t = c.find("allreduce_context_us")) {
+    t->expect_object();
+    for (const std::string& key : t->keys()) {
+      if (!valid_allreduce_context_key(key))
+        t->at(key.c_str()).fail_raw(fmt::format("key '{}': expected STRATEGY:BYTES@FROM>TO with FROM and TO compute "
+                                        "op shapes, e.g. oneshot:32768@gemm:4096:2048:bf16>residual_add:4096",
+                                        key));
+      cal.allreduce_context_us[key] = t->at(key.c_str()).as_number(-kMaxSequenceOverheadUs, kMaxCalUs);
     }
   }
   if (auto g = c.find("gemm")) {

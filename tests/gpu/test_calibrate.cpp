@@ -80,10 +80,19 @@ TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
   for (std::size_t i = 0; i < q.allreduce.size(); ++i)
     EXPECT_TRUE(std::isfinite(m.allreduce_us[i]) && m.allreduce_us[i] > 0)
         << q.allreduce[i].strategy << " " << q.allreduce[i].bytes;
+  // Allreduces in their trace context: one value per case, each a positive cost of a few µs
+  // (between a GEMM and a residual add, a small allreduce is neither free nor a millisecond).
+  ASSERT_EQ(m.allreduce_context_us.size(), q.allreduce_contexts.size());
+  if (o.ranks > 1) EXPECT_FALSE(q.allreduce_contexts.empty());
+  for (std::size_t i = 0; i < q.allreduce_contexts.size(); ++i)
+    EXPECT_TRUE(std::isfinite(m.allreduce_context_us[i]) && m.allreduce_context_us[i] > 0.5 &&
+                m.allreduce_context_us[i] < 1000)
+        << q.allreduce_contexts[i].key << " " << m.allreduce_context_us[i];
 
   const Topology base = read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/2x-h200-nvlink.json");
   const Topology topo = calibrated_topology(base, m, build_calibration(q, m, {t}));
   const Topology back = parse_topology(nlohmann::json::parse(topology_to_string(topo)), "gpu-test.json");
   EXPECT_EQ(back.calibration.gemm.size(), topo.calibration.gemm.size());
   EXPECT_FALSE(back.calibration.attention.empty());
+  EXPECT_EQ(back.calibration.allreduce_context_us.size(), q.allreduce_contexts.size());
 }
