@@ -12,6 +12,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/ideal_comm_group.hpp"
 #include "cuda/rank_program.hpp"
+#include "cuda/weight_arena.hpp"
 
 namespace eaglesim::cuda {
 
@@ -170,7 +171,9 @@ ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, con
                            std::chrono::duration<double>(std::chrono::steady_clock::now() - phase_start).count()));
   };
   while (i < ops.size()) {
-    // One batch: consecutive ops whose copies fit in a share of free memory.
+    // One batch: consecutive ops whose copies fit in a share of free memory (the last batch's
+    // weights are not kept for this one: another layout).
+    release_parked_weights(device);
     std::size_t free_bytes = 0, total_bytes = 0;
     EAGLESIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     const double budget = kBatchMemoryShare * static_cast<double>(free_bytes);

@@ -231,6 +231,9 @@ RankProgram::RankProgram(const Step& step, int device, RankComm& comm, RankComm*
   std::size_t free_bytes = 0, total_bytes = 0;
   EAGLESIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   arena_ = WeightArena(region_bytes, free_bytes);
+  if (arena_.adopted())
+    note("weights and KV caches in the same GPU memory as the previous program on this GPU (an A/B run compares "
+         "strategies over one placement)");
   if (arena_.reused())
     note(fmt::format("weights and KV caches ({:.1f} GiB per rank) exceed 80% of free GPU memory: replayed from a "
                      "{:.1f} GiB pool whose regions later ops reuse; L2 reuse may flatter results",

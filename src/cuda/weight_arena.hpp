@@ -4,16 +4,18 @@
 // different bytes as a real model does and nothing is served from L2 by accident.
 //
 // Regions of kOwnAllocationBytes or more get their own cudaMalloc, as a serving framework's
-// allocator gives each weight tensor its own segment; the small ones share one pool. Measured on
-// H200 (docs/fidelity.md, "Where the weights live"): how fast a weight-streaming GEMM runs
-// depends on the allocation its weights sit in — one pool holding a whole model is either fast
-// or up to 8 % slow for every layer at once, depending on the process, while one allocation per
-// weight spreads that over many allocations, as the model's real allocations do.
-//
-// When the regions together exceed `budget_fraction` of free memory, they are laid out
-// cyclically in one pool of that size (later ops reuse earlier ops' bytes) and the arena says so.
+// allocator gives each weight tensor its own segment; the small ones share one pool. When the
+// regions together exceed `budget_fraction` of free memory, they are laid out cyclically in one
+// pool of that size (later ops reuse earlier ops' bytes) and the arena says so.
 // EAGLESIM_WEIGHT_POOL=1 forces the single pool (diagnostic: the layout before per-region
 // allocations).
+//
+// An arena's memory outlives it, parked per device, and the next arena on that device with the
+// same layout takes it over instead of allocating: the strategies of one A/B run (one program
+// each, built one after the other) then stream their weights from the same memory. Measured on
+// 2 x H200 (docs/fidelity.md, "Where the weights live"): the same GEMM ran up to 8 % slower from
+// some allocations than from others, so two strategies with freshly allocated weights could
+// differ by more than their allreduces do. release_parked_weights() frees what is parked.
 #include <cstddef>
 #include <vector>
 
@@ -26,22 +28,48 @@ class WeightArena {
   static constexpr std::size_t kOwnAllocationBytes = std::size_t(8) << 20;
 
   WeightArena() = default;
-  // sizes: bytes per region; free_bytes: device memory available for the arena.
+  // sizes: bytes per region; free_bytes: device memory available for the arena (memory parked
+  // on the current device counts as free).
   WeightArena(const std::vector<std::size_t>& sizes, std::size_t free_bytes, double budget_fraction = 0.8);
+  ~WeightArena();
+  WeightArena(WeightArena&&) noexcept = default;
+  WeightArena& operator=(WeightArena&& o) noexcept;
+  WeightArena(const WeightArena&) = delete;
+  WeightArena& operator=(const WeightArena&) = delete;
 
   void* region(std::size_t i) const;
-  bool reused() const { return reused_; }
-  std::size_t requested_bytes() const { return requested_; }
+  bool reused() const { return layout_.reused; }
+  // Whether this arena took over the memory of the previous one on its device.
+  bool adopted() const { return adopted_; }
+  std::size_t requested_bytes() const { return layout_.requested; }
   // Bytes allocated: the shared pool plus the regions with their own allocation.
   std::size_t pool_bytes() const;
 
+  // Where each region lives; two arenas with equal layouts can share memory.
+  struct Layout {
+    std::vector<std::size_t> sizes;     // aligned bytes per region
+    std::vector<int> own_index;         // per region: index into the own allocations, or -1 (pool)
+    std::vector<std::size_t> offsets;   // per region in the pool
+    std::size_t pool = 0;
+    std::size_t requested = 0;
+    bool reused = false;
+    bool operator==(const Layout& o) const {
+      return sizes == o.sizes && own_index == o.own_index && offsets == o.offsets && pool == o.pool &&
+             reused == o.reused;
+    }
+  };
+
  private:
+  void park();
+
+  Layout layout_;
   ReplayBuffer pool_;
-  std::vector<ReplayBuffer> own_;     // regions with their own allocation
-  std::vector<int> own_index_;        // per region: index into own_, or -1 (in pool_)
-  std::vector<std::size_t> offsets_;  // per region in pool_
-  std::size_t requested_ = 0;
-  bool reused_ = false;
+  std::vector<ReplayBuffer> own_;  // regions with their own allocation
+  int device_ = -1;
+  bool adopted_ = false;
 };
+
+// Frees the memory parked on `device` (-1: every device); the next arena there allocates anew.
+void release_parked_weights(int device = -1);
 
 }  // namespace eaglesim::cuda

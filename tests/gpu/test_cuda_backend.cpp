@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "cuda/lt_gemm.hpp"
 #include "cuda/replay_kernels.hpp"
 #include "cuda/step_replay.hpp"
+#include "cuda/weight_arena.hpp"
 
 using namespace eaglesim;
 using namespace eaglesim::cuda;
@@ -298,6 +300,43 @@ void check_replay_result(const StepResult& r, const Trace& t, int ranks) {
   EXPECT_EQ(r.timeline.spans.size(), t.steps[0].ops.size() * ranks);
   for (const auto& s : r.timeline.spans) EXPECT_LE(s.start_us, s.end_us);
   EXPECT_FALSE(r.notes.empty());
+}
+
+TEST(WeightArena, NextArenaWithTheSameLayoutTakesOverTheMemory) {
+  REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  release_parked_weights();
+  const std::vector<std::size_t> sizes{16 << 20, 1000, 4096, 12 << 20};  // two own allocations, two pooled
+  const std::size_t free_bytes = std::size_t(8) << 30;
+  std::vector<void*> first;
+  {
+    WeightArena a(sizes, free_bytes);
+    EXPECT_FALSE(a.adopted());
+    EXPECT_FALSE(a.reused());
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      first.push_back(a.region(i));
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.region(i)) % 256, 0u) << i;
+      EXPECT_EQ(cudaMemset(a.region(i), 1, sizes[i]), cudaSuccess) << i;  // the whole region is ours
+    }
+    EXPECT_NE(first[1], first[2]);
+  }
+  {
+    WeightArena b(sizes, free_bytes);  // same layout: the same memory
+    EXPECT_TRUE(b.adopted());
+    for (std::size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(b.region(i), first[i]) << i;
+  }
+  {
+    std::vector<std::size_t> other = sizes;
+    other[3] += 256;
+    WeightArena c(other, free_bytes);  // another layout: the parked memory is freed, fresh allocations
+    EXPECT_FALSE(c.adopted());
+  }
+  release_parked_weights();
+  WeightArena d(sizes, free_bytes);
+  EXPECT_FALSE(d.adopted());
+  // More than the budget: one pool, reused cyclically, and said so.
+  WeightArena e(sizes, std::size_t(20) << 20);
+  EXPECT_TRUE(e.reused());
 }
 
 TEST(CudaReplay, TinyTraceOnOneGpu) {
