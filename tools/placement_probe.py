@@ -3,7 +3,11 @@
 GPU memory? Times y = x @ W^T (x: 4 rows, bf16) with W at every region of pools of several sizes
 and in separately allocated tensors, and prints per-region microseconds.
 
-Usage: python3 tools/placement_probe.py [--n 28672 --k 8192]"""
+Usage: python3 tools/placement_probe.py [--n 28672 --k 8192] [--pools 8,16,32,80]
+       python3 tools/placement_probe.py --after-free 0,8,35,70   (GEMM speed right after large frees)
+       python3 tools/placement_probe.py --timeline 6             (speed over time; pair it with
+           nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,clocks_event_reasons.active
+           --format=csv,noheader -lms 20 > smi.csv, then tools/smi_bins.py smi.csv T0)"""
 import argparse
 import statistics
 

@@ -1,3 +1,7 @@
+#!/usr/bin/env python3
+"""Bins an nvidia-smi CSV log (timestamp, clocks.sm, clocks.mem, power.draw, reasons; -lms 20) into
+250 ms bins relative to T0 (seconds since the epoch, as tools/placement_probe.py --timeline prints).
+Usage: tools/smi_bins.py smi.csv T0"""
 import sys, collections, datetime
 bins = collections.defaultdict(list)
 t0 = float(sys.argv[2])
