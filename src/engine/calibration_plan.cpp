@@ -38,22 +38,31 @@ constexpr std::size_t kMaxTransitionPairs = 96;
 // (`other` is a timed spin whose chain time is what the trace asked for).
 bool transition_kind(OpKind k) { return k != OpKind::allreduce && k != OpKind::other; }
 
+// A traced op as a calibration op: named for what measures it, in no layer, without the
+// trace's measured time.
+Op calibration_copy(Op op, const char* name) {
+  op.name = name;
+  op.layer = -1;
+  op.us.reset();
+  return op;
+}
+
+// The step's first decoder layer (the lowest layer >= 0), or -1 when it has none.
+int first_decoder_layer(const Step& step) {
+  int first = -1;
+  for (const Op& op : step.ops)
+    if (op.layer >= 0 && (first < 0 || op.layer < first)) first = op.layer;
+  return first;
+}
+
 // Consecutive compute ops (allreduces in between skipped) of the first decoder layer of every
 // step, and the step from its last op into the next layer, deduplicated by kinds and shapes.
 std::vector<std::pair<Op, Op>> transition_pairs(const std::vector<Trace>& traces) {
   std::vector<std::pair<Op, Op>> out;
   std::set<std::string> seen;
-  auto strip = [](Op op) {
-    op.name = "calibrate_transition";
-    op.layer = -1;
-    op.us.reset();
-    return op;
-  };
   for (const Trace& t : traces)
     for (const Step& step : t.steps) {
-      int first = -1;
-      for (const Op& op : step.ops)
-        if (op.layer >= 0 && (first < 0 || op.layer < first)) first = op.layer;
+      const int first = first_decoder_layer(step);
       if (first < 0) continue;
       const Op* prev = nullptr;
       for (const Op& op : step.ops) {
@@ -62,7 +71,8 @@ std::vector<std::pair<Op, Op>> transition_pairs(const std::vector<Trace>& traces
         if (prev && prev->layer == first && transition_kind(prev->kind) && transition_kind(op.kind)) {
           const std::string key = std::string(to_string(prev->kind)) + " " + prev->shape_string() + " > " +
                                   to_string(op.kind) + " " + op.shape_string();
-          if (seen.insert(key).second) out.emplace_back(strip(*prev), strip(op));
+          if (seen.insert(key).second)
+            out.emplace_back(calibration_copy(*prev, "calibrate_transition"), calibration_copy(op, "calibrate_transition"));
           if (out.size() >= kMaxTransitionPairs) return out;
         }
         prev = &op;
@@ -84,17 +94,9 @@ std::vector<AllreduceContextCase> allreduce_contexts(const std::vector<Trace>& t
                                                      const std::vector<std::string>& strategies) {
   std::vector<AllreduceContextCase> out;
   std::set<std::string> seen;
-  auto strip = [](Op op) {
-    op.name = "calibrate_context";
-    op.layer = -1;
-    op.us.reset();
-    return op;
-  };
   for (const Trace& t : traces)
     for (const Step& step : t.steps) {
-      int first = -1;
-      for (const Op& op : step.ops)
-        if (op.layer >= 0 && (first < 0 || op.layer < first)) first = op.layer;
+      const int first = first_decoder_layer(step);
       if (first < 0) continue;
       for (std::size_t i = 0; i < step.ops.size(); ++i) {
         const Op& ar = step.ops[i];
@@ -123,8 +125,8 @@ std::vector<AllreduceContextCase> allreduce_contexts(const std::vector<Trace>& t
             c.allreduce.hidden = norm.hidden;
             if (norm.tokens * norm.hidden * 2 != ar.bytes) continue;  // rows that do not tile the message
           }
-          c.before = strip(*before);
-          c.after = strip(*after);
+          c.before = calibration_copy(*before, "calibrate_context");
+          c.after = calibration_copy(*after, "calibrate_context");
           c.key = allreduce_context_key(strategy, ar.bytes, c.before, c.after);
           if (!seen.insert(c.key).second) continue;
           out.push_back(std::move(c));

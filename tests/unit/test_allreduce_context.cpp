@@ -8,6 +8,7 @@
 
 #include "core/errors.hpp"
 #include "engine/calibration_plan.hpp"
+#include "calibration_table_rejects.hpp"
 #include "sim_step.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology.hpp"
@@ -187,18 +188,7 @@ TEST(AllreduceContext, TopologyFileCarriesThemAndRejectsBadOnes) {
   EXPECT_EQ(back.calibration.allreduce_context_us, topo.calibration.allreduce_context_us);
 
   auto rejects = [&](const char* key, const nlohmann::json& value, const char* says) {
-    nlohmann::json j = nlohmann::json::parse(text);
-    j["calibration"]["allreduce_context_us"] = nlohmann::json::object();
-    j["calibration"]["allreduce_context_us"][key] = value;
-    try {
-      parse_topology(j, "cal.json");
-      ADD_FAILURE() << "expected InputError for " << key;
-    } catch (const InputError& e) {
-      const std::string msg = e.what();
-      EXPECT_NE(msg.find("cal.json"), std::string::npos) << msg;
-      EXPECT_NE(msg.find("allreduce_context_us"), std::string::npos) << msg;
-      EXPECT_NE(msg.find(says), std::string::npos) << msg;
-    }
+    test_support::expect_calibration_table_rejects(text, "allreduce_context_us", key, value, says);
   };
   rejects("oneshot@gemm>residual_add", 4.0, "STRATEGY:BYTES@FROM>TO");
   rejects("oneshot:32768@gemm:4096:2048:bf16>residual_add:4096", 1e12, "oneshot:32768");

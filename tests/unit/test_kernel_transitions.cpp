@@ -7,6 +7,7 @@
 #include "engine/backend.hpp"
 #include "engine/calibration_plan.hpp"
 #include "engine/op_pricing.hpp"
+#include "calibration_table_rejects.hpp"
 #include "sim_step.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology.hpp"
@@ -171,18 +172,7 @@ TEST(KernelTransitions, TopologyFileCarriesThemAndRejectsBadOnes) {
   EXPECT_EQ(back.calibration.transition_us, topo.calibration.transition_us);
 
   auto rejects = [&](const char* key, const nlohmann::json& value, const char* says) {
-    nlohmann::json j = nlohmann::json::parse(text);
-    j["calibration"]["transition_us"] = nlohmann::json::object();
-    j["calibration"]["transition_us"][key] = value;
-    try {
-      parse_topology(j, "cal.json");
-      ADD_FAILURE() << "expected InputError for " << key;
-    } catch (const InputError& e) {
-      const std::string msg = e.what();
-      EXPECT_NE(msg.find("cal.json"), std::string::npos) << msg;
-      EXPECT_NE(msg.find("transition_us"), std::string::npos) << msg;
-      EXPECT_NE(msg.find(says), std::string::npos) << msg;
-    }
+    test_support::expect_calibration_table_rejects(text, "transition_us", key, value, says);
   };
   rejects("rmsnorm>allreduce", 0.5, "FROM>TO");
   rejects("rmsnorm_gemm", 0.5, "FROM>TO");
