@@ -51,8 +51,8 @@ std::optional<double> median_ratio(const std::vector<double>& a, const std::vect
 }
 
 // Compute ops on every GPU of the calibration at once, each its own thread; per op the slowest
-// GPU's time. GPUs of one model differ (measured on 2 x H200: one streamed weights up to 8 %
-// slower than the other in some sessions), and the step runs at the pace of the slowest.
+// GPU's time: GPUs of one model can differ, and a tensor-parallel step runs at the pace of the
+// slowest. The notes say by how much (on the 2 x H200 machines of docs/fidelity.md: within 0.4 %).
 ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const ChainTiming& timing) {
   const int gpus = std::max(1, q.ranks);
   std::vector<ComputeCalibration> per_gpu(static_cast<std::size_t>(gpus));
