@@ -17,6 +17,7 @@
 #include "cuda/calibrate_graph.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/host_barrier.hpp"
+#include "cuda/l2_rotation.hpp"
 #include "cuda/rank_comm.hpp"
 #include "cuda/rank_program.hpp"
 
@@ -24,23 +25,13 @@ namespace eaglesim::cuda {
 
 namespace {
 
-// Rotating GEMM weights span this many L2 caches (see calibrate_compute.cpp).
-constexpr double kL2Multiple = 4.0;
+// At most this many rotating copies of a context op (l2_rotation.hpp).
 constexpr int kMaxCopies = 64;
 
 int calls_for(std::int64_t bytes) { return bytes <= (1 << 20) ? 32 : bytes <= (16 << 20) ? 16 : 8; }
 int round_up(int v, int multiple) { return (v + multiple - 1) / multiple * multiple; }
 
-// Copies of an op whose weights/KV together span kL2Multiple L2 caches (1 for ops without).
-int copies_for(const Op& op, double l2_bytes) {
-  double w = 0;
-  if (op.kind == OpKind::gemm || op.kind == OpKind::lm_head)
-    w = static_cast<double>(op.n) * static_cast<double>(op.k) * (op.dtype == DType::fp8 ? 1.0 : 2.0);
-  else if (op.kind == OpKind::attention)
-    w = 4.0 * static_cast<double>(op.kv_len) * static_cast<double>(op.kv_heads * op.head_dim);
-  if (w <= 0) return 1;
-  return static_cast<int>(std::clamp(std::ceil(kL2Multiple * l2_bytes / w), 1.0, double(kMaxCopies)));
-}
+int copies_for(const Op& op, double l2_bytes) { return rotation_copies(op, l2_bytes, 1, kMaxCopies); }
 
 // One measured allreduce: per call k of a chain, before[k % |before|], the allreduce, then
 // after[k % |after|] (op indices into the layout's step); the baseline chain leaves the

@@ -11,6 +11,7 @@
 #include "cuda/calibrate_kernels.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/ideal_comm_group.hpp"
+#include "cuda/l2_rotation.hpp"
 #include "cuda/rank_program.hpp"
 #include "cuda/weight_arena.hpp"
 
@@ -18,9 +19,7 @@ namespace eaglesim::cuda {
 
 namespace {
 
-// Rotating copies together span this many L2 caches (then nothing a copy reads is still cached
-// when it runs again), within [kMinCopies, kMaxCopies].
-constexpr double kL2Multiple = 4.0;
+// Copies a chain rotates over (l2_rotation.hpp), within [kMinCopies, kMaxCopies].
 constexpr int kMinCopies = 2;
 constexpr int kMaxCopies = 256;
 constexpr int kMinChain = 8;
@@ -29,28 +28,7 @@ constexpr int kGapChain = 256;
 // Part of free memory one batch of ops (all their copies) may take.
 constexpr double kBatchMemoryShare = 0.45;
 
-// Bytes one copy of an op streams that a cache could keep (weights, KV); 0: nothing worth rotating.
-double streamed_bytes(const Op& op) {
-  switch (op.kind) {
-    case OpKind::gemm:
-    case OpKind::lm_head: {
-      const double w = static_cast<double>(op.n) * static_cast<double>(op.k);
-      return op.dtype == DType::fp8 ? w : op.dtype == DType::int4 ? w * 0.5625 : 2 * w;
-    }
-    case OpKind::attention:
-      if (op.variant == AttentionVariant::mla)
-        return static_cast<double>(op.kv_len) * static_cast<double>(op.kv_lora_rank + op.rope_dim) * 2;
-      return 2.0 * static_cast<double>(op.kv_len) * static_cast<double>(op.kv_heads * op.head_dim) * 2;
-    default:
-      return 0;
-  }
-}
-
-int copies_for(double bytes, double l2_bytes) {
-  if (bytes <= 0) return 1;
-  const double want = std::ceil(kL2Multiple * l2_bytes / bytes);
-  return static_cast<int>(std::clamp(want, double(kMinCopies), double(kMaxCopies)));
-}
+int copies_for(const Op& op, double l2_bytes) { return rotation_copies(op, l2_bytes, kMinCopies, kMaxCopies); }
 
 int round_up(int v, int multiple) { return (v + multiple - 1) / multiple * multiple; }
 
@@ -159,7 +137,7 @@ ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, con
   }
 
   std::vector<int> copies(ops.size());
-  for (std::size_t i = 0; i < ops.size(); ++i) copies[i] = copies_for(streamed_bytes(ops[i]), l2);
+  for (std::size_t i = 0; i < ops.size(); ++i) copies[i] = copies_for(ops[i], l2);
 
   std::size_t i = 0;
   std::string phase;
@@ -233,7 +211,7 @@ std::vector<double> calibrate_transitions(int device, const std::vector<std::pai
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     const Op& a = pairs[i].first;
     const Op& b = pairs[i].second;
-    const int na = copies_for(streamed_bytes(a), dev.l2), nb = copies_for(streamed_bytes(b), dev.l2);
+    const int na = copies_for(a, dev.l2), nb = copies_for(b, dev.l2);
     Step step;
     step.name = "calibrate_transition";
     for (int c = 0; c < na + nb; ++c) {
