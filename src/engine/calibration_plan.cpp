@@ -101,19 +101,14 @@ std::vector<AllreduceContextCase> allreduce_contexts(const std::vector<Trace>& t
       for (std::size_t i = 0; i < step.ops.size(); ++i) {
         const Op& ar = step.ops[i];
         if (!ar.is_comm() || ar.layer != first) continue;
-        const Op* before = nullptr;
-        for (std::size_t j = i; j-- > 0;)
-          if (!step.ops[j].is_comm()) { before = &step.ops[j]; break; }
+        const Op* before = compute_before(step.ops, i);
         if (!before || !context_kind(before->kind)) continue;
         const int absorbed = fusable_followers(step.ops, i);
         for (const std::string& strategy : strategies) {
           const bool fused = strategy == "fused";
           if (fused && absorbed == 0) continue;
           if (custom_strategy(strategy) && (ar.bytes > kMaxCustomBytes || ar.bytes % 16 != 0)) continue;
-          const std::size_t from = i + 1 + (fused ? static_cast<std::size_t>(absorbed) : 0);
-          const Op* after = nullptr;
-          for (std::size_t j = from; j < step.ops.size(); ++j)
-            if (!step.ops[j].is_comm()) { after = &step.ops[j]; break; }
+          const Op* after = compute_from(step.ops, i + 1 + (fused ? static_cast<std::size_t>(absorbed) : 0));
           if (!after || !context_kind(after->kind)) continue;
           AllreduceContextCase c;
           c.allreduce.strategy = strategy;

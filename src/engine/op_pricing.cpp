@@ -103,13 +103,6 @@ struct ContextKeyHash {
   }
 };
 
-// The first compute op at or after index `from`, or nullptr.
-const Op* next_compute(const std::vector<Op>& ops, std::size_t from) {
-  for (std::size_t j = from; j < ops.size(); ++j)
-    if (!ops[j].is_comm()) return &ops[j];
-  return nullptr;
-}
-
 struct CommKey {
   std::int64_t bytes;
   DType dtype;
@@ -140,6 +133,18 @@ class DetailTable {
 };
 
 }  // namespace
+
+const Op* compute_before(const std::vector<Op>& ops, std::size_t i) {
+  for (std::size_t j = i; j-- > 0;)
+    if (!ops[j].is_comm()) return &ops[j];
+  return nullptr;
+}
+
+const Op* compute_from(const std::vector<Op>& ops, std::size_t from) {
+  for (std::size_t j = from; j < ops.size(); ++j)
+    if (!ops[j].is_comm()) return &ops[j];
+  return nullptr;
+}
 
 int fusable_followers(const std::vector<Op>& ops, std::size_t i) {
   const Op& ar = ops[i];
@@ -203,7 +208,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       p.detail = it->second.second;
       const int absorbed = fuses ? fusable_followers(step.ops, i) : 0;
       if (has_contexts && prev) {
-        if (const Op* next = next_compute(step.ops, i + 1 + static_cast<std::size_t>(absorbed))) {
+        if (const Op* next = compute_from(step.ops, i + 1 + static_cast<std::size_t>(absorbed))) {
           auto [c, fresh] = context_memo.try_emplace(ContextKey{op.bytes, ShapePair{shape_key(*prev), shape_key(*next)}});
           if (fresh) {
             auto e = opts.allreduce_contexts->find(allreduce_context_key(opts.comm->name(), op.bytes, *prev, *next));

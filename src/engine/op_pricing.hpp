@@ -77,4 +77,10 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts);
 // outside any layer (the final norm after the last layer).
 int fusable_followers(const std::vector<Op>& ops, std::size_t i);
 
+// The compute op nearest to an allreduce at ops[i] on either side (allreduces skipped), or
+// nullptr: before it, and at or after index `from` (i + 1, or past the ops a fused strategy
+// absorbs). The neighbours an allreduce is priced and calibrated between.
+const Op* compute_before(const std::vector<Op>& ops, std::size_t i);
+const Op* compute_from(const std::vector<Op>& ops, std::size_t from);
+
 }  // namespace eaglesim
