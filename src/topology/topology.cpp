@@ -96,22 +96,20 @@ ojson size_table(const std::vector<SizeCalPoint>& pts, const char* size_key) {
   return arr;
 }
 
+ojson keyed_numbers(const std::map<std::string, double>& table) {
+  ojson t = ojson::object();
+  for (const auto& [key, us] : table) t[key] = us;
+  return t;
+}
+
 ojson calibration_json(const Calibration& c) {
   ojson j;
   if (c.ranks > 0) j["ranks"] = c.ranks;
   if (!c.notes.empty()) j["notes"] = c.notes;
   if (c.launch_gap_us) j["launch_gap_us"] = *c.launch_gap_us;
   if (c.sequence_overhead_us) j["sequence_overhead_us"] = *c.sequence_overhead_us;
-  if (!c.transition_us.empty()) {
-    ojson t = ojson::object();
-    for (const auto& [key, us] : c.transition_us) t[key] = us;
-    j["transition_us"] = t;
-  }
-  if (!c.allreduce_context_us.empty()) {
-    ojson t = ojson::object();
-    for (const auto& [key, us] : c.allreduce_context_us) t[key] = us;
-    j["allreduce_context_us"] = t;
-  }
+  if (!c.transition_us.empty()) j["transition_us"] = keyed_numbers(c.transition_us);
+  if (!c.allreduce_context_us.empty()) j["allreduce_context_us"] = keyed_numbers(c.allreduce_context_us);
   if (!c.gemm.empty()) {
     ojson arr = ojson::array();
     for (const auto& p : c.gemm) {

@@ -3,6 +3,7 @@
 // the list of allowed ones, and cross-field rules (switch groups cover every GPU once, the links
 // an interconnect needs are present) are checked here so that cost models can trust the struct.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -98,6 +99,19 @@ std::vector<SizeCalPoint> read_size_table(const JsonCursor& c, const char* size_
   return out;
 }
 
+// An object of µs values under keys that `valid` accepts (the keyed calibration tables);
+// `expected` says what a key must look like.
+std::map<std::string, double> read_keyed_numbers(const JsonCursor& c, bool (*valid)(const std::string&),
+                                                 const char* expected, double lo, double hi) {
+  c.expect_object();
+  std::map<std::string, double> out;
+  for (const std::string& key : c.keys()) {
+    if (!valid(key)) c.at(key.c_str()).fail_raw(fmt::format("key '{}': expected {}", key, expected));
+    out[key] = c.at(key.c_str()).as_number(lo, hi);
+  }
+  return out;
+}
+
 Calibration read_calibration(const JsonCursor& c, int gpu_count) {
   c.only_keys({"ranks", "notes", "launch_gap_us", "sequence_overhead_us", "transition_us", "allreduce_context_us",
                "gemm", "allreduce", "attention", "elementwise"});
@@ -106,27 +120,18 @@ Calibration read_calibration(const JsonCursor& c, int gpu_count) {
   if (auto n = c.find("notes")) cal.notes = n->as_string_allow_empty();
   if (auto g = c.find("launch_gap_us")) cal.launch_gap_us = g->as_number(0, kMaxLatencyUs);
   if (auto g = c.find("sequence_overhead_us")) cal.sequence_overhead_us = g->as_number(-kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
-  if (auto t = c.find("transition_us")) {
-    t->expect_object();
-    for (const std::string& key : t->keys()) {
-      if (!valid_transition_key(key))
-        t->at(key.c_str()).fail_raw(fmt::format("key '{}': expected FROM>TO, each side a compute op kind (gemm, "
-                                        "attention, rmsnorm, residual_add, act, embedding, lm_head, "
-                                        "grouped_gemm) optionally followed by ':' and its shape, e.g. "
-                                        "rmsnorm>gemm or rmsnorm:4096>gemm:6144:4096:bf16", key));
-      cal.transition_us[key] = t->at(key.c_str()).as_number(-kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
-    }
-  }
-  if (auto t = c.find("allreduce_context_us")) {
-    t->expect_object();
-    for (const std::string& key : t->keys()) {
-      if (!valid_allreduce_context_key(key))
-        t->at(key.c_str()).fail_raw(fmt::format("key '{}': expected STRATEGY:BYTES@FROM>TO with FROM and TO compute "
-                                        "op shapes, e.g. oneshot:32768@gemm:4096:2048:bf16>residual_add:4096",
-                                        key));
-      cal.allreduce_context_us[key] = t->at(key.c_str()).as_number(-kMaxSequenceOverheadUs, kMaxCalUs);
-    }
-  }
+  if (auto t = c.find("transition_us"))
+    cal.transition_us = read_keyed_numbers(*t, valid_transition_key,
+                                           "FROM>TO, each side a compute op kind (gemm, attention, rmsnorm, "
+                                           "residual_add, act, embedding, lm_head, grouped_gemm) optionally followed "
+                                           "by ':' and its shape, e.g. rmsnorm>gemm or "
+                                           "rmsnorm:4096>gemm:6144:4096:bf16",
+                                           -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
+  if (auto t = c.find("allreduce_context_us"))
+    cal.allreduce_context_us = read_keyed_numbers(*t, valid_allreduce_context_key,
+                                                  "STRATEGY:BYTES@FROM>TO with FROM and TO compute op shapes, e.g. "
+                                                  "oneshot:32768@gemm:4096:2048:bf16>residual_add:4096",
+                                                  -kMaxSequenceOverheadUs, kMaxCalUs);
   if (auto g = c.find("gemm")) {
     g->expect_array();
     for (std::size_t i = 0; i < g->size(); ++i) {
