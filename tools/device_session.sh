@@ -16,6 +16,13 @@ note() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$S"; }
 E=build/eaglesim
 G=build/tests/eaglesim_gpu_tests
 W=$(mktemp -d)
+# One calibration on 2 GPUs over every trace the fidelity step uses (TP1 shapes too):
+# calibrate_all CAP_S OUTPUT LOG [calibrate flags...]
+calibrate_all() {
+  local cap_s=$1 output=$2 log=$3; shift 3
+  timeout "$(cap "$cap_s")" $E calibrate "$@" --traces traces/llama-3.1-8b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json,traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json,$W/kineto.json \
+    --ranks 2 --strategy nccl,oneshot,twoshot,fused,quant -o "$output" > "$log" 2>&1
+}
 STEPS=${*:-build replay calibrate fidelity kernels fusedab stress diag70b sanitize}
 
 for step in $STEPS; do
@@ -67,8 +74,7 @@ for step in $STEPS; do
       --kv-len 2048 -o "$W/l70_tp1.json" > /dev/null 2>&1
     [ -f "$W/kineto.json" ] || $E import kineto tests/data/kineto/llama8b_tp2_t4_nccl_rank0.json.gz \
       tests/data/kineto/llama8b_tp2_t4_nccl_rank1.json.gz --config llama-3.1-8b -q -o "$W/kineto.json" > /dev/null 2>&1
-    timeout "$(cap 170)" $E calibrate ${CALIBRATE_FLAGS:-} --traces traces/llama-3.1-8b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json,traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json,$W/kineto.json \
-      --ranks 2 --strategy nccl,oneshot,twoshot,fused,quant -o "$OUT/calibrated.json" > "$OUT/calibrate.log" 2>&1
+    calibrate_all 170 "$OUT/calibrated.json" "$OUT/calibrate.log" ${CALIBRATE_FLAGS:-}
     note "calibrate rc=$?"; tail -5 "$OUT/calibrate.log" >> "$S" ;;
   fidelity)
     {
@@ -172,8 +178,8 @@ PY
     note "diag7 done"; grep -E "^###|^(ideal|nccl|oneshot) |per-rank" "$W/diag7.log" >> "$S" ;;
   calibrate_long)
     # Issue 7: the same calibration with chains 10x longer (3 ms graphs), to $OUT/calibrated_long.json.
-    timeout "$(cap 200)" $E calibrate --chain-us 3000 --traces traces/llama-3.1-8b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json,traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json,$W/kineto.json \
-      --ranks 2 --strategy nccl,oneshot,twoshot,fused,quant -o "$OUT/calibrated_long.json" > "$W/calibrate_long.log" 2>&1
+    # (after the calibrate step, which writes the TP1 70B and imported traces it also measures)
+    calibrate_all 200 "$OUT/calibrated_long.json" "$W/calibrate_long.log" --chain-us 3000
     note "calibrate_long rc=$?"; tail -3 "$W/calibrate_long.log" | cut -c1-400 >> "$S"; cat "$W/calibrate_long.log" >> "$OUT/calibrate.log" ;;
   variants)
     nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks.mem,clocks_event_reasons.active --format=csv,noheader -lms 50 > "$W/vsmi.csv" 2>&1 &
