@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -19,6 +20,7 @@
 #include "core/errors.hpp"
 #include "cuda/calibrate_comm.hpp"
 #include "cuda/calibrate_compute.hpp"
+#include "cuda/calibrate_graph.hpp"
 #include "engine/gpu_tools.hpp"
 
 namespace eaglesim::cuda {
@@ -46,8 +48,7 @@ std::optional<double> median_ratio(const std::vector<double>& a, const std::vect
   for (std::size_t i = 0; i < ops.size(); ++i)
     if (ops[i].is_matmul() == gemm && a[i] > 0 && b[i] > 0) r.push_back(b[i] / a[i] - 1.0);
   if (r.empty()) return std::nullopt;
-  std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2), r.end());
-  return r[r.size() / 2];
+  return median_of(std::move(r));
 }
 
 // Compute ops on every GPU of the calibration at once, each its own thread; per op the slowest
