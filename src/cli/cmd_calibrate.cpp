@@ -4,6 +4,7 @@
 // traces are checked before any GPU work; without the CUDA part or a GPU it exits 3.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -126,16 +127,17 @@ void run_calibrate_command(const CalibrateArgs& a) {
              "ranks, launch gap {:.2f} us, sequence overhead {:+.3f} us per op, measured in {:.0f} s\n",
              a.output, topo.name, c.gemm.size(), c.attention.size(), c.elementwise.size(), c.allreduce.size(),
              c.ranks, c.launch_gap_us.value_or(0.0), c.sequence_overhead_us.value_or(0.0), m.seconds);
-  if (!c.allreduce_context_us.empty()) {
+  // The keyed tables on one line each: "key value, key value, ..." (`sign`: show + on positives).
+  auto print_keyed = [](const char* title, const std::map<std::string, double>& table, bool sign) {
+    if (table.empty()) return;
     std::string line;
-    for (const auto& [key, us] : c.allreduce_context_us) line += fmt::format("{}{} {:.2f}", line.empty() ? "" : ", ", key, us);
-    fmt::print("allreduces in their trace context (us per call): {}\n", line);
-  }
-  if (!c.transition_us.empty()) {
-    std::string line;
-    for (const auto& [key, us] : c.transition_us) line += fmt::format("{}{} {:+.2f}", line.empty() ? "" : ", ", key, us);
-    fmt::print("kernel transitions (us per op, mean over the measured pairs): {}\n", line);
-  }
+    for (const auto& [key, us] : table)
+      line += fmt::format("{}{} {}", line.empty() ? "" : ", ", key,
+                          sign ? fmt::format("{:+.2f}", us) : fmt::format("{:.2f}", us));
+    fmt::print("{}: {}\n", title, line);
+  };
+  print_keyed("allreduces in their trace context (us per call)", c.allreduce_context_us, false);
+  print_keyed("kernel transitions (us per op, mean over the measured pairs)", c.transition_us, true);
 }
 
 }  // namespace
