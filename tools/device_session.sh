@@ -88,6 +88,17 @@ for step in $STEPS; do
       cat "$W/fidelity_tp1.json" 2>/dev/null
     } > "$OUT/fidelity.log" 2>&1
     note "fidelity done"; grep -E "^###|^summary|^rc=" "$OUT/fidelity.log" >> "$S" ;;
+  fidelity70)
+    # The 70B TP2 A/B in two more processes (each a new weight placement), same calibration.
+    {
+      for rep in 1 2; do
+        echo "### fidelity 70B TP2, process $rep"
+        timeout "$(cap 60)" $E fidelity traces/llama-3.1-70b_tp2_t4.json --topology "${FIDELITY_TOPOLOGY:-$OUT/calibrated.json}" \
+          --baseline-topology 2x-h200-nvlink --strategy nccl,oneshot,twoshot,fused,quant --ranks 2 --iters 10 2>/dev/null | grep -v "note:"; echo "rc=$?"
+      done
+    } > "$W/fidelity70.log" 2>&1
+    cat "$W/fidelity70.log" >> "$OUT/fidelity.log"
+    note "fidelity70 done"; grep -E "^###|^summary|^ +(nccl|oneshot|twoshot|fused|quant) " "$W/fidelity70.log" >> "$S" ;;
   kernels)
     {
       echo "### GPU tests (all but stress)"
@@ -181,6 +192,40 @@ PY
     # (after the calibrate step, which writes the TP1 70B and imported traces it also measures)
     calibrate_all 200 "$OUT/calibrated_long.json" "$W/calibrate_long.log" --chain-us 3000
     note "calibrate_long rc=$?"; tail -3 "$W/calibrate_long.log" | cut -c1-400 >> "$S"; cat "$W/calibrate_long.log" >> "$OUT/calibrate.log" ;;
+  layers)
+    # Does the 70B TP2 step's twoshot-vs-NCCL gap (~1.2 us per allreduce, step level) show in a
+    # step of a few layers? The same model with 4, 16 and 80 decoder layers (8B: 8 and 32), every
+    # strategy in one run (one weight placement).
+    {
+      for spec in llama-3.1-70b:4 llama-3.1-70b:16 llama-3.1-70b:80 llama-3.1-8b:8 llama-3.1-8b:32; do
+        m=${spec%%:*}; L=${spec##*:}
+        python3 -c "import json,sys; c=json.load(open('models/llm/$m.json')); c['num_hidden_layers']=$L; json.dump(c,open('$W/$m-$L.json','w'))"
+        $E gen --model "$W/$m-$L.json" --tp 2 --tokens 4 -o "$W/$m-$L.trace.json" > /dev/null 2>&1
+        for rep in 1 2; do
+          echo "### $m $L layers TP2, rep $rep"
+          timeout "$(cap 60)" $E run "$W/$m-$L.trace.json" --backend cuda --iters 20 --warmup 5 --strategy nccl,twoshot,oneshot,fused,ideal; echo "rc=$?"
+        done
+      done
+    } > "$W/layers.log" 2>&1
+    cat "$W/layers.log" >> "$OUT/replay.log"
+    note "layers done"; grep -E "^###|^ *(nccl|oneshot|twoshot|fused|ideal) " "$W/layers.log" >> "$S" ;;
+  orders)
+    # Is the fast compute of the first strategy of a run an order effect or NCCL's? The 70B TP2
+    # step with 16 layers in several strategy orders, and one strategy per process.
+    {
+      python3 -c "import json; c=json.load(open('models/llm/llama-3.1-70b.json')); c['num_hidden_layers']=16; json.dump(c,open('$W/l70-16.json','w'))"
+      $E gen --model "$W/l70-16.json" --tp 2 --tokens 4 -o "$W/l70-16.trace.json" > /dev/null 2>&1
+      for order in nccl,twoshot,oneshot,ideal ideal,twoshot,oneshot,nccl twoshot,nccl,twoshot,nccl ideal nccl twoshot oneshot; do
+        echo "### 70B 16 layers TP2, order $order"
+        timeout "$(cap 60)" $E run "$W/l70-16.trace.json" --backend cuda --iters 20 --warmup 5 --strategy $order --json "$W/o.json" > /dev/null 2>&1; echo "rc=$?"
+        python3 tools/print_kinds.py "$W/o.json"
+      done
+      echo "### 70B 80 layers TP2, order ideal,twoshot,oneshot,nccl"
+      timeout "$(cap 60)" $E run traces/llama-3.1-70b_tp2_t4.json --backend cuda --iters 20 --warmup 5 --strategy ideal,twoshot,oneshot,nccl --json "$W/o.json" > /dev/null 2>&1; echo "rc=$?"
+      python3 tools/print_kinds.py "$W/o.json"
+    } > "$W/orders.log" 2>&1
+    cat "$W/orders.log" >> "$OUT/replay.log"
+    note "orders done"; cat "$W/orders.log" >> "$S" ;;
   variants)
     nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks.mem,clocks_event_reasons.active --format=csv,noheader -lms 50 > "$W/vsmi.csv" 2>&1 &
     VSMI=$!
