@@ -104,11 +104,20 @@ void run_calibrate_command(const CalibrateArgs& a) {
   for (const Op& op : q.compute)
     (op.kind == OpKind::gemm ? n_gemm : op.kind == OpKind::attention ? n_attn : n_elem)++;
   q.progress(fmt::format("{} on {} x {}: {} GEMM, {} attention, {} elementwise/other points, {} allreduce cases, "
-                         "{} in their trace context, {} kernel-transition pairs; base preset {}",
+                         "{} in their trace context, {} decoder layers, {} kernel-transition pairs; base preset {}",
                          traces.size() == 1 ? "1 trace" : fmt::format("{} traces", traces.size()), ranks,
                          inv.gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), q.allreduce_contexts.size(),
-                         q.transitions.size(), base->name));
+                         q.allreduce_layers.size(), q.transitions.size(), base->name));
   const CalibrationMeasurements m = run_calibrate(q);
+  for (std::size_t l = 0; l < m.allreduce_layer_us.size(); ++l) {
+    const AllreduceLayerCase& layer = q.allreduce_layers[l];
+    double triples = 0;
+    for (std::size_t c : layer.contexts)
+      triples += c < m.allreduce_context_us.size() ? m.allreduce_context_us[c] : NAN;
+    q.progress(fmt::format("allreduce {} in {}: {} allreduce{} add {:.2f} us to the layer ({:.2f} us in their "
+                           "context chains)", layer.strategy, layer.where, layer.contexts.size(),
+                           layer.contexts.size() == 1 ? "" : "s", m.allreduce_layer_us[l], triples));
+  }
   Topology topo = calibrated_topology(*base, m, build_calibration(q, m, traces));
   if (a.fit_sequence) {
     SequenceFitOptions so;

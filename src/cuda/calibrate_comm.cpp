@@ -33,16 +33,42 @@ int round_up(int v, int multiple) { return (v + multiple - 1) / multiple * multi
 
 int copies_for(const Op& op, double l2_bytes) { return rotation_copies(op, l2_bytes, 1, kMaxCopies); }
 
-// One measured allreduce: per call k of a chain, before[k % |before|], the allreduce, then
-// after[k % |after|] (op indices into the layout's step); the baseline chain leaves the
-// allreduce out. Cases with the same `baseline` share one baseline chain.
+// One measurement: the chain `with` (op indices into the layout's step, enqueued in order)
+// against the chain `without`, per `divisor` (calls or layer copies). Cases with the same
+// `baseline` share one `without` chain. `must_absorb`: ops the program has to have fused into an
+// allreduce (fused strategy), else the case is not measured.
 struct ChainCase {
-  std::vector<std::size_t> before, after;
-  std::size_t ar = 0;
-  int calls = 0;
+  std::vector<std::size_t> with, without;
+  int divisor = 1;
   int baseline = 0;
-  bool fused = false;
+  std::vector<std::size_t> must_absorb;
+  // false: per rank (with - without), the slowest rank's (both chains wait at the allreduces
+  // alike); true: slowest rank's `with` minus slowest rank's `without`, for a baseline whose
+  // ranks run unsynchronised (a step's time is its slowest rank's).
+  bool step_difference = false;
 };
+
+// Per call k: before[k % |before|], the allreduce (and what it absorbs), after[k % |after|].
+ChainCase triple_chain(const std::vector<std::size_t>& before, std::size_t ar, const std::vector<std::size_t>& after,
+                       int calls, int baseline, bool fused) {
+  ChainCase cs;
+  for (int k = 0; k < calls; ++k) {
+    const auto ku = static_cast<std::size_t>(k);
+    if (!before.empty()) {
+      cs.with.push_back(before[ku % before.size()]);
+      cs.without.push_back(before[ku % before.size()]);
+    }
+    cs.with.push_back(ar);
+    if (!after.empty()) {
+      cs.with.push_back(after[ku % after.size()]);
+      cs.without.push_back(after[ku % after.size()]);
+    }
+  }
+  cs.divisor = calls;
+  cs.baseline = baseline;
+  if (fused) cs.must_absorb = {ar + 1, ar + 2};
+  return cs;
+}
 
 struct Layout {
   Step step;
@@ -160,14 +186,11 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
         };
         for (std::size_t c = 0; c < n_cases; ++c) {
           const ChainCase& cs = layout.cases[c];
-          if (cs.fused && !(cs.ar + 2 < program.size() && program.absorbed(cs.ar + 1))) fused_ok[r][c] = false;
+          for (std::size_t a : cs.must_absorb)
+            if (a >= program.size() || !program.absorbed(a)) fused_ok[r][c] = false;
           auto chain = [&](bool with) {
-            return [&, with](cudaStream_t s) {
-              for (int k = 0; k < cs.calls; ++k) {
-                if (!cs.before.empty()) program.enqueue(cs.before[static_cast<std::size_t>(k) % cs.before.size()], s);
-                if (with) program.enqueue(cs.ar, s);
-                if (!cs.after.empty()) program.enqueue(cs.after[static_cast<std::size_t>(k) % cs.after.size()], s);
-              }
+            return [&program, &ops = with ? cs.with : cs.without](cudaStream_t s) {
+              for (std::size_t i : ops) program.enqueue(i, s);
             };
           };
           if (!baseline[r].count(cs.baseline)) baseline[r][cs.baseline] = time_graph(chain(false), "a baseline chain");
@@ -190,16 +213,33 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
   for (std::size_t c = 0; c < n_cases; ++c) {
     const ChainCase& cs = layout.cases[c];
     double worst = -std::numeric_limits<double>::infinity();
+    double slowest_with = worst, slowest_without = worst;
     bool ok = true;
     for (int r = 0; r < q.ranks; ++r) {
-      worst = std::max(worst, (with_ar[r][c] - baseline[r].at(cs.baseline)) / cs.calls);
+      const double without = baseline[r].at(cs.baseline);
+      worst = std::max(worst, (with_ar[r][c] - without) / cs.divisor);
+      slowest_with = std::max(slowest_with, with_ar[r][c]);
+      slowest_without = std::max(slowest_without, without);
       ok = ok && fused_ok[r][c];
     }
-    if (ok) result.us[c] = worst;
+    if (ok) result.us[c] = cs.step_difference ? (slowest_with - slowest_without) / cs.divisor : worst;
   }
   result.ran = true;
   return result;
 }
+
+// Copies of a layer in its chain: at least 8 (one copy's weight placement is not the step's,
+// and the differences sought are a few tenths of a µs per allreduce), and enough that the
+// copies' weights rotate past L2 twice.
+int layer_copies(const AllreduceLayerCase& lc, double l2_bytes) {
+  double weights = 0;
+  for (std::size_t j = 0; j < lc.layer_size; ++j) weights += lc.ops[j].weight_bytes();
+  const double need = weights > 0 ? std::ceil(2 * l2_bytes / weights) : 8;
+  return static_cast<int>(std::clamp(need, 8.0, 32.0));
+}
+
+// Layer chains are few and short: three times the replays of the other chains.
+constexpr int kLayerReplayFactor = 3;
 
 double l2_bytes_of_gpu0() {
   cudaDeviceProp prop{};
@@ -240,13 +280,10 @@ std::vector<double> calibrate_allreduce(const CalibrationRequest& q, std::vector
     for (std::size_t ci : cases) {
       const AllreduceCase& a = q.allreduce[ci];
       max_bytes = std::max(max_bytes, a.bytes);
-      ChainCase cs;
-      cs.before = before;
-      cs.ar = add_allreduce(layout.step, a);
-      cs.calls = round_up(calls_for(a.bytes), static_cast<int>(before.size()));
-      cs.baseline = cs.calls;  // one context-GEMM chain per chain length
-      cs.fused = a.strategy == "fused";
-      layout.cases.push_back(cs);
+      const std::size_t ar = add_allreduce(layout.step, a);
+      const int calls = round_up(calls_for(a.bytes), static_cast<int>(before.size()));
+      // One context-GEMM chain per chain length.
+      layout.cases.push_back(triple_chain(before, ar, {}, calls, calls, a.strategy == "fused"));
     }
     const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes);
     if (!measured.ran) continue;
@@ -277,21 +314,72 @@ std::vector<double> calibrate_allreduce_contexts(const CalibrationRequest& q, st
     for (std::size_t ci : cases) {
       const AllreduceContextCase& cc = q.allreduce_contexts[ci];
       max_bytes = std::max(max_bytes, cc.allreduce.bytes);
-      ChainCase cs;
-      cs.before = add_copies(layout.step, cc.before, copies_for(cc.before, l2));
-      cs.ar = add_allreduce(layout.step, cc.allreduce);
-      cs.after = add_copies(layout.step, cc.after, copies_for(cc.after, l2));
-      const int copies = static_cast<int>(std::max(cs.before.size(), cs.after.size()));
-      cs.calls = round_up(calls_for(cc.allreduce.bytes), copies);
-      cs.baseline = static_cast<int>(layout.cases.size());  // its own (before, after) chain
-      cs.fused = cc.allreduce.strategy == "fused";
-      layout.cases.push_back(cs);
+      const std::vector<std::size_t> before = add_copies(layout.step, cc.before, copies_for(cc.before, l2));
+      const std::size_t ar = add_allreduce(layout.step, cc.allreduce);
+      const std::vector<std::size_t> after = add_copies(layout.step, cc.after, copies_for(cc.after, l2));
+      const int copies = static_cast<int>(std::max(before.size(), after.size()));
+      const int calls = round_up(calls_for(cc.allreduce.bytes), copies);
+      // Its own (before, after) chain.
+      layout.cases.push_back(triple_chain(before, ar, after, calls, static_cast<int>(layout.cases.size()),
+                                          cc.allreduce.strategy == "fused"));
     }
     const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes);
     if (!measured.ran) continue;
     for (std::size_t c = 0; c < cases.size(); ++c) result[cases[c]] = measured.us[c];
     if (q.progress)
       q.progress(fmt::format("allreduce {}: {} trace contexts on {} GPUs ({:.1f} s)", strategy, cases.size(), q.ranks,
+                             seconds_since(t_start)));
+  }
+  return result;
+}
+
+std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std::vector<std::string>& notes) {
+  std::vector<double> result(q.allreduce_layers.size(), std::numeric_limits<double>::quiet_NaN());
+  const double l2 = l2_bytes_of_gpu0();
+  for (const auto& [strategy, cases] :
+       by_strategy(q.allreduce_layers.size(),
+                   [&](std::size_t i) -> const std::string& { return q.allreduce_layers[i].strategy; })) {
+    const auto t_start = std::chrono::steady_clock::now();
+    Layout layout;
+    layout.step.name = "calibrate_allreduce_layer";
+    std::int64_t max_bytes = 0;
+    for (std::size_t li : cases) {
+      const AllreduceLayerCase& lc = q.allreduce_layers[li];
+      const std::size_t core = lc.layer_size;
+      const int copies = layer_copies(lc, l2);
+      const std::size_t at = layout.step.ops.size();
+      for (int c = 0; c < copies; ++c)
+        for (std::size_t j = 0; j < core; ++j) layout.step.ops.push_back(lc.ops[j]);
+      // The tail: the next copy's head, which the last copy's allreduce absorbs (fused).
+      for (std::size_t j = core; j < lc.ops.size(); ++j) layout.step.ops.push_back(lc.ops[j]);
+      const std::size_t total = layout.step.ops.size() - at;
+      std::vector<bool> drop(total, false);
+      for (int c = 0; c < copies; ++c)
+        for (std::size_t d : lc.dropped) drop[static_cast<std::size_t>(c) * core + d] = true;
+      ChainCase cs;
+      for (std::size_t j = 0; j < total; ++j) {
+        cs.with.push_back(at + j);
+        if (!drop[j]) cs.without.push_back(at + j);
+      }
+      for (std::size_t j = 0; j < lc.ops.size(); ++j)
+        if (lc.ops[j].is_comm()) max_bytes = std::max(max_bytes, lc.ops[j].bytes);
+      if (strategy == "fused")
+        for (std::size_t d : lc.dropped)
+          if (!lc.ops[d].is_comm())
+            for (int c = 0; c < copies; ++c) cs.must_absorb.push_back(at + static_cast<std::size_t>(c) * core + d);
+      cs.divisor = copies;
+      cs.baseline = static_cast<int>(layout.cases.size());
+      cs.step_difference = true;
+      layout.cases.push_back(cs);
+    }
+    CalibrationRequest more = q;
+    more.iters = q.iters * kLayerReplayFactor;
+    more.warmup = q.warmup * kLayerReplayFactor;
+    const LayoutResult measured = measure_layout(more, strategy, max_bytes, layout, notes);
+    if (!measured.ran) continue;
+    for (std::size_t c = 0; c < cases.size(); ++c) result[cases[c]] = measured.us[c];
+    if (q.progress)
+      q.progress(fmt::format("allreduce {}: {} decoder layers on {} GPUs ({:.1f} s)", strategy, cases.size(), q.ranks,
                              seconds_since(t_start)));
   }
   return result;

@@ -7,6 +7,10 @@
 //   calibrate_allreduce:          before = the one context GEMM of the request, after = nothing;
 //                                 a table per strategy over sizes.
 //   calibrate_allreduce_contexts: before/after = each case's own neighbouring ops in the traces.
+//   calibrate_allreduce_layers:   copies of a whole decoder layer with its allreduces against the
+//                                 same copies without them (nor the ops a fused kernel absorbs);
+//                                 the slowest rank's chain minus the slowest rank's baseline, per
+//                                 copy (the baseline's ranks do not wait for each other).
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,5 +24,9 @@ std::vector<double> calibrate_allreduce(const CalibrationRequest& q, std::vector
 
 // µs per q.allreduce_contexts case (NaN where a strategy cannot run here, with a note).
 std::vector<double> calibrate_allreduce_contexts(const CalibrationRequest& q, std::vector<std::string>& notes);
+
+// µs per q.allreduce_layers case: what the layer's allreduces add to one copy of it (NaN where a
+// strategy cannot run here, with a note).
+std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std::vector<std::string>& notes);
 
 }  // namespace eaglesim::cuda

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -87,9 +88,38 @@ constexpr std::size_t kMaxAllreduceContexts = 128;
 
 bool context_kind(OpKind k) { return transition_kind(k) && k != OpKind::grouped_gemm; }
 
-// Every allreduce of the first decoder layer of every step, per strategy, with the compute op
-// before it and the compute op after it (after the residual add + RMSNorm a fused strategy
-// absorbs), deduplicated by key. Sizes a strategy cannot run are left out, as in its table.
+// The allreduce at step.ops[i] under `strategy` as a context case: the compute op before it and
+// the compute op after it (after the residual add + RMSNorm a fused strategy absorbs). None when
+// the strategy cannot run that size, fused has nothing to absorb there, or a neighbour is not a
+// kernel the context chains measure.
+std::optional<AllreduceContextCase> context_case(const Step& step, std::size_t i, const std::string& strategy) {
+  const Op& ar = step.ops[i];
+  const Op* before = compute_before(step.ops, i);
+  if (!before || !context_kind(before->kind)) return std::nullopt;
+  const int absorbed = fusable_followers(step.ops, i);
+  const bool fused = strategy == "fused";
+  if (fused && absorbed == 0) return std::nullopt;
+  if (custom_strategy(strategy) && (ar.bytes > kMaxCustomBytes || ar.bytes % 16 != 0)) return std::nullopt;
+  const Op* after = compute_from(step.ops, i + 1 + (fused ? static_cast<std::size_t>(absorbed) : 0));
+  if (!after || !context_kind(after->kind)) return std::nullopt;
+  AllreduceContextCase c;
+  c.allreduce.strategy = strategy;
+  c.allreduce.bytes = ar.bytes;
+  c.allreduce.dtype = ar.dtype;
+  if (fused) {
+    const Op& norm = step.ops[i + static_cast<std::size_t>(absorbed)];
+    c.allreduce.tokens = norm.tokens;
+    c.allreduce.hidden = norm.hidden;
+    if (norm.tokens * norm.hidden * 2 != ar.bytes) return std::nullopt;  // rows that do not tile the message
+  }
+  c.before = calibration_copy(*before, "calibrate_context");
+  c.after = calibration_copy(*after, "calibrate_context");
+  c.key = allreduce_context_key(strategy, ar.bytes, c.before, c.after);
+  return c;
+}
+
+// Every allreduce of the first decoder layer of every step, per strategy, as a context case,
+// deduplicated by key. Sizes a strategy cannot run are left out, as in its table.
 std::vector<AllreduceContextCase> allreduce_contexts(const std::vector<Trace>& traces,
                                                      const std::vector<std::string>& strategies) {
   std::vector<AllreduceContextCase> out;
@@ -99,34 +129,86 @@ std::vector<AllreduceContextCase> allreduce_contexts(const std::vector<Trace>& t
       const int first = first_decoder_layer(step);
       if (first < 0) continue;
       for (std::size_t i = 0; i < step.ops.size(); ++i) {
-        const Op& ar = step.ops[i];
-        if (!ar.is_comm() || ar.layer != first) continue;
-        const Op* before = compute_before(step.ops, i);
-        if (!before || !context_kind(before->kind)) continue;
-        const int absorbed = fusable_followers(step.ops, i);
+        if (!step.ops[i].is_comm() || step.ops[i].layer != first) continue;
         for (const std::string& strategy : strategies) {
-          const bool fused = strategy == "fused";
-          if (fused && absorbed == 0) continue;
-          if (custom_strategy(strategy) && (ar.bytes > kMaxCustomBytes || ar.bytes % 16 != 0)) continue;
-          const Op* after = compute_from(step.ops, i + 1 + (fused ? static_cast<std::size_t>(absorbed) : 0));
-          if (!after || !context_kind(after->kind)) continue;
-          AllreduceContextCase c;
-          c.allreduce.strategy = strategy;
-          c.allreduce.bytes = ar.bytes;
-          c.allreduce.dtype = ar.dtype;
-          if (fused) {
-            const Op& norm = step.ops[i + static_cast<std::size_t>(absorbed)];
-            c.allreduce.tokens = norm.tokens;
-            c.allreduce.hidden = norm.hidden;
-            if (norm.tokens * norm.hidden * 2 != ar.bytes) continue;  // rows that do not tile the message
-          }
-          c.before = calibration_copy(*before, "calibrate_context");
-          c.after = calibration_copy(*after, "calibrate_context");
-          c.key = allreduce_context_key(strategy, ar.bytes, c.before, c.after);
-          if (!seen.insert(c.key).second) continue;
-          out.push_back(std::move(c));
+          std::optional<AllreduceContextCase> c = context_case(step, i, strategy);
+          if (!c || !seen.insert(c->key).second) continue;
+          out.push_back(std::move(*c));
           if (out.size() >= kMaxAllreduceContexts) return out;
         }
+      }
+    }
+  return out;
+}
+
+// At most this many (strategy, layer) replays (5 strategies x a few traces x their steps).
+constexpr std::size_t kMaxAllreduceLayers = 64;
+
+// The first decoder layer of every step, per strategy, when the layer is contiguous, has
+// allreduces and each of them has a case in `contexts`; deduplicated by strategy and op shapes.
+// A fused strategy's last allreduce may absorb the next layer's first ops: they follow the layer
+// in `ops` (the tail), and a chain of copies of the layer lets each copy's allreduce absorb the
+// next copy's head, as in the step.
+std::vector<AllreduceLayerCase> allreduce_layers(const std::vector<Trace>& traces,
+                                                 const std::vector<std::string>& strategies,
+                                                 const std::vector<AllreduceContextCase>& contexts) {
+  std::map<std::string, std::size_t> context_index;
+  for (std::size_t i = 0; i < contexts.size(); ++i) context_index.emplace(contexts[i].key, i);
+  std::vector<AllreduceLayerCase> out;
+  std::set<std::string> seen;
+  for (const Trace& t : traces)
+    for (const Step& step : t.steps) {
+      const int first = first_decoder_layer(step);
+      if (first < 0) continue;
+      const auto begin = static_cast<std::size_t>(
+          std::find_if(step.ops.begin(), step.ops.end(), [&](const Op& op) { return op.layer == first; }) -
+          step.ops.begin());
+      std::size_t end = begin;
+      while (end < step.ops.size() && step.ops[end].layer == first) ++end;
+      if (std::any_of(step.ops.begin() + static_cast<std::ptrdiff_t>(end), step.ops.end(),
+                      [&](const Op& op) { return op.layer == first; }))
+        continue;  // not contiguous: no layer to repeat
+      for (const std::string& strategy : strategies) {
+        AllreduceLayerCase c;
+        c.strategy = strategy;
+        std::size_t tail = 0;  // ops after the layer that its allreduces absorb
+        bool complete = true, any = false;
+        for (std::size_t i = begin; i < end && complete; ++i) {
+          if (!step.ops[i].is_comm()) continue;
+          any = true;
+          const std::optional<AllreduceContextCase> cc = context_case(step, i, strategy);
+          auto idx = cc ? context_index.find(cc->key) : context_index.end();
+          if (idx == context_index.end()) {
+            complete = false;
+            break;
+          }
+          c.contexts.push_back(idx->second);
+          c.dropped.push_back(i - begin);
+          const std::size_t absorbed = strategy == "fused" ? static_cast<std::size_t>(fusable_followers(step.ops, i)) : 0;
+          for (std::size_t a = 1; a <= absorbed; ++a) c.dropped.push_back(i + a - begin);
+          if (i + absorbed >= end) tail = std::max(tail, i + absorbed + 1 - end);
+        }
+        if (!complete || !any || end + tail > step.ops.size()) continue;
+        // In a chain of copies the tail is the next copy's head: it must be the same ops.
+        bool tail_is_head = tail <= end - begin;
+        for (std::size_t j = 0; j < tail && tail_is_head; ++j)
+          tail_is_head = step.ops[end + j].kind == step.ops[begin + j].kind &&
+                         step.ops[end + j].shape_string() == step.ops[begin + j].shape_string();
+        if (!tail_is_head) continue;
+        std::string signature = strategy;
+        for (std::size_t i = begin; i < end + tail; ++i) {
+          Op op = step.ops[i];
+          op.name = "calibrate_layer";
+          op.layer = -1;
+          signature += fmt::format("|{} {}", to_string(op.kind), op.shape_string());
+          if (op.kind == OpKind::other) signature += fmt::format(" {}", op.us.value_or(0.0));
+          c.ops.push_back(std::move(op));  // `other` keeps its traced time: the replay spins that long
+        }
+        if (!seen.insert(signature).second) continue;
+        c.layer_size = end - begin;
+        c.where = fmt::format("{} tp{} {} layer {}", t.meta.model, t.meta.tp, step.name, first);
+        out.push_back(std::move(c));
+        if (out.size() >= kMaxAllreduceLayers) return out;
       }
     }
   return out;
@@ -346,6 +428,7 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
       }
     }
     q.allreduce_contexts = allreduce_contexts(traces, o.strategies);
+    q.allreduce_layers = allreduce_layers(traces, o.strategies, q.allreduce_contexts);
   }
   return q;
 }
@@ -354,7 +437,8 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
                               const std::vector<Trace>& traces) {
   if (m.compute_us.size() != q.compute.size() || m.allreduce_us.size() != q.allreduce.size() ||
       (!m.transition_us.empty() && m.transition_us.size() != q.transitions.size()) ||
-      (!m.allreduce_context_us.empty() && m.allreduce_context_us.size() != q.allreduce_contexts.size()))
+      (!m.allreduce_context_us.empty() && m.allreduce_context_us.size() != q.allreduce_contexts.size()) ||
+      (!m.allreduce_layer_us.empty() && m.allreduce_layer_us.size() != q.allreduce_layers.size()))
     throw std::invalid_argument("build_calibration: measurements do not match the request");
   const TraceShapes s = collect(traces);
   Calibration cal;
@@ -385,6 +469,30 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
     if (std::isfinite(us))
       cal.allreduce_context_us[q.allreduce_contexts[i].key] = std::clamp(us, -kMaxSequenceOverheadUs, kMaxCalUs);
   }
+
+  // Scaled to the layers: every measured layer splits what its allreduces added to it over its
+  // allreduces in proportion to their context entries; an entry in several layers takes the mean.
+  std::map<std::size_t, std::pair<double, int>> layer_scaled;  // context index -> (sum, count)
+  for (std::size_t l = 0; l < m.allreduce_layer_us.size(); ++l) {
+    const double added = m.allreduce_layer_us[l];
+    const AllreduceLayerCase& layer = q.allreduce_layers[l];
+    double sum = 0;
+    bool ok = std::isfinite(added);
+    for (std::size_t c : layer.contexts) {
+      const double us = c < m.allreduce_context_us.size() ? m.allreduce_context_us[c] : NAN;
+      ok = ok && std::isfinite(us) && us > 0;
+      if (ok) sum += us;
+    }
+    if (!ok || sum <= 0) continue;
+    for (std::size_t c : layer.contexts) {
+      auto& [acc, n] = layer_scaled[c];
+      acc += m.allreduce_context_us[c] * added / sum;
+      ++n;
+    }
+  }
+  for (const auto& [c, acc] : layer_scaled)
+    cal.allreduce_context_us[q.allreduce_contexts[c].key] =
+        std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxCalUs);
 
   std::map<std::tuple<std::int64_t, std::int64_t, int>, std::map<std::int64_t, Pending>> gemm;
   std::map<std::string, std::map<std::int64_t, Pending>> attention, elementwise, allreduce;

@@ -36,6 +36,22 @@ struct AllreduceContextCase {
   std::string key;  // allreduce_context_key(...): the table entry it becomes
 };
 
+// One decoder layer of a trace replayed with a strategy: a chain of copies of the whole layer
+// against the same chain without its allreduces (and, fused, without the residual add + RMSNorm
+// they absorb), slowest rank each. What the allreduces add to a layer differs from the sum of
+// their (before, allreduce, after) measurements (on 2 x H200 NCCL adds 3-6 us per allreduce to
+// a Llama-3.1-70B layer against 9-10 us in the triples; docs/fidelity.md); the layer's entries
+// of allreduce_context_us are scaled so they add up to it.
+struct AllreduceLayerCase {
+  std::string strategy;
+  std::string where;                   // "llama-3.1-70b tp2 verify layer 0" (progress and notes)
+  std::vector<Op> ops;                 // the layer, in trace order, allreduces included, then its tail
+  std::size_t layer_size = 0;          // ops[0, layer_size) is the layer; the rest, the next layer's
+                                       // head ops its last allreduce absorbs (fused)
+  std::vector<std::size_t> dropped;    // ops the baseline chain leaves out
+  std::vector<std::size_t> contexts;   // the layer's allreduces: indices into allreduce_contexts
+};
+
 struct CalibrationRequest {
   int ranks = 1;                       // GPUs; compute ops are measured on each (the slowest counts)
   std::vector<Op> compute;             // gemm, attention, rmsnorm, residual_add, act, embedding, other
@@ -43,6 +59,8 @@ struct CalibrationRequest {
   Op context_gemm;                     // the GEMM every allreduce follows (kind gemm)
   // Each (strategy, allreduce, op before, op after) of the traces' first decoder layers.
   std::vector<AllreduceContextCase> allreduce_contexts;
+  // Each (strategy, first decoder layer of a step) whose allreduces all have a context case.
+  std::vector<AllreduceLayerCase> allreduce_layers;
   // Consecutive compute ops of the traces (A, B), measured as a chain of (A, B) pairs against
   // their own chains: the kernel-transition cost (Calibration::transition_us).
   std::vector<std::pair<Op, Op>> transitions;
@@ -62,6 +80,9 @@ struct CalibrationMeasurements {
   std::vector<double> compute_us;      // parallel to request.compute
   std::vector<double> allreduce_us;    // parallel to request.allreduce
   std::vector<double> allreduce_context_us;  // parallel to request.allreduce_contexts (NaN: not measured)
+  // Parallel to request.allreduce_layers: µs the allreduces add to one copy of the layer (NaN:
+  // not measured).
+  std::vector<double> allreduce_layer_us;
   // Parallel to request.transitions: per (A, B) pair in a chain of pairs minus A's and B's
   // own chain times (measured in the same program, right before).
   std::vector<double> transition_us;

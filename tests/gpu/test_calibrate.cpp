@@ -88,6 +88,18 @@ TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
     EXPECT_TRUE(std::isfinite(m.allreduce_context_us[i]) && m.allreduce_context_us[i] > 0.5 &&
                 m.allreduce_context_us[i] < 1000)
         << q.allreduce_contexts[i].key << " " << m.allreduce_context_us[i];
+  // Allreduces in whole decoder layers: what they add to a layer is a cost (positive), and not
+  // more than twice what their context chains measured (+5 us of slack for tiny layers).
+  ASSERT_EQ(m.allreduce_layer_us.size(), q.allreduce_layers.size());
+  if (o.ranks > 1) EXPECT_FALSE(q.allreduce_layers.empty());
+  for (std::size_t l = 0; l < q.allreduce_layers.size(); ++l) {
+    double triples = 0;
+    for (std::size_t c : q.allreduce_layers[l].contexts) triples += m.allreduce_context_us.at(c);
+    EXPECT_TRUE(std::isfinite(m.allreduce_layer_us[l]) && m.allreduce_layer_us[l] > 0 &&
+                m.allreduce_layer_us[l] < 2 * triples + 5)
+        << q.allreduce_layers[l].strategy << " " << q.allreduce_layers[l].where << ": " << m.allreduce_layer_us[l]
+        << " us (context chains " << triples << ")";
+  }
 
   const Topology base = read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/2x-h200-nvlink.json");
   const Topology topo = calibrated_topology(base, m, build_calibration(q, m, {t}));
