@@ -226,6 +226,33 @@ PY
     } > "$W/orders.log" 2>&1
     cat "$W/orders.log" >> "$OUT/replay.log"
     note "orders done"; cat "$W/orders.log" >> "$S" ;;
+  domains)
+    # Memory-sync domains: NCCL launches its kernels in the remote domain (and as clusters), ours
+    # in the default one. The 70B TP2 step of 16 layers, one strategy per process, with NCCL's
+    # domain/cluster switched off and ours switched to the remote domain; then 80 layers.
+    {
+      python3 -c "import json; c=json.load(open('models/llm/llama-3.1-70b.json')); c['num_hidden_layers']=16; json.dump(c,open('$W/l70-16.json','w'))"
+      $E gen --model "$W/l70-16.json" --tp 2 --tokens 4 -o "$W/l70-16.trace.json" > /dev/null 2>&1
+      R16="$E run $W/l70-16.trace.json --backend cuda --iters 20 --warmup 5"
+      for rep in 1 2; do
+        for v in "ideal:" "nccl:" "nccl:NCCL_MEM_SYNC_DOMAIN=0" "nccl:NCCL_CGA_CLUSTER_SIZE=0" "oneshot:" "oneshot:EAGLESIM_COMM_REMOTE_DOMAIN=1" "fused:" "fused:EAGLESIM_COMM_REMOTE_DOMAIN=1"; do
+          st=${v%%:*}; ev=${v#*:}
+          echo "### 16 layers rep $rep: $st ${ev:-default}"
+          env $ev timeout "$(cap 40)" $R16 --strategy $st --json "$W/d.json" > /dev/null 2>&1; echo "rc=$?"
+          python3 tools/print_kinds.py "$W/d.json" | tail -1
+        done
+      done
+      for ev in "" "EAGLESIM_COMM_REMOTE_DOMAIN=1 NCCL_MEM_SYNC_DOMAIN=0"; do
+        echo "### 80 layers, nccl,oneshot,twoshot,fused,quant,ideal ${ev:-default}"
+        env $ev timeout "$(cap 90)" $E run traces/llama-3.1-70b_tp2_t4.json --backend cuda --iters 20 --warmup 5 \
+          --strategy nccl,oneshot,twoshot,fused,quant,ideal --json "$W/d.json" > /dev/null 2>&1; echo "rc=$?"
+        python3 tools/print_kinds.py "$W/d.json"
+      done
+      echo "### GPU tests with EAGLESIM_COMM_REMOTE_DOMAIN=1 (all but stress)"
+      EAGLESIM_COMM_REMOTE_DOMAIN=1 EAGLESIM_TEST_TIMEOUT_S=20 timeout "$(cap 120)" $G --gtest_filter='-Stress.*' 2>&1 | grep -E "^\[  (PASSED|FAILED)|FAILED \]"; echo "rc=$?"
+    } > "$W/domains.log" 2>&1
+    cat "$W/domains.log" >> "$OUT/replay.log"
+    note "domains done"; cat "$W/domains.log" >> "$S" ;;
   variants)
     nvidia-smi --query-gpu=index,power.draw,clocks.sm,clocks.mem,clocks_event_reasons.active --format=csv,noheader -lms 50 > "$W/vsmi.csv" 2>&1 &
     VSMI=$!

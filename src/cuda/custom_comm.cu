@@ -36,6 +36,36 @@ using kernels::RankArgs;
 
 enum class Algo { reference, oneshot_pull, oneshot_push, twoshot, fused, quant };
 
+// EAGLESIM_COMM_REMOTE_DOMAIN=1 (read once): our allreduce kernels are launched in the remote
+// memory-synchronisation domain, as NCCL launches its own on sm_90+ (a system-scope fence then
+// orders only the communication kernels' writes, not the compute kernels'). A diagnostic switch
+// for comparing the custom strategies with NCCL in a step; off: the default domain. Measured on
+// 2 x H200 (docs/fidelity.md, device step `domains`): no difference either way on the
+// Llama-3.1-70B TP2 step (oneshot, fused: within 15 us of 5100 / 22900 us), nor for NCCL with
+// NCCL_MEM_SYNC_DOMAIN=0; so the switch stays off.
+bool remote_domain() {
+  static const bool on = [] {
+    const char* v = std::getenv("EAGLESIM_COMM_REMOTE_DOMAIN");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+
+// Launches one of our allreduce kernels (in the remote domain when remote_domain()).
+template <typename... Params, typename... Args>
+void launch_comm(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args&&... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeMemSyncDomain;
+  attr.val.memSyncDomain = cudaLaunchMemSyncDomainRemote;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = s;
+  config.attrs = &attr;
+  config.numAttrs = remote_domain() ? 1 : 0;
+  check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), "allreduce kernel launch");
+}
+
 struct StrategyName {
   const char* name;
   Algo algo;
@@ -83,20 +113,20 @@ void launch_allreduce(Algo algo, const RankArgs& a, const void* in_v, void* out_
   const std::size_t units = units_of<T>(count);
   switch (algo) {
     case Algo::reference:
-      reference_allreduce<T, N><<<grid_for(count, limit), kThreads, 0, s>>>(a, in, out, count);
+      launch_comm(reference_allreduce<T, N>, dim3(grid_for(count, limit)), dim3(kThreads), s, a, in, out, count);
       break;
     case Algo::oneshot_pull:
     case Algo::fused:  // a plain allreduce on the fused strategy is the one-shot pull
-      oneshot_pull<T, N><<<grid_for(units, limit), kThreads, 0, s>>>(a, in, out, count, ia, oa);
+      launch_comm(oneshot_pull<T, N>, dim3(grid_for(units, limit)), dim3(kThreads), s, a, in, out, count, ia, oa);
       break;
     case Algo::oneshot_push:
-      oneshot_push<T, N><<<grid_for(units, limit), kThreads, 0, s>>>(a, in, out, count, ia, oa);
+      launch_comm(oneshot_push<T, N>, dim3(grid_for(units, limit)), dim3(kThreads), s, a, in, out, count, ia, oa);
       break;
     case Algo::twoshot:
-      twoshot<T, N><<<grid_for((units + N - 1) / N, limit), kThreads, 0, s>>>(a, in, out, count, ia, oa);
+      launch_comm(twoshot<T, N>, dim3(grid_for((units + N - 1) / N, limit)), dim3(kThreads), s, a, in, out, count, ia, oa);
       break;
     case Algo::quant:
-      quant_allreduce<T, N><<<grid_for(quant_data_bytes(count) / kQuantPerThread, limit), kThreads, 0, s>>>(
+      launch_comm(quant_allreduce<T, N>, dim3(grid_for(quant_data_bytes(count) / kQuantPerThread, limit)), dim3(kThreads), s, 
           a, in, out, count, ia, oa);
       break;
   }
@@ -195,7 +225,7 @@ void launch_fused_split(const RankArgs& a, const T* x, const kernels::FusedRows&
   using kernels::RowSync;
   const int grid = static_cast<int>(rows.tokens) * sp.chunks;  // <= limit by plan_fused_split
   if (!cluster || sp.chunks > kernels::kMaxClusterChunks) {
-    kernels::fused_allreduce_rmsnorm_split<T, N, U, RowSync::rendezvous><<<grid, threads, 0, s>>>(a, x, rows, sp,
+    launch_comm(kernels::fused_allreduce_rmsnorm_split<T, N, U, RowSync::rendezvous>, dim3(grid), dim3(threads), s, a, x, rows, sp,
                                                                                                   res, w, y);
     return;
   }
@@ -241,7 +271,7 @@ void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int
     // units per thread (the sum of squares of the row).
     const int push_threads = std::max(threads_for(cu, 1), threads_for(row_units, kernels::kPushRowUnitsPerThread));
     if (push && push_threads <= kThreads) {
-      kernels::fused_allreduce_rmsnorm_push<T, N><<<static_cast<int>(f.tokens) * sp.chunks, push_threads, 0, s>>>(
+      launch_comm(kernels::fused_allreduce_rmsnorm_push<T, N>, dim3(static_cast<int>(f.tokens) * sp.chunks), dim3(push_threads), s, 
           a, x, rows, sp, res, w, y);
       return;
     }
@@ -254,13 +284,13 @@ void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int
     return;
   }
   if (row_units <= kThreads)
-    kernels::fused_allreduce_rmsnorm_regs<T, N, 1><<<grid, threads_for(row_units, 1), 0, s>>>(a, x, rows, res, w, y);
+    launch_comm(kernels::fused_allreduce_rmsnorm_regs<T, N, 1>, dim3(grid), dim3(threads_for(row_units, 1)), s, a, x, rows, res, w, y);
   else if (row_units <= 2 * kThreads)
-    kernels::fused_allreduce_rmsnorm_regs<T, N, 2><<<grid, threads_for(row_units, 2), 0, s>>>(a, x, rows, res, w, y);
+    launch_comm(kernels::fused_allreduce_rmsnorm_regs<T, N, 2>, dim3(grid), dim3(threads_for(row_units, 2)), s, a, x, rows, res, w, y);
   else if (row_units <= 4 * kThreads)
-    kernels::fused_allreduce_rmsnorm_regs<T, N, 4><<<grid, threads_for(row_units, 4), 0, s>>>(a, x, rows, res, w, y);
+    launch_comm(kernels::fused_allreduce_rmsnorm_regs<T, N, 4>, dim3(grid), dim3(threads_for(row_units, 4)), s, a, x, rows, res, w, y);
   else
-    kernels::fused_allreduce_rmsnorm<T, N><<<grid, kThreads, 0, s>>>(a, x, rows, res, w, y);
+    launch_comm(kernels::fused_allreduce_rmsnorm<T, N>, dim3(grid), dim3(kThreads), s, a, x, rows, res, w, y);
 }
 
 template <typename T>
@@ -269,7 +299,7 @@ void launch_residual_rmsnorm(const void* sum, const FusedNormArgs& f, int limit,
   rows.aligned = aligned16(sum) && aligned16(f.residual) && aligned16(f.weight) && aligned16(f.normed) &&
                  (f.hidden * sizeof(T)) % 16 == 0;
   const int grid = static_cast<int>(std::min<std::size_t>(f.tokens, static_cast<std::size_t>(limit)));
-  kernels::residual_rmsnorm<T><<<grid, kThreads, 0, s>>>(static_cast<const T*>(sum), rows,
+  launch_comm(kernels::residual_rmsnorm<T>, dim3(grid), dim3(kThreads), s, static_cast<const T*>(sum), rows,
                                                          static_cast<T*>(f.residual),
                                                          static_cast<const T*>(f.weight), static_cast<T*>(f.normed));
 }
