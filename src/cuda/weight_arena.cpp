@@ -22,24 +22,14 @@ bool single_pool_forced() {
   return v && std::strcmp(v, "1") == 0;
 }
 
-// The memory of the last arena destroyed on a device (one per device: ranks run in threads, one
-// device each).
-struct Parked {
-  WeightArena::Layout layout;
-  ReplayBuffer pool;
-  std::vector<ReplayBuffer> own;
-  std::size_t bytes() const {
-    std::size_t b = pool.bytes();
-    for (const auto& o : own) b += o.bytes();
-    return b;
-  }
-};
+// The memory of the last arena destroyed on each device (one per device: ranks run in threads,
+// one device each).
 std::mutex& parked_mutex() {
   static std::mutex m;
   return m;
 }
-std::map<int, Parked>& parked() {
-  static std::map<int, Parked> p;
+std::map<int, WeightArena::Memory>& parked() {
+  static std::map<int, WeightArena::Memory> p;
   return p;
 }
 
@@ -84,33 +74,36 @@ WeightArena::Layout plan_layout(const std::vector<std::size_t>& sizes, std::size
 
 }  // namespace
 
+std::size_t WeightArena::Memory::bytes() const {
+  std::size_t total = pool.bytes();
+  for (const auto& b : own) total += b.bytes();
+  return total;
+}
+
 WeightArena::WeightArena(const std::vector<std::size_t>& sizes, std::size_t free_bytes, double budget_fraction) {
   EAGLESIM_CUDA_CHECK(cudaGetDevice(&device_));
   std::lock_guard<std::mutex> lock(parked_mutex());
   auto p = parked().find(device_);
   const std::size_t parked_bytes = p == parked().end() ? 0 : p->second.bytes();
-  layout_ = plan_layout(sizes, free_bytes + parked_bytes, budget_fraction);
+  Layout layout = plan_layout(sizes, free_bytes + parked_bytes, budget_fraction);
   if (p != parked().end()) {
-    if (p->second.layout == layout_) {
-      pool_ = std::move(p->second.pool);
-      own_ = std::move(p->second.own);
+    if (p->second.layout == layout) {
+      mem_ = std::move(p->second);
       adopted_ = true;
     }
     parked().erase(p);  // adopted, or freed before allocating anew
   }
   if (adopted_) return;
-  pool_ = ReplayBuffer(layout_.pool);
+  mem_.layout = std::move(layout);
+  mem_.pool = ReplayBuffer(mem_.layout.pool);
   for (std::size_t i = 0; i < sizes.size(); ++i)
-    if (layout_.own_index[i] >= 0) own_.emplace_back(layout_.sizes[i]);
+    if (mem_.layout.own_index[i] >= 0) mem_.own.emplace_back(mem_.layout.sizes[i]);
 }
 
 void WeightArena::park() {
-  if (device_ < 0 || (!pool_.get() && own_.empty())) return;
+  if (device_ < 0 || (!mem_.pool.get() && mem_.own.empty())) return;
   std::lock_guard<std::mutex> lock(parked_mutex());
-  Parked& p = parked()[device_];
-  p.layout = std::move(layout_);
-  p.pool = std::move(pool_);  // frees what was parked before on this device
-  p.own = std::move(own_);
+  parked()[device_] = std::move(mem_);  // frees what was parked before on this device
   device_ = -1;
 }
 
@@ -119,9 +112,7 @@ WeightArena::~WeightArena() { park(); }
 WeightArena& WeightArena::operator=(WeightArena&& o) noexcept {
   if (this != &o) {
     park();
-    layout_ = std::move(o.layout_);
-    pool_ = std::move(o.pool_);
-    own_ = std::move(o.own_);
+    mem_ = std::move(o.mem_);
     device_ = std::exchange(o.device_, -1);
     adopted_ = o.adopted_;
   }
@@ -129,15 +120,9 @@ WeightArena& WeightArena::operator=(WeightArena&& o) noexcept {
 }
 
 void* WeightArena::region(std::size_t i) const {
-  const int own = layout_.own_index.at(i);
-  if (own >= 0) return own_[static_cast<std::size_t>(own)].get();
-  return static_cast<char*>(pool_.get()) + layout_.offsets.at(i);
-}
-
-std::size_t WeightArena::pool_bytes() const {
-  std::size_t total = pool_.bytes();
-  for (const auto& b : own_) total += b.bytes();
-  return total;
+  const int own = mem_.layout.own_index.at(i);
+  if (own >= 0) return mem_.own[static_cast<std::size_t>(own)].get();
+  return static_cast<char*>(mem_.pool.get()) + mem_.layout.offsets.at(i);
 }
 
 void release_parked_weights(int device) {

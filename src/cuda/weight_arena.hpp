@@ -38,12 +38,12 @@ class WeightArena {
   WeightArena& operator=(const WeightArena&) = delete;
 
   void* region(std::size_t i) const;
-  bool reused() const { return layout_.reused; }
+  bool reused() const { return mem_.layout.reused; }
   // Whether this arena took over the memory of the previous one on its device.
   bool adopted() const { return adopted_; }
-  std::size_t requested_bytes() const { return layout_.requested; }
+  std::size_t requested_bytes() const { return mem_.layout.requested; }
   // Bytes allocated: the shared pool plus the regions with their own allocation.
-  std::size_t pool_bytes() const;
+  std::size_t pool_bytes() const { return mem_.bytes(); }
 
   // Where each region lives; two arenas with equal layouts can share memory.
   struct Layout {
@@ -59,12 +59,18 @@ class WeightArena {
     }
   };
 
+  // The arena's memory: what is parked per device and taken over by the next arena.
+  struct Memory {
+    Layout layout;
+    ReplayBuffer pool;
+    std::vector<ReplayBuffer> own;  // regions with their own allocation
+    std::size_t bytes() const;
+  };
+
  private:
   void park();
 
-  Layout layout_;
-  ReplayBuffer pool_;
-  std::vector<ReplayBuffer> own_;  // regions with their own allocation
+  Memory mem_;
   int device_ = -1;
   bool adopted_ = false;
 };
