@@ -20,6 +20,7 @@
 #include "cuda/l2_rotation.hpp"
 #include "cuda/rank_comm.hpp"
 #include "cuda/rank_program.hpp"
+#include "engine/layer_chain.hpp"
 
 namespace eaglesim::cuda {
 
@@ -228,16 +229,6 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
   return result;
 }
 
-// Copies of a layer in its chain: at least 8 (one copy's weight placement is not the step's,
-// and the differences sought are a few tenths of a µs per allreduce), and enough that the
-// copies' weights rotate past L2 twice.
-int layer_copies(const AllreduceLayerCase& lc, double l2_bytes) {
-  double weights = 0;
-  for (std::size_t j = 0; j < lc.layer_size; ++j) weights += lc.ops[j].weight_bytes();
-  const double need = weights > 0 ? std::ceil(2 * l2_bytes / weights) : 8;
-  return static_cast<int>(std::clamp(need, 8.0, 32.0));
-}
-
 // Layer chains are few and short: three times the replays of the other chains.
 constexpr int kLayerReplayFactor = 3;
 
@@ -345,28 +336,16 @@ std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std:
     std::int64_t max_bytes = 0;
     for (std::size_t li : cases) {
       const AllreduceLayerCase& lc = q.allreduce_layers[li];
-      const std::size_t core = lc.layer_size;
-      const int copies = layer_copies(lc, l2);
+      const int copies = layer_chain_copies(lc, l2);
+      const LayerChain chain = layer_chain(lc, copies);
       const std::size_t at = layout.step.ops.size();
-      for (int c = 0; c < copies; ++c)
-        for (std::size_t j = 0; j < core; ++j) layout.step.ops.push_back(lc.ops[j]);
-      // The tail: the next copy's head, which the last copy's allreduce absorbs (fused).
-      for (std::size_t j = core; j < lc.ops.size(); ++j) layout.step.ops.push_back(lc.ops[j]);
-      const std::size_t total = layout.step.ops.size() - at;
-      std::vector<bool> drop(total, false);
-      for (int c = 0; c < copies; ++c)
-        for (std::size_t d : lc.dropped) drop[static_cast<std::size_t>(c) * core + d] = true;
+      layout.step.ops.insert(layout.step.ops.end(), chain.ops.begin(), chain.ops.end());
       ChainCase cs;
-      for (std::size_t j = 0; j < total; ++j) {
-        cs.with.push_back(at + j);
-        if (!drop[j]) cs.without.push_back(at + j);
-      }
-      for (std::size_t j = 0; j < lc.ops.size(); ++j)
-        if (lc.ops[j].is_comm()) max_bytes = std::max(max_bytes, lc.ops[j].bytes);
-      if (strategy == "fused")
-        for (std::size_t d : lc.dropped)
-          if (!lc.ops[d].is_comm())
-            for (int c = 0; c < copies; ++c) cs.must_absorb.push_back(at + static_cast<std::size_t>(c) * core + d);
+      for (std::size_t j : chain.with) cs.with.push_back(at + j);
+      for (std::size_t j : chain.without) cs.without.push_back(at + j);
+      for (std::size_t j : chain.absorbed) cs.must_absorb.push_back(at + j);  // fused only
+      for (const Op& op : lc.ops)
+        if (op.is_comm()) max_bytes = std::max(max_bytes, op.bytes);
       cs.divisor = copies;
       cs.baseline = static_cast<int>(layout.cases.size());
       cs.step_difference = true;

@@ -1,12 +1,15 @@
 // Allreduces calibrated in a whole decoder layer: which (strategy, layer) replays calibrate asks
-// the GPUs for, and how what the allreduces add to a layer rescales that layer's context entries.
+// the GPUs for, the chain of layer copies it replays (engine/layer_chain), and how what the
+// allreduces add to a layer rescales that layer's context entries.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
 
 #include "engine/calibration_plan.hpp"
+#include "engine/layer_chain.hpp"
 #include "topology/calibration_keys.hpp"
 #include "trace/trace_json.hpp"
 
@@ -133,4 +136,66 @@ TEST(AllreduceLayer, AnEntryInSeveralLayersTakesTheMeanOfItsScaledValues) {
   const Calibration cal = build_calibration(q, m, {t});
   for (std::size_t c : twin.contexts)
     EXPECT_DOUBLE_EQ(cal.allreduce_context_us.at(q.allreduce_contexts[c].key), 4.0);
+}
+
+TEST(AllreduceLayer, ChainDropsEveryCopysAllreducesAndOnlyThem) {
+  const Trace t = llama8b_tp2();
+  const CalibrationRequest q = plan({t}, {"nccl"});
+  ASSERT_FALSE(q.allreduce_layers.empty());
+  const AllreduceLayerCase& layer = q.allreduce_layers[0];
+  const std::size_t n = layer.layer_size;
+  const LayerChain chain = layer_chain(layer, 3);
+  ASSERT_EQ(chain.ops.size(), 3 * n);  // no tail without fusion
+  ASSERT_EQ(chain.with.size(), chain.ops.size());
+  for (std::size_t j = 0; j < chain.ops.size(); ++j) {
+    EXPECT_EQ(chain.with[j], j);
+    EXPECT_EQ(chain.ops[j].kind, layer.ops[j % n].kind) << j;  // copy after copy
+  }
+  // The baseline is every op but the 3 x 2 allreduces, in order.
+  ASSERT_EQ(chain.without.size(), 3 * n - 3 * layer.contexts.size());
+  for (std::size_t j : chain.without) EXPECT_FALSE(chain.ops[j].is_comm()) << j;
+  EXPECT_TRUE(std::is_sorted(chain.without.begin(), chain.without.end()));
+  EXPECT_TRUE(chain.absorbed.empty());
+  EXPECT_THROW(layer_chain(layer, 0), std::invalid_argument);
+  AllreduceLayerCase bad = layer;
+  bad.dropped.push_back(bad.ops.size());
+  EXPECT_THROW(layer_chain(bad, 2), std::invalid_argument);
+}
+
+TEST(AllreduceLayer, FusedChainLetsEachCopyAbsorbTheNextCopysInputNorm) {
+  const Trace t = llama8b_tp2();
+  const CalibrationRequest q = plan({t}, {"fused"});
+  ASSERT_FALSE(q.allreduce_layers.empty());
+  const AllreduceLayerCase& layer = q.allreduce_layers[0];
+  const std::size_t n = layer.layer_size;
+  const LayerChain chain = layer_chain(layer, 4);
+  ASSERT_EQ(chain.ops.size(), 4 * n + 1);  // the tail: the next layer's input norm
+  EXPECT_EQ(chain.ops.back().kind, OpKind::rmsnorm);
+  // Copy 0's input norm has no allreduce before it: it runs in both chains. Copies 1..3's, and
+  // the tail, are absorbed by the allreduce before them, so only the chain with them runs them.
+  EXPECT_EQ(chain.without.front(), 0u);
+  EXPECT_EQ(chain.ops[0].kind, OpKind::rmsnorm);
+  for (std::size_t c = 1; c <= 4; ++c)
+    EXPECT_NE(std::find(chain.absorbed.begin(), chain.absorbed.end(), c * n), chain.absorbed.end()) << "copy " << c;
+  // Each absorbed op is a residual add or RMSNorm right after an allreduce (or after the add
+  // right after one), so a fused kernel can take it.
+  for (std::size_t j : chain.absorbed) {
+    ASSERT_GE(j, 1u);
+    const bool after_ar = chain.ops[j - 1].is_comm() || (j >= 2 && chain.ops[j - 2].is_comm());
+    EXPECT_TRUE(after_ar) << j;
+    EXPECT_TRUE(chain.ops[j].kind == OpKind::residual_add || chain.ops[j].kind == OpKind::rmsnorm) << j;
+  }
+  // The baseline has no allreduce and none of the absorbed ops.
+  ASSERT_EQ(chain.without.size() + chain.absorbed.size() + 4 * layer.contexts.size(), chain.ops.size());
+}
+
+TEST(AllreduceLayer, CopiesRotateTheWeightsPastL2AtLeastTwice) {
+  const Trace t = llama8b_tp2();
+  const AllreduceLayerCase& layer = plan({t}, {"nccl"}).allreduce_layers.at(0);
+  double weights = 0;
+  for (std::size_t j = 0; j < layer.layer_size; ++j) weights += layer.ops[j].weight_bytes();
+  ASSERT_GT(weights, 0);
+  EXPECT_EQ(layer_chain_copies(layer, 1 << 20), 8);             // a small L2: the floor
+  EXPECT_EQ(layer_chain_copies(layer, 20 * weights), 32);       // a huge one: the cap
+  EXPECT_EQ(layer_chain_copies(layer, 5.2 * weights), 11);      // ceil(2 x 5.2 layers' worth)
 }

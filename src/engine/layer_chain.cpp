@@ -1,0 +1,38 @@
+#include "engine/layer_chain.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace eaglesim {
+
+LayerChain layer_chain(const AllreduceLayerCase& layer, int copies) {
+  if (copies < 1) throw std::invalid_argument("layer_chain: copies must be >= 1");
+  const std::size_t core = layer.layer_size;
+  if (core == 0 || core > layer.ops.size()) throw std::invalid_argument("layer_chain: layer_size out of range");
+  LayerChain chain;
+  for (int c = 0; c < copies; ++c) chain.ops.insert(chain.ops.end(), layer.ops.begin(), layer.ops.begin() + static_cast<std::ptrdiff_t>(core));
+  chain.ops.insert(chain.ops.end(), layer.ops.begin() + static_cast<std::ptrdiff_t>(core), layer.ops.end());
+  // Op d of copy c sits at c * core + d; for d beyond the layer that is the next copy's head
+  // (the tail after the last copy), which is what the allreduce of copy c absorbs.
+  std::vector<bool> drop(chain.ops.size(), false);
+  for (std::size_t d : layer.dropped) {
+    if (d >= layer.ops.size()) throw std::invalid_argument("layer_chain: a dropped op is outside the layer and its tail");
+    for (int c = 0; c < copies; ++c) drop[static_cast<std::size_t>(c) * core + d] = true;
+  }
+  for (std::size_t j = 0; j < chain.ops.size(); ++j) {
+    chain.with.push_back(j);
+    if (!drop[j]) chain.without.push_back(j);
+    else if (!chain.ops[j].is_comm()) chain.absorbed.push_back(j);
+  }
+  return chain;
+}
+
+int layer_chain_copies(const AllreduceLayerCase& layer, double l2_bytes) {
+  double weights = 0;
+  for (std::size_t j = 0; j < layer.layer_size && j < layer.ops.size(); ++j) weights += layer.ops[j].weight_bytes();
+  const double need = weights > 0 ? std::ceil(2 * l2_bytes / weights) : 8;
+  return static_cast<int>(std::clamp(need, 8.0, 32.0));
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,30 @@
+#pragma once
+// The chain `calibrate` replays to measure what a decoder layer's allreduces add to it
+// (AllreduceLayerCase): `copies` copies of the layer, then the layer's tail (the next layer's head
+// ops that the last copy's allreduce absorbs under a fused strategy; in between copies the next
+// copy's head plays that part), and the same ops without the allreduces and what they absorb.
+// Host code, so the index arithmetic is unit-tested without a GPU.
+#include <cstddef>
+#include <vector>
+
+#include "engine/calibration_request.hpp"
+#include "trace/op.hpp"
+
+namespace eaglesim {
+
+struct LayerChain {
+  std::vector<Op> ops;                // copies x layer, then the tail
+  std::vector<std::size_t> with;      // every op, in order
+  std::vector<std::size_t> without;   // the baseline: `with` minus every copy's dropped ops
+  std::vector<std::size_t> absorbed;  // dropped ops that are not allreduces (a fused kernel must absorb them)
+};
+
+// `copies` >= 1. Throws std::invalid_argument when a dropped index is outside the layer + tail.
+LayerChain layer_chain(const AllreduceLayerCase& layer, int copies);
+
+// Copies of a layer in its chain: at least 8 (one copy's weight placement is not the step's, and
+// the differences sought are a few tenths of a µs per allreduce), and enough that the copies'
+// weights rotate past an L2 of `l2_bytes` twice; at most 32.
+int layer_chain_copies(const AllreduceLayerCase& layer, double l2_bytes);
+
+}  // namespace eaglesim
