@@ -191,7 +191,8 @@ TEST(AllreduceLayer, FusedChainLetsEachCopyAbsorbTheNextCopysInputNorm) {
 
 TEST(AllreduceLayer, CopiesRotateTheWeightsPastL2AtLeastTwice) {
   const Trace t = llama8b_tp2();
-  const AllreduceLayerCase& layer = plan({t}, {"nccl"}).allreduce_layers.at(0);
+  const CalibrationRequest q = plan({t}, {"nccl"});
+  const AllreduceLayerCase& layer = q.allreduce_layers.at(0);
   double weights = 0;
   for (std::size_t j = 0; j < layer.layer_size; ++j) weights += layer.ops[j].weight_bytes();
   ASSERT_GT(weights, 0);
