@@ -51,19 +51,33 @@ bool remote_domain() {
   return on;
 }
 
-// Launches one of our allreduce kernels (in the remote domain when remote_domain()).
+// Launches one of our allreduce kernels (in the remote domain when remote_domain()), as
+// thread-block clusters of `cluster` blocks when cluster > 1 (the grid is whole clusters).
 template <typename... Params, typename... Args>
-void launch_comm(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args&&... args) {
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeMemSyncDomain;
-  attr.val.memSyncDomain = cudaLaunchMemSyncDomainRemote;
+void launch_comm_clustered(unsigned cluster, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s,
+                           Args&&... args) {
+  cudaLaunchAttribute attrs[2]{};
+  unsigned n = 0;
+  if (remote_domain()) {
+    attrs[n].id = cudaLaunchAttributeMemSyncDomain;
+    attrs[n++].val.memSyncDomain = cudaLaunchMemSyncDomainRemote;
+  }
+  if (cluster > 1) {
+    attrs[n].id = cudaLaunchAttributeClusterDimension;
+    attrs[n++].val.clusterDim = {cluster, 1, 1};
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.stream = s;
-  config.attrs = &attr;
-  config.numAttrs = remote_domain() ? 1 : 0;
+  config.attrs = attrs;
+  config.numAttrs = n;
   check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), "allreduce kernel launch");
+}
+
+template <typename... Params, typename... Args>
+void launch_comm(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args&&... args) {
+  launch_comm_clustered(1, kernel, grid, block, s, std::forward<Args>(args)...);
 }
 
 struct StrategyName {
@@ -123,11 +137,12 @@ void launch_allreduce(Algo algo, const RankArgs& a, const void* in_v, void* out_
       launch_comm(oneshot_push<T, N>, dim3(grid_for(units, limit)), dim3(kThreads), s, a, in, out, count, ia, oa);
       break;
     case Algo::twoshot:
-      launch_comm(twoshot<T, N>, dim3(grid_for((units + N - 1) / N, limit)), dim3(kThreads), s, a, in, out, count, ia, oa);
+      launch_comm(twoshot<T, N>, dim3(grid_for((units + N - 1) / N, limit)), dim3(kThreads), s, a, in, out, count, ia,
+                  oa);
       break;
     case Algo::quant:
-      launch_comm(quant_allreduce<T, N>, dim3(grid_for(quant_data_bytes(count) / kQuantPerThread, limit)), dim3(kThreads), s, 
-          a, in, out, count, ia, oa);
+      launch_comm(quant_allreduce<T, N>, dim3(grid_for(quant_data_bytes(count) / kQuantPerThread, limit)),
+                  dim3(kThreads), s, a, in, out, count, ia, oa);
       break;
   }
 }
@@ -225,25 +240,14 @@ void launch_fused_split(const RankArgs& a, const T* x, const kernels::FusedRows&
   using kernels::RowSync;
   const int grid = static_cast<int>(rows.tokens) * sp.chunks;  // <= limit by plan_fused_split
   if (!cluster || sp.chunks > kernels::kMaxClusterChunks) {
-    launch_comm(kernels::fused_allreduce_rmsnorm_split<T, N, U, RowSync::rendezvous>, dim3(grid), dim3(threads), s, a, x, rows, sp,
-                                                                                                  res, w, y);
+    launch_comm(kernels::fused_allreduce_rmsnorm_split<T, N, U, RowSync::rendezvous>, dim3(grid), dim3(threads), s,
+                a, x, rows, sp, res, w, y);
     return;
   }
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = static_cast<unsigned>(sp.chunks);  // grid = tokens * chunks: whole clusters
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(grid));
-  config.blockDim = dim3(static_cast<unsigned>(threads));
-  config.dynamicSmemBytes = 0;
-  config.stream = s;
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  check_cuda(cudaLaunchKernelEx(&config, kernels::fused_allreduce_rmsnorm_split<T, N, U, RowSync::cluster>, a, x,
-                                rows, sp, res, w, y),
-             "fused allreduce cluster launch");
+  // grid = tokens * chunks: whole clusters of sp.chunks blocks.
+  launch_comm_clustered(static_cast<unsigned>(sp.chunks),
+                        kernels::fused_allreduce_rmsnorm_split<T, N, U, RowSync::cluster>, dim3(grid), dim3(threads), s,
+                        a, x, rows, sp, res, w, y);
 }
 
 template <typename T, int N>
@@ -271,8 +275,8 @@ void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int
     // units per thread (the sum of squares of the row).
     const int push_threads = std::max(threads_for(cu, 1), threads_for(row_units, kernels::kPushRowUnitsPerThread));
     if (push && push_threads <= kThreads) {
-      launch_comm(kernels::fused_allreduce_rmsnorm_push<T, N>, dim3(static_cast<int>(f.tokens) * sp.chunks), dim3(push_threads), s, 
-          a, x, rows, sp, res, w, y);
+      launch_comm(kernels::fused_allreduce_rmsnorm_push<T, N>, dim3(static_cast<int>(f.tokens) * sp.chunks),
+                  dim3(push_threads), s, a, x, rows, sp, res, w, y);
       return;
     }
     if (cu <= kThreads)
@@ -284,11 +288,14 @@ void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int
     return;
   }
   if (row_units <= kThreads)
-    launch_comm(kernels::fused_allreduce_rmsnorm_regs<T, N, 1>, dim3(grid), dim3(threads_for(row_units, 1)), s, a, x, rows, res, w, y);
+    launch_comm(kernels::fused_allreduce_rmsnorm_regs<T, N, 1>, dim3(grid), dim3(threads_for(row_units, 1)), s, a, x,
+                rows, res, w, y);
   else if (row_units <= 2 * kThreads)
-    launch_comm(kernels::fused_allreduce_rmsnorm_regs<T, N, 2>, dim3(grid), dim3(threads_for(row_units, 2)), s, a, x, rows, res, w, y);
+    launch_comm(kernels::fused_allreduce_rmsnorm_regs<T, N, 2>, dim3(grid), dim3(threads_for(row_units, 2)), s, a, x,
+                rows, res, w, y);
   else if (row_units <= 4 * kThreads)
-    launch_comm(kernels::fused_allreduce_rmsnorm_regs<T, N, 4>, dim3(grid), dim3(threads_for(row_units, 4)), s, a, x, rows, res, w, y);
+    launch_comm(kernels::fused_allreduce_rmsnorm_regs<T, N, 4>, dim3(grid), dim3(threads_for(row_units, 4)), s, a, x,
+                rows, res, w, y);
   else
     launch_comm(kernels::fused_allreduce_rmsnorm<T, N>, dim3(grid), dim3(kThreads), s, a, x, rows, res, w, y);
 }
@@ -300,8 +307,7 @@ void launch_residual_rmsnorm(const void* sum, const FusedNormArgs& f, int limit,
                  (f.hidden * sizeof(T)) % 16 == 0;
   const int grid = static_cast<int>(std::min<std::size_t>(f.tokens, static_cast<std::size_t>(limit)));
   launch_comm(kernels::residual_rmsnorm<T>, dim3(grid), dim3(kThreads), s, static_cast<const T*>(sum), rows,
-                                                         static_cast<T*>(f.residual),
-                                                         static_cast<const T*>(f.weight), static_cast<T*>(f.normed));
+              static_cast<T*>(f.residual), static_cast<const T*>(f.weight), static_cast<T*>(f.normed));
 }
 
 // dtype x rank-count dispatch onto the templates.
