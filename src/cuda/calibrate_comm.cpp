@@ -120,9 +120,11 @@ struct LayoutResult {
 };
 
 // Measures every case of `layout` with `strategy` on q.ranks GPUs: per case the slowest rank's
-// (chain with the allreduce - baseline chain) / calls.
+// (chain with the allreduce - baseline chain) / divisor (ChainCase::step_difference: the
+// difference of the slowest ranks). Each graph gets replay_factor x (q.warmup + q.iters) replays.
 LayoutResult measure_layout(const CalibrationRequest& q, const std::string& strategy, std::int64_t max_bytes,
-                            const Layout& layout, std::vector<std::string>& notes) {
+                            const Layout& layout, std::vector<std::string>& notes, int replay_factor = 1) {
+  const int warmup = q.warmup * replay_factor, iters = q.iters * replay_factor;
   const std::size_t n_cases = layout.cases.size();
   LayoutResult result;
   result.us.assign(n_cases, std::numeric_limits<double>::quiet_NaN());
@@ -177,11 +179,11 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
           // Capture is per rank; NCCL captures need every rank to capture the same calls.
           CapturedGraph g(stream, body);
           std::vector<double> v;
-          for (int it = 0; it < q.warmup + q.iters; ++it) {
+          for (int it = 0; it < warmup + iters; ++it) {
             sync();
             timer.launch(g, stream);
             const double us = timer.finish(what);
-            if (it >= q.warmup) v.push_back(us);
+            if (it >= warmup) v.push_back(us);
           }
           return median_of(v);
         };
@@ -351,10 +353,7 @@ std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std:
       cs.step_difference = true;
       layout.cases.push_back(cs);
     }
-    CalibrationRequest more = q;
-    more.iters = q.iters * kLayerReplayFactor;
-    more.warmup = q.warmup * kLayerReplayFactor;
-    const LayoutResult measured = measure_layout(more, strategy, max_bytes, layout, notes);
+    const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes, kLayerReplayFactor);
     if (!measured.ran) continue;
     for (std::size_t c = 0; c < cases.size(); ++c) result[cases[c]] = measured.us[c];
     if (q.progress)
