@@ -23,6 +23,16 @@ calibrate_all() {
   timeout "$(cap "$cap_s")" $E calibrate "$@" --traces traces/llama-3.1-8b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json,traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json,$W/kineto.json \
     --ranks 2 --strategy nccl,oneshot,twoshot,fused,quant -o "$output" > "$log" 2>&1
 }
+# A TP2 verify trace of MODEL (models/llm/MODEL.json) cut to LAYERS decoder layers; prints its path:
+# layers_trace MODEL LAYERS
+layers_trace() {
+  local cfg="$W/$1-$2.json" trace="$W/$1-$2.trace.json"
+  if [ ! -f "$trace" ]; then
+    python3 -c "import json; c=json.load(open('models/llm/$1.json')); c['num_hidden_layers']=$2; json.dump(c,open('$cfg','w'))"
+    $E gen --model "$cfg" --tp 2 --tokens 4 -o "$trace" > /dev/null 2>&1
+  fi
+  echo "$trace"
+}
 STEPS=${*:-build replay calibrate fidelity kernels fusedab stress diag70b sanitize}
 
 for step in $STEPS; do
@@ -198,12 +208,10 @@ PY
     # strategy in one run (one weight placement).
     {
       for spec in llama-3.1-70b:4 llama-3.1-70b:16 llama-3.1-70b:80 llama-3.1-8b:8 llama-3.1-8b:32; do
-        m=${spec%%:*}; L=${spec##*:}
-        python3 -c "import json,sys; c=json.load(open('models/llm/$m.json')); c['num_hidden_layers']=$L; json.dump(c,open('$W/$m-$L.json','w'))"
-        $E gen --model "$W/$m-$L.json" --tp 2 --tokens 4 -o "$W/$m-$L.trace.json" > /dev/null 2>&1
+        m=${spec%%:*}; L=${spec##*:}; T=$(layers_trace "$m" "$L")
         for rep in 1 2; do
           echo "### $m $L layers TP2, rep $rep"
-          timeout "$(cap 60)" $E run "$W/$m-$L.trace.json" --backend cuda --iters 20 --warmup 5 --strategy nccl,twoshot,oneshot,fused,ideal; echo "rc=$?"
+          timeout "$(cap 60)" $E run "$T" --backend cuda --iters 20 --warmup 5 --strategy nccl,twoshot,oneshot,fused,ideal; echo "rc=$?"
         done
       done
     } > "$W/layers.log" 2>&1
@@ -213,11 +221,10 @@ PY
     # Is the fast compute of the first strategy of a run an order effect or NCCL's? The 70B TP2
     # step with 16 layers in several strategy orders, and one strategy per process.
     {
-      python3 -c "import json; c=json.load(open('models/llm/llama-3.1-70b.json')); c['num_hidden_layers']=16; json.dump(c,open('$W/l70-16.json','w'))"
-      $E gen --model "$W/l70-16.json" --tp 2 --tokens 4 -o "$W/l70-16.trace.json" > /dev/null 2>&1
+      T16=$(layers_trace llama-3.1-70b 16)
       for order in nccl,twoshot,oneshot,ideal ideal,twoshot,oneshot,nccl twoshot,nccl,twoshot,nccl ideal nccl twoshot oneshot; do
         echo "### 70B 16 layers TP2, order $order"
-        timeout "$(cap 60)" $E run "$W/l70-16.trace.json" --backend cuda --iters 20 --warmup 5 --strategy $order --json "$W/o.json" > /dev/null 2>&1; echo "rc=$?"
+        timeout "$(cap 60)" $E run "$T16" --backend cuda --iters 20 --warmup 5 --strategy $order --json "$W/o.json" > /dev/null 2>&1; echo "rc=$?"
         python3 tools/print_kinds.py "$W/o.json"
       done
       echo "### 70B 80 layers TP2, order ideal,twoshot,oneshot,nccl"
@@ -231,9 +238,8 @@ PY
     # in the default one. The 70B TP2 step of 16 layers, one strategy per process, with NCCL's
     # domain/cluster switched off and ours switched to the remote domain; then 80 layers.
     {
-      python3 -c "import json; c=json.load(open('models/llm/llama-3.1-70b.json')); c['num_hidden_layers']=16; json.dump(c,open('$W/l70-16.json','w'))"
-      $E gen --model "$W/l70-16.json" --tp 2 --tokens 4 -o "$W/l70-16.trace.json" > /dev/null 2>&1
-      R16="$E run $W/l70-16.trace.json --backend cuda --iters 20 --warmup 5"
+      T16=$(layers_trace llama-3.1-70b 16)
+      R16="$E run $T16 --backend cuda --iters 20 --warmup 5"
       for rep in 1 2; do
         for v in "ideal:" "nccl:" "nccl:NCCL_MEM_SYNC_DOMAIN=0" "nccl:NCCL_CGA_CLUSTER_SIZE=0" "oneshot:" "oneshot:EAGLESIM_COMM_REMOTE_DOMAIN=1" "fused:" "fused:EAGLESIM_COMM_REMOTE_DOMAIN=1"; do
           st=${v%%:*}; ev=${v#*:}
