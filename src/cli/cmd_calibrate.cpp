@@ -104,10 +104,10 @@ void run_calibrate_command(const CalibrateArgs& a) {
   for (const Op& op : q.compute)
     (op.kind == OpKind::gemm ? n_gemm : op.kind == OpKind::attention ? n_attn : n_elem)++;
   q.progress(fmt::format("{} on {} x {}: {} GEMM, {} attention, {} elementwise/other points, {} allreduce cases, "
-                         "{} in their trace context, {} decoder layers, {} kernel-transition pairs; base preset {}",
+                         "{} in their trace context, {} decoder layers, {} kernel-transition pairs, {} compute layers; base preset {}",
                          traces.size() == 1 ? "1 trace" : fmt::format("{} traces", traces.size()), ranks,
                          inv.gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), q.allreduce_contexts.size(),
-                         q.allreduce_layers.size(), q.transitions.size(), base->name));
+                         q.allreduce_layers.size(), q.transitions.size(), q.compute_layers.size(), base->name));
   const CalibrationMeasurements m = run_calibrate(q);
   for (std::size_t l = 0; l < m.allreduce_layer_us.size(); ++l) {
     const AllreduceLayerCase& layer = q.allreduce_layers[l];
@@ -119,6 +119,10 @@ void run_calibrate_command(const CalibrateArgs& a) {
                            layer.contexts.size() == 1 ? "" : "s", m.allreduce_layer_us[l], triples));
   }
   Topology topo = calibrated_topology(*base, m, build_calibration(q, m, traces));
+  for (const LayerTransitionFit& f : fit_transitions_to_layers(q, m, topo))
+    q.progress(fmt::format("compute layer {}: {:.2f} us per copy in a chain; its ops {:.2f} us by the tables, "
+                           "{} transitions {:+.2f} us by the pair chains, {:+.2f} us fitted",
+                           f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us));
   if (a.fit_sequence) {
     SequenceFitOptions so;
     so.ranks = ranks;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "cuda/l2_rotation.hpp"
 #include "cuda/rank_program.hpp"
 #include "cuda/weight_arena.hpp"
+#include "engine/layer_chain.hpp"
 
 namespace eaglesim::cuda {
 
@@ -197,6 +199,46 @@ ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, con
     i = end;
   }
   end_phase();
+  return out;
+}
+
+std::vector<double> calibrate_compute_layers(int device, const std::vector<ComputeLayerCase>& layers,
+                                             const ChainTiming& timing,
+                                             const std::function<void(const std::string&)>& progress) {
+  std::vector<double> out(layers.size(), std::numeric_limits<double>::quiet_NaN());
+  if (layers.empty()) return out;
+  const auto t_start = std::chrono::steady_clock::now();
+  ChainDevice dev(device);
+  Chains chains(dev.stream, timing);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const std::vector<Op>& ops = layers[l].ops;
+    double weights = 0;
+    for (const Op& op : ops) weights += op.weight_bytes();
+    const int copies = layer_chain_copies(weights, dev.l2);
+    const std::size_t n = ops.size();
+    Step step;
+    step.name = "calibrate_compute_layer";
+    for (int c = 0; c < copies; ++c)
+      for (const Op& op : ops) {
+        Op o = op;
+        o.layer = c;
+        step.ops.push_back(o);
+      }
+    release_parked_weights(device);  // the previous layer's copies are another layout
+    ProgramOptions popts;
+    popts.seed = 4049 + l;
+    RankProgram program(step, device, dev.group->rank(0), nullptr, popts);
+    const std::string what = "compute layer " + layers[l].where;
+    out[l] = chains.per_call(
+        [&](int c, cudaStream_t s) {
+          const std::size_t base = static_cast<std::size_t>(c % copies) * n;
+          for (std::size_t j = 0; j < n; ++j) program.enqueue(base + j, s);
+        },
+        copies, what.c_str());
+  }
+  if (progress)
+    progress(fmt::format("compute layers: {} decoder layers measured as chains of copies ({:.1f} s)", layers.size(),
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()));
   return out;
 }
 

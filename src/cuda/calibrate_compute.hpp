@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/calibration_request.hpp"
 #include "trace/op.hpp"
 
 namespace eaglesim::cuda {
@@ -31,6 +32,13 @@ struct ChainTiming {
 
 ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, const ChainTiming& timing,
                                      const std::function<void(const std::string&)>& progress);
+
+// Compute layers: for each, the per-copy time of a chain of copies of its ops (weights rotating
+// past L2 twice, layer_chain_copies), (T(2C) - T(C)) / C as for single ops. NaN where the layer
+// cannot be replayed on this GPU.
+std::vector<double> calibrate_compute_layers(int device, const std::vector<ComputeLayerCase>& layers,
+                                             const ChainTiming& timing,
+                                             const std::function<void(const std::string&)>& progress);
 
 // Kernel transitions: for each (A, B), the per-pair time of a chain of (A, B) pairs minus the
 // per-call times of A's and of B's own chains, all three measured in one program (same copies,

@@ -1,5 +1,5 @@
-// calibrate on real GPUs: inventory (name and count of the visible GPUs), then compute ops on
-// each of the first `ranks` GPUs at once (the table keeps the slowest GPU's time: a
+// calibrate on real GPUs: inventory (name and count of the visible GPUs), then compute ops and
+// compute layers on each of the first `ranks` GPUs at once (the table keeps the slowest GPU's time: a
 // tensor-parallel step waits for it at every allreduce), kernel transitions on the first GPU,
 // and allreduces in context on the first `ranks` GPUs.
 #include "cuda/calibrate_register.hpp"
@@ -54,17 +54,22 @@ std::optional<double> median_ratio(const std::vector<double>& a, const std::vect
 // Compute ops on every GPU of the calibration at once, each its own thread; per op the slowest
 // GPU's time: GPUs of one model can differ, and a tensor-parallel step runs at the pace of the
 // slowest. The notes say by how much (on the 2 x H200 machines of docs/fidelity.md: within 0.4 %).
-ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const ChainTiming& timing) {
+// The compute layers likewise (after the single ops), per layer the slowest GPU's.
+ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const ChainTiming& timing,
+                                              std::vector<double>& layer_us) {
   const int gpus = std::max(1, q.ranks);
   std::vector<ComputeCalibration> per_gpu(static_cast<std::size_t>(gpus));
+  std::vector<std::vector<double>> layers_per_gpu(static_cast<std::size_t>(gpus));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(gpus));
   {
     std::vector<std::thread> threads;
     for (int g = 0; g < gpus; ++g)
       threads.emplace_back([&, g] {
         try {
-          per_gpu[static_cast<std::size_t>(g)] =
-              calibrate_compute(g, q.compute, timing, g == 0 ? q.progress : std::function<void(const std::string&)>());
+          const auto progress = g == 0 ? q.progress : std::function<void(const std::string&)>();
+          const auto gi = static_cast<std::size_t>(g);
+          per_gpu[gi] = calibrate_compute(g, q.compute, timing, progress);
+          layers_per_gpu[gi] = calibrate_compute_layers(g, q.compute_layers, timing, progress);
         } catch (...) {
           errors[static_cast<std::size_t>(g)] = std::current_exception();
         }
@@ -89,6 +94,11 @@ ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const
     for (std::size_t i = 0; i < out.us.size(); ++i) out.us[i] = std::max(out.us[i], c.us[i]);
     out.launch_gap_us = std::max(out.launch_gap_us, c.launch_gap_us);
   }
+  layer_us = std::move(layers_per_gpu[0]);
+  for (int g = 1; g < gpus; ++g) {
+    const std::vector<double>& l = layers_per_gpu[static_cast<std::size_t>(g)];
+    for (std::size_t i = 0; i < layer_us.size() && i < l.size(); ++i) layer_us[i] = std::max(layer_us[i], l[i]);
+  }
   return out;
 }
 
@@ -102,7 +112,7 @@ CalibrationMeasurements measure(const CalibrationRequest& q) {
   m.ranks = q.ranks;
   m.device = fmt::format("{} x {}", q.ranks, inv.gpu_name);
   const ChainTiming timing{q.iters, q.warmup, q.timeout_s, q.chain_us};
-  ComputeCalibration c = calibrate_compute_on_ranks(q, timing);
+  ComputeCalibration c = calibrate_compute_on_ranks(q, timing, m.compute_layer_us);
   m.compute_us = std::move(c.us);
   m.launch_gap_us = c.launch_gap_us;
   m.notes = std::move(c.notes);

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "comm/modelled_communicator.hpp"
+#include "cost/compute_model.hpp"
 #include "core/errors.hpp"
 #include "engine/op_pricing.hpp"
 #include "topology/calibration_keys.hpp"
@@ -78,6 +79,57 @@ std::vector<std::pair<Op, Op>> transition_pairs(const std::vector<Trace>& traces
         }
         prev = &op;
       }
+    }
+  return out;
+}
+
+// The ops [begin, end) of the step's first decoder layer, when they are contiguous (a layer a
+// chain can repeat); nothing otherwise.
+struct LayerRange {
+  int layer = -1;
+  std::size_t begin = 0, end = 0;
+};
+std::optional<LayerRange> first_layer_range(const Step& step) {
+  const int first = first_decoder_layer(step);
+  if (first < 0) return std::nullopt;
+  auto is_first = [&](const Op& op) { return op.layer == first; };
+  const auto begin = static_cast<std::size_t>(std::find_if(step.ops.begin(), step.ops.end(), is_first) - step.ops.begin());
+  std::size_t end = begin;
+  while (end < step.ops.size() && step.ops[end].layer == first) ++end;
+  if (std::any_of(step.ops.begin() + static_cast<std::ptrdiff_t>(end), step.ops.end(), is_first)) return std::nullopt;
+  return LayerRange{first, begin, end};
+}
+
+// At most this many compute layers (a few traces x their steps).
+constexpr std::size_t kMaxComputeLayers = 32;
+
+// The compute ops of the first decoder layer of every verify step, deduplicated by kinds
+// and shapes (and the traced time of `other` ops, which the replay spins for). Verify steps only:
+// transition entries pool token counts, and a decode layer fitted beside a verify layer of the
+// same shapes would pull the verify step's entries towards its own.
+std::vector<ComputeLayerCase> compute_layers(const std::vector<Trace>& traces) {
+  std::vector<ComputeLayerCase> out;
+  std::set<std::string> seen;
+  for (const Trace& t : traces)
+    for (const Step& step : t.steps) {
+      if (step.name != "verify") continue;
+      const std::optional<LayerRange> range = first_layer_range(step);
+      if (!range) continue;
+      ComputeLayerCase c;
+      std::string signature;
+      for (std::size_t i = range->begin; i < range->end; ++i) {
+        if (step.ops[i].is_comm()) continue;
+        Op op = step.ops[i];
+        op.name = "calibrate_compute_layer";
+        op.layer = -1;
+        signature += fmt::format("|{} {}", to_string(op.kind), op.shape_string());
+        if (op.kind == OpKind::other) signature += fmt::format(" {}", op.us.value_or(0.0));
+        c.ops.push_back(std::move(op));
+      }
+      if (c.ops.empty() || !seen.insert(signature).second) continue;
+      c.where = fmt::format("{} tp{} {} layer {}", t.meta.model, t.meta.tp, step.name, range->layer);
+      out.push_back(std::move(c));
+      if (out.size() >= kMaxComputeLayers) return out;
     }
   return out;
 }
@@ -158,16 +210,10 @@ std::vector<AllreduceLayerCase> allreduce_layers(const std::vector<Trace>& trace
   std::set<std::string> seen;
   for (const Trace& t : traces)
     for (const Step& step : t.steps) {
-      const int first = first_decoder_layer(step);
-      if (first < 0) continue;
-      const auto begin = static_cast<std::size_t>(
-          std::find_if(step.ops.begin(), step.ops.end(), [&](const Op& op) { return op.layer == first; }) -
-          step.ops.begin());
-      std::size_t end = begin;
-      while (end < step.ops.size() && step.ops[end].layer == first) ++end;
-      if (std::any_of(step.ops.begin() + static_cast<std::ptrdiff_t>(end), step.ops.end(),
-                      [&](const Op& op) { return op.layer == first; }))
-        continue;  // not contiguous: no layer to repeat
+      const std::optional<LayerRange> range = first_layer_range(step);
+      if (!range) continue;
+      const int first = range->layer;
+      const std::size_t begin = range->begin, end = range->end;
       for (const std::string& strategy : strategies) {
         AllreduceLayerCase c;
         c.strategy = strategy;
@@ -392,6 +438,7 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
   q.context_gemm.layer = -1;
   q.context_gemm.us.reset();
   q.transitions = transition_pairs(traces);
+  q.compute_layers = compute_layers(traces);
 
   if (o.ranks > 1) {
     std::set<std::int64_t> exact;
@@ -438,7 +485,8 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
   if (m.compute_us.size() != q.compute.size() || m.allreduce_us.size() != q.allreduce.size() ||
       (!m.transition_us.empty() && m.transition_us.size() != q.transitions.size()) ||
       (!m.allreduce_context_us.empty() && m.allreduce_context_us.size() != q.allreduce_contexts.size()) ||
-      (!m.allreduce_layer_us.empty() && m.allreduce_layer_us.size() != q.allreduce_layers.size()))
+      (!m.allreduce_layer_us.empty() && m.allreduce_layer_us.size() != q.allreduce_layers.size()) ||
+      (!m.compute_layer_us.empty() && m.compute_layer_us.size() != q.compute_layers.size()))
     throw std::invalid_argument("build_calibration: measurements do not match the request");
   const TraceShapes s = collect(traces);
   Calibration cal;
@@ -548,6 +596,59 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
                           m.device, q.context_gemm.m, q.context_gemm.n, q.context_gemm.k, m.seconds);
   for (const auto& n : m.notes) cal.notes += "; " + n;
   return cal;
+}
+
+std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationRequest& q,
+                                                          const CalibrationMeasurements& m, Topology& topo) {
+  if (!m.compute_layer_us.empty() && m.compute_layer_us.size() != q.compute_layers.size())
+    throw std::invalid_argument("fit_transitions_to_layers: measurements do not match the request");
+  std::map<std::string, double>& table = topo.calibration.transition_us;
+  std::vector<LayerTransitionFit> fits;
+  // Shape key -> (sum of the values the layers want, layers).
+  std::map<std::string, std::pair<double, int>> wanted;
+  for (std::size_t l = 0; l < m.compute_layer_us.size(); ++l) {
+    const ComputeLayerCase& layer = q.compute_layers[l];
+    LayerTransitionFit f;
+    f.where = layer.where;
+    f.measured_us = m.compute_layer_us[l];
+    for (const Op& op : layer.ops) f.ops_us += compute_cost(op, topo).us;
+    // Consecutive ops, the last into the next copy's first: the pairs a step charges per layer.
+    std::vector<std::pair<const Op*, const Op*>> pairs;
+    const std::size_t n = layer.ops.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const Op& a = layer.ops[(i + n - 1) % n];
+      const Op& b = layer.ops[i];
+      if (n > 1 && transition_kind(a.kind) && transition_kind(b.kind)) pairs.emplace_back(&a, &b);
+    }
+    for (const auto& [a, b] : pairs) f.pairs_us += find_transition(table, *a, *b).value_or(0.0);
+    f.pairs = static_cast<int>(pairs.size());
+    if (!std::isfinite(f.measured_us) || f.measured_us <= 0 || pairs.empty()) {
+      fits.push_back(f);
+      continue;
+    }
+    const double shift = (f.measured_us - f.ops_us - f.pairs_us) / static_cast<double>(pairs.size());
+    for (const auto& [a, b] : pairs) {
+      auto& [sum, count] = wanted[transition_key(*a, *b)];
+      sum += find_transition(table, *a, *b).value_or(0.0) + shift;
+      ++count;
+    }
+    fits.push_back(f);
+  }
+  for (const auto& [key, acc] : wanted)
+    table[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
+  // What each layer's transitions come to now (shared entries are means, so not exactly the fit).
+  for (std::size_t l = 0; l < fits.size(); ++l) {
+    const ComputeLayerCase& layer = q.compute_layers[l];
+    const std::size_t n = layer.ops.size();
+    fits[l].fitted_us = 0;
+    for (std::size_t i = 0; i < n && n > 1; ++i) {
+      const Op& a = layer.ops[(i + n - 1) % n];
+      const Op& b = layer.ops[i];
+      if (transition_kind(a.kind) && transition_kind(b.kind))
+        fits[l].fitted_us += find_transition(table, a, b).value_or(0.0);
+    }
+  }
+  return fits;
 }
 
 std::string base_preset_for(const std::string& gpu_name, int count) {

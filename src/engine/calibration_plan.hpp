@@ -38,6 +38,24 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
 Calibration build_calibration(const CalibrationRequest& request, const CalibrationMeasurements& m,
                               const std::vector<Trace>& traces);
 
+// One measured compute layer before and after fit_transitions_to_layers (progress and tests).
+struct LayerTransitionFit {
+  std::string where;
+  double measured_us = 0;  // the layer chain, per copy (NaN: not measured)
+  double ops_us = 0;       // its ops by the tables
+  double pairs_us = 0;     // its transitions as the pair chains measured them
+  double fitted_us = 0;    // its transitions after the fit
+  int pairs = 0;           // transitions charged per layer (the last op into the next layer's first included)
+};
+
+// Kernel transitions fitted to whole layers: every measured compute layer shifts the entries of
+// its consecutive op pairs (shape keys, created where only a kind entry existed) by one amount,
+// so that its ops (compute_cost on `topo`) and transitions add up to its chain; an entry several
+// layers share takes the mean of what they want. Run on the calibrated topology (its tables price
+// the ops). Layers not measured keep the pair-chain entries.
+std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationRequest& request,
+                                                          const CalibrationMeasurements& m, Topology& topo);
+
 // The preset a calibration on `count` GPUs named `gpu_name` starts from ("" if none fits).
 std::string base_preset_for(const std::string& gpu_name, int count);
 // `base` with gpu_count = max(ranks, 1) when base has fewer/more GPUs than measured, the

@@ -52,6 +52,16 @@ struct AllreduceLayerCase {
   std::vector<std::size_t> contexts;   // the layer's allreduces: indices into allreduce_contexts
 };
 
+// The compute ops of one decoder layer (allreduces left out), replayed as a chain of copies on
+// every GPU: what the layer costs per copy in steady state. The pair chains of the transition
+// table do not add up to it (on 2 x H200 they overcharge a Llama-3.1-70B layer and undercharge
+// an 8B one by a few µs, docs/fidelity.md); the layer's transition entries are shifted so that
+// its ops and transitions add up to the chain (fit_transitions_to_layers).
+struct ComputeLayerCase {
+  std::string where;    // "llama-3.1-70b tp2 verify layer 0" (progress and notes)
+  std::vector<Op> ops;  // the layer's compute ops in trace order; `other` keeps its traced time
+};
+
 struct CalibrationRequest {
   int ranks = 1;                       // GPUs; compute ops are measured on each (the slowest counts)
   std::vector<Op> compute;             // gemm, attention, rmsnorm, residual_add, act, embedding, other
@@ -61,6 +71,8 @@ struct CalibrationRequest {
   std::vector<AllreduceContextCase> allreduce_contexts;
   // Each (strategy, first decoder layer of a step) whose allreduces all have a context case.
   std::vector<AllreduceLayerCase> allreduce_layers;
+  // The first decoder layer of every step, compute ops only, deduplicated by shapes.
+  std::vector<ComputeLayerCase> compute_layers;
   // Consecutive compute ops of the traces (A, B), measured as a chain of (A, B) pairs against
   // their own chains: the kernel-transition cost (Calibration::transition_us).
   std::vector<std::pair<Op, Op>> transitions;
@@ -86,6 +98,9 @@ struct CalibrationMeasurements {
   // Parallel to request.transitions: per (A, B) pair in a chain of pairs minus A's and B's
   // own chain times (measured in the same program, right before).
   std::vector<double> transition_us;
+  // Parallel to request.compute_layers: µs per copy of the layer in a chain of copies, the
+  // slowest GPU's (NaN: not measured).
+  std::vector<double> compute_layer_us;
   double launch_gap_us = 0;            // per empty kernel in a graph chain
   std::vector<std::string> notes;      // substitutions the replay kernels made, etc.
   double seconds = 0;                  // wall time of the measurement

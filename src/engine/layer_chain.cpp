@@ -28,11 +28,15 @@ LayerChain layer_chain(const AllreduceLayerCase& layer, int copies) {
   return chain;
 }
 
+int layer_chain_copies(double layer_weight_bytes, double l2_bytes) {
+  const double need = layer_weight_bytes > 0 ? std::ceil(2 * l2_bytes / layer_weight_bytes) : 8;
+  return static_cast<int>(std::clamp(need, 8.0, 32.0));
+}
+
 int layer_chain_copies(const AllreduceLayerCase& layer, double l2_bytes) {
   double weights = 0;
   for (std::size_t j = 0; j < layer.layer_size && j < layer.ops.size(); ++j) weights += layer.ops[j].weight_bytes();
-  const double need = weights > 0 ? std::ceil(2 * l2_bytes / weights) : 8;
-  return static_cast<int>(std::clamp(need, 8.0, 32.0));
+  return layer_chain_copies(weights, l2_bytes);
 }
 
 }  // namespace eaglesim

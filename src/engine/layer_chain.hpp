@@ -25,6 +25,7 @@ LayerChain layer_chain(const AllreduceLayerCase& layer, int copies);
 // Copies of a layer in its chain: at least 8 (one copy's weight placement is not the step's, and
 // the differences sought are a few tenths of a µs per allreduce), and enough that the copies'
 // weights rotate past an L2 of `l2_bytes` twice; at most 32.
-int layer_chain_copies(const AllreduceLayerCase& layer, double l2_bytes);
+int layer_chain_copies(double layer_weight_bytes, double l2_bytes);
+int layer_chain_copies(const AllreduceLayerCase& layer, double l2_bytes);  // the layer's weights, tail excluded
 
 }  // namespace eaglesim

@@ -81,15 +81,6 @@ struct ShapePairHash {
   }
 };
 
-// The calibration's transition for op `to` after op `from`: the entry for the two shapes if there
-// is one, else for their kinds; nullopt when neither is in the table.
-std::optional<double> find_transition(const std::map<std::string, double>& table, const Op& from, const Op& to) {
-  auto t = table.find(transition_key(from, to));
-  if (t == table.end()) t = table.find(transition_key(from.kind, to.kind));
-  if (t == table.end()) return std::nullopt;
-  return t->second;
-}
-
 // An allreduce between two compute ops' shapes: the in-context lookup builds a key string, so
 // each (size, pair) is looked up once per step plan.
 struct ContextKey {
@@ -133,6 +124,13 @@ class DetailTable {
 };
 
 }  // namespace
+
+std::optional<double> find_transition(const std::map<std::string, double>& table, const Op& from, const Op& to) {
+  auto t = table.find(transition_key(from, to));
+  if (t == table.end()) t = table.find(transition_key(from.kind, to.kind));
+  if (t == table.end()) return std::nullopt;
+  return t->second;
+}
 
 const Op* compute_before(const std::vector<Op>& ops, std::size_t i) {
   for (std::size_t j = i; j-- > 0;)

@@ -7,6 +7,7 @@
 // here, so they vanish from the step.
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,10 @@ struct StepPlan {
 // Prices every op of `step`. Throws InputError (measured times missing, no communicator for
 // an allreduce, no cost function).
 StepPlan plan_step(const Step& step, const PricingOptions& opts);
+
+// The calibration's transition for op `to` after op `from`: the entry for the two shapes if there
+// is one, else for their kinds; nullopt when neither is in the table.
+std::optional<double> find_transition(const std::map<std::string, double>& table, const Op& from, const Op& to);
 
 // True when `comm` would absorb ops[i+1..] into the allreduce at ops[i]; returns how many.
 // Rule: the allreduce is followed, immediately, by an optional residual_add and then an

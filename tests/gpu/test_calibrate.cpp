@@ -1,6 +1,6 @@
 // GPU test of calibrate (label gpu; skips without a GPU): a small calibration over a 2-layer
 // Llama-3.1-8B TP2 trace gives positive, finite, plausibly ordered numbers, and the tables it
-// builds read back and price that trace.
+// builds read back and price that trace; its compute layer fits the transitions.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -102,7 +102,17 @@ TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
   }
 
   const Topology base = read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/2x-h200-nvlink.json");
-  const Topology topo = calibrated_topology(base, m, build_calibration(q, m, {t}));
+  Topology topo = calibrated_topology(base, m, build_calibration(q, m, {t}));
+  // Compute layers: a chain of copies of the layer costs about what its ops do one by one (within
+  // 30 %: the transitions are a few µs of a ~100 µs layer), and the fit makes them add up.
+  ASSERT_EQ(m.compute_layer_us.size(), q.compute_layers.size());
+  EXPECT_FALSE(q.compute_layers.empty());
+  for (const LayerTransitionFit& f : fit_transitions_to_layers(q, m, topo)) {
+    EXPECT_TRUE(std::isfinite(f.measured_us) && f.measured_us > 0) << f.where;
+    EXPECT_GT(f.measured_us, 0.7 * f.ops_us) << f.where;
+    EXPECT_LT(f.measured_us, 1.3 * f.ops_us) << f.where;
+    EXPECT_NEAR(f.ops_us + f.fitted_us, f.measured_us, 0.01 * f.measured_us) << f.where;
+  }
   const Topology back = parse_topology(nlohmann::json::parse(topology_to_string(topo)), "gpu-test.json");
   EXPECT_EQ(back.calibration.gemm.size(), topo.calibration.gemm.size());
   EXPECT_FALSE(back.calibration.attention.empty());

@@ -1,0 +1,140 @@
+// Kernel transitions fitted to whole decoder layers: which compute layers calibrate asks the GPUs
+// for, and how a layer's measured chain shifts the transition entries of its op pairs so that its
+// ops and transitions add up to it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "cost/compute_model.hpp"
+#include "engine/calibration_plan.hpp"
+#include "engine/layer_chain.hpp"
+#include "engine/op_pricing.hpp"
+#include "topology/calibration_keys.hpp"
+#include "topology/topology.hpp"
+#include "trace/trace_json.hpp"
+
+using namespace eaglesim;
+
+namespace {
+
+Trace trace(const char* name) { return read_trace(std::string(EAGLESIM_REPO) + "/traces/" + name); }
+Topology h200() {
+  return read_topology(resolve_topology_path(std::string(EAGLESIM_REPO) + "/models/topologies/2x-h200-nvlink.json"));
+}
+
+// Every compute point 5 us, every transition pair 1 us; compute layers not measured.
+CalibrationMeasurements flat(const CalibrationRequest& q) {
+  CalibrationMeasurements m;
+  m.ranks = q.ranks;
+  m.compute_us.assign(q.compute.size(), 5.0);
+  m.allreduce_us.assign(q.allreduce.size(), 7.0);
+  m.transition_us.assign(q.transitions.size(), 1.0);
+  m.compute_layer_us.assign(q.compute_layers.size(), std::numeric_limits<double>::quiet_NaN());
+  return m;
+}
+
+// The pairs a step charges per copy of the layer: consecutive ops, the last into the first.
+std::vector<std::string> pair_keys(const ComputeLayerCase& layer) {
+  std::vector<std::string> keys;
+  const std::size_t n = layer.ops.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& a = layer.ops[(i + n - 1) % n];
+    const Op& b = layer.ops[i];
+    if (a.kind != OpKind::other && b.kind != OpKind::other) keys.push_back(transition_key(a, b));
+  }
+  return keys;
+}
+
+double ops_us(const ComputeLayerCase& layer, const Topology& topo) {
+  double sum = 0;
+  for (const Op& op : layer.ops) sum += compute_cost(op, topo).us;
+  return sum;
+}
+
+}  // namespace
+
+TEST(ComputeLayer, PlanAsksForTheFirstLayerOfEveryStepWithoutItsAllreduces) {
+  const Trace t = trace("llama-3.1-8b_tp2_t4.json");
+  CalibrationPlanOptions o;
+  o.ranks = 2;
+  o.strategies = {"nccl"};
+  const CalibrationRequest q = plan_calibration({t}, o);
+  ASSERT_FALSE(q.compute_layers.empty());
+  for (const ComputeLayerCase& c : q.compute_layers) {
+    EXPECT_NE(c.where.find("layer"), std::string::npos) << c.where;
+    ASSERT_FALSE(c.ops.empty());
+    for (const Op& op : c.ops) EXPECT_FALSE(op.is_comm());
+  }
+  // The verify step's layer: the Llama layer's 10 compute ops (norm, qkv, attention, o, add,
+  // norm, gate_up, act, down, add).
+  EXPECT_EQ(q.compute_layers.front().ops.size(), 10u);
+  // One case per distinct layer: the same trace twice adds none.
+  EXPECT_EQ(plan_calibration({t, t}, o).compute_layers.size(), q.compute_layers.size());
+  // A one-GPU trace has compute layers too (no allreduce to measure, but transitions to fit).
+  EXPECT_FALSE(plan_calibration({trace("llama-3.1-8b_tp1_t4.json")}, CalibrationPlanOptions{}).compute_layers.empty());
+}
+
+TEST(ComputeLayer, LayerChainCopiesRotateTheWeightsPastL2Twice) {
+  EXPECT_EQ(layer_chain_copies(100e6, 60e6), 8);    // floor
+  EXPECT_EQ(layer_chain_copies(10e6, 60e6), 12);    // 2 x 60 MB over 10 MB
+  EXPECT_EQ(layer_chain_copies(1e6, 60e6), 32);     // cap
+  EXPECT_EQ(layer_chain_copies(0.0, 60e6), 8);      // no weights
+}
+
+TEST(ComputeLayer, TransitionsAreShiftedSoTheLayerAddsUpToItsChain) {
+  const Trace t = trace("llama-3.1-8b_tp1_t4.json");
+  const CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
+  ASSERT_FALSE(q.compute_layers.empty());
+  CalibrationMeasurements m = flat(q);
+  const Topology before = calibrated_topology(h200(), m, build_calibration(q, m, {t}));
+  // Every layer measures its ops plus a quarter of a µs per transition (the pair chains said 1).
+  for (std::size_t l = 0; l < q.compute_layers.size(); ++l)
+    m.compute_layer_us[l] = ops_us(q.compute_layers[l], before) + 0.25 * static_cast<double>(pair_keys(q.compute_layers[l]).size());
+  Topology after = before;
+  const std::vector<LayerTransitionFit> fits = fit_transitions_to_layers(q, m, after);
+  ASSERT_EQ(fits.size(), q.compute_layers.size());
+  for (std::size_t l = 0; l < fits.size(); ++l) {
+    const double pairs = static_cast<double>(pair_keys(q.compute_layers[l]).size());
+    EXPECT_EQ(fits[l].pairs, static_cast<int>(pairs));
+    EXPECT_NEAR(fits[l].pairs_us, 1.0 * pairs, 1e-9);
+    EXPECT_NEAR(fits[l].fitted_us, 0.25 * pairs, 1e-9);
+    EXPECT_NEAR(fits[l].ops_us + fits[l].fitted_us, fits[l].measured_us, 1e-9);
+    for (const std::string& key : pair_keys(q.compute_layers[l]))
+      EXPECT_DOUBLE_EQ(after.calibration.transition_us.at(key), 0.25) << key;
+  }
+  // The kind-pair entries (the fallback for shapes no layer measured) keep the pair chains' value.
+  EXPECT_DOUBLE_EQ(after.calibration.transition_us.at("rmsnorm>gemm"), 1.0);
+
+  // A layer not measured leaves the table as the pair chains made it.
+  CalibrationMeasurements none = flat(q);
+  Topology untouched = before;
+  fit_transitions_to_layers(q, none, untouched);
+  EXPECT_EQ(untouched.calibration.transition_us, before.calibration.transition_us);
+
+  // Measurements that do not match the request are a programming error.
+  m.compute_layer_us.push_back(1.0);
+  EXPECT_THROW(fit_transitions_to_layers(q, m, after), std::invalid_argument);
+  EXPECT_THROW(build_calibration(q, m, {t}), std::invalid_argument);
+}
+
+TEST(ComputeLayer, AnEntryInSeveralLayersTakesTheMeanOfWhatTheyWant) {
+  const Trace t = trace("llama-3.1-8b_tp1_t4.json");
+  CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
+  ASSERT_FALSE(q.compute_layers.empty());
+  q.compute_layers.resize(1);
+  q.compute_layers.push_back(q.compute_layers[0]);  // the same shapes measured twice
+  CalibrationMeasurements m = flat(q);
+  Topology topo = calibrated_topology(h200(), m, build_calibration(q, m, {t}));
+  const double ops = ops_us(q.compute_layers[0], topo);
+  const std::vector<std::string> keys = pair_keys(q.compute_layers[0]);
+  const double pairs = static_cast<double>(keys.size());
+  m.compute_layer_us = {ops + 0.5 * pairs, ops + 1.5 * pairs};  // want 0.5 and 1.5 per pair
+  fit_transitions_to_layers(q, m, topo);
+  for (const std::string& key : keys) EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(key), 1.0) << key;
+  // A layer that runs faster than its ops' tables gets negative transitions (the ops overlap).
+  m.compute_layer_us = {ops - 0.5 * pairs, ops - 0.5 * pairs};
+  fit_transitions_to_layers(q, m, topo);
+  for (const std::string& key : keys) EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(key), -0.5) << key;
+}
