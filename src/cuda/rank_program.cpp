@@ -235,8 +235,8 @@ RankProgram::RankProgram(const Step& step, int device, RankComm& comm, RankComm*
     note("weights and KV caches in the same GPU memory as the previous program on this GPU (an A/B run compares "
          "strategies over one placement)");
   if (arena_.reused())
-    note(fmt::format("weights and KV caches ({:.1f} GiB per rank) exceed 80% of free GPU memory: replayed from a "
-                     "{:.1f} GiB pool whose regions later ops reuse; L2 reuse may flatter results",
+    note(fmt::format("weights and KV caches ({:.1f} GiB per rank) exceed 80% of free GPU memory: replayed from "
+                     "{:.1f} GiB, later layers reading earlier layers' memory (too far back for L2 to hold it)",
                      arena_.requested_bytes() / 1073741824.0, arena_.pool_bytes() / 1073741824.0));
 
   // ---- random contents (never zeros): activations, then every region in its own dtype

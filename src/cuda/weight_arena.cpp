@@ -33,6 +33,44 @@ std::map<int, WeightArena::Memory>& parked() {
   return p;
 }
 
+// More than the budget: the big regions still get their own allocations, in order, while the
+// budget lasts; each later one reads the next earlier allocation (cyclically) that is large
+// enough, so layer k + N streams layer k's tensors from the same kind of allocation as a step
+// that fits (and as calibrate's chains). The small regions share the pool. False (layout
+// untouched) when the small regions alone exceed the budget or a big region finds no allocation
+// large enough: the single cyclic pool then.
+bool plan_reused_own(WeightArena::Layout& l, const std::vector<std::size_t>& sizes, std::size_t budget) {
+  std::size_t small = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i] < WeightArena::kOwnAllocationBytes) small += l.sizes[i];
+  if (small > budget) return false;
+  std::size_t left = budget - small;
+  std::vector<int> own_index(sizes.size(), -1);
+  std::vector<std::size_t> own_bytes;
+  std::size_t next = 0;  // the allocation the next reusing region tries first
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < WeightArena::kOwnAllocationBytes) continue;
+    if (l.sizes[i] <= left) {
+      own_index[i] = static_cast<int>(own_bytes.size());
+      own_bytes.push_back(l.sizes[i]);
+      left -= l.sizes[i];
+      continue;
+    }
+    bool found = false;
+    for (std::size_t k = 0; k < own_bytes.size() && !found; ++k) {
+      const std::size_t j = (next + k) % own_bytes.size();
+      if (own_bytes[j] >= l.sizes[i]) {
+        own_index[i] = static_cast<int>(j);
+        next = j + 1;
+        found = true;
+      }
+    }
+    if (!found) return false;
+  }
+  l.own_index = std::move(own_index);
+  return true;
+}
+
 WeightArena::Layout plan_layout(const std::vector<std::size_t>& sizes, std::size_t free_bytes, double budget_fraction) {
   WeightArena::Layout l;
   std::size_t largest = 0;
@@ -53,12 +91,12 @@ WeightArena::Layout plan_layout(const std::vector<std::size_t>& sizes, std::size
   }
   l.own_index.assign(sizes.size(), -1);
   l.offsets.assign(sizes.size(), 0);
-  if (!l.reused && !single_pool_forced()) {
+  if (!single_pool_forced() && !(l.reused && !plan_reused_own(l, sizes, budget))) {
     l.pool = 0;
     int own = 0;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      if (sizes[i] >= WeightArena::kOwnAllocationBytes) l.own_index[i] = own++;
-      else l.pool += l.sizes[i];
+      if (sizes[i] < WeightArena::kOwnAllocationBytes) l.pool += l.sizes[i];
+      else if (!l.reused) l.own_index[i] = own++;
     }
   }
   l.pool = std::max<std::size_t>(l.pool, kAlign);
@@ -96,8 +134,10 @@ WeightArena::WeightArena(const std::vector<std::size_t>& sizes, std::size_t free
   if (adopted_) return;
   mem_.layout = std::move(layout);
   mem_.pool = ReplayBuffer(mem_.layout.pool);
+  // Own allocations are numbered in order of first use; a reused layout points later regions at
+  // earlier ones.
   for (std::size_t i = 0; i < sizes.size(); ++i)
-    if (mem_.layout.own_index[i] >= 0) mem_.own.emplace_back(mem_.layout.sizes[i]);
+    if (mem_.layout.own_index[i] == static_cast<int>(mem_.own.size())) mem_.own.emplace_back(mem_.layout.sizes[i]);
 }
 
 void WeightArena::park() {

@@ -5,8 +5,10 @@
 //
 // Regions of kOwnAllocationBytes or more get their own cudaMalloc, as a serving framework's
 // allocator gives each weight tensor its own segment; the small ones share one pool. When the
-// regions together exceed `budget_fraction` of free memory, they are laid out cyclically in one
-// pool of that size (later ops reuse earlier ops' bytes) and the arena says so.
+// regions together exceed `budget_fraction` of free memory, the big ones get their own
+// allocations while the budget lasts and each later one reuses the next earlier allocation large
+// enough (layer k + N reads layer k's memory), and the arena says so (reused()); when even that
+// does not fit, everything is laid out cyclically in one pool of the budget's size.
 // EAGLESIM_WEIGHT_POOL=1 forces the single pool (diagnostic: the layout before per-region
 // allocations).
 //

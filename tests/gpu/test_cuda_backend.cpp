@@ -334,9 +334,24 @@ TEST(WeightArena, NextArenaWithTheSameLayoutTakesOverTheMemory) {
   release_parked_weights();
   WeightArena d(sizes, free_bytes);
   EXPECT_FALSE(d.adopted());
-  // More than the budget: one pool, reused cyclically, and said so.
-  WeightArena e(sizes, std::size_t(20) << 20);
-  EXPECT_TRUE(e.reused());
+  // More than the budget (16 + 12 MiB of big regions for 80 % of 25 MiB): the 16 MiB region keeps
+  // its own allocation and the 12 MiB one reuses it; the small ones keep their pool; said so.
+  {
+    WeightArena e(sizes, std::size_t(25) << 20);
+    EXPECT_TRUE(e.reused());
+    EXPECT_EQ(e.region(3), e.region(0));
+    EXPECT_NE(e.region(1), e.region(2));
+    EXPECT_NE(e.region(1), e.region(0));
+    EXPECT_LT(e.pool_bytes(), std::size_t(17) << 20);
+    for (std::size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(cudaMemset(e.region(i), 2, sizes[i]), cudaSuccess) << i;
+  }
+  release_parked_weights();
+  // A big region larger than every allocation the budget allowed: one pool, reused cyclically.
+  const std::vector<std::size_t> growing{12 << 20, 16 << 20};
+  WeightArena f(growing, std::size_t(25) << 20);
+  EXPECT_TRUE(f.reused());
+  EXPECT_EQ(f.region(1), f.region(0));  // both at the start of the pool
+  EXPECT_EQ(cudaMemset(f.region(1), 3, growing[1]), cudaSuccess);
 }
 
 TEST(CudaReplay, TinyTraceOnOneGpu) {
