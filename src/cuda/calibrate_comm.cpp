@@ -336,29 +336,42 @@ std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std:
     Layout layout;
     layout.step.name = "calibrate_allreduce_layer";
     std::int64_t max_bytes = 0;
+    std::vector<int> copies_of;
     for (std::size_t li : cases) {
       const AllreduceLayerCase& lc = q.allreduce_layers[li];
       const int copies = layer_chain_copies(lc, l2);
+      copies_of.push_back(copies);
       const LayerChain chain = layer_chain(lc, copies);
       const std::size_t at = layout.step.ops.size();
       layout.step.ops.insert(layout.step.ops.end(), chain.ops.begin(), chain.ops.end());
-      ChainCase cs;
-      for (std::size_t j : chain.with) cs.with.push_back(at + j);
-      for (std::size_t j : chain.without) cs.without.push_back(at + j);
-      for (std::size_t j : chain.absorbed) cs.must_absorb.push_back(at + j);  // fused only
+      // Two cases per layer: the chain once over its copies and twice over them.
+      const LayerChain twice = repeated(chain, static_cast<std::size_t>(copies) * lc.layer_size);
+      for (const LayerChain* ch : {&chain, &twice}) {
+        ChainCase cs;
+        for (std::size_t j : ch->with) cs.with.push_back(at + j);
+        for (std::size_t j : ch->without) cs.without.push_back(at + j);
+        for (std::size_t j : ch->absorbed) cs.must_absorb.push_back(at + j);  // fused only
+        cs.divisor = 1;
+        cs.baseline = static_cast<int>(layout.cases.size());
+        cs.step_difference = true;
+        layout.cases.push_back(cs);
+      }
       for (const Op& op : lc.ops)
         if (op.is_comm()) max_bytes = std::max(max_bytes, op.bytes);
-      cs.divisor = copies;
-      cs.baseline = static_cast<int>(layout.cases.size());
-      cs.step_difference = true;
-      layout.cases.push_back(cs);
     }
     const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes, kLayerReplayFactor);
     if (!measured.ran) continue;
-    for (std::size_t c = 0; c < cases.size(); ++c) result[cases[c]] = measured.us[c];
+    std::string detail;
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      // What the allreduces add per copy between the two lengths: the once-per-chain part cancels.
+      const double once = measured.us[2 * c], twice = measured.us[2 * c + 1];
+      result[cases[c]] = (twice - once) / copies_of[c];
+      detail += fmt::format("{}{} {:.2f} (one length: {:.2f})", c ? "; " : "", q.allreduce_layers[cases[c]].where,
+                            result[cases[c]], once / copies_of[c]);
+    }
     if (q.progress)
-      q.progress(fmt::format("allreduce {}: {} decoder layers on {} GPUs ({:.1f} s)", strategy, cases.size(), q.ranks,
-                             seconds_since(t_start)));
+      q.progress(fmt::format("allreduce {}: {} decoder layers on {} GPUs ({:.1f} s): us per layer {}", strategy,
+                             cases.size(), q.ranks, seconds_since(t_start), detail));
   }
   return result;
 }

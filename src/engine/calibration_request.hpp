@@ -38,7 +38,8 @@ struct AllreduceContextCase {
 
 // One decoder layer of a trace replayed with a strategy: a chain of copies of the whole layer
 // against the same chain without its allreduces (and, fused, without the residual add + RMSNorm
-// they absorb), slowest rank each. What the allreduces add to a layer differs from the sum of
+// they absorb), slowest rank each, once and twice over the copies; the difference of the two
+// lengths per copy (what a chain pays once, its start and the ranks lining up, cancels). What the allreduces add to a layer differs from the sum of
 // their (before, allreduce, after) measurements (on 2 x H200 NCCL adds 3-6 us per allreduce to
 // a Llama-3.1-70B layer against 9-10 us in the triples; docs/fidelity.md); the layer's entries
 // of allreduce_context_us are scaled so they add up to it.
@@ -92,8 +93,8 @@ struct CalibrationMeasurements {
   std::vector<double> compute_us;      // parallel to request.compute
   std::vector<double> allreduce_us;    // parallel to request.allreduce
   std::vector<double> allreduce_context_us;  // parallel to request.allreduce_contexts (NaN: not measured)
-  // Parallel to request.allreduce_layers: µs the allreduces add to one copy of the layer (NaN:
-  // not measured).
+  // Parallel to request.allreduce_layers: µs the allreduces add to one more copy of the layer
+  // (NaN: not measured).
   std::vector<double> allreduce_layer_us;
   // Parallel to request.transitions: per (A, B) pair in a chain of pairs minus A's and B's
   // own chain times (measured in the same program, right before).

@@ -28,6 +28,24 @@ LayerChain layer_chain(const AllreduceLayerCase& layer, int copies) {
   return chain;
 }
 
+LayerChain repeated(const LayerChain& chain, std::size_t core_ops) {
+  auto twice = [core_ops](const std::vector<std::size_t>& idx) {
+    std::vector<std::size_t> out;
+    for (int round = 0; round < 2; ++round)
+      for (std::size_t i : idx)
+        if (i < core_ops) out.push_back(i);
+    for (std::size_t i : idx)
+      if (i >= core_ops) out.push_back(i);
+    return out;
+  };
+  LayerChain r;
+  r.ops = chain.ops;
+  r.with = twice(chain.with);
+  r.without = twice(chain.without);
+  r.absorbed = chain.absorbed;  // the ops a fused kernel must absorb: the same program ops
+  return r;
+}
+
 int layer_chain_copies(double layer_weight_bytes, double l2_bytes) {
   const double need = layer_weight_bytes > 0 ? std::ceil(2 * l2_bytes / layer_weight_bytes) : 8;
   return static_cast<int>(std::clamp(need, 8.0, 32.0));

@@ -22,6 +22,12 @@ struct LayerChain {
 // `copies` >= 1. Throws std::invalid_argument when a dropped index is outside the layer + tail.
 LayerChain layer_chain(const AllreduceLayerCase& layer, int copies);
 
+// `chain` with its copies run twice over (copies 0..C-1, again 0..C-1, then the tail; `ops`
+// unchanged, the index lists repeated): the longer of two chain lengths whose difference
+// calibrate takes, so that what a chain pays once (the graph's start, the ranks lining up at its
+// first allreduce) cancels. `core_ops` = copies x layer size: indices below it are the copies.
+LayerChain repeated(const LayerChain& chain, std::size_t core_ops);
+
 // Copies of a layer in its chain: at least 8 (one copy's weight placement is not the step's, and
 // the differences sought are a few tenths of a µs per allreduce), and enough that the copies'
 // weights rotate past an L2 of `l2_bytes` twice; at most 32.

@@ -200,3 +200,28 @@ TEST(AllreduceLayer, CopiesRotateTheWeightsPastL2AtLeastTwice) {
   EXPECT_EQ(layer_chain_copies(layer, 20 * weights), 32);       // a huge one: the cap
   EXPECT_EQ(layer_chain_copies(layer, 5.2 * weights), 11);      // ceil(2 x 5.2 layers' worth)
 }
+
+TEST(AllreduceLayer, RepeatedChainRunsTheCopiesTwiceThenTheTail) {
+  const Trace t = llama8b_tp2();
+  const CalibrationRequest q = plan({t}, {"fused"});
+  ASSERT_FALSE(q.allreduce_layers.empty());
+  const AllreduceLayerCase& layer = q.allreduce_layers[0];
+  const std::size_t n = layer.layer_size, copies = 3, core = copies * n;
+  const LayerChain once = layer_chain(layer, static_cast<int>(copies));
+  const LayerChain twice = repeated(once, core);
+  EXPECT_EQ(twice.ops.size(), once.ops.size());  // the same program ops
+  EXPECT_EQ(twice.absorbed, once.absorbed);
+  for (const auto& [a, b] : {std::pair{&once.with, &twice.with}, std::pair{&once.without, &twice.without}}) {
+    std::vector<std::size_t> core_part, tail_part;
+    for (std::size_t i : *a) (i < core ? core_part : tail_part).push_back(i);
+    std::vector<std::size_t> expect = core_part;
+    expect.insert(expect.end(), core_part.begin(), core_part.end());
+    expect.insert(expect.end(), tail_part.begin(), tail_part.end());
+    EXPECT_EQ(*b, expect);
+    EXPECT_FALSE(tail_part.empty() && a == &once.with) << "fused: the tail (next layer's norm) ends the chain";
+  }
+  // The baseline's extra length is exactly one more run of its copies: the difference of the two
+  // lengths counts each op of a copy once per copy.
+  EXPECT_EQ(twice.with.size() - once.with.size(), static_cast<std::size_t>(std::count_if(
+                                                       once.with.begin(), once.with.end(), [&](std::size_t i) { return i < core; })));
+}
