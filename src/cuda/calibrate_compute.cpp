@@ -214,7 +214,7 @@ std::vector<double> calibrate_compute_layers(int device, const std::vector<Compu
     const std::vector<Op>& ops = layers[l].ops;
     double weights = 0;
     for (const Op& op : ops) weights += op.weight_bytes();
-    const int copies = layer_chain_copies(weights, dev.l2);
+    const int copies = compute_layer_chain_copies(weights, dev.l2);
     const std::size_t n = ops.size();
     Step step;
     step.name = "calibrate_compute_layer";

@@ -51,6 +51,13 @@ int layer_chain_copies(double layer_weight_bytes, double l2_bytes) {
   return static_cast<int>(std::clamp(need, 8.0, 32.0));
 }
 
+int compute_layer_chain_copies(double layer_weight_bytes, double l2_bytes) {
+  constexpr double kStreamedBytes = 4.0 * (1ull << 30);
+  const int floor = layer_chain_copies(layer_weight_bytes, l2_bytes);
+  const double need = layer_weight_bytes > 0 ? std::ceil(kStreamedBytes / layer_weight_bytes) : floor;
+  return static_cast<int>(std::clamp(need, static_cast<double>(floor), 64.0));
+}
+
 int layer_chain_copies(const AllreduceLayerCase& layer, double l2_bytes) {
   double weights = 0;
   for (std::size_t j = 0; j < layer.layer_size && j < layer.ops.size(); ++j) weights += layer.ops[j].weight_bytes();

@@ -34,4 +34,12 @@ LayerChain repeated(const LayerChain& chain, std::size_t core_ops);
 int layer_chain_copies(double layer_weight_bytes, double l2_bytes);
 int layer_chain_copies(const AllreduceLayerCase& layer, double l2_bytes);  // the layer's weights, tail excluded
 
+// Copies of a layer in a compute-layer chain (ComputeLayerCase), whose time is compared with its
+// ops' own chains: enough that the chain streams at least 4 GiB of weights from as many
+// allocations (the same GEMM runs up to 8 % slower from some allocations than from others,
+// docs/fidelity.md; over 8 copies of a small layer that luck does not average out: a Llama-3.1-8B
+// TP2 layer's chain measured 105-116 us on three machines whose op tables agreed within 2 %),
+// at least layer_chain_copies, at most 64.
+int compute_layer_chain_copies(double layer_weight_bytes, double l2_bytes);
+
 }  // namespace eaglesim

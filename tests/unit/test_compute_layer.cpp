@@ -83,6 +83,16 @@ TEST(ComputeLayer, LayerChainCopiesRotateTheWeightsPastL2Twice) {
   EXPECT_EQ(layer_chain_copies(0.0, 60e6), 8);      // no weights
 }
 
+TEST(ComputeLayer, ComputeLayerChainsStreamAtLeastFourGibibytes) {
+  const double gib = 1ull << 30;
+  EXPECT_EQ(compute_layer_chain_copies(109e6, 60e6), 40);     // a Llama-3.1-8B TP2 layer: ceil(4 GiB / 109 MB)
+  EXPECT_EQ(compute_layer_chain_copies(0.86e9, 60e6), 8);     // a 70B TP1 layer: the floor already streams 6.9 GB
+  EXPECT_EQ(compute_layer_chain_copies(0.5 * gib, 60e6), 8);  // exactly 4 GiB at the floor
+  EXPECT_EQ(compute_layer_chain_copies(1e6, 60e6), 64);       // cap
+  EXPECT_EQ(compute_layer_chain_copies(0.0, 60e6), 8);        // no weights: layer_chain_copies' floor
+  EXPECT_GE(compute_layer_chain_copies(5e6, 1e9), layer_chain_copies(5e6, 1e9));  // never fewer than the L2 rule
+}
+
 TEST(ComputeLayer, TransitionsAreShiftedSoTheLayerAddsUpToItsChain) {
   const Trace t = trace("llama-3.1-8b_tp1_t4.json");
   const CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
