@@ -121,8 +121,9 @@ void run_calibrate_command(const CalibrateArgs& a) {
   Topology topo = calibrated_topology(*base, m, build_calibration(q, m, traces));
   for (const LayerTransitionFit& f : fit_transitions_to_layers(q, m, topo))
     q.progress(fmt::format("compute layer {}: {:.2f} us per copy in a chain; its ops {:.2f} us by the tables, "
-                           "{} transitions {:+.2f} us by the pair chains, {:+.2f} us fitted",
-                           f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us));
+                           "{} transitions {:+.2f} us by the pair chains, {:+.2f} us {}",
+                           f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us,
+                           f.fitted ? "fitted" : "(not fitted: not measured, or an op outside the tables)"));
   if (a.fit_sequence) {
     SequenceFitOptions so;
     so.ranks = ranks;

@@ -33,9 +33,9 @@ struct ChainTiming {
 ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, const ChainTiming& timing,
                                      const std::function<void(const std::string&)>& progress);
 
-// Compute layers: for each, the per-copy time of a chain of copies of its ops (weights rotating
-// past L2 twice, layer_chain_copies), (T(2C) - T(C)) / C as for single ops. NaN where the layer
-// cannot be replayed on this GPU.
+// Compute layers: for each, the per-copy time of a chain of copies of its ops (as many copies as
+// compute_layer_chain_copies asks), (T(2C) - T(C)) / C as for single ops. Throws, as
+// calibrate_compute does, where the replay cannot run an op.
 std::vector<double> calibrate_compute_layers(int device, const std::vector<ComputeLayerCase>& layers,
                                              const ChainTiming& timing,
                                              const std::function<void(const std::string&)>& progress);

@@ -83,6 +83,14 @@ std::vector<std::pair<Op, Op>> transition_pairs(const std::vector<Trace>& traces
   return out;
 }
 
+// What makes two layers' ops the same measurement: kinds, shapes and, for `other` ops (which the
+// replay spins for their traced time), that time. One entry of a layer's deduplication key.
+std::string op_signature(const Op& op) {
+  std::string s = fmt::format("|{} {}", to_string(op.kind), op.shape_string());
+  if (op.kind == OpKind::other) s += fmt::format(" {}", op.us.value_or(0.0));
+  return s;
+}
+
 // The ops [begin, end) of the step's first decoder layer, when they are contiguous (a layer a
 // chain can repeat); nothing otherwise.
 struct LayerRange {
@@ -122,8 +130,7 @@ std::vector<ComputeLayerCase> compute_layers(const std::vector<Trace>& traces) {
         Op op = step.ops[i];
         op.name = "calibrate_compute_layer";
         op.layer = -1;
-        signature += fmt::format("|{} {}", to_string(op.kind), op.shape_string());
-        if (op.kind == OpKind::other) signature += fmt::format(" {}", op.us.value_or(0.0));
+        signature += op_signature(op);
         c.ops.push_back(std::move(op));
       }
       if (c.ops.empty() || !seen.insert(signature).second) continue;
@@ -246,8 +253,7 @@ std::vector<AllreduceLayerCase> allreduce_layers(const std::vector<Trace>& trace
           Op op = step.ops[i];
           op.name = "calibrate_layer";
           op.layer = -1;
-          signature += fmt::format("|{} {}", to_string(op.kind), op.shape_string());
-          if (op.kind == OpKind::other) signature += fmt::format(" {}", op.us.value_or(0.0));
+          signature += op_signature(op);
           c.ops.push_back(std::move(op));  // `other` keeps its traced time: the replay spins that long
         }
         if (!seen.insert(signature).second) continue;
@@ -598,6 +604,29 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
   return cal;
 }
 
+namespace {
+
+// The consecutive compute-op pairs a step charges a transition for per copy of the layer: the
+// layer's own, and its last op into the next copy's first.
+std::vector<std::pair<const Op*, const Op*>> layer_pairs(const ComputeLayerCase& layer) {
+  std::vector<std::pair<const Op*, const Op*>> pairs;
+  const std::size_t n = layer.ops.size();
+  for (std::size_t i = 0; i < n && n > 1; ++i) {
+    const Op& a = layer.ops[(i + n - 1) % n];
+    const Op& b = layer.ops[i];
+    if (transition_kind(a.kind) && transition_kind(b.kind)) pairs.emplace_back(&a, &b);
+  }
+  return pairs;
+}
+
+double pairs_sum(const std::map<std::string, double>& table, const std::vector<std::pair<const Op*, const Op*>>& pairs) {
+  double sum = 0;
+  for (const auto& [a, b] : pairs) sum += find_transition(table, *a, *b).value_or(0.0);
+  return sum;
+}
+
+}  // namespace
+
 std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationRequest& q,
                                                           const CalibrationMeasurements& m, Topology& topo) {
   if (!m.compute_layer_us.empty() && m.compute_layer_us.size() != q.compute_layers.size())
@@ -611,43 +640,32 @@ std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationReque
     LayerTransitionFit f;
     f.where = layer.where;
     f.measured_us = m.compute_layer_us[l];
-    for (const Op& op : layer.ops) f.ops_us += compute_cost(op, topo).us;
-    // Consecutive ops, the last into the next copy's first: the pairs a step charges per layer.
-    std::vector<std::pair<const Op*, const Op*>> pairs;
-    const std::size_t n = layer.ops.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      const Op& a = layer.ops[(i + n - 1) % n];
-      const Op& b = layer.ops[i];
-      if (n > 1 && transition_kind(a.kind) && transition_kind(b.kind)) pairs.emplace_back(&a, &b);
+    bool by_tables = true;
+    for (const Op& op : layer.ops) {
+      const OpCost c = compute_cost(op, topo);
+      f.ops_us += c.us;
+      by_tables = by_tables && c.calibrated;
     }
-    for (const auto& [a, b] : pairs) f.pairs_us += find_transition(table, *a, *b).value_or(0.0);
+    const auto pairs = layer_pairs(layer);
+    f.pairs_us = pairs_sum(table, pairs);
     f.pairs = static_cast<int>(pairs.size());
-    if (!std::isfinite(f.measured_us) || f.measured_us <= 0 || pairs.empty()) {
-      fits.push_back(f);
-      continue;
-    }
-    const double shift = (f.measured_us - f.ops_us - f.pairs_us) / static_cast<double>(pairs.size());
-    for (const auto& [a, b] : pairs) {
-      auto& [sum, count] = wanted[transition_key(*a, *b)];
-      sum += find_transition(table, *a, *b).value_or(0.0) + shift;
-      ++count;
+    // A layer with an op the tables do not price (grouped_gemm, or outside them) would push that
+    // op's model error into its transitions: not fitted.
+    f.fitted = by_tables && std::isfinite(f.measured_us) && f.measured_us > 0 && !pairs.empty();
+    if (f.fitted) {
+      const double shift = (f.measured_us - f.ops_us - f.pairs_us) / static_cast<double>(pairs.size());
+      for (const auto& [a, b] : pairs) {
+        auto& [sum, count] = wanted[transition_key(*a, *b)];
+        sum += find_transition(table, *a, *b).value_or(0.0) + shift;
+        ++count;
+      }
     }
     fits.push_back(f);
   }
   for (const auto& [key, acc] : wanted)
     table[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
   // What each layer's transitions come to now (shared entries are means, so not exactly the fit).
-  for (std::size_t l = 0; l < fits.size(); ++l) {
-    const ComputeLayerCase& layer = q.compute_layers[l];
-    const std::size_t n = layer.ops.size();
-    fits[l].fitted_us = 0;
-    for (std::size_t i = 0; i < n && n > 1; ++i) {
-      const Op& a = layer.ops[(i + n - 1) % n];
-      const Op& b = layer.ops[i];
-      if (transition_kind(a.kind) && transition_kind(b.kind))
-        fits[l].fitted_us += find_transition(table, a, b).value_or(0.0);
-    }
-  }
+  for (std::size_t l = 0; l < fits.size(); ++l) fits[l].fitted_us = pairs_sum(table, layer_pairs(q.compute_layers[l]));
   return fits;
 }
 

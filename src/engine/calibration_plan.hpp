@@ -46,13 +46,15 @@ struct LayerTransitionFit {
   double pairs_us = 0;     // its transitions as the pair chains measured them
   double fitted_us = 0;    // its transitions after the fit
   int pairs = 0;           // transitions charged per layer (the last op into the next layer's first included)
+  bool fitted = false;     // false: not measured, or an op of it is not priced by the tables
 };
 
 // Kernel transitions fitted to whole layers: every measured compute layer shifts the entries of
 // its consecutive op pairs (shape keys, created where only a kind entry existed) by one amount,
 // so that its ops (compute_cost on `topo`) and transitions add up to its chain; an entry several
 // layers share takes the mean of what they want. Run on the calibrated topology (its tables price
-// the ops). Layers not measured keep the pair-chain entries.
+// the ops). Layers not measured, or with an op the tables do not price (its model's error would
+// land in the transitions), leave their entries alone.
 std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationRequest& request,
                                                           const CalibrationMeasurements& m, Topology& topo);
 

@@ -107,6 +107,7 @@ TEST(ComputeLayer, TransitionsAreShiftedSoTheLayerAddsUpToItsChain) {
   ASSERT_EQ(fits.size(), q.compute_layers.size());
   for (std::size_t l = 0; l < fits.size(); ++l) {
     const double pairs = static_cast<double>(pair_keys(q.compute_layers[l]).size());
+    EXPECT_TRUE(fits[l].fitted);
     EXPECT_EQ(fits[l].pairs, static_cast<int>(pairs));
     EXPECT_NEAR(fits[l].pairs_us, 1.0 * pairs, 1e-9);
     EXPECT_NEAR(fits[l].fitted_us, 0.25 * pairs, 1e-9);
@@ -147,4 +148,25 @@ TEST(ComputeLayer, AnEntryInSeveralLayersTakesTheMeanOfWhatTheyWant) {
   m.compute_layer_us = {ops - 0.5 * pairs, ops - 0.5 * pairs};
   fit_transitions_to_layers(q, m, topo);
   for (const std::string& key : keys) EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(key), -0.5) << key;
+}
+
+TEST(ComputeLayer, ALayerWithAnOpTheTablesDoNotPriceIsNotFitted) {
+  const Trace t = trace("llama-3.1-8b_tp1_t4.json");
+  CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
+  ASSERT_FALSE(q.compute_layers.empty());
+  q.compute_layers.resize(1);
+  // A MoE expert GEMM has no table: the roofline prices it, and its error is not a transition.
+  Op experts;
+  experts.kind = OpKind::grouped_gemm;
+  experts.tokens = 32, experts.experts = 8, experts.n = 2048, experts.k = 4096;
+  q.compute_layers[0].ops.insert(q.compute_layers[0].ops.begin() + 7, experts);
+  CalibrationMeasurements m = flat(q);
+  Topology topo = calibrated_topology(h200(), m, build_calibration(q, m, {t}));
+  const auto before = topo.calibration.transition_us;
+  m.compute_layer_us = {ops_us(q.compute_layers[0], topo) + 100.0};
+  const std::vector<LayerTransitionFit> fits = fit_transitions_to_layers(q, m, topo);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_FALSE(fits[0].fitted);
+  EXPECT_DOUBLE_EQ(fits[0].fitted_us, fits[0].pairs_us);
+  EXPECT_EQ(topo.calibration.transition_us, before);
 }
