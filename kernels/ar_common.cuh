@@ -168,10 +168,17 @@ __device__ __forceinline__ uint32_t call_epoch(const RankArgs& a) {
   return a.signals[a.rank]->epoch[blockIdx.x] + 1;
 }
 
-// Marks call `epoch` done for every epoch entry this block owns (see the protocol above).
+// Marks call `epoch` done for every epoch entry this block owns (see the protocol above). The
+// lanes of warp 0 share the stores: a 1-block call owns all kMaxBlocks entries, and one thread
+// storing them one after another is the prediction for why calls under 16 KiB (one block) took
+// ~1.5 us longer than those of 32 KiB and up (docs/results.md, "What limits one-shot latency").
+// Every thread of the block read its own entry before the block's first barrier, so these
+// stores, after it, cannot be seen by this call.
 __device__ __forceinline__ void finish_call(const RankArgs& a, uint32_t epoch) {
-  if (threadIdx.x != 0) return;
-  for (int j = blockIdx.x; j < kMaxBlocks; j += gridDim.x) a.signals[a.rank]->epoch[j] = epoch;
+  if (threadIdx.x >= 32) return;
+  const int stride = 32 * static_cast<int>(gridDim.x);
+  for (int j = static_cast<int>(blockIdx.x + threadIdx.x * gridDim.x); j < kMaxBlocks; j += stride)
+    a.signals[a.rank]->epoch[j] = epoch;
 }
 
 __device__ __forceinline__ char* slot_of(char* buffer, std::size_t slot_bytes, uint32_t epoch) {
