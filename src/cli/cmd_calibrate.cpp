@@ -111,12 +111,10 @@ void run_calibrate_command(const CalibrateArgs& a) {
   const CalibrationMeasurements m = run_calibrate(q);
   for (std::size_t l = 0; l < m.allreduce_layer_us.size(); ++l) {
     const AllreduceLayerCase& layer = q.allreduce_layers[l];
-    double triples = 0;
-    for (std::size_t c : layer.contexts)
-      triples += c < m.allreduce_context_us.size() ? m.allreduce_context_us[c] : NAN;
     q.progress(fmt::format("allreduce {} in {}: {} allreduce{} add {:.2f} us to the layer ({:.2f} us in their "
                            "context chains)", layer.strategy, layer.where, layer.contexts.size(),
-                           layer.contexts.size() == 1 ? "" : "s", m.allreduce_layer_us[l], triples));
+                           layer.contexts.size() == 1 ? "" : "s", m.allreduce_layer_us[l],
+                           layer_context_sum(layer, m)));
   }
   Topology topo = calibrated_topology(*base, m, build_calibration(q, m, traces));
   for (const LayerTransitionFit& f : fit_transitions_to_layers(q, m, topo))

@@ -486,6 +486,16 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
   return q;
 }
 
+double layer_context_sum(const AllreduceLayerCase& layer, const CalibrationMeasurements& m) {
+  double sum = 0;
+  for (std::size_t c : layer.contexts) {
+    const double us = c < m.allreduce_context_us.size() ? m.allreduce_context_us[c] : NAN;
+    if (!std::isfinite(us) || us <= 0) return NAN;
+    sum += us;
+  }
+  return sum;
+}
+
 Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeasurements& m,
                               const std::vector<Trace>& traces) {
   if (m.compute_us.size() != q.compute.size() || m.allreduce_us.size() != q.allreduce.size() ||
@@ -530,14 +540,8 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
   for (std::size_t l = 0; l < m.allreduce_layer_us.size(); ++l) {
     const double added = m.allreduce_layer_us[l];
     const AllreduceLayerCase& layer = q.allreduce_layers[l];
-    double sum = 0;
-    bool ok = std::isfinite(added);
-    for (std::size_t c : layer.contexts) {
-      const double us = c < m.allreduce_context_us.size() ? m.allreduce_context_us[c] : NAN;
-      ok = ok && std::isfinite(us) && us > 0;
-      if (ok) sum += us;
-    }
-    if (!ok || sum <= 0) continue;
+    const double sum = layer_context_sum(layer, m);
+    if (!std::isfinite(added) || !(sum > 0)) continue;
     for (std::size_t c : layer.contexts) {
       auto& [acc, n] = layer_scaled[c];
       acc += m.allreduce_context_us[c] * added / sum;

@@ -32,6 +32,10 @@ struct CalibrationPlanOptions {
 // InputError on strategies calibrate cannot measure or traces with nothing to measure.
 CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const CalibrationPlanOptions& options);
 
+// What a layer's allreduces cost in their context chains, summed: the figure its layer
+// measurement scales them against. NaN when one of them was not measured or is not positive.
+double layer_context_sum(const AllreduceLayerCase& layer, const CalibrationMeasurements& m);
+
 // Tables from measurements (`m` parallel to `request`). Points that come out non-positive or
 // non-finite are dropped; where two points land on the same table size, a point at a size a
 // trace actually uses wins over a grid point, and equal-rank points are averaged.

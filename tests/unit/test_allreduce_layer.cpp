@@ -98,6 +98,7 @@ TEST(AllreduceLayer, WhatALayerMeasuresIsSplitOverItsAllreducesByTheirContextEnt
   CalibrationMeasurements m = with_contexts(q, context_us);
   m.allreduce_layer_us.assign(q.allreduce_layers.size(), std::numeric_limits<double>::quiet_NaN());
   m.allreduce_layer_us[0] = 8.0;  // the two allreduces add 8 us to the layer, not 16
+  EXPECT_DOUBLE_EQ(layer_context_sum(layer, m), 16.0);
   const Calibration cal = build_calibration(q, m, {t});
   EXPECT_DOUBLE_EQ(cal.allreduce_context_us.at(q.allreduce_contexts[layer.contexts[0]].key), 5.0);
   EXPECT_DOUBLE_EQ(cal.allreduce_context_us.at(q.allreduce_contexts[layer.contexts[1]].key), 3.0);
@@ -108,6 +109,7 @@ TEST(AllreduceLayer, WhatALayerMeasuresIsSplitOverItsAllreducesByTheirContextEnt
 
   // A layer whose context entries were not all measured is not used to scale.
   context_us[layer.contexts[1]] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(layer_context_sum(layer, with_contexts(q, context_us))));
   const Calibration partial = build_calibration(q, with_contexts(q, context_us), {t});
   EXPECT_DOUBLE_EQ(partial.allreduce_context_us.at(q.allreduce_contexts[layer.contexts[0]].key), 10.0);
   CalibrationMeasurements partial_m = with_contexts(q, context_us);
