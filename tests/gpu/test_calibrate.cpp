@@ -93,8 +93,7 @@ TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
   ASSERT_EQ(m.allreduce_layer_us.size(), q.allreduce_layers.size());
   if (o.ranks > 1) EXPECT_FALSE(q.allreduce_layers.empty());
   for (std::size_t l = 0; l < q.allreduce_layers.size(); ++l) {
-    double triples = 0;
-    for (std::size_t c : q.allreduce_layers[l].contexts) triples += m.allreduce_context_us.at(c);
+    const double triples = layer_context_sum(q.allreduce_layers[l], m);
     EXPECT_TRUE(std::isfinite(m.allreduce_layer_us[l]) && m.allreduce_layer_us[l] > 0 &&
                 m.allreduce_layer_us[l] < 2 * triples + 5)
         << q.allreduce_layers[l].strategy << " " << q.allreduce_layers[l].where << ": " << m.allreduce_layer_us[l]
