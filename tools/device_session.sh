@@ -98,6 +98,21 @@ for step in $STEPS; do
       cat "$W/fidelity_tp1.json" 2>/dev/null
     } > "$OUT/fidelity.log" 2>&1
     note "fidelity done"; grep -E "^###|^summary|^rc=" "$OUT/fidelity.log" >> "$S" ;;
+  single)
+    # Issue 7 on a machine with ONE H200 (kind nvidia-h200): a calibration made on that GPU over
+    # the TP1 traces, and fidelity of both TP1 traces against it (preset beside it).
+    $E gen --model models/llm/llama-3.1-70b.json --tp 1 --tokens 4 --draft models/llm/llama-3.1-70b-eagle3.json \
+      --kv-len 2048 -o "$W/l70_tp1.json" > /dev/null 2>&1
+    timeout "$(cap 120)" $E calibrate --traces traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json --ranks 1 \
+      -o "$OUT/calibrated_1gpu.json" >> "$OUT/calibrate.log" 2>&1
+    note "calibrate (1 GPU) rc=$?"; grep -E "compute layer .*placement" "$OUT/calibrate.log" | tail -2 >> "$S"
+    {
+      echo "### fidelity TP1 (machine with 1 GPU, its own calibration)"
+      timeout "$(cap 90)" $E fidelity "traces/llama-3.1-8b_tp1_t4.json,$W/l70_tp1.json" --topology "$OUT/calibrated_1gpu.json" \
+        --baseline-topology 2x-h200-nvlink --strategy nccl --ranks 1 --iters 10 --json "$OUT/fidelity.json"; echo "rc=$?"
+    } > "$W/single.log" 2>&1
+    cat "$W/single.log" >> "$OUT/fidelity.log"
+    note "single done"; grep -E "^###|^summary|^ +nccl +[0-9]|^rc=" "$W/single.log" >> "$S" ;;
   fidelity70)
     # The 70B TP2 A/B in two more processes (each a new weight placement), same calibration.
     {

@@ -225,16 +225,35 @@ std::vector<double> calibrate_compute_layers(int device, const std::vector<Compu
         step.ops.push_back(o);
       }
     release_parked_weights(device);  // the previous layer's copies are another layout
-    ProgramOptions popts;
-    popts.seed = 4049 + l;
-    RankProgram program(step, device, dev.group->rank(0), nullptr, popts);
+    // One chain's time depends on where its copies landed in GPU memory (one 8B TP1 layer: 166
+    // and 176 us per copy on two machines whose steps ran it at 166 and 164): the chain is timed
+    // over several placements, each program holding its memory while the next one allocates, and
+    // the median is the layer's time.
+    std::size_t free_bytes = 0, total_bytes = 0;
+    EAGLESIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const int placements = compute_layer_placements(weights * copies, static_cast<double>(free_bytes));
+    std::vector<std::unique_ptr<RankProgram>> programs;
+    std::vector<double> per_placement;
     const std::string what = "compute layer " + layers[l].where;
-    out[l] = chains.per_call(
-        [&](int c, cudaStream_t s) {
-          const std::size_t base = static_cast<std::size_t>(c % copies) * n;
-          for (std::size_t j = 0; j < n; ++j) program.enqueue(base + j, s);
-        },
-        copies, what.c_str());
+    for (int p = 0; p < placements; ++p) {
+      ProgramOptions popts;
+      popts.seed = 4049 + l + 7919 * p;
+      programs.push_back(std::make_unique<RankProgram>(step, device, dev.group->rank(0), nullptr, popts));
+      RankProgram& program = *programs.back();
+      per_placement.push_back(chains.per_call(
+          [&](int c, cudaStream_t s) {
+            const std::size_t base = static_cast<std::size_t>(c % copies) * n;
+            for (std::size_t j = 0; j < n; ++j) program.enqueue(base + j, s);
+          },
+          copies, what.c_str()));
+    }
+    out[l] = median_of(per_placement);
+    if (progress) {
+      std::string each;
+      for (double us : per_placement) each += fmt::format("{}{:.2f}", each.empty() ? "" : " / ", us);
+      progress(fmt::format("compute layer {}: {} us per copy in {} placement(s) of {} copies, median {:.2f}",
+                           layers[l].where, each, placements, copies, out[l]));
+    }
   }
   if (progress)
     progress(fmt::format("compute layers: {} decoder layers measured as chains of copies ({:.1f} s)", layers.size(),

@@ -58,6 +58,15 @@ int compute_layer_chain_copies(double layer_weight_bytes, double l2_bytes) {
   return static_cast<int>(std::clamp(need, static_cast<double>(floor), 64.0));
 }
 
+int compute_layer_placements(double chain_weight_bytes, double free_bytes) {
+  constexpr int kPlacements = 3;
+  constexpr double kFootprintPerWeightByte = 1.25;  // KV caches, activations, allocation rounding
+  constexpr double kFreeShare = 0.5;
+  const double one = std::max(1.0, chain_weight_bytes * kFootprintPerWeightByte);
+  const double fit = std::floor(kFreeShare * std::max(0.0, free_bytes) / one);
+  return static_cast<int>(std::clamp(fit, 1.0, static_cast<double>(kPlacements)));
+}
+
 int layer_chain_copies(const AllreduceLayerCase& layer, double l2_bytes) {
   double weights = 0;
   for (std::size_t j = 0; j < layer.layer_size && j < layer.ops.size(); ++j) weights += layer.ops[j].weight_bytes();

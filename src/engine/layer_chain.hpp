@@ -42,4 +42,10 @@ int layer_chain_copies(const AllreduceLayerCase& layer, double l2_bytes);  // th
 // at least layer_chain_copies, at most 64.
 int compute_layer_chain_copies(double layer_weight_bytes, double l2_bytes);
 
+// Placements a compute-layer chain is timed over (its copies allocated anew each time while the
+// earlier placements still hold theirs; the layer takes the median): 3 where three chains'
+// weights, with room for their KV caches and activations, fit in half of `free_bytes`; fewer
+// where they do not; at least 1.
+int compute_layer_placements(double chain_weight_bytes, double free_bytes);
+
 }  // namespace eaglesim

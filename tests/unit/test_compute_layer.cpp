@@ -93,6 +93,15 @@ TEST(ComputeLayer, ComputeLayerChainsStreamAtLeastFourGibibytes) {
   EXPECT_GE(compute_layer_chain_copies(5e6, 1e9), layer_chain_copies(5e6, 1e9));  // never fewer than the L2 rule
 }
 
+TEST(ComputeLayer, ChainsAreTimedOverThreePlacementsWhereMemoryAllows) {
+  const double gib = 1ull << 30;
+  EXPECT_EQ(compute_layer_placements(4.3 * gib, 130 * gib), 3);  // an 8B TP1 chain on an H200
+  EXPECT_EQ(compute_layer_placements(4.3 * gib, 12 * gib), 1);   // 5.4 GiB each, 6 GiB to spend
+  EXPECT_EQ(compute_layer_placements(4.3 * gib, 22 * gib), 2);
+  EXPECT_EQ(compute_layer_placements(4.3 * gib, 1 * gib), 1);    // never none: the chain itself decides
+  EXPECT_EQ(compute_layer_placements(0.0, 0.0), 1);
+}
+
 TEST(ComputeLayer, TransitionsAreShiftedSoTheLayerAddsUpToItsChain) {
   const Trace t = trace("llama-3.1-8b_tp1_t4.json");
   const CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
