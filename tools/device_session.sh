@@ -113,6 +113,27 @@ for step in $STEPS; do
     } > "$W/single.log" 2>&1
     cat "$W/single.log" >> "$OUT/fidelity.log"
     note "single done"; grep -E "^###|^summary|^ +nccl +[0-9]|^rc=" "$W/single.log" >> "$S" ;;
+  ncclstate)
+    # Issue 7: NCCL's 70B TP2 step ran ~300 us slower in a process that had replayed other traces
+    # first (fidelity, sixth session, calls 1 and 4; the custom kernels did not move). Process
+    # history, or NCCL's registration of the graphs' buffers? Fresh process vs after the 8B trace,
+    # with NCCL's graph buffer registration on (default) and off; then what NCCL logs about it.
+    {
+      for ev in "" "NCCL_GRAPH_REGISTER=0"; do
+        echo "### fresh process, 70B TP2 nccl,oneshot ${ev:-default}"
+        env $ev timeout "$(cap 60)" $E run traces/llama-3.1-70b_tp2_t4.json --backend cuda --iters 10 --warmup 3 \
+          --strategy nccl,oneshot 2>&1 | grep -E "^(nccl|oneshot) "
+        echo "### after the 8B TP2 trace in the same process (fidelity), ${ev:-default}"
+        env $ev timeout "$(cap 90)" $E fidelity traces/llama-3.1-8b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json \
+          --topology 2x-h200-nvlink --strategy nccl,oneshot --ranks 2 --iters 10 2>/dev/null | grep -E "^ +(nccl|oneshot) +[0-9]"
+      done
+      echo "### NCCL_DEBUG=INFO, fresh process, 70B TP2 nccl: registration, channels, algorithms"
+      NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,REG,TUNING timeout "$(cap 60)" $E run traces/llama-3.1-70b_tp2_t4.json \
+        --backend cuda --iters 5 --warmup 2 --strategy nccl > "$W/ncclinfo.log" 2>&1
+      grep -iE "regist|NCCL_|version|channel|algo|proto" "$W/ncclinfo.log" | sed -E 's/^[^ ]+ [0-9]+ \[[0-9]+\] //' | sort | uniq -c | sort -rn | head -40
+    } > "$W/ncclstate.log" 2>&1
+    cat "$W/ncclstate.log" >> "$OUT/replay.log"
+    note "ncclstate done"; grep -E "^###|^(nccl|oneshot) | +(nccl|oneshot) +[0-9]" "$W/ncclstate.log" >> "$S" ;;
   fidelity70)
     # The 70B TP2 A/B in two more processes (each a new weight placement), same calibration.
     {
