@@ -134,6 +134,28 @@ for step in $STEPS; do
     } > "$W/ncclstate.log" 2>&1
     cat "$W/ncclstate.log" >> "$OUT/replay.log"
     note "ncclstate done"; grep -E "^###|^(nccl|oneshot) | +(nccl|oneshot) +[0-9]" "$W/ncclstate.log" >> "$S" ;;
+  ncclhist)
+    # Issue 7, after `ncclstate`: which history slows NCCL's 70B TP2 step? A process of its own;
+    # after one-shot on the same weights (communicators created and destroyed, placement shared);
+    # after the 8B trace (another placement too); the last two also without NCCL's cuMem buffers.
+    R70="traces/llama-3.1-70b_tp2_t4.json --backend cuda --iters 10 --warmup 3"
+    {
+      echo "### A: fresh process, nccl"
+      timeout "$(cap 45)" $E run $R70 --strategy nccl 2>&1 | grep -E "^(nccl|oneshot) "
+      echo "### B: after oneshot in the same process (same weights), oneshot,nccl"
+      timeout "$(cap 60)" $E run $R70 --strategy oneshot,nccl 2>&1 | grep -E "^(nccl|oneshot) "
+      echo "### B2: nccl,oneshot,nccl"
+      timeout "$(cap 60)" $E run $R70 --strategy nccl,oneshot,nccl 2>&1 | grep -E "^(nccl|oneshot) "
+      for ev in "" "NCCL_CUMEM_ENABLE=0"; do
+        echo "### C: after the 8B trace (fidelity), nccl ${ev:-default}"
+        env $ev timeout "$(cap 60)" $E fidelity traces/llama-3.1-8b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json \
+          --topology 2x-h200-nvlink --strategy nccl --ranks 2 --iters 10 2>/dev/null | grep -E "^ +(nccl|oneshot) +[0-9]"
+      done
+      echo "### E: fresh process, nccl NCCL_CUMEM_ENABLE=0"
+      NCCL_CUMEM_ENABLE=0 timeout "$(cap 45)" $E run $R70 --strategy nccl 2>&1 | grep -E "^(nccl|oneshot) "
+    } > "$W/ncclhist.log" 2>&1
+    cat "$W/ncclhist.log" >> "$OUT/replay.log"
+    note "ncclhist done"; cat "$W/ncclhist.log" | cut -c1-60 >> "$S" ;;
   fidelity70)
     # The 70B TP2 A/B in two more processes (each a new weight placement), same calibration.
     {
