@@ -23,7 +23,6 @@
 #include "cuda/custom_check.hpp"
 #include "cuda/custom_comm.hpp"
 #include "cuda/custom_nccl.hpp"
-#include "cuda/shared_nccl.hpp"
 #include "cuda/peer_memory.hpp"
 #include "engine/gpu_tools.hpp"
 
@@ -182,7 +181,7 @@ class Bench {
     // Groups up front: NCCL init and buffer registration stay out of every measurement.
     for (const auto& s : q_.strategies) {
       if (s == "nccl") {
-        nccl_ = shared_nccl_comms(devices_);
+        nccl_ = std::make_unique<NcclComms>(devices_);
         continue;
       }
       CommGroupConfig c;
@@ -498,7 +497,7 @@ class Bench {
   std::size_t elem_ = 2;
   std::size_t max_bytes_ = 0;
   std::vector<std::unique_ptr<RankState>> ranks_;
-  std::shared_ptr<NcclComms> nccl_;
+  std::unique_ptr<NcclComms> nccl_;
   std::map<std::string, std::unique_ptr<CustomCommGroup>> groups_;
   std::vector<std::vector<unsigned char>> host_in_;
   std::vector<double> ref_, abs_, amax_sum_;

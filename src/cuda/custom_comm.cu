@@ -11,7 +11,6 @@
 #include "cuda/custom_check.hpp"
 #include "cuda/custom_log.hpp"
 #include "cuda/custom_nccl.hpp"
-#include "cuda/shared_nccl.hpp"
 #include "cuda/peer_memory.hpp"
 
 #include "fused_allreduce_rmsnorm.cuh"
@@ -434,7 +433,7 @@ class Group final : public CustomCommGroup {
       a.timeout_ns = static_cast<unsigned long long>(std::max(0.001, config.timeout_s) * 1e9);
       args_.push_back(a);
     }
-    nccl_ = shared_nccl_comms(devices_);  // the process's, as the nccl strategy's
+    nccl_ = std::make_unique<NcclComms>(devices_);
     for (int r = 0; r < n; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));
   }
 
@@ -451,7 +450,6 @@ class Group final : public CustomCommGroup {
   void abort() override {
     words_.host()[0] = 1;
     nccl_->abort();
-    forget_shared_nccl_comms(nccl_.get());
   }
 
   std::string failure() const override {
@@ -488,7 +486,7 @@ class Group final : public CustomCommGroup {
   MappedHostWords words_;  // [0] abort, [1 + r] error code of rank r
   std::vector<DeviceBuffer> data_, signals_;
   std::vector<RankArgs> args_;
-  std::shared_ptr<NcclComms> nccl_;
+  std::unique_ptr<NcclComms> nccl_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   int limit_ = 1;
   std::size_t slot_bytes_ = 0;

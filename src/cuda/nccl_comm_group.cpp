@@ -7,7 +7,6 @@
 
 #include "core/errors.hpp"
 #include "cuda/cuda_check.hpp"
-#include "cuda/shared_nccl.hpp"
 
 namespace eaglesim::cuda {
 
@@ -46,8 +45,9 @@ NcclCommGroup::NcclCommGroup(const CommGroupConfig& config) {
   if (n < 1 || static_cast<int>(config.devices.size()) != n)
     throw InputError(fmt::format("nccl: {} ranks need {} devices, got {}", n, n, config.devices.size()));
   apply_nccl_options(config.nccl);
-  shared_ = shared_nccl_comms(config.devices);
-  for (int r = 0; r < n; ++r) ranks_.push_back(std::make_unique<NcclRankComm>(shared_->at(r), r, n, config.devices[r]));
+  std::vector<ncclComm_t> comms(n, nullptr);
+  EAGLESIM_NCCL_CHECK(ncclCommInitAll(comms.data(), n, config.devices.data()));
+  for (int r = 0; r < n; ++r) ranks_.push_back(std::make_unique<NcclRankComm>(comms[r], r, n, config.devices[r]));
 }
 
 NcclCommGroup::NcclCommGroup(const CommGroupConfig& config, const ncclUniqueId& id, int world_rank, int world_size) {
@@ -60,7 +60,7 @@ NcclCommGroup::NcclCommGroup(const CommGroupConfig& config, const ncclUniqueId& 
 }
 
 NcclCommGroup::~NcclCommGroup() {
-  if (aborted_ || shared_) return;  // aborted communicators are already freed; shared ones stay
+  if (aborted_) return;  // aborted communicators are already freed
   for (auto& r : ranks_) {
     cudaSetDevice(r->device());
     ncclCommDestroy(r->comm());
@@ -77,15 +77,9 @@ void NcclCommGroup::abort() {
   std::lock_guard<std::mutex> lock(abort_mutex_);
   if (aborted_) return;
   aborted_ = true;
-  // ncclCommAbort makes the comm's kernels (also inside a CUDA graph) return, so a rank stuck in
-  // an allreduce whose peer never arrives gets its stream back. Shared communicators are then
-  // forgotten: the next group of the process gets new ones.
-  if (shared_) {
-    shared_->abort();
-    forget_shared_nccl_comms(shared_.get());
-    return;
-  }
   for (auto& r : ranks_) {
+    // ncclCommAbort makes the comm's kernels (also inside a CUDA graph) return, so a rank
+    // stuck in an allreduce whose peer never arrives gets its stream back.
     cudaSetDevice(r->device());
     ncclResult_t res = ncclCommAbort(r->comm());
     if (res != ncclSuccess) spdlog::warn("ncclCommAbort on rank {}: {}", r->rank(), ncclGetErrorString(res));

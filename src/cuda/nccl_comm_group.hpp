@@ -1,7 +1,6 @@
 #pragma once
 // The "nccl" strategy: one NCCL communicator per rank. Threads mode: one process drives every
-// GPU, over the process's communicators for those GPUs (shared_nccl.hpp: created once, kept for
-// the process). MPI mode: each process owns one rank, the unique id travels by MPI.
+// GPU (ncclCommInitAll). MPI mode: each process owns one rank, the unique id travels by MPI.
 // Allreduces are plain ncclAllReduce calls (sum), which CUDA graphs capture.
 #include <atomic>
 #include <memory>
@@ -11,7 +10,6 @@
 
 #include <nccl.h>
 
-#include "cuda/custom_nccl.hpp"
 #include "cuda/rank_comm.hpp"
 
 namespace eaglesim::cuda {
@@ -47,7 +45,6 @@ class NcclCommGroup final : public CommGroup {
   std::string async_error();
 
  private:
-  std::shared_ptr<NcclComms> shared_;  // threads mode; MPI mode owns its one communicator
   std::vector<std::unique_ptr<NcclRankComm>> ranks_;
   std::mutex abort_mutex_;
   std::atomic<bool> aborted_{false};
