@@ -225,10 +225,11 @@ std::vector<double> calibrate_compute_layers(int device, const std::vector<Compu
         step.ops.push_back(o);
       }
     release_parked_weights(device);  // the previous layer's copies are another layout
-    // One chain's time depends on where its copies landed in GPU memory (one 8B TP1 layer: 166
-    // and 176 us per copy on two machines whose steps ran it at 166 and 164): the chain is timed
-    // over several placements, each program holding its memory while the next one allocates, and
-    // the median is the layer's time.
+    // One chain's time can depend on where its copies landed in GPU memory (one 8B TP1 layer on
+    // one H200, three placements in one process: 176.4, 162.8 and 164.0 us per copy, and the same
+    // again in a second process, where the step ran its layers at about 164; docs/fidelity.md):
+    // the chain is timed over several placements, each program holding its memory while the next
+    // one allocates, and the median is the layer's time.
     std::size_t free_bytes = 0, total_bytes = 0;
     EAGLESIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     const int placements = compute_layer_placements(weights * copies, static_cast<double>(free_bytes));
