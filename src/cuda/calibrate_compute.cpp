@@ -212,8 +212,7 @@ std::vector<double> calibrate_compute_layers(int device, const std::vector<Compu
   Chains chains(dev.stream, timing);
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const std::vector<Op>& ops = layers[l].ops;
-    double weights = 0;
-    for (const Op& op : ops) weights += op.weight_bytes();
+    const double weights = layer_weight_bytes(ops);
     const int copies = compute_layer_chain_copies(weights, dev.l2);
     const std::size_t n = ops.size();
     Step step;

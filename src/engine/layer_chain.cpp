@@ -46,15 +46,21 @@ LayerChain repeated(const LayerChain& chain, std::size_t core_ops) {
   return r;
 }
 
-int layer_chain_copies(double layer_weight_bytes, double l2_bytes) {
-  const double need = layer_weight_bytes > 0 ? std::ceil(2 * l2_bytes / layer_weight_bytes) : 8;
+double layer_weight_bytes(const std::vector<Op>& ops, std::size_t n) {
+  double weights = 0;
+  for (std::size_t j = 0; j < n && j < ops.size(); ++j) weights += ops[j].weight_bytes();
+  return weights;
+}
+
+int layer_chain_copies(double weight_bytes, double l2_bytes) {
+  const double need = weight_bytes > 0 ? std::ceil(2 * l2_bytes / weight_bytes) : 8;
   return static_cast<int>(std::clamp(need, 8.0, 32.0));
 }
 
-int compute_layer_chain_copies(double layer_weight_bytes, double l2_bytes) {
+int compute_layer_chain_copies(double weight_bytes, double l2_bytes) {
   constexpr double kStreamedBytes = 4.0 * (1ull << 30);
-  const int floor = layer_chain_copies(layer_weight_bytes, l2_bytes);
-  const double need = layer_weight_bytes > 0 ? std::ceil(kStreamedBytes / layer_weight_bytes) : floor;
+  const int floor = layer_chain_copies(weight_bytes, l2_bytes);
+  const double need = weight_bytes > 0 ? std::ceil(kStreamedBytes / weight_bytes) : floor;
   return static_cast<int>(std::clamp(need, static_cast<double>(floor), 64.0));
 }
 
@@ -68,9 +74,7 @@ int compute_layer_placements(double chain_weight_bytes, double free_bytes) {
 }
 
 int layer_chain_copies(const AllreduceLayerCase& layer, double l2_bytes) {
-  double weights = 0;
-  for (std::size_t j = 0; j < layer.layer_size && j < layer.ops.size(); ++j) weights += layer.ops[j].weight_bytes();
-  return layer_chain_copies(weights, l2_bytes);
+  return layer_chain_copies(layer_weight_bytes(layer.ops, layer.layer_size), l2_bytes);
 }
 
 }  // namespace eaglesim

@@ -28,10 +28,13 @@ LayerChain layer_chain(const AllreduceLayerCase& layer, int copies);
 // first allreduce) cancels. `core_ops` = copies x layer size: indices below it are the copies.
 LayerChain repeated(const LayerChain& chain, std::size_t core_ops);
 
+// The weight bytes of ops[0, n) (all of them by default): what one copy of a layer streams.
+double layer_weight_bytes(const std::vector<Op>& ops, std::size_t n = static_cast<std::size_t>(-1));
+
 // Copies of a layer in its chain: at least 8 (one copy's weight placement is not the step's, and
 // the differences sought are a few tenths of a µs per allreduce), and enough that the copies'
 // weights rotate past an L2 of `l2_bytes` twice; at most 32.
-int layer_chain_copies(double layer_weight_bytes, double l2_bytes);
+int layer_chain_copies(double weight_bytes, double l2_bytes);
 int layer_chain_copies(const AllreduceLayerCase& layer, double l2_bytes);  // the layer's weights, tail excluded
 
 // Copies of a layer in a compute-layer chain (ComputeLayerCase), whose time is compared with its
@@ -40,7 +43,7 @@ int layer_chain_copies(const AllreduceLayerCase& layer, double l2_bytes);  // th
 // docs/fidelity.md; over 8 copies of a small layer that luck does not average out: a Llama-3.1-8B
 // TP2 layer's chain measured 105-116 us on three machines whose op tables agreed within 2 %),
 // at least layer_chain_copies, at most 64.
-int compute_layer_chain_copies(double layer_weight_bytes, double l2_bytes);
+int compute_layer_chain_copies(double weight_bytes, double l2_bytes);
 
 // Placements a compute-layer chain is timed over (its copies allocated anew each time while the
 // earlier placements still hold theirs; the layer takes the median): 3 where three chains'

@@ -93,6 +93,21 @@ TEST(ComputeLayer, ComputeLayerChainsStreamAtLeastFourGibibytes) {
   EXPECT_GE(compute_layer_chain_copies(5e6, 1e9), layer_chain_copies(5e6, 1e9));  // never fewer than the L2 rule
 }
 
+TEST(ComputeLayer, LayerWeightBytesSumsTheFirstOpsOrAll) {
+  const Trace t = trace("llama-3.1-8b_tp1_t4.json");
+  const CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
+  ASSERT_FALSE(q.compute_layers.empty());
+  const std::vector<Op>& ops = q.compute_layers[0].ops;
+  ASSERT_GE(ops.size(), 2u);
+  double all = 0;
+  for (const Op& op : ops) all += op.weight_bytes();
+  EXPECT_GT(all, 1e8);  // a Llama-3.1-8B layer: hundreds of MB
+  EXPECT_DOUBLE_EQ(layer_weight_bytes(ops), all);
+  EXPECT_DOUBLE_EQ(layer_weight_bytes(ops, 1), ops[0].weight_bytes());
+  EXPECT_DOUBLE_EQ(layer_weight_bytes(ops, ops.size() + 5), all);  // n past the end: all of them
+  EXPECT_DOUBLE_EQ(layer_weight_bytes(ops, 0), 0.0);
+}
+
 TEST(ComputeLayer, ChainsAreTimedOverThreePlacementsWhereMemoryAllows) {
   const double gib = 1ull << 30;
   EXPECT_EQ(compute_layer_placements(4.3 * gib, 130 * gib), 3);  // an 8B TP1 chain on an H200
