@@ -91,7 +91,10 @@ WeightArena::Layout plan_layout(const std::vector<std::size_t>& sizes, std::size
   }
   l.own_index.assign(sizes.size(), -1);
   l.offsets.assign(sizes.size(), 0);
-  if (!single_pool_forced() && !(l.reused && !plan_reused_own(l, sizes, budget))) {
+  // Own allocations per big region unless the pool is forced, or the regions exceed the budget
+  // and plan_reused_own finds no reuse that fits.
+  const bool per_region = !single_pool_forced() && (!l.reused || plan_reused_own(l, sizes, budget));
+  if (per_region) {
     l.pool = 0;
     int own = 0;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
