@@ -85,7 +85,7 @@ for step in $STEPS; do
     [ -f "$W/kineto.json" ] || $E import kineto tests/data/kineto/llama8b_tp2_t4_nccl_rank0.json.gz \
       tests/data/kineto/llama8b_tp2_t4_nccl_rank1.json.gz --config llama-3.1-8b -q -o "$W/kineto.json" > /dev/null 2>&1
     calibrate_all 170 "$OUT/calibrated.json" "$OUT/calibrate.log" ${CALIBRATE_FLAGS:-}
-    note "calibrate rc=$?"; tail -5 "$OUT/calibrate.log" >> "$S" ;;
+    note "calibrate rc=$?"; { grep -E "vs GPU 0|used only by" "$OUT/calibrate.log"; tail -5 "$OUT/calibrate.log"; } | cut -c1-400 >> "$S" ;;
   fidelity)
     {
       echo "### fidelity TP2 (2 GPUs)"
@@ -156,6 +156,21 @@ for step in $STEPS; do
     } > "$W/ncclhist.log" 2>&1
     cat "$W/ncclhist.log" >> "$OUT/replay.log"
     note "ncclhist done"; cat "$W/ncclhist.log" | cut -c1-60 >> "$S" ;;
+  nccltwice)
+    # Issue 7, after `ncclhist`: does any earlier replay slow NCCL's 70B TP2 step (one with free
+    # allreduces: no communicator, same weights), or only an earlier communicator (NCCL twice)?
+    R70="traces/llama-3.1-70b_tp2_t4.json --backend cuda --iters 10 --warmup 3"
+    {
+      echo "### A: fresh process, nccl"
+      timeout "$(cap 45)" $E run $R70 --strategy nccl 2>&1 | grep -E "^(nccl|ideal) "
+      echo "### D: after ideal in the same process (same weights, no communicator), ideal,nccl"
+      timeout "$(cap 60)" $E run $R70 --strategy ideal,nccl 2>&1 | grep -E "^(nccl|ideal) "
+      echo "### F: nccl after nccl (fidelity of the 70B trace twice)"
+      timeout "$(cap 90)" $E fidelity traces/llama-3.1-70b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json \
+        --topology 2x-h200-nvlink --strategy nccl --ranks 2 --iters 10 2>/dev/null | grep -E "^ +nccl +[0-9]"
+    } > "$W/nccltwice.log" 2>&1
+    cat "$W/nccltwice.log" >> "$OUT/replay.log"
+    note "nccltwice done"; cut -c1-60 "$W/nccltwice.log" >> "$S" ;;
   fidelity70)
     # The 70B TP2 A/B in two more processes (each a new weight placement), same calibration.
     {

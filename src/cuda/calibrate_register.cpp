@@ -1,7 +1,8 @@
 // calibrate on real GPUs: inventory (name and count of the visible GPUs), then compute ops and
-// compute layers on each of the first `ranks` GPUs at once (the table keeps the slowest GPU's time: a
-// tensor-parallel step waits for it at every allreduce), kernel transitions on the first GPU,
-// and allreduces in context on the first `ranks` GPUs.
+// compute layers on each of the first `ranks` GPUs at once (the table keeps the slowest time among
+// the GPUs the op's steps run on: a tensor-parallel step waits for it at every allreduce,
+// engine/slowest_gpu.hpp), kernel transitions on the first GPU, and allreduces in context on the
+// first `ranks` GPUs.
 #include "cuda/calibrate_register.hpp"
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "cuda/calibrate_compute.hpp"
 #include "cuda/calibrate_graph.hpp"
 #include "engine/gpu_tools.hpp"
+#include "engine/slowest_gpu.hpp"
 
 namespace eaglesim::cuda {
 
@@ -52,9 +54,10 @@ std::optional<double> median_ratio(const std::vector<double>& a, const std::vect
 }
 
 // Compute ops on every GPU of the calibration at once, each its own thread; per op the slowest
-// GPU's time: GPUs of one model can differ, and a tensor-parallel step runs at the pace of the
-// slowest. The notes say by how much (on the 2 x H200 machines of docs/fidelity.md: within 0.4 %).
-// The compute layers likewise (after the single ops), per layer the slowest GPU's.
+// time among the GPUs its steps run on: GPUs of one model can differ, and a tensor-parallel step
+// runs at the pace of the slowest, while a one-GPU step runs on GPU 0. The notes say by how much
+// (on the 2 x H200 machines of docs/fidelity.md: within 0.4 %, once 3.2 %). The compute layers
+// likewise (after the single ops).
 ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const ChainTiming& timing,
                                               std::vector<double>& layer_us) {
   const int gpus = std::max(1, q.ranks);
@@ -89,15 +92,37 @@ ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const
     out.notes.push_back(line);
     if (q.progress) q.progress(line);
   }
+  for (int g = 1; g < gpus && !q.compute_layers.empty(); ++g) {
+    std::string line = fmt::format("compute layers on GPU {} vs GPU 0:", g);
+    const std::vector<double>& a = layers_per_gpu[0];
+    const std::vector<double>& b = layers_per_gpu[static_cast<std::size_t>(g)];
+    for (std::size_t l = 0; l < q.compute_layers.size() && l < a.size() && l < b.size(); ++l)
+      line += a[l] > 0 && b[l] > 0 ? fmt::format(" {:+.1f} % ({})", 100 * (b[l] / a[l] - 1), q.compute_layers[l].where)
+                                   : fmt::format(" not measured ({})", q.compute_layers[l].where);
+    out.notes.push_back(line);
+    if (q.progress) q.progress(line);
+  }
+  std::vector<std::vector<double>> op_us_per_gpu{out.us};  // per_gpu[0] was moved into out
   for (int g = 1; g < gpus; ++g) {
     const ComputeCalibration& c = per_gpu[static_cast<std::size_t>(g)];
-    for (std::size_t i = 0; i < out.us.size(); ++i) out.us[i] = std::max(out.us[i], c.us[i]);
+    op_us_per_gpu.push_back(c.us);
     out.launch_gap_us = std::max(out.launch_gap_us, c.launch_gap_us);
   }
-  layer_us = std::move(layers_per_gpu[0]);
-  for (int g = 1; g < gpus; ++g) {
-    const std::vector<double>& l = layers_per_gpu[static_cast<std::size_t>(g)];
-    for (std::size_t i = 0; i < layer_us.size() && i < l.size(); ++i) layer_us[i] = std::max(layer_us[i], l[i]);
+  out.us = slowest_of_first_gpus(op_us_per_gpu, q.compute_gpus);
+  std::vector<int> layer_gpus;
+  for (const ComputeLayerCase& c : q.compute_layers) layer_gpus.push_back(c.gpus);
+  layer_us = slowest_of_first_gpus(layers_per_gpu, layer_gpus);
+  if (gpus > 1) {
+    const auto narrower = [gpus](int g) { return g < gpus; };
+    const auto ops = std::count_if(q.compute_gpus.begin(), q.compute_gpus.end(), narrower);
+    const auto layers = std::count_if(layer_gpus.begin(), layer_gpus.end(), narrower);
+    if (ops + layers > 0) {
+      const std::string line = fmt::format("{} compute ops and {} layers are used only by steps on fewer than {} GPUs: "
+                                           "each priced at the slowest GPU those steps run on (GPU 0 for one GPU)",
+                                           ops, layers, gpus);
+      out.notes.push_back(line);
+      if (q.progress) q.progress(line);
+    }
   }
   return out;
 }

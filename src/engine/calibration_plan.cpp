@@ -117,7 +117,7 @@ constexpr std::size_t kMaxComputeLayers = 32;
 // same shapes would pull the verify step's entries towards its own.
 std::vector<ComputeLayerCase> compute_layers(const std::vector<Trace>& traces) {
   std::vector<ComputeLayerCase> out;
-  std::set<std::string> seen;
+  std::map<std::string, std::size_t> seen;  // signature -> index in out
   for (const Trace& t : traces)
     for (const Step& step : t.steps) {
       if (step.name != "verify") continue;
@@ -133,10 +133,18 @@ std::vector<ComputeLayerCase> compute_layers(const std::vector<Trace>& traces) {
         signature += op_signature(op);
         c.ops.push_back(std::move(op));
       }
-      if (c.ops.empty() || !seen.insert(signature).second) continue;
+      if (c.ops.empty()) continue;
+      const int tp = std::max(1, t.meta.tp);
+      if (auto same = seen.find(signature); same != seen.end()) {
+        int& gpus = out[same->second].gpus;  // the same layer in a wider trace: its GPUs count too
+        gpus = std::max(gpus, tp);
+        continue;
+      }
+      if (out.size() >= kMaxComputeLayers) continue;  // still scanned: a duplicate may widen one kept
       c.where = fmt::format("{} tp{} {} layer {}", t.meta.model, t.meta.tp, step.name, range->layer);
+      c.gpus = tp;
+      seen.emplace(signature, out.size());
       out.push_back(std::move(c));
-      if (out.size() >= kMaxComputeLayers) return out;
     }
   return out;
 }
@@ -279,11 +287,23 @@ struct TraceShapes {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, int> before_allreduce;  // GEMM -> count
   Op first_gemm;
   bool has_gemm = false;
+  // The widest tensor-parallel degree among the traces that use each shape (compute_gpus).
+  std::map<std::tuple<std::int64_t, std::int64_t, int>, int> gemm_tp;
+  std::map<std::string, int> attention_tp;
+  std::map<std::pair<int, std::int64_t>, int> elementwise_tp;
+  int other_tp = 1;
 };
+
+template <class Key>
+void widen(std::map<Key, int>& widest, const Key& key, int tp) {
+  int& w = widest[key];
+  w = std::max(w, tp);
+}
 
 TraceShapes collect(const std::vector<Trace>& traces) {
   TraceShapes s;
-  for (const Trace& t : traces)
+  for (const Trace& t : traces) {
+    const int tp = std::max(1, t.meta.tp);
     for (const Step& step : t.steps)
       for (std::size_t i = 0; i < step.ops.size(); ++i) {
         const Op& op = step.ops[i];
@@ -291,6 +311,7 @@ TraceShapes collect(const std::vector<Trace>& traces) {
           case OpKind::gemm:
           case OpKind::lm_head:
             s.gemm.insert({op.n, op.k, static_cast<int>(op.dtype)});
+            widen(s.gemm_tp, {op.n, op.k, static_cast<int>(op.dtype)}, tp);
             s.gemm_m.insert(op.m);
             if (!s.has_gemm) { s.first_gemm = op; s.has_gemm = true; }
             break;
@@ -298,6 +319,7 @@ TraceShapes collect(const std::vector<Trace>& traces) {
             const std::string key = attention_calibration_key_q(op);
             s.attention.emplace(key, op);
             s.attention_kv[key].insert(op.kv_len);
+            widen(s.attention_tp, key, tp);
             break;
           }
           case OpKind::allreduce:
@@ -312,14 +334,19 @@ TraceShapes collect(const std::vector<Trace>& traces) {
             break;
           case OpKind::other:
             if (op.us) s.other_us.insert(*op.us);
+            s.other_tp = std::max(s.other_tp, tp);
             break;
           case OpKind::grouped_gemm:
             break;  // no table in the simulator: priced by its model (see docs/fidelity.md)
           default:
-            if (is_elementwise(op.kind)) s.elementwise[{static_cast<int>(op.kind), op.hidden}].insert(op.tokens);
+            if (is_elementwise(op.kind)) {
+              s.elementwise[{static_cast<int>(op.kind), op.hidden}].insert(op.tokens);
+              widen(s.elementwise_tp, {static_cast<int>(op.kind), op.hidden}, tp);
+            }
             break;
         }
       }
+  }
   return s;
 }
 
@@ -377,6 +404,11 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
   CalibrationRequest q;
   q.ranks = o.ranks;
   const auto& grid = calibration_token_grid();
+  // Each compute op with the GPUs whose slowest time it takes (CalibrationRequest::compute_gpus).
+  auto add_compute = [&](Op op, int tp) {
+    q.compute.push_back(std::move(op));
+    q.compute_gpus.push_back(std::clamp(tp, 1, o.ranks));
+  };
 
   const std::vector<std::int64_t> ms = merged_grid(grid, s.gemm_m);
   for (const auto& [n, k, dt] : s.gemm)
@@ -385,7 +417,7 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
       g.kind = OpKind::gemm;
       g.name = "calibrate_gemm";
       g.m = m, g.n = n, g.k = k, g.dtype = static_cast<DType>(dt);
-      q.compute.push_back(g);
+      add_compute(g, s.gemm_tp.at({n, k, dt}));
     }
 
   for (const auto& [key, tmpl] : s.attention) {
@@ -400,7 +432,7 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
       a.layer = -1;
       a.us.reset();
       a.kv_len = kv;
-      q.compute.push_back(a);
+      add_compute(a, s.attention_tp.at(key));
     }
   }
 
@@ -411,7 +443,7 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
       e.name = "calibrate_" + std::string(to_string(e.kind));
       e.tokens = t;
       e.hidden = kh.second;
-      q.compute.push_back(e);
+      add_compute(e, s.elementwise_tp.at(kh));
     }
   }
 
@@ -422,7 +454,7 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
       e.kind = OpKind::other;
       e.name = "calibrate_other";
       e.us = std::round(us * 1000.0) / 1000.0;  // whole nanoseconds: the table's size unit
-      q.compute.push_back(e);
+      add_compute(e, s.other_tp);
     }
   }
 
@@ -445,6 +477,7 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
   q.context_gemm.us.reset();
   q.transitions = transition_pairs(traces);
   q.compute_layers = compute_layers(traces);
+  for (ComputeLayerCase& c : q.compute_layers) c.gpus = std::clamp(c.gpus, 1, o.ranks);
 
   if (o.ranks > 1) {
     std::set<std::int64_t> exact;

@@ -61,11 +61,17 @@ struct AllreduceLayerCase {
 struct ComputeLayerCase {
   std::string where;    // "llama-3.1-70b tp2 verify layer 0" (progress and notes)
   std::vector<Op> ops;  // the layer's compute ops in trace order; `other` keeps its traced time
+  int gpus = 1;         // the first GPUs its steps run on (see CalibrationRequest::compute_gpus)
 };
 
 struct CalibrationRequest {
-  int ranks = 1;                       // GPUs; compute ops are measured on each (the slowest counts)
+  int ranks = 1;                       // GPUs; compute ops are measured on each (compute_gpus says which count)
   std::vector<Op> compute;             // gemm, attention, rmsnorm, residual_add, act, embedding, other
+  // Parallel to compute: on how many of the first GPUs the steps that use the op run, min(trace
+  // tp, ranks) over those traces; its entry is the slowest of those GPUs' times. A one-GPU step
+  // replays on GPU 0, so a TP1 shape in a 2-GPU calibration is priced at GPU 0, not at the
+  // slower GPU (GPUs of one machine differed by 3 % in docs/fidelity.md).
+  std::vector<int> compute_gpus;
   std::vector<AllreduceCase> allreduce;  // empty when ranks == 1
   Op context_gemm;                     // the GEMM every allreduce follows (kind gemm)
   // Each (strategy, allreduce, op before, op after) of the traces' first decoder layers.
@@ -100,7 +106,7 @@ struct CalibrationMeasurements {
   // own chain times (measured in the same program, right before).
   std::vector<double> transition_us;
   // Parallel to request.compute_layers: µs per copy of the layer in a chain of copies, the
-  // slowest GPU's (NaN: not measured).
+  // slowest of its GPUs' (NaN: not measured).
   std::vector<double> compute_layer_us;
   double launch_gap_us = 0;            // per empty kernel in a graph chain
   std::vector<std::string> notes;      // substitutions the replay kernels made, etc.
