@@ -171,6 +171,18 @@ for step in $STEPS; do
     } > "$W/nccltwice.log" 2>&1
     cat "$W/nccltwice.log" >> "$OUT/replay.log"
     note "nccltwice done"; cut -c1-60 "$W/nccltwice.log" >> "$S" ;;
+  primeorder)
+    # Issue 7: with EAGLESIM_NCCL_PRIME=1, does NCCL's 70B TP2 step stop depending on the order of
+    # the strategies (nccl first in a fresh process vs after oneshot)?
+    R70="traces/llama-3.1-70b_tp2_t4.json --backend cuda --iters 10 --warmup 3"
+    {
+      for order in nccl,oneshot oneshot,nccl; do
+        echo "### EAGLESIM_NCCL_PRIME=1, fresh process, $order"
+        EAGLESIM_NCCL_PRIME=1 timeout "$(cap 70)" $E run $R70 --strategy $order 2>&1 | grep -E "^(nccl|oneshot) "
+      done
+    } > "$W/primeorder.log" 2>&1
+    cat "$W/primeorder.log" >> "$OUT/replay.log"
+    note "primeorder done"; cut -c1-60 "$W/primeorder.log" >> "$S" ;;
   fidelity70)
     # The 70B TP2 A/B in two more processes (each a new weight placement), same calibration.
     {
