@@ -378,6 +378,45 @@ TEST(CudaReplay, TinyTraceOnTwoGpus) {
   EXPECT_LT(ideal.comm_us, r.comm_us);
 }
 
+// EAGLESIM_NCCL_PRIME: "1" replays an NCCL step once, untimed, before the measured replay (and
+// says so); "0" does not; anything else is an input error naming the variable.
+TEST(CudaReplay, NcclPrimingIsNotedAndABadValueIsAnInputError) {
+  REQUIRE_GPUS(2);
+  const Trace t = tiny_trace(2);
+  RunOptions opts;
+  opts.iters = 10;
+  opts.warmup = 2;
+  auto backend = make_cuda_backend();
+  auto primed = [](const StepResult& r) {
+    return std::any_of(r.notes.begin(), r.notes.end(),
+                       [](const std::string& n) { return n.find("untimed") != std::string::npos; });
+  };
+  struct Env {
+    explicit Env(const char* v) { setenv("EAGLESIM_NCCL_PRIME", v, 1); }
+    ~Env() { unsetenv("EAGLESIM_NCCL_PRIME"); }
+  };
+  {
+    Env bad("yes");
+    try {
+      backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
+      FAIL() << "expected InputError";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("EAGLESIM_NCCL_PRIME"), std::string::npos) << e.what();
+    }
+  }
+  {
+    Env on("1");
+    const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
+    check_replay_result(r, t, 2);
+    EXPECT_TRUE(primed(r));
+    EXPECT_FALSE(primed(backend->run_step(t, t.steps[0], "oneshot", nullptr, opts)));  // NCCL only
+  }
+  {
+    Env off("0");
+    EXPECT_FALSE(primed(backend->run_step(t, t.steps[0], "nccl", nullptr, opts)));
+  }
+}
+
 TEST(CudaReplay, FewerRanksThanTpNeedsRanksFlagThenNotes) {
   REQUIRE_GPUS(1);
   const Trace t = tiny_trace(gpu_count() + 1);
