@@ -378,8 +378,8 @@ TEST(CudaReplay, TinyTraceOnTwoGpus) {
   EXPECT_LT(ideal.comm_us, r.comm_us);
 }
 
-// EAGLESIM_NCCL_PRIME: "1" replays an NCCL step once, untimed, before the measured replay (and
-// says so); "0" does not; anything else is an input error naming the variable.
+// An NCCL step is replayed once, untimed, before the measured replay (and the notes say so):
+// by default and with EAGLESIM_NCCL_PRIME=1, not with 0; another value is an input error.
 TEST(CudaReplay, NcclPrimingIsNotedAndABadValueIsAnInputError) {
   REQUIRE_GPUS(2);
   const Trace t = tiny_trace(2);
@@ -403,6 +403,12 @@ TEST(CudaReplay, NcclPrimingIsNotedAndABadValueIsAnInputError) {
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("EAGLESIM_NCCL_PRIME"), std::string::npos) << e.what();
     }
+  }
+  {
+    unsetenv("EAGLESIM_NCCL_PRIME");
+    const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
+    check_replay_result(r, t, 2);
+    EXPECT_TRUE(primed(r));
   }
   {
     Env on("1");
