@@ -118,6 +118,7 @@ for step in $STEPS; do
     # first (fidelity, sixth session, calls 1 and 4; the custom kernels did not move). Process
     # history, or NCCL's registration of the graphs' buffers? Fresh process vs after the 8B trace,
     # with NCCL's graph buffer registration on (default) and off; then what NCCL logs about it.
+    export EAGLESIM_NCCL_PRIME=0  # the unprimed behaviour this step looks at (cuda_backend.cpp)
     {
       for ev in "" "NCCL_GRAPH_REGISTER=0"; do
         echo "### fresh process, 70B TP2 nccl,oneshot ${ev:-default}"
@@ -133,12 +134,13 @@ for step in $STEPS; do
       grep -iE "regist|NCCL_|version|channel|algo|proto" "$W/ncclinfo.log" | sed -E 's/^[^ ]+ [0-9]+ \[[0-9]+\] //' | sort | uniq -c | sort -rn | head -40
     } > "$W/ncclstate.log" 2>&1
     cat "$W/ncclstate.log" >> "$OUT/replay.log"
-    note "ncclstate done"; grep -E "^###|^(nccl|oneshot) | +(nccl|oneshot) +[0-9]" "$W/ncclstate.log" >> "$S" ;;
+    note "ncclstate done"; grep -E "^###|^(nccl|oneshot) | +(nccl|oneshot) +[0-9]" "$W/ncclstate.log" >> "$S"; unset EAGLESIM_NCCL_PRIME ;;
   ncclhist)
     # Issue 7, after `ncclstate`: which history slows NCCL's 70B TP2 step? A process of its own;
     # after one-shot on the same weights (communicators created and destroyed, placement shared);
     # after the 8B trace (another placement too); the last two also without NCCL's cuMem buffers.
     R70="traces/llama-3.1-70b_tp2_t4.json --backend cuda --iters 10 --warmup 3"
+    export EAGLESIM_NCCL_PRIME=0  # the unprimed behaviour this step looks at (cuda_backend.cpp)
     {
       echo "### A: fresh process, nccl"
       timeout "$(cap 45)" $E run $R70 --strategy nccl 2>&1 | grep -E "^(nccl|oneshot) "
@@ -155,11 +157,12 @@ for step in $STEPS; do
       NCCL_CUMEM_ENABLE=0 timeout "$(cap 45)" $E run $R70 --strategy nccl 2>&1 | grep -E "^(nccl|oneshot) "
     } > "$W/ncclhist.log" 2>&1
     cat "$W/ncclhist.log" >> "$OUT/replay.log"
-    note "ncclhist done"; cat "$W/ncclhist.log" | cut -c1-60 >> "$S" ;;
+    note "ncclhist done"; cat "$W/ncclhist.log" | cut -c1-60 >> "$S"; unset EAGLESIM_NCCL_PRIME ;;
   nccltwice)
     # Issue 7, after `ncclhist`: does any earlier replay slow NCCL's 70B TP2 step (one with free
     # allreduces: no communicator, same weights), or only an earlier communicator (NCCL twice)?
     R70="traces/llama-3.1-70b_tp2_t4.json --backend cuda --iters 10 --warmup 3"
+    export EAGLESIM_NCCL_PRIME=0  # the unprimed behaviour this step looks at (cuda_backend.cpp)
     {
       echo "### A: fresh process, nccl"
       timeout "$(cap 45)" $E run $R70 --strategy nccl 2>&1 | grep -E "^(nccl|ideal) "
@@ -170,10 +173,11 @@ for step in $STEPS; do
         --topology 2x-h200-nvlink --strategy nccl --ranks 2 --iters 10 2>/dev/null | grep -E "^ +nccl +[0-9]"
     } > "$W/nccltwice.log" 2>&1
     cat "$W/nccltwice.log" >> "$OUT/replay.log"
-    note "nccltwice done"; cut -c1-60 "$W/nccltwice.log" >> "$S" ;;
+    note "nccltwice done"; cut -c1-60 "$W/nccltwice.log" >> "$S"; unset EAGLESIM_NCCL_PRIME ;;
   primeorder)
-    # Issue 7: with EAGLESIM_NCCL_PRIME=1, does NCCL's 70B TP2 step stop depending on the order of
-    # the strategies (nccl first in a fresh process vs after oneshot)?
+    # Issue 7: primed (the default since the seventh session; =1 says so explicitly), does NCCL's
+    # 70B TP2 step stop depending on the order of the strategies (nccl first in a fresh process
+    # vs after oneshot)?
     R70="traces/llama-3.1-70b_tp2_t4.json --backend cuda --iters 10 --warmup 3"
     {
       for order in nccl,oneshot oneshot,nccl; do
