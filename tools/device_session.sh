@@ -155,25 +155,16 @@ for step in $STEPS; do
       done
       echo "### E: fresh process, nccl NCCL_CUMEM_ENABLE=0"
       NCCL_CUMEM_ENABLE=0 timeout "$(cap 45)" $E run $R70 --strategy nccl 2>&1 | grep -E "^(nccl|oneshot) "
-    } > "$W/ncclhist.log" 2>&1
-    cat "$W/ncclhist.log" >> "$OUT/replay.log"
-    note "ncclhist done"; cat "$W/ncclhist.log" | cut -c1-60 >> "$S"; unset EAGLESIM_NCCL_PRIME ;;
-  nccltwice)
-    # Issue 7, after `ncclhist`: does any earlier replay slow NCCL's 70B TP2 step (one with free
-    # allreduces: no communicator, same weights), or only an earlier communicator (NCCL twice)?
-    R70="traces/llama-3.1-70b_tp2_t4.json --backend cuda --iters 10 --warmup 3"
-    export EAGLESIM_NCCL_PRIME=0  # the unprimed behaviour this step looks at (cuda_backend.cpp)
-    {
-      echo "### A: fresh process, nccl"
-      timeout "$(cap 45)" $E run $R70 --strategy nccl 2>&1 | grep -E "^(nccl|ideal) "
+      # Seventh session: any earlier replay (one with free allreduces: no communicator, same
+      # weights), or the same NCCL step before?
       echo "### D: after ideal in the same process (same weights, no communicator), ideal,nccl"
       timeout "$(cap 60)" $E run $R70 --strategy ideal,nccl 2>&1 | grep -E "^(nccl|ideal) "
       echo "### F: nccl after nccl (fidelity of the 70B trace twice)"
       timeout "$(cap 90)" $E fidelity traces/llama-3.1-70b_tp2_t4.json,traces/llama-3.1-70b_tp2_t4.json \
         --topology 2x-h200-nvlink --strategy nccl --ranks 2 --iters 10 2>/dev/null | grep -E "^ +nccl +[0-9]"
-    } > "$W/nccltwice.log" 2>&1
-    cat "$W/nccltwice.log" >> "$OUT/replay.log"
-    note "nccltwice done"; cut -c1-60 "$W/nccltwice.log" >> "$S"; unset EAGLESIM_NCCL_PRIME ;;
+    } > "$W/ncclhist.log" 2>&1
+    cat "$W/ncclhist.log" >> "$OUT/replay.log"
+    note "ncclhist done"; cat "$W/ncclhist.log" | cut -c1-60 >> "$S"; unset EAGLESIM_NCCL_PRIME ;;
   primeorder)
     # Issue 7: primed (the default since the seventh session; =1 says so explicitly), does NCCL's
     # 70B TP2 step stop depending on the order of the strategies (nccl first in a fresh process

@@ -280,6 +280,14 @@ TEST(CudaGemm, SmallMGemmTimeMatchesWeightBandwidth) {
   cublasLtDestroy(lt);
 }
 
+// What the replay tests run: 10 timed replays (check_replay_result expects 10 samples), 2 untimed.
+RunOptions ten_replays() {
+  RunOptions opts;
+  opts.iters = 10;
+  opts.warmup = 2;
+  return opts;
+}
+
 void check_replay_result(const StepResult& r, const Trace& t, int ranks) {
   EXPECT_EQ(r.step, "verify");
   EXPECT_GT(r.step_us, 0);
@@ -357,9 +365,7 @@ TEST(WeightArena, NextArenaWithTheSameLayoutTakesOverTheMemory) {
 TEST(CudaReplay, TinyTraceOnOneGpu) {
   REQUIRE_GPUS(1);
   const Trace t = tiny_trace(1);
-  RunOptions opts;
-  opts.iters = 10;
-  opts.warmup = 2;
+  const RunOptions opts = ten_replays();
   auto backend = make_cuda_backend();
   const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
   check_replay_result(r, t, 1);
@@ -368,9 +374,7 @@ TEST(CudaReplay, TinyTraceOnOneGpu) {
 TEST(CudaReplay, TinyTraceOnTwoGpus) {
   REQUIRE_GPUS(2);
   const Trace t = tiny_trace(2);
-  RunOptions opts;
-  opts.iters = 10;
-  opts.warmup = 2;
+  const RunOptions opts = ten_replays();
   auto backend = make_cuda_backend();
   const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
   check_replay_result(r, t, 2);
@@ -383,9 +387,7 @@ TEST(CudaReplay, TinyTraceOnTwoGpus) {
 TEST(CudaReplay, NcclPrimingIsNotedAndABadValueIsAnInputError) {
   REQUIRE_GPUS(2);
   const Trace t = tiny_trace(2);
-  RunOptions opts;
-  opts.iters = 10;
-  opts.warmup = 2;
+  const RunOptions opts = ten_replays();
   auto backend = make_cuda_backend();
   auto primed = [](const StepResult& r) {
     return std::any_of(r.notes.begin(), r.notes.end(),
