@@ -59,9 +59,22 @@ int first_decoder_layer(const Step& step) {
 
 // Consecutive compute ops (allreduces in between skipped) of the first decoder layer of every
 // step, and the step from its last op into the next layer, deduplicated by kinds and shapes.
-std::vector<std::pair<Op, Op>> transition_pairs(const std::vector<Trace>& traces) {
+// With `fused_pairs`, also the pairs a fused strategy makes consecutive: the compute op before
+// each allreduce of that layer that absorbs a residual add + RMSNorm, and the op after what it
+// absorbs (o_proj -> gate_up, down -> the next layer's qkv). The simulator charges that pair's
+// transition on the op after a fused allreduce, as for every strategy; without an entry it was
+// charged nothing, while the allreduce's context entry has it taken out (its baseline chain runs
+// the two ops back to back).
+std::vector<std::pair<Op, Op>> transition_pairs(const std::vector<Trace>& traces, bool fused_pairs) {
   std::vector<std::pair<Op, Op>> out;
   std::set<std::string> seen;
+  auto add = [&](const Op& a, const Op& b) {
+    if (!transition_kind(a.kind) || !transition_kind(b.kind)) return;
+    const std::string key = std::string(to_string(a.kind)) + " " + a.shape_string() + " > " + to_string(b.kind) + " " +
+                            b.shape_string();
+    if (out.size() < kMaxTransitionPairs && seen.insert(key).second)
+      out.emplace_back(calibration_copy(a, "calibrate_transition"), calibration_copy(b, "calibrate_transition"));
+  };
   for (const Trace& t : traces)
     for (const Step& step : t.steps) {
       const int first = first_decoder_layer(step);
@@ -70,14 +83,17 @@ std::vector<std::pair<Op, Op>> transition_pairs(const std::vector<Trace>& traces
       for (const Op& op : step.ops) {
         if (op.is_comm()) continue;
         if (op.layer > first + 1) break;
-        if (prev && prev->layer == first && transition_kind(prev->kind) && transition_kind(op.kind)) {
-          const std::string key = std::string(to_string(prev->kind)) + " " + prev->shape_string() + " > " +
-                                  to_string(op.kind) + " " + op.shape_string();
-          if (seen.insert(key).second)
-            out.emplace_back(calibration_copy(*prev, "calibrate_transition"), calibration_copy(op, "calibrate_transition"));
-          if (out.size() >= kMaxTransitionPairs) return out;
-        }
+        if (prev && prev->layer == first) add(*prev, op);
         prev = &op;
+      }
+      if (!fused_pairs) continue;
+      for (std::size_t i = 0; i < step.ops.size(); ++i) {
+        if (!step.ops[i].is_comm() || step.ops[i].layer != first) continue;
+        const int absorbed = fusable_followers(step.ops, i);
+        if (absorbed == 0) continue;
+        const Op* before = compute_before(step.ops, i);
+        const Op* after = compute_from(step.ops, i + 1 + static_cast<std::size_t>(absorbed));
+        if (before && after) add(*before, *after);
       }
     }
   return out;
@@ -475,7 +491,8 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
   q.context_gemm.name = "calibrate_context_gemm";
   q.context_gemm.layer = -1;
   q.context_gemm.us.reset();
-  q.transitions = transition_pairs(traces);
+  const bool fused = o.ranks > 1 && std::find(o.strategies.begin(), o.strategies.end(), "fused") != o.strategies.end();
+  q.transitions = transition_pairs(traces, fused);
   q.compute_layers = compute_layers(traces);
   for (ComputeLayerCase& c : q.compute_layers) c.gpus = std::clamp(c.gpus, 1, o.ranks);
 

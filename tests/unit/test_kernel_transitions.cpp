@@ -77,6 +77,37 @@ TEST(KernelTransitions, PlanAsksForTheFirstLayersConsecutiveComputeOps) {
   EXPECT_EQ(twice.transitions.size(), q.transitions.size());
 }
 
+// A fused allreduce makes its neighbours consecutive (o_proj -> gate_up, down -> next qkv): with
+// fused among the strategies the plan also measures those GEMM -> GEMM pairs, which the
+// simulator charges on the op after a fused allreduce.
+TEST(KernelTransitions, FusedStrategyAddsThePairsItMakesConsecutive) {
+  const Trace t = llama8b_tp2();
+  auto gemm_pairs = [](const CalibrationRequest& q) {
+    std::set<std::string> keys;
+    for (const auto& [a, b] : q.transitions)
+      if (a.kind == OpKind::gemm && b.kind == OpKind::gemm) keys.insert(transition_key(a, b));
+    return keys;
+  };
+  CalibrationPlanOptions o;
+  o.ranks = 2;
+  o.strategies = {"nccl", "oneshot"};
+  EXPECT_TRUE(gemm_pairs(plan_calibration({t}, o)).empty());
+  o.strategies.push_back("fused");
+  const std::set<std::string> fused = gemm_pairs(plan_calibration({t}, o));
+  // Llama-3.1-8B TP2 per rank: o_proj 4096 x 2048 -> gate_up 14336 x 4096; down 4096 x 7168 -> qkv 3072 x 4096.
+  EXPECT_EQ(fused.size(), 2u);
+  bool o_to_gate_up = false, down_to_qkv = false;
+  for (const auto& [a, b] : plan_calibration({t}, o).transitions) {
+    if (a.kind != OpKind::gemm || b.kind != OpKind::gemm) continue;
+    o_to_gate_up |= a.k == 2048 && b.n == 14336;
+    down_to_qkv |= a.k == 7168 && b.n == 3072;
+  }
+  EXPECT_TRUE(o_to_gate_up);
+  EXPECT_TRUE(down_to_qkv);
+  o.ranks = 1;  // nothing to fuse on one GPU
+  EXPECT_TRUE(gemm_pairs(plan_calibration({t}, o)).empty());
+}
+
 TEST(KernelTransitions, MeasuredPairsAverageIntoOneValuePerKindPair) {
   const Trace t = llama8b_tp2();
   const CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
