@@ -56,8 +56,8 @@ std::optional<double> median_ratio(const std::vector<double>& a, const std::vect
 // Compute ops on every GPU of the calibration at once, each its own thread; per op the slowest
 // time among the GPUs its steps run on: GPUs of one model can differ, and a tensor-parallel step
 // runs at the pace of the slowest, while a one-GPU step runs on GPU 0. The notes say by how much
-// (on the 2 x H200 machines of docs/fidelity.md: within 0.4 %, once 3.2 %). The compute layers
-// likewise (after the single ops).
+// (on the 2 x H200 machines of docs/fidelity.md: within 0.4 % on most, 2-3 % on two). The
+// compute layers likewise (after the single ops).
 ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const ChainTiming& timing,
                                               std::vector<double>& layer_us) {
   const int gpus = std::max(1, q.ranks);

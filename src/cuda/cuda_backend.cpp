@@ -34,7 +34,7 @@ int visible_gpus() {
 // process than after any other run of the step (22515 vs 22902 us; after one-shot 22915), so the
 // measured figure, and A/B signs against our kernels, depended on the order of the strategies and
 // traces on the command line; primed, NCCL measured 22925 before one-shot and 22948 after it
-// (docs/fidelity.md, "NCCL and process history"). The primed state is the one calibrate measures
+// (docs/fidelity.md, seventh session, "NCCL primed"). The primed state is the one calibrate measures
 // NCCL in, and likely the one a serving process sees (it captures a graph per batch size; with one
 // communicator kept for the process, NCCL's second graph was the slow one too). Our own kernels
 // showed no such effect (22902 vs 22904), so only NCCL pays the extra replay.
