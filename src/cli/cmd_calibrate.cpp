@@ -122,6 +122,11 @@ void run_calibrate_command(const CalibrateArgs& a) {
                            "{} transitions {:+.2f} us by the pair chains, {:+.2f} us {}",
                            f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us,
                            f.fitted ? "fitted" : "(not fitted: not measured, or an op outside the tables)"));
+  for (const LayerTransitionFit& f : fit_transitions_to_stripped_layers(q, m, topo))
+    q.progress(fmt::format("layer {}: {:.2f} us per copy in a chain; its ops {:.2f} us by the tables, {} transitions "
+                           "{:+.2f} us before the fit of the pairs only it has, {:+.2f} us {}",
+                           f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us,
+                           f.fitted ? "fitted" : "(not fitted: not measured, or an op outside the tables)"));
   if (a.fit_sequence) {
     SequenceFitOptions so;
     so.ranks = ranks;

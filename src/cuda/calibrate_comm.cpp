@@ -115,8 +115,9 @@ std::size_t add_allreduce(Step& step, const AllreduceCase& a) {
 }
 
 struct LayoutResult {
-  std::vector<double> us;  // per case; NaN: a fused case the program could not fuse, or not run
-  bool ran = false;        // false: the strategy cannot run on this machine (noted)
+  std::vector<double> us;           // per case; NaN: a fused case the program could not fuse, or not run
+  std::vector<double> baseline_us;  // per case: its baseline chain, the slowest rank's (NaN: not run)
+  bool ran = false;                 // false: the strategy cannot run on this machine (noted)
 };
 
 // Measures every case of `layout` with `strategy` on q.ranks GPUs: per case the slowest rank's
@@ -128,6 +129,7 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
   const std::size_t n_cases = layout.cases.size();
   LayoutResult result;
   result.us.assign(n_cases, std::numeric_limits<double>::quiet_NaN());
+  result.baseline_us.assign(n_cases, std::numeric_limits<double>::quiet_NaN());
   CommGroupConfig cc;
   cc.strategy = strategy;
   cc.ranks = q.ranks;
@@ -226,6 +228,7 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
       ok = ok && fused_ok[r][c];
     }
     if (ok) result.us[c] = cs.step_difference ? (slowest_with - slowest_without) / cs.divisor : worst;
+    result.baseline_us[c] = slowest_without;
   }
   result.ran = true;
   return result;
@@ -326,8 +329,10 @@ std::vector<double> calibrate_allreduce_contexts(const CalibrationRequest& q, st
   return result;
 }
 
-std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std::vector<std::string>& notes) {
+std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std::vector<std::string>& notes,
+                                               std::vector<double>& baseline_per_copy) {
   std::vector<double> result(q.allreduce_layers.size(), std::numeric_limits<double>::quiet_NaN());
+  baseline_per_copy.assign(q.allreduce_layers.size(), std::numeric_limits<double>::quiet_NaN());
   const double l2 = l2_bytes_of_gpu0();
   for (const auto& [strategy, cases] :
        by_strategy(q.allreduce_layers.size(),
@@ -366,8 +371,10 @@ std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std:
       // What the allreduces add per copy between the two lengths: the once-per-chain part cancels.
       const double once = measured.us[2 * c], twice = measured.us[2 * c + 1];
       result[cases[c]] = (twice - once) / copies_of[c];
-      detail += fmt::format("{}{} {:.2f} (one length: {:.2f})", c ? "; " : "", q.allreduce_layers[cases[c]].where,
-                            result[cases[c]], once / copies_of[c]);
+      baseline_per_copy[cases[c]] = (measured.baseline_us[2 * c + 1] - measured.baseline_us[2 * c]) / copies_of[c];
+      detail += fmt::format("{}{} {:.2f} (one length: {:.2f}; the layer without them {:.2f})", c ? "; " : "",
+                            q.allreduce_layers[cases[c]].where, result[cases[c]], once / copies_of[c],
+                            baseline_per_copy[cases[c]]);
     }
     if (q.progress)
       q.progress(fmt::format("allreduce {}: {} decoder layers on {} GPUs ({:.1f} s): us per layer {}", strategy,

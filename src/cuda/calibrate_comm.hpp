@@ -26,7 +26,9 @@ std::vector<double> calibrate_allreduce(const CalibrationRequest& q, std::vector
 std::vector<double> calibrate_allreduce_contexts(const CalibrationRequest& q, std::vector<std::string>& notes);
 
 // µs per q.allreduce_layers case: what the layer's allreduces add to one copy of it (NaN where a
-// strategy cannot run here, with a note).
-std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std::vector<std::string>& notes);
+// strategy cannot run here, with a note); `baseline_per_copy` gets, per case, one copy of the
+// layer without them (and without what fused absorbs), the slowest rank's.
+std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std::vector<std::string>& notes,
+                                               std::vector<double>& baseline_per_copy);
 
 }  // namespace eaglesim::cuda

@@ -283,6 +283,7 @@ std::vector<AllreduceLayerCase> allreduce_layers(const std::vector<Trace>& trace
         if (!seen.insert(signature).second) continue;
         c.layer_size = end - begin;
         c.where = fmt::format("{} tp{} {} layer {}", t.meta.model, t.meta.tp, step.name, first);
+        c.step = step.name;
         out.push_back(std::move(c));
         if (out.size() >= kMaxAllreduceLayers) return out;
       }
@@ -720,6 +721,70 @@ std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationReque
     table[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
   // What each layer's transitions come to now (shared entries are means, so not exactly the fit).
   for (std::size_t l = 0; l < fits.size(); ++l) fits[l].fitted_us = pairs_sum(table, layer_pairs(q.compute_layers[l]));
+  return fits;
+}
+
+ComputeLayerCase stripped_layer(const AllreduceLayerCase& layer) {
+  // Dropped indices at or past the layer's end are the next copy's head ops (the tail): in a chain
+  // of copies every copy but the first loses them to the copy before it.
+  std::set<std::size_t> dropped;
+  for (std::size_t d : layer.dropped) dropped.insert(d >= layer.layer_size ? d - layer.layer_size : d);
+  ComputeLayerCase out;
+  out.where = layer.where;
+  for (std::size_t i = 0; i < layer.layer_size && i < layer.ops.size(); ++i)
+    if (!layer.ops[i].is_comm() && !dropped.count(i)) out.ops.push_back(layer.ops[i]);
+  return out;
+}
+
+std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const CalibrationRequest& q,
+                                                                   const CalibrationMeasurements& m, Topology& topo) {
+  if (!m.allreduce_layer_baseline_us.empty() && m.allreduce_layer_baseline_us.size() != q.allreduce_layers.size())
+    throw std::invalid_argument("fit_transitions_to_stripped_layers: measurements do not match the request");
+  std::map<std::string, double>& table = topo.calibration.transition_us;
+  std::set<std::string> compute_layer_keys;
+  for (const ComputeLayerCase& layer : q.compute_layers)
+    for (const auto& [a, b] : layer_pairs(layer)) compute_layer_keys.insert(transition_key(*a, *b));
+  std::vector<LayerTransitionFit> fits;
+  std::vector<ComputeLayerCase> fitted_layers;
+  std::map<std::string, std::pair<double, int>> wanted;
+  std::set<std::string> seen;  // one fit per stripped layer (several strategies share it)
+  for (std::size_t l = 0; l < m.allreduce_layer_baseline_us.size(); ++l) {
+    // Verify steps only, as for compute layers: entries pool token counts.
+    if (q.allreduce_layers[l].step != "verify") continue;
+    ComputeLayerCase layer = stripped_layer(q.allreduce_layers[l]);
+    const auto pairs = layer_pairs(layer);
+    std::vector<std::pair<const Op*, const Op*>> own;  // the pairs only stripped layers have
+    for (const auto& p : pairs)
+      if (!compute_layer_keys.count(transition_key(*p.first, *p.second))) own.push_back(p);
+    std::string signature;
+    for (const Op& op : layer.ops) signature += op_signature(op);
+    if (own.empty() || !seen.insert(signature).second) continue;
+    LayerTransitionFit f;
+    f.where = layer.where + " without its allreduces (" + q.allreduce_layers[l].strategy + ")";
+    f.measured_us = m.allreduce_layer_baseline_us[l];
+    bool by_tables = true;
+    for (const Op& op : layer.ops) {
+      const OpCost c = compute_cost(op, topo);
+      f.ops_us += c.us;
+      by_tables = by_tables && c.calibrated;
+    }
+    f.pairs_us = pairs_sum(table, pairs);
+    f.pairs = static_cast<int>(pairs.size());
+    f.fitted = by_tables && std::isfinite(f.measured_us) && f.measured_us > 0;
+    if (f.fitted) {
+      const double shift = (f.measured_us - f.ops_us - f.pairs_us) / static_cast<double>(own.size());
+      for (const auto& [a, b] : own) {
+        auto& [sum, count] = wanted[transition_key(*a, *b)];
+        sum += find_transition(table, *a, *b).value_or(0.0) + shift;
+        ++count;
+      }
+    }
+    fits.push_back(f);
+    fitted_layers.push_back(std::move(layer));
+  }
+  for (const auto& [key, acc] : wanted)
+    table[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
+  for (std::size_t l = 0; l < fits.size(); ++l) fits[l].fitted_us = pairs_sum(table, layer_pairs(fitted_layers[l]));
   return fits;
 }
 

@@ -62,6 +62,20 @@ struct LayerTransitionFit {
 std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationRequest& request,
                                                           const CalibrationMeasurements& m, Topology& topo);
 
+// The compute ops one copy of an allreduce layer case runs in a chain without its allreduces and
+// without what they absorb (fused: the residual add + RMSNorm after each, the next copy's input
+// norm included), in order: what a step with that strategy runs per layer besides allreduces.
+ComputeLayerCase stripped_layer(const AllreduceLayerCase& layer);
+
+// Kernel transitions that only a stripped layer has (fused makes o_proj -> gate_up and down -> the
+// next qkv consecutive; no compute layer has those pairs) fitted like fit_transitions_to_layers:
+// every stripped layer of a verify step whose baseline chain was measured
+// (m.allreduce_layer_baseline_us) shifts those entries by one amount so that its ops and
+// transitions add up to that chain; the entries compute layers have are left as fitted. Run
+// after fit_transitions_to_layers.
+std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const CalibrationRequest& request,
+                                                                   const CalibrationMeasurements& m, Topology& topo);
+
 // The preset a calibration on `count` GPUs named `gpu_name` starts from ("" if none fits).
 std::string base_preset_for(const std::string& gpu_name, int count);
 // `base` with gpu_count = max(ranks, 1) when base has fewer/more GPUs than measured, the

@@ -46,6 +46,7 @@ struct AllreduceContextCase {
 struct AllreduceLayerCase {
   std::string strategy;
   std::string where;                   // "llama-3.1-70b tp2 verify layer 0" (progress and notes)
+  std::string step;                    // the step it comes from: verify, draft, decode
   std::vector<Op> ops;                 // the layer, in trace order, allreduces included, then its tail
   std::size_t layer_size = 0;          // ops[0, layer_size) is the layer; the rest, the next layer's
                                        // head ops its last allreduce absorbs (fused)
@@ -102,6 +103,11 @@ struct CalibrationMeasurements {
   // Parallel to request.allreduce_layers: µs the allreduces add to one more copy of the layer
   // (NaN: not measured).
   std::vector<double> allreduce_layer_us;
+  // Parallel to request.allreduce_layers: µs per copy of the layer's baseline chain (the layer
+  // without its allreduces and, fused, without the ops they absorb), the slowest rank's, the
+  // difference of the two lengths per copy as above (NaN: not measured). What a fused step's
+  // compute costs per layer (fit_transitions_to_stripped_layers).
+  std::vector<double> allreduce_layer_baseline_us;
   // Parallel to request.transitions: per (A, B) pair in a chain of pairs minus A's and B's
   // own chain times (measured in the same program, right before).
   std::vector<double> transition_us;

@@ -194,3 +194,60 @@ TEST(ComputeLayer, ALayerWithAnOpTheTablesDoNotPriceIsNotFitted) {
   EXPECT_DOUBLE_EQ(fits[0].fitted_us, fits[0].pairs_us);
   EXPECT_EQ(topo.calibration.transition_us, before);
 }
+
+// A fused step runs each layer without its allreduces and without the residual add + RMSNorm they
+// absorb: qkv, attention, o_proj, gate_up, act, down per copy, and o_proj -> gate_up, down -> qkv
+// are pairs no compute layer has. The layer's measured baseline chain fits those two pairs only.
+TEST(ComputeLayer, TheFusedLayersOwnPairsAreFittedToItsBaselineChain) {
+  const Trace t = trace("llama-3.1-8b_tp2_t4.json");
+  CalibrationPlanOptions o;
+  o.ranks = 2;
+  o.strategies = {"nccl", "fused"};
+  const CalibrationRequest q = plan_calibration({t}, o);
+  std::size_t fused_verify = q.allreduce_layers.size();
+  for (std::size_t l = 0; l < q.allreduce_layers.size(); ++l)
+    if (q.allreduce_layers[l].strategy == "fused" && q.allreduce_layers[l].step == "verify") fused_verify = l;
+  ASSERT_LT(fused_verify, q.allreduce_layers.size());
+  const ComputeLayerCase stripped = stripped_layer(q.allreduce_layers[fused_verify]);
+  std::vector<OpKind> kinds;
+  for (const Op& op : stripped.ops) kinds.push_back(op.kind);
+  EXPECT_EQ(kinds, (std::vector<OpKind>{OpKind::gemm, OpKind::attention, OpKind::gemm, OpKind::gemm, OpKind::act,
+                                        OpKind::gemm}));
+
+  CalibrationMeasurements m = flat(q);
+  m.allreduce_layer_us.assign(q.allreduce_layers.size(), std::numeric_limits<double>::quiet_NaN());
+  m.allreduce_layer_baseline_us.assign(q.allreduce_layers.size(), std::numeric_limits<double>::quiet_NaN());
+  Topology topo = calibrated_topology(h200(), m, build_calibration(q, m, {t}));
+  const auto before = topo.calibration.transition_us;
+  const double ops = ops_us(stripped, topo);
+  // Its 6 pairs: 4 a compute layer has (1 us each by the pair chains), 2 of its own (measured 1 us
+  // too); the chain says 3 us more than that: its own two get +1.5 each.
+  m.allreduce_layer_baseline_us[fused_verify] = ops + 6.0 + 3.0;
+  const std::vector<LayerTransitionFit> fits = fit_transitions_to_stripped_layers(q, m, topo);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_TRUE(fits[0].fitted);
+  EXPECT_EQ(fits[0].pairs, 6);
+  EXPECT_NEAR(fits[0].pairs_us, 6.0, 1e-9);
+  EXPECT_NEAR(fits[0].ops_us + fits[0].fitted_us, fits[0].measured_us, 1e-9);
+  int own = 0;
+  for (const auto& [key, us] : topo.calibration.transition_us) {
+    if (key.rfind("gemm:", 0) == 0 && key.find(">gemm:") != std::string::npos) {
+      EXPECT_DOUBLE_EQ(us, 2.5) << key;
+      ++own;
+    } else {
+      EXPECT_DOUBLE_EQ(us, before.at(key)) << key;  // compute layers' entries untouched
+    }
+  }
+  EXPECT_EQ(own, 2);
+
+  // Not measured: nothing moves; no fused layer: nothing to fit.
+  CalibrationMeasurements none = m;
+  none.allreduce_layer_baseline_us[fused_verify] = std::numeric_limits<double>::quiet_NaN();
+  Topology untouched = calibrated_topology(h200(), m, build_calibration(q, m, {t}));
+  const std::vector<LayerTransitionFit> skipped = fit_transitions_to_stripped_layers(q, none, untouched);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_FALSE(skipped[0].fitted);
+  EXPECT_EQ(untouched.calibration.transition_us, before);
+  none.allreduce_layer_baseline_us.push_back(1.0);
+  EXPECT_THROW(fit_transitions_to_stripped_layers(q, none, untouched), std::invalid_argument);
+}
