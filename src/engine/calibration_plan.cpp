@@ -680,47 +680,61 @@ double pairs_sum(const std::map<std::string, double>& table, const std::vector<s
   return sum;
 }
 
+using OpPairs = std::vector<std::pair<const Op*, const Op*>>;
+using WantedEntries = std::map<std::string, std::pair<double, int>>;  // shape key -> (sum wanted, layers)
+
+// One layer against its measured chain: its ops by the tables and its transitions. When the tables
+// price every op (else that op's model error would land in the transitions) and the chain was
+// measured, each of `shifted` (some of the layer's pairs) wants its entry moved, all by one amount,
+// so that the layer's ops and transitions add up to the chain; `wanted` collects that.
+LayerTransitionFit fit_layer(const ComputeLayerCase& layer, double measured_us, const Topology& topo,
+                             const OpPairs& pairs, const OpPairs& shifted, WantedEntries& wanted) {
+  const std::map<std::string, double>& table = topo.calibration.transition_us;
+  LayerTransitionFit f;
+  f.where = layer.where;
+  f.measured_us = measured_us;
+  bool by_tables = true;
+  for (const Op& op : layer.ops) {
+    const OpCost c = compute_cost(op, topo);
+    f.ops_us += c.us;
+    by_tables = by_tables && c.calibrated;
+  }
+  f.pairs_us = pairs_sum(table, pairs);
+  f.pairs = static_cast<int>(pairs.size());
+  f.fitted = by_tables && std::isfinite(measured_us) && measured_us > 0 && !shifted.empty();
+  if (f.fitted) {
+    const double shift = (measured_us - f.ops_us - f.pairs_us) / static_cast<double>(shifted.size());
+    for (const auto& [a, b] : shifted) {
+      auto& [sum, count] = wanted[transition_key(*a, *b)];
+      sum += find_transition(table, *a, *b).value_or(0.0) + shift;
+      ++count;
+    }
+  }
+  return f;
+}
+
+// Every wanted entry becomes the mean of what its layers want (clamped to the table's range).
+void set_wanted_means(const WantedEntries& wanted, std::map<std::string, double>& table) {
+  for (const auto& [key, acc] : wanted)
+    table[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
+}
+
 }  // namespace
 
 std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationRequest& q,
                                                           const CalibrationMeasurements& m, Topology& topo) {
   if (!m.compute_layer_us.empty() && m.compute_layer_us.size() != q.compute_layers.size())
     throw std::invalid_argument("fit_transitions_to_layers: measurements do not match the request");
-  std::map<std::string, double>& table = topo.calibration.transition_us;
   std::vector<LayerTransitionFit> fits;
-  // Shape key -> (sum of the values the layers want, layers).
-  std::map<std::string, std::pair<double, int>> wanted;
+  WantedEntries wanted;
   for (std::size_t l = 0; l < m.compute_layer_us.size(); ++l) {
-    const ComputeLayerCase& layer = q.compute_layers[l];
-    LayerTransitionFit f;
-    f.where = layer.where;
-    f.measured_us = m.compute_layer_us[l];
-    bool by_tables = true;
-    for (const Op& op : layer.ops) {
-      const OpCost c = compute_cost(op, topo);
-      f.ops_us += c.us;
-      by_tables = by_tables && c.calibrated;
-    }
-    const auto pairs = layer_pairs(layer);
-    f.pairs_us = pairs_sum(table, pairs);
-    f.pairs = static_cast<int>(pairs.size());
-    // A layer with an op the tables do not price (grouped_gemm, or outside them) would push that
-    // op's model error into its transitions: not fitted.
-    f.fitted = by_tables && std::isfinite(f.measured_us) && f.measured_us > 0 && !pairs.empty();
-    if (f.fitted) {
-      const double shift = (f.measured_us - f.ops_us - f.pairs_us) / static_cast<double>(pairs.size());
-      for (const auto& [a, b] : pairs) {
-        auto& [sum, count] = wanted[transition_key(*a, *b)];
-        sum += find_transition(table, *a, *b).value_or(0.0) + shift;
-        ++count;
-      }
-    }
-    fits.push_back(f);
+    const OpPairs pairs = layer_pairs(q.compute_layers[l]);
+    fits.push_back(fit_layer(q.compute_layers[l], m.compute_layer_us[l], topo, pairs, pairs, wanted));
   }
-  for (const auto& [key, acc] : wanted)
-    table[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
+  set_wanted_means(wanted, topo.calibration.transition_us);
   // What each layer's transitions come to now (shared entries are means, so not exactly the fit).
-  for (std::size_t l = 0; l < fits.size(); ++l) fits[l].fitted_us = pairs_sum(table, layer_pairs(q.compute_layers[l]));
+  for (std::size_t l = 0; l < fits.size(); ++l)
+    fits[l].fitted_us = pairs_sum(topo.calibration.transition_us, layer_pairs(q.compute_layers[l]));
   return fits;
 }
 
@@ -740,51 +754,31 @@ std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const Calibra
                                                                    const CalibrationMeasurements& m, Topology& topo) {
   if (!m.allreduce_layer_baseline_us.empty() && m.allreduce_layer_baseline_us.size() != q.allreduce_layers.size())
     throw std::invalid_argument("fit_transitions_to_stripped_layers: measurements do not match the request");
-  std::map<std::string, double>& table = topo.calibration.transition_us;
   std::set<std::string> compute_layer_keys;
   for (const ComputeLayerCase& layer : q.compute_layers)
     for (const auto& [a, b] : layer_pairs(layer)) compute_layer_keys.insert(transition_key(*a, *b));
   std::vector<LayerTransitionFit> fits;
-  std::vector<ComputeLayerCase> fitted_layers;
-  std::map<std::string, std::pair<double, int>> wanted;
-  std::set<std::string> seen;  // one fit per stripped layer (several strategies share it)
+  std::vector<ComputeLayerCase> layers;
+  WantedEntries wanted;
+  std::set<std::string> seen;  // one fit per stripped layer (several strategies may share it)
   for (std::size_t l = 0; l < m.allreduce_layer_baseline_us.size(); ++l) {
     // Verify steps only, as for compute layers: entries pool token counts.
     if (q.allreduce_layers[l].step != "verify") continue;
     ComputeLayerCase layer = stripped_layer(q.allreduce_layers[l]);
-    const auto pairs = layer_pairs(layer);
-    std::vector<std::pair<const Op*, const Op*>> own;  // the pairs only stripped layers have
+    const OpPairs pairs = layer_pairs(layer);
+    OpPairs own;  // the pairs only stripped layers have
     for (const auto& p : pairs)
       if (!compute_layer_keys.count(transition_key(*p.first, *p.second))) own.push_back(p);
     std::string signature;
     for (const Op& op : layer.ops) signature += op_signature(op);
     if (own.empty() || !seen.insert(signature).second) continue;
-    LayerTransitionFit f;
-    f.where = layer.where + " without its allreduces (" + q.allreduce_layers[l].strategy + ")";
-    f.measured_us = m.allreduce_layer_baseline_us[l];
-    bool by_tables = true;
-    for (const Op& op : layer.ops) {
-      const OpCost c = compute_cost(op, topo);
-      f.ops_us += c.us;
-      by_tables = by_tables && c.calibrated;
-    }
-    f.pairs_us = pairs_sum(table, pairs);
-    f.pairs = static_cast<int>(pairs.size());
-    f.fitted = by_tables && std::isfinite(f.measured_us) && f.measured_us > 0;
-    if (f.fitted) {
-      const double shift = (f.measured_us - f.ops_us - f.pairs_us) / static_cast<double>(own.size());
-      for (const auto& [a, b] : own) {
-        auto& [sum, count] = wanted[transition_key(*a, *b)];
-        sum += find_transition(table, *a, *b).value_or(0.0) + shift;
-        ++count;
-      }
-    }
-    fits.push_back(f);
-    fitted_layers.push_back(std::move(layer));
+    layer.where += " without its allreduces (" + q.allreduce_layers[l].strategy + ")";
+    fits.push_back(fit_layer(layer, m.allreduce_layer_baseline_us[l], topo, pairs, own, wanted));
+    layers.push_back(std::move(layer));
   }
-  for (const auto& [key, acc] : wanted)
-    table[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
-  for (std::size_t l = 0; l < fits.size(); ++l) fits[l].fitted_us = pairs_sum(table, layer_pairs(fitted_layers[l]));
+  set_wanted_means(wanted, topo.calibration.transition_us);
+  for (std::size_t l = 0; l < fits.size(); ++l)
+    fits[l].fitted_us = pairs_sum(topo.calibration.transition_us, layer_pairs(layers[l]));
   return fits;
 }
 
