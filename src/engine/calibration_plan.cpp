@@ -13,6 +13,7 @@
 #include "comm/modelled_communicator.hpp"
 #include "cost/compute_model.hpp"
 #include "core/errors.hpp"
+#include "engine/layer_chain.hpp"
 #include "engine/op_pricing.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology_limits.hpp"
@@ -293,7 +294,7 @@ std::vector<AllreduceLayerCase> allreduce_layers(const std::vector<Trace>& trace
 
 // What the traces contain, deduplicated.
 struct TraceShapes {
-  std::set<std::tuple<std::int64_t, std::int64_t, int>> gemm;           // n, k, dtype
+  std::map<std::tuple<std::int64_t, std::int64_t, int>, int> gemm;      // n, k, dtype -> widest tp using it
   std::set<std::int64_t> gemm_m;
   std::map<std::string, Op> attention;                                    // q-key -> template op
   std::map<std::string, std::set<std::int64_t>> attention_kv;             // q-key -> kv lens used
@@ -304,8 +305,8 @@ struct TraceShapes {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, int> before_allreduce;  // GEMM -> count
   Op first_gemm;
   bool has_gemm = false;
-  // The widest tensor-parallel degree among the traces that use each shape (compute_gpus).
-  std::map<std::tuple<std::int64_t, std::int64_t, int>, int> gemm_tp;
+  // The widest tensor-parallel degree among the traces that use each shape (compute_gpus; GEMMs
+  // keep theirs in `gemm`).
   std::map<std::string, int> attention_tp;
   std::map<std::pair<int, std::int64_t>, int> elementwise_tp;
   int other_tp = 1;
@@ -327,8 +328,7 @@ TraceShapes collect(const std::vector<Trace>& traces) {
         switch (op.kind) {
           case OpKind::gemm:
           case OpKind::lm_head:
-            s.gemm.insert({op.n, op.k, static_cast<int>(op.dtype)});
-            widen(s.gemm_tp, {op.n, op.k, static_cast<int>(op.dtype)}, tp);
+            widen(s.gemm, {op.n, op.k, static_cast<int>(op.dtype)}, tp);
             s.gemm_m.insert(op.m);
             if (!s.has_gemm) { s.first_gemm = op; s.has_gemm = true; }
             break;
@@ -428,13 +428,14 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
   };
 
   const std::vector<std::int64_t> ms = merged_grid(grid, s.gemm_m);
-  for (const auto& [n, k, dt] : s.gemm)
+  for (const auto& [shape, tp] : s.gemm)
     for (std::int64_t m : ms) {
+      const auto& [n, k, dt] = shape;
       Op g;
       g.kind = OpKind::gemm;
       g.name = "calibrate_gemm";
       g.m = m, g.n = n, g.k = k, g.dtype = static_cast<DType>(dt);
-      add_compute(g, s.gemm_tp.at({n, k, dt}));
+      add_compute(g, tp);
     }
 
   for (const auto& [key, tmpl] : s.attention) {
@@ -739,14 +740,13 @@ std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationReque
 }
 
 ComputeLayerCase stripped_layer(const AllreduceLayerCase& layer) {
-  // Dropped indices at or past the layer's end are the next copy's head ops (the tail): in a chain
-  // of copies every copy but the first loses them to the copy before it.
-  std::set<std::size_t> dropped;
-  for (std::size_t d : layer.dropped) dropped.insert(d >= layer.layer_size ? d - layer.layer_size : d);
+  // The second copy of a two-copy chain without its allreduces is what every copy after the first
+  // runs in the chain calibrate times (its head ops went to the copy before it).
+  const LayerChain chain = layer_chain(layer, 2);
   ComputeLayerCase out;
   out.where = layer.where;
-  for (std::size_t i = 0; i < layer.layer_size && i < layer.ops.size(); ++i)
-    if (!layer.ops[i].is_comm() && !dropped.count(i)) out.ops.push_back(layer.ops[i]);
+  for (std::size_t j : chain.without)
+    if (j >= layer.layer_size && j < 2 * layer.layer_size && !chain.ops[j].is_comm()) out.ops.push_back(chain.ops[j]);
   return out;
 }
 
