@@ -82,31 +82,31 @@ ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
   ComputeCalibration out = std::move(per_gpu[0]);
-  for (int g = 1; g < gpus; ++g) {
-    const ComputeCalibration& c = per_gpu[static_cast<std::size_t>(g)];
-    const auto gemm = median_ratio(out.us, c.us, q.compute, true);
-    const auto other = median_ratio(out.us, c.us, q.compute, false);
-    const std::string line = fmt::format("compute on GPU {} vs GPU 0 (median per op): GEMMs {}, other ops {}", g,
-                                         gemm ? fmt::format("{:+.1f} %", *gemm * 100) : "none",
-                                         other ? fmt::format("{:+.1f} %", *other * 100) : "none");
+  auto say = [&](const std::string& line) {
     out.notes.push_back(line);
     if (q.progress) q.progress(line);
-  }
-  for (int g = 1; g < gpus && !q.compute_layers.empty(); ++g) {
-    std::string line = fmt::format("compute layers on GPU {} vs GPU 0:", g);
-    const std::vector<double>& a = layers_per_gpu[0];
-    const std::vector<double>& b = layers_per_gpu[static_cast<std::size_t>(g)];
-    for (std::size_t l = 0; l < q.compute_layers.size() && l < a.size() && l < b.size(); ++l)
-      line += a[l] > 0 && b[l] > 0 ? fmt::format(" {:+.1f} % ({})", 100 * (b[l] / a[l] - 1), q.compute_layers[l].where)
-                                   : fmt::format(" not measured ({})", q.compute_layers[l].where);
-    out.notes.push_back(line);
-    if (q.progress) q.progress(line);
-  }
-  std::vector<std::vector<double>> op_us_per_gpu{out.us};  // per_gpu[0] was moved into out
+  };
+  std::vector<std::vector<double>> op_us_per_gpu;
+  op_us_per_gpu.push_back(std::move(out.us));
+  const std::vector<double>& layers0 = layers_per_gpu[0];
   for (int g = 1; g < gpus; ++g) {
-    const ComputeCalibration& c = per_gpu[static_cast<std::size_t>(g)];
-    op_us_per_gpu.push_back(c.us);
+    ComputeCalibration& c = per_gpu[static_cast<std::size_t>(g)];
+    const auto gemm = median_ratio(op_us_per_gpu[0], c.us, q.compute, true);
+    const auto other = median_ratio(op_us_per_gpu[0], c.us, q.compute, false);
+    say(fmt::format("compute on GPU {} vs GPU 0 (median per op): GEMMs {}, other ops {}", g,
+                    gemm ? fmt::format("{:+.1f} %", *gemm * 100) : "none",
+                    other ? fmt::format("{:+.1f} %", *other * 100) : "none"));
+    if (!q.compute_layers.empty()) {
+      const std::vector<double>& layers = layers_per_gpu[static_cast<std::size_t>(g)];
+      std::string line = fmt::format("compute layers on GPU {} vs GPU 0:", g);
+      for (std::size_t l = 0; l < q.compute_layers.size() && l < layers0.size() && l < layers.size(); ++l)
+        line += layers0[l] > 0 && layers[l] > 0
+                    ? fmt::format(" {:+.1f} % ({})", 100 * (layers[l] / layers0[l] - 1), q.compute_layers[l].where)
+                    : fmt::format(" not measured ({})", q.compute_layers[l].where);
+      say(line);
+    }
     out.launch_gap_us = std::max(out.launch_gap_us, c.launch_gap_us);
+    op_us_per_gpu.push_back(std::move(c.us));
   }
   out.us = slowest_of_first_gpus(op_us_per_gpu, q.compute_gpus);
   std::vector<int> layer_gpus;
@@ -116,13 +116,10 @@ ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const
     const auto narrower = [gpus](int g) { return g < gpus; };
     const auto ops = std::count_if(q.compute_gpus.begin(), q.compute_gpus.end(), narrower);
     const auto layers = std::count_if(layer_gpus.begin(), layer_gpus.end(), narrower);
-    if (ops + layers > 0) {
-      const std::string line = fmt::format("{} compute ops and {} layers are used only by steps on fewer than {} GPUs: "
-                                           "each priced at the slowest GPU those steps run on (GPU 0 for one GPU)",
-                                           ops, layers, gpus);
-      out.notes.push_back(line);
-      if (q.progress) q.progress(line);
-    }
+    if (ops + layers > 0)
+      say(fmt::format("{} compute ops and {} layers are used only by steps on fewer than {} GPUs: each priced at "
+                      "the slowest GPU those steps run on (GPU 0 for one GPU)",
+                      ops, layers, gpus));
   }
   return out;
 }
