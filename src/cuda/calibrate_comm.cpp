@@ -329,10 +329,10 @@ std::vector<double> calibrate_allreduce_contexts(const CalibrationRequest& q, st
   return result;
 }
 
-std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std::vector<std::string>& notes,
-                                               std::vector<double>& baseline_per_copy) {
-  std::vector<double> result(q.allreduce_layers.size(), std::numeric_limits<double>::quiet_NaN());
-  baseline_per_copy.assign(q.allreduce_layers.size(), std::numeric_limits<double>::quiet_NaN());
+AllreduceLayerTimes calibrate_allreduce_layers(const CalibrationRequest& q, std::vector<std::string>& notes) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  AllreduceLayerTimes out{std::vector<double>(q.allreduce_layers.size(), nan),
+                          std::vector<double>(q.allreduce_layers.size(), nan)};
   const double l2 = l2_bytes_of_gpu0();
   for (const auto& [strategy, cases] :
        by_strategy(q.allreduce_layers.size(),
@@ -370,17 +370,17 @@ std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std:
     for (std::size_t c = 0; c < cases.size(); ++c) {
       // What the allreduces add per copy between the two lengths: the once-per-chain part cancels.
       const double once = measured.us[2 * c], twice = measured.us[2 * c + 1];
-      result[cases[c]] = (twice - once) / copies_of[c];
-      baseline_per_copy[cases[c]] = (measured.baseline_us[2 * c + 1] - measured.baseline_us[2 * c]) / copies_of[c];
+      out.added_us[cases[c]] = (twice - once) / copies_of[c];
+      out.baseline_us[cases[c]] = (measured.baseline_us[2 * c + 1] - measured.baseline_us[2 * c]) / copies_of[c];
       detail += fmt::format("{}{} {:.2f} (one length: {:.2f}; the layer without them {:.2f})", c ? "; " : "",
-                            q.allreduce_layers[cases[c]].where, result[cases[c]], once / copies_of[c],
-                            baseline_per_copy[cases[c]]);
+                            q.allreduce_layers[cases[c]].where, out.added_us[cases[c]], once / copies_of[c],
+                            out.baseline_us[cases[c]]);
     }
     if (q.progress)
       q.progress(fmt::format("allreduce {}: {} decoder layers on {} GPUs ({:.1f} s): us per layer {}", strategy,
                              cases.size(), q.ranks, seconds_since(t_start), detail));
   }
-  return result;
+  return out;
 }
 
 }  // namespace eaglesim::cuda

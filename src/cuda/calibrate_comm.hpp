@@ -25,10 +25,11 @@ std::vector<double> calibrate_allreduce(const CalibrationRequest& q, std::vector
 // µs per q.allreduce_contexts case (NaN where a strategy cannot run here, with a note).
 std::vector<double> calibrate_allreduce_contexts(const CalibrationRequest& q, std::vector<std::string>& notes);
 
-// µs per q.allreduce_layers case: what the layer's allreduces add to one copy of it (NaN where a
-// strategy cannot run here, with a note); `baseline_per_copy` gets, per case, one copy of the
-// layer without them (and without what fused absorbs), the slowest rank's.
-std::vector<double> calibrate_allreduce_layers(const CalibrationRequest& q, std::vector<std::string>& notes,
-                                               std::vector<double>& baseline_per_copy);
+// Per q.allreduce_layers case (NaN where a strategy cannot run here, with a note):
+struct AllreduceLayerTimes {
+  std::vector<double> added_us;     // what the layer's allreduces add to one copy of it
+  std::vector<double> baseline_us;  // one copy without them (nor what fused absorbs), slowest rank
+};
+AllreduceLayerTimes calibrate_allreduce_layers(const CalibrationRequest& q, std::vector<std::string>& notes);
 
 }  // namespace eaglesim::cuda

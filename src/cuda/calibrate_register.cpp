@@ -141,8 +141,11 @@ CalibrationMeasurements measure(const CalibrationRequest& q) {
   m.transition_us = calibrate_transitions(0, q.transitions, timing, q.progress);
   if (!q.allreduce.empty()) m.allreduce_us = calibrate_allreduce(q, m.notes);
   if (!q.allreduce_contexts.empty()) m.allreduce_context_us = calibrate_allreduce_contexts(q, m.notes);
-  if (!q.allreduce_layers.empty())
-    m.allreduce_layer_us = calibrate_allreduce_layers(q, m.notes, m.allreduce_layer_baseline_us);
+  if (!q.allreduce_layers.empty()) {
+    AllreduceLayerTimes layers = calibrate_allreduce_layers(q, m.notes);
+    m.allreduce_layer_us = std::move(layers.added_us);
+    m.allreduce_layer_baseline_us = std::move(layers.baseline_us);
+  }
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;
 }
