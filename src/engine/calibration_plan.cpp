@@ -296,20 +296,26 @@ std::vector<AllreduceLayerCase> allreduce_layers(const std::vector<Trace>& trace
 struct TraceShapes {
   std::map<std::tuple<std::int64_t, std::int64_t, int>, int> gemm;      // n, k, dtype -> widest tp using it
   std::set<std::int64_t> gemm_m;
-  std::map<std::string, Op> attention;                                    // q-key -> template op
-  std::map<std::string, std::set<std::int64_t>> attention_kv;             // q-key -> kv lens used
-  std::map<std::pair<int, std::int64_t>, std::set<std::int64_t>> elementwise;  // (kind, hidden) -> tokens used
+  // The widest tensor-parallel degree among the traces that use a shape is the number of GPUs
+  // whose slowest time its entries take (CalibrationRequest::compute_gpus).
+  struct AttentionUse {
+    Op tmpl;                       // the first op with this q-key
+    std::set<std::int64_t> kv;     // kv lens used
+    int tp = 1;                    // widest tp using it
+  };
+  struct ElementwiseUse {
+    std::set<std::int64_t> tokens;  // token counts used
+    int tp = 1;                     // widest tp using it
+  };
+  std::map<std::string, AttentionUse> attention;                          // q-key ->
+  std::map<std::pair<int, std::int64_t>, ElementwiseUse> elementwise;     // (kind, hidden) ->
   std::set<double> other_us;
   std::set<std::pair<std::int64_t, int>> allreduce;                       // bytes, dtype
   std::set<std::int64_t> fused_hidden;                                    // hidden of rows after an allreduce
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, int> before_allreduce;  // GEMM -> count
   Op first_gemm;
   bool has_gemm = false;
-  // The widest tensor-parallel degree among the traces that use each shape (compute_gpus; GEMMs
-  // keep theirs in `gemm`).
-  std::map<std::string, int> attention_tp;
-  std::map<std::pair<int, std::int64_t>, int> elementwise_tp;
-  int other_tp = 1;
+  int other_tp = 1;  // widest tp of the traces with `other` ops
 };
 
 template <class Key>
@@ -333,10 +339,10 @@ TraceShapes collect(const std::vector<Trace>& traces) {
             if (!s.has_gemm) { s.first_gemm = op; s.has_gemm = true; }
             break;
           case OpKind::attention: {
-            const std::string key = attention_calibration_key_q(op);
-            s.attention.emplace(key, op);
-            s.attention_kv[key].insert(op.kv_len);
-            widen(s.attention_tp, key, tp);
+            TraceShapes::AttentionUse& use = s.attention[attention_calibration_key_q(op)];
+            if (use.kv.empty()) use.tmpl = op;
+            use.kv.insert(op.kv_len);
+            use.tp = std::max(use.tp, tp);
             break;
           }
           case OpKind::allreduce:
@@ -357,8 +363,9 @@ TraceShapes collect(const std::vector<Trace>& traces) {
             break;  // no table in the simulator: priced by its model (see docs/fidelity.md)
           default:
             if (is_elementwise(op.kind)) {
-              s.elementwise[{static_cast<int>(op.kind), op.hidden}].insert(op.tokens);
-              widen(s.elementwise_tp, {static_cast<int>(op.kind), op.hidden}, tp);
+              TraceShapes::ElementwiseUse& use = s.elementwise[{static_cast<int>(op.kind), op.hidden}];
+              use.tokens.insert(op.tokens);
+              use.tp = std::max(use.tp, tp);
             }
             break;
         }
@@ -438,30 +445,30 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
       add_compute(g, tp);
     }
 
-  for (const auto& [key, tmpl] : s.attention) {
-    const std::set<std::int64_t>& used = s.attention_kv.at(key);
+  for (const auto& [key, use] : s.attention) {
+    const std::set<std::int64_t>& used = use.kv;
     std::set<std::int64_t> kvs(used.begin(), used.end());
     const std::int64_t top = 2 * *used.rbegin();
     for (std::int64_t kv = o.min_kv_len; kv <= top; kv *= 2) kvs.insert(kv);
     kvs.insert(top);
     for (std::int64_t kv : kvs) {
-      Op a = tmpl;
+      Op a = use.tmpl;
       a.name = "calibrate_attention";
       a.layer = -1;
       a.us.reset();
       a.kv_len = kv;
-      add_compute(a, s.attention_tp.at(key));
+      add_compute(a, use.tp);
     }
   }
 
-  for (const auto& [kh, used] : s.elementwise) {
-    for (std::int64_t t : merged_grid(grid, used)) {
+  for (const auto& [kh, use] : s.elementwise) {
+    for (std::int64_t t : merged_grid(grid, use.tokens)) {
       Op e;
       e.kind = static_cast<OpKind>(kh.first);
       e.name = "calibrate_" + std::string(to_string(e.kind));
       e.tokens = t;
       e.hidden = kh.second;
-      add_compute(e, s.elementwise_tp.at(kh));
+      add_compute(e, use.tp);
     }
   }
 
@@ -617,8 +624,8 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
         break;
       case OpKind::attention: {
         const std::string key = attention_calibration_key_q(op);
-        auto used = s.attention_kv.find(key);
-        add_point(attention[key], op.kv_len, us, used != s.attention_kv.end() && used->second.count(op.kv_len));
+        auto used = s.attention.find(key);
+        add_point(attention[key], op.kv_len, us, used != s.attention.end() && used->second.kv.count(op.kv_len));
         break;
       }
       case OpKind::other:
@@ -630,7 +637,7 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
           // Exact: this very (tokens, hidden) occurs in a trace, not merely its element count.
           auto used = s.elementwise.find({static_cast<int>(op.kind), op.hidden});
           add_point(elementwise[to_string(op.kind)], elements, us,
-                    used != s.elementwise.end() && used->second.count(op.tokens) > 0);
+                    used != s.elementwise.end() && used->second.tokens.count(op.tokens) > 0);
         }
         break;
     }
