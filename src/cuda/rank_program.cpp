@@ -119,6 +119,10 @@ void RankProgram::note(const std::string& text) {
   if (!text.empty() && std::find(notes_.begin(), notes_.end(), text) == notes_.end()) notes_.push_back(text);
 }
 
+void RankProgram::use_collective(const CollectiveUse& use) {
+  if (std::find(collectives_.begin(), collectives_.end(), use) == collectives_.end()) collectives_.push_back(use);
+}
+
 const LtGemm& RankProgram::gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype) {
   auto key = std::make_tuple(m, n, k, static_cast<int>(dtype));
   auto it = gemms_.find(key);
@@ -367,7 +371,9 @@ RankProgram::RankProgram(const Step& step, int device, RankComm& comm, RankComm*
           detail += " + residual + rmsnorm (fused)";
           ++fused;
           ops_[i] = [rc, xb, args, dtype](cudaStream_t s) { rc->allreduce_residual_rmsnorm(xb, args, dtype, s); };
+          use_collective({rc, dtype, count, true, args.tokens, args.hidden, kRmsEps});
         } else {
+          use_collective({rc, dtype, count, false, 0, 0, kRmsEps});
           char* z = z_.as<char>();
           ops_[i] = [rc, xb, z, count, dtype](cudaStream_t s) { rc->allreduce(xb, z, count, dtype, s); };
         }

@@ -16,6 +16,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include "cuda/allreduce_self_check.hpp"
 #include "cuda/replay_buffer.hpp"
 #include "cuda/lt_gemm.hpp"
 #include "cuda/rank_comm.hpp"
@@ -48,9 +49,13 @@ class RankProgram {
   // Substitutions and caveats, each once (e.g. "int4 GEMM m=64 replayed as fp8 ...").
   const std::vector<std::string>& notes() const { return notes_; }
   std::size_t weight_bytes() const { return arena_.requested_bytes(); }
+  // Each distinct collective shape the step runs, with the communicator it runs through (for
+  // AllreduceSelfCheck); in step order of first use, the same on every rank.
+  const std::vector<CollectiveUse>& collectives() const { return collectives_; }
 
  private:
   void note(const std::string& text);
+  void use_collective(const CollectiveUse& use);  // remembered once
   const LtGemm& gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype);
 
   int device_ = 0;
@@ -63,6 +68,7 @@ class RankProgram {
   std::vector<std::function<void(cudaStream_t)>> ops_;
   std::vector<bool> absorbed_;
   std::vector<std::string> labels_, details_, notes_;
+  std::vector<CollectiveUse> collectives_;
 };
 
 }  // namespace eaglesim::cuda
