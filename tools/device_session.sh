@@ -197,6 +197,19 @@ for step in $STEPS; do
       timeout "$(cap 40)" $E bench-comm --strategy nccl,oneshot,oneshot_push,twoshot,fused,quant --sizes 32768,43008,57344 --iters 50; echo "rc=$?"
     } > "$OUT/kernels.log" 2>&1
     note "kernels done"; grep -E "^\[  (PASSED|FAILED)|FAILED \]|^ +[0-9]+ |rc=|^###" "$OUT/kernels.log" >> "$S" ;;
+  mpi)
+    # Issue 5: every strategy through `mpirun -np 2` (our own ones over CUDA IPC) against the
+    # same strategies with one process driving both GPUs, on the generated Llama-3.1-8B TP2 trace.
+    R="--iters 30 --warmup 5 --timeout 60 --strategy nccl,oneshot,twoshot,fused,quant,ideal"
+    {
+      echo "### mpirun -np 2, gen Llama-3.1-8B TP2, cuda, every strategy"
+      timeout "$(cap 120)" mpirun --allow-run-as-root --bind-to none -np 2 -x NCCL_NVLS_ENABLE $E run traces/llama-3.1-8b_tp2_t4.json \
+        --backend cuda $R --json "$W/mpi.json"; echo "rc=$?"
+      python3 -c "import json; [print(r['strategy'], *[n for n in r['notes'] if 'self-check' in n or 'MPI' in n], sep=' | ') for r in json.load(open('$W/mpi.json'))['results']]"
+      echo "### one process (threads), the same"
+      timeout "$(cap 90)" $E run traces/llama-3.1-8b_tp2_t4.json --backend cuda $R; echo "rc=$?"
+    } >> "$OUT/replay.log" 2>&1
+    note "mpi done"; grep -E "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^rc=|^error" "$OUT/replay.log" >> "$S" ;;
   stress)
     { EAGLESIM_STRESS_SECONDS=15 timeout "$(cap 130)" $G --gtest_filter='Stress.*'; echo "rc=$?"; } >> "$OUT/kernels.log" 2>&1
     note "stress done"; grep -E "^STRESS|^STALL|time-capped|^\[  (PASSED|FAILED)|FAILED \]" "$OUT/kernels.log" >> "$S" ;;

@@ -6,11 +6,13 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "cuda/custom_check.hpp"
 #include "cuda/custom_log.hpp"
 #include "cuda/custom_nccl.hpp"
+#include "cuda/mpi_world.hpp"
 #include "cuda/peer_memory.hpp"
 
 #include "fused_allreduce_rmsnorm.cuh"
@@ -363,7 +365,9 @@ class Group;
 
 class Rank final : public RankComm {
  public:
-  Rank(Group& group, int rank) : group_(group), rank_(rank) {}
+  // `local`: this process's index of the rank (its GPU, args, NCCL fallback); `rank`: its rank
+  // in the group (the same in threads mode).
+  Rank(Group& group, int local, int rank) : group_(group), local_(local), rank_(rank) {}
   std::string strategy() const override;
   int rank() const override { return rank_; }
   int ranks() const override;
@@ -376,29 +380,51 @@ class Rank final : public RankComm {
  private:
   void note_fallback(std::size_t bytes);
   Group& group_;
+  int local_;
   int rank_;
   std::atomic<bool> noted_{false};
 };
 
+// The group size: the processes of the MPI job in processes mode, else config.ranks.
+int group_ranks(const CommGroupConfig& config) {
+  return config.processes ? MpiWorld::get().size() : config.ranks;
+}
+
+// The CUDA IPC handles one process publishes for its rank's buffers.
+struct RankHandles {
+  IpcHandle data, signal;
+};
+
 class Group final : public CustomCommGroup {
  public:
-  explicit Group(const CommGroupConfig& config, Algo algo) : config_(config), algo_(algo), words_(1 + config.ranks) {
+  explicit Group(const CommGroupConfig& config, Algo algo)
+      : config_(config), algo_(algo), words_(1 + group_ranks(config)) {
     if (algo == Algo::fused) {  // bad values: fail first
       fused_chunk_units_ = fused_chunk_units_from_env();
       fused_push_ = fused_push_from_env();
       fused_cluster_ = fused_cluster_from_env();
     }
-    const int n = config.ranks;
+    const int n = config_.ranks = group_ranks(config);
     devices_ = config.devices;
-    if (devices_.empty())
-      for (int r = 0; r < n; ++r) devices_.push_back(r);
+    if (config.processes) {
+      if (devices_.size() != 1)
+        throw InputError(config.strategy + " (one process per rank): one GPU per process, got " +
+                         std::to_string(devices_.size()));
+      ranks_here_ = {MpiWorld::get().rank()};
+    } else {
+      if (devices_.empty())
+        for (int r = 0; r < n; ++r) devices_.push_back(r);
+      for (int r = 0; r < n; ++r) ranks_here_.push_back(r);
+    }
     int have = 0;
     check_cuda(cudaGetDeviceCount(&have), "cudaGetDeviceCount");
     for (int d : devices_)
       if (d < 0 || d >= have)
         throw DeviceError(config.strategy + ": GPU " + std::to_string(d) + " requested but " + std::to_string(have) +
                           " visible");
-    enable_peer_access(devices_);
+    // Threads mode: peers' plain pointers work once peer access is on. Processes mode: the IPC
+    // mappings below enable it (cudaIpcMemLazyEnablePeerAccess).
+    if (!config.processes) enable_peer_access(devices_);
 
     limit_ = kernels::kMaxBlocks;
     for (int d : devices_) {
@@ -406,25 +432,42 @@ class Group final : public CustomCommGroup {
       check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d), "cudaDeviceGetAttribute");
       limit_ = std::min(limit_, sms);  // same on every rank: grids must match across ranks
     }
+    if (config.processes) limit_ = static_cast<int>(fewest_over_processes(limit_));
     if (algo == Algo::fused) {
+      const bool clusters_wanted = fused_cluster_;
       std::string why = fused_cluster_ ? "" : "EAGLESIM_FUSED_CLUSTER=0";
       for (int d : devices_)
         if (fused_cluster_ && !runs_cluster_code(d)) {
           fused_cluster_ = false;
           why = "GPU " + std::to_string(d) + " is below sm_90 or the build holds no sm_90 code for it";
         }
+      // Every rank must launch the same kernel: clusters only when every process can.
+      if (config.processes && clusters_wanted && fewest_over_processes(fused_cluster_ ? 1 : 0) == 0) {
+        if (fused_cluster_) why = "a GPU of another process is below sm_90 or has no sm_90 code";
+        fused_cluster_ = false;
+      }
       note_fused_row_sync(fused_push_, fused_cluster_, why);
     }
     slot_bytes_ = slot_bytes_for(algo, n, config.max_bytes, fused_push_);
-    for (int r = 0; r < n; ++r) {
-      data_.emplace_back(devices_[r], 2 * slot_bytes_);
-      signals_.emplace_back(devices_[r], sizeof(kernels::Signal));
+    for (int d : devices_) {
+      data_.emplace_back(d, 2 * slot_bytes_);
+      signals_.emplace_back(d, sizeof(kernels::Signal));
     }
-    for (int r = 0; r < n; ++r) {
+    std::vector<char*> buffers(n);
+    std::vector<kernels::Signal*> signals(n);
+    if (config.processes) {
+      map_peer_buffers(buffers, signals);
+    } else {
+      for (int r = 0; r < n; ++r) {
+        buffers[r] = static_cast<char*>(data_[r].get());
+        signals[r] = static_cast<kernels::Signal*>(signals_[r].get());
+      }
+    }
+    for (int r : ranks_here_) {
       RankArgs a{};
       for (int p = 0; p < n; ++p) {
-        a.buffers[p] = static_cast<char*>(data_[p].get());
-        a.signals[p] = static_cast<kernels::Signal*>(signals_[p].get());
+        a.buffers[p] = buffers[p];
+        a.signals[p] = signals[p];
       }
       a.rank = r;
       a.slot_bytes = slot_bytes_;
@@ -433,8 +476,17 @@ class Group final : public CustomCommGroup {
       a.timeout_ns = static_cast<unsigned long long>(std::max(0.001, config.timeout_s) * 1e9);
       args_.push_back(a);
     }
-    nccl_ = std::make_unique<NcclComms>(devices_);
-    for (int r = 0; r < n; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));
+    if (config.processes) {
+      auto& world = MpiWorld::get();
+      ncclUniqueId id{};
+      if (world.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      world.broadcast(&id, sizeof(id), 0);
+      nccl_ = std::make_unique<NcclComms>(devices_[0], id, world.rank(), n);
+    } else {
+      nccl_ = std::make_unique<NcclComms>(devices_);
+    }
+    for (std::size_t l = 0; l < ranks_here_.size(); ++l)
+      ranks_.push_back(std::make_unique<Rank>(*this, static_cast<int>(l), ranks_here_[l]));
   }
 
   ~Group() override {
@@ -442,6 +494,10 @@ class Group final : public CustomCommGroup {
       DeviceGuard g(d);
       cudaDeviceSynchronize();  // kernels exit by themselves (bounded spin) before we free
     }
+    // Processes mode: a peer may still be reading this rank's buffers; wait for every process
+    // to get here (or give up on an aborted group / after the timeout) before freeing them.
+    if (config_.processes)
+      MpiWorld::get().barrier(std::max(1.0, config_.timeout_s), [this] { return aborted(); });
   }
 
   RankComm& rank(int r) override { return *ranks_.at(r); }
@@ -454,7 +510,7 @@ class Group final : public CustomCommGroup {
 
   std::string failure() const override {
     std::string msg;
-    for (int r = 0; r < config_.ranks; ++r) {
+    for (int r : ranks_here_) {
       const unsigned code = words_.host()[1 + r];
       if (code == kernels::kErrTimeout)
         msg += (msg.empty() ? "" : "; ") + config_.strategy + " rank " + std::to_string(r) +
@@ -469,23 +525,52 @@ class Group final : public CustomCommGroup {
   bool aborted() const { return words_.host()[0] != 0; }
   const CommGroupConfig& config() const { return config_; }
   Algo algo() const { return algo_; }
-  int device(int r) const { return devices_[r]; }
-  const RankArgs& args(int r) const { return args_[r]; }
+  int device(int local) const { return devices_[local]; }
+  const RankArgs& args(int local) const { return args_[local]; }
   int limit() const { return limit_; }
   std::size_t fused_chunk_units() const { return fused_chunk_units_; }
   bool fused_row_clusters() const override { return algo_ == Algo::fused && fused_cluster_; }
   bool fused_push() const override { return algo_ == Algo::fused && fused_push_; }
-  ncclComm_t nccl(int r) const { return nccl_->at(r); }
+  ncclComm_t nccl(int local) const { return nccl_->at(local); }
   // Largest row-padded fused message / plain message the slots take.
   std::size_t capacity() const { return config_.max_bytes; }
 
  private:
+  // The smallest of `mine` over the MPI job's processes.
+  static std::size_t fewest_over_processes(std::size_t mine) {
+    const std::vector<double> all = MpiWorld::get().allgather({static_cast<double>(mine)});
+    return static_cast<std::size_t>(*std::min_element(all.begin(), all.end()));
+  }
+
+  // Processes mode: publish this rank's buffers' IPC handles, map every peer's.
+  void map_peer_buffers(std::vector<char*>& buffers, std::vector<kernels::Signal*>& signals) {
+    const int me = ranks_here_[0], n = config_.ranks;
+    const RankHandles mine{export_ipc_handle(data_[0]), export_ipc_handle(signals_[0])};
+    // Every process allocated (zero-filled) its buffers before this exchange, so no peer can
+    // signal into a buffer that is not ready yet.
+    const std::vector<char> all = MpiWorld::get().allgather_bytes(&mine, sizeof(mine));
+    peer_maps_.reserve(2 * static_cast<std::size_t>(n));
+    for (int p = 0; p < n; ++p) {
+      if (p == me) {
+        buffers[p] = static_cast<char*>(data_[0].get());
+        signals[p] = static_cast<kernels::Signal*>(signals_[0].get());
+        continue;
+      }
+      RankHandles h;
+      std::memcpy(&h, all.data() + p * sizeof(RankHandles), sizeof(RankHandles));
+      buffers[p] = static_cast<char*>(peer_maps_.emplace_back(devices_[0], h.data).get());
+      signals[p] = static_cast<kernels::Signal*>(peer_maps_.emplace_back(devices_[0], h.signal).get());
+    }
+  }
+
   CommGroupConfig config_;
   Algo algo_;
-  std::vector<int> devices_;
-  MappedHostWords words_;  // [0] abort, [1 + r] error code of rank r
-  std::vector<DeviceBuffer> data_, signals_;
-  std::vector<RankArgs> args_;
+  std::vector<int> devices_;     // per local rank
+  std::vector<int> ranks_here_;  // the group ranks this process drives, per local rank
+  MappedHostWords words_;        // [0] abort, [1 + r] error code of rank r
+  std::vector<DeviceBuffer> data_, signals_;  // per local rank
+  std::vector<IpcMapping> peer_maps_;         // processes mode: the peers' data and signals
+  std::vector<RankArgs> args_;                // per local rank
   std::unique_ptr<NcclComms> nccl_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   int limit_ = 1;
@@ -507,15 +592,15 @@ void Rank::note_fallback(std::size_t bytes) {
 void Rank::allreduce(const void* in, void* out, std::size_t count, DType dtype, cudaStream_t stream) {
   if (group_.aborted()) throw DeviceError(group_.failure().empty() ? strategy() + ": aborted" : group_.failure());
   if (count == 0) return;
-  DeviceGuard guard(group_.device(rank_));
+  DeviceGuard guard(group_.device(local_));
   const std::size_t bytes = count * elem_bytes(dtype);
   if (bytes > max_bytes()) {
     note_fallback(bytes);
-    check_nccl(ncclAllReduce(in, out, count, nccl_type(dtype), ncclSum, group_.nccl(rank_), stream),
+    check_nccl(ncclAllReduce(in, out, count, nccl_type(dtype), ncclSum, group_.nccl(local_), stream),
                "ncclAllReduce (custom fallback)");
     return;
   }
-  dispatch<AllreduceFn>(dtype, ranks(), group_.algo(), group_.args(rank_), in, out, count, group_.limit(), stream);
+  dispatch<AllreduceFn>(dtype, ranks(), group_.algo(), group_.args(local_), in, out, count, group_.limit(), stream);
   check_cuda(cudaGetLastError(), "custom allreduce launch");
 }
 
@@ -526,7 +611,7 @@ void Rank::allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& f, DT
   }
   if (group_.aborted()) throw DeviceError(group_.failure().empty() ? strategy() + ": aborted" : group_.failure());
   if (f.tokens == 0 || f.hidden == 0) return;
-  DeviceGuard guard(group_.device(rank_));
+  DeviceGuard guard(group_.device(local_));
   const std::size_t count = f.tokens * f.hidden;
   // Rows are padded to whole 16-byte units in the registered slot.
   const std::size_t row_bytes = round_up(f.hidden * elem_bytes(dtype), 16);
@@ -534,7 +619,7 @@ void Rank::allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& f, DT
     note_fallback(count * elem_bytes(dtype));
     // NCCL sums into `normed` (same shape), then the residual + RMSNorm kernel reads it there;
     // each thread reads an element of the sum before it writes that element of the output.
-    check_nccl(ncclAllReduce(in, f.normed, count, nccl_type(dtype), ncclSum, group_.nccl(rank_), stream),
+    check_nccl(ncclAllReduce(in, f.normed, count, nccl_type(dtype), ncclSum, group_.nccl(local_), stream),
                "ncclAllReduce (fused fallback)");
     switch (dtype) {
       case DType::bf16: launch_residual_rmsnorm<__nv_bfloat16>(f.normed, f, group_.limit(), stream); break;
@@ -545,7 +630,7 @@ void Rank::allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& f, DT
     check_cuda(cudaGetLastError(), "residual_rmsnorm launch");
     return;
   }
-  dispatch<FusedFn>(dtype, ranks(), group_.args(rank_), in, f, group_.limit(), group_.fused_chunk_units(),
+  dispatch<FusedFn>(dtype, ranks(), group_.args(local_), in, f, group_.limit(), group_.fused_chunk_units(),
                     group_.fused_push(), group_.fused_row_clusters(), stream);
   check_cuda(cudaGetLastError(), "fused allreduce launch");
 }
@@ -578,9 +663,11 @@ std::unique_ptr<CustomCommGroup> make_custom_comm_group(const CommGroupConfig& c
     for (const auto& s : kStrategies) known += (known.empty() ? "" : ", ") + std::string(s.name);
     throw InputError("custom allreduce: unknown strategy '" + config.strategy + "' (known: " + known + ")");
   }
-  if (config.ranks != 2 && config.ranks != 4 && config.ranks != 8)
-    throw InputError(config.strategy + ": supports 2, 4 or 8 ranks, got " + std::to_string(config.ranks));
-  if (!config.devices.empty() && static_cast<int>(config.devices.size()) != config.ranks)
+  const int ranks = group_ranks(config);
+  if (ranks != 2 && ranks != 4 && ranks != 8)
+    throw InputError(config.strategy + ": supports 2, 4 or 8 ranks, got " + std::to_string(ranks) +
+                     (config.processes ? " processes" : ""));
+  if (!config.processes && !config.devices.empty() && static_cast<int>(config.devices.size()) != config.ranks)
     throw InputError(config.strategy + ": " + std::to_string(config.devices.size()) + " devices for " +
                      std::to_string(config.ranks) + " ranks");
   if (config.max_bytes == 0) throw InputError(config.strategy + ": max_bytes must be positive");

@@ -5,8 +5,11 @@
 //
 // Strategies: oneshot (pull), oneshot_push, twoshot, fused (oneshot + residual + RMSNorm),
 // quant (fp8 e4m3 on the wire), reference (the plain kernel, for tests).
-// Supported: 2, 4 or 8 ranks in one process (threads mode), bf16 / fp16 / fp32, any element
-// count (including odd sizes and unaligned pointers), P2P between every pair of GPUs.
+// Supported: 2, 4 or 8 ranks, either in one process (threads mode: one thread per GPU, peers'
+// buffers reached through P2P pointers) or one process per rank under mpirun (processes mode,
+// CommGroupConfig::processes: the peers' buffers mapped through CUDA IPC, so one node); bf16 /
+// fp16 / fp32, any element count (including odd sizes and unaligned pointers), P2P between
+// every pair of GPUs.
 // fused spreads each of a few long rows over several blocks (EAGLESIM_FUSED_CHUNK_UNITS, read
 // at group creation, overrides the split target for tuning: 16-byte units per block, 0 = one
 // block per row). Split rows are pulled and the row's blocks then combine their sums of squares

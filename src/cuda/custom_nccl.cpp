@@ -10,6 +10,11 @@ NcclComms::NcclComms(const std::vector<int>& devices) : comms_(devices.size(), n
   check_nccl(ncclCommInitAll(comms_.data(), static_cast<int>(devices.size()), devices.data()), "ncclCommInitAll");
 }
 
+NcclComms::NcclComms(int device, const ncclUniqueId& id, int rank, int ranks) : comms_(1, nullptr) {
+  DeviceGuard guard(device);
+  check_nccl(ncclCommInitRank(&comms_[0], ranks, id, rank), "ncclCommInitRank");
+}
+
 NcclComms::~NcclComms() {
   for (ncclComm_t c : comms_)
     if (c) aborted_ ? (void)0 : (void)ncclCommDestroy(c);

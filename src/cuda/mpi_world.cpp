@@ -90,6 +90,13 @@ std::vector<double> MpiWorld::allgather(const std::vector<double>& mine) {
   return all;
 }
 
+std::vector<char> MpiWorld::allgather_bytes(const void* mine, std::size_t bytes) {
+  std::vector<char> all(bytes * static_cast<std::size_t>(size_));
+  MPI_Allgather(mine, static_cast<int>(bytes), MPI_BYTE, all.data(), static_cast<int>(bytes), MPI_BYTE,
+                MPI_COMM_WORLD);
+  return all;
+}
+
 #else
 
 bool mpi_built() { return false; }
@@ -103,6 +110,10 @@ MpiWorld& MpiWorld::get() {
 bool MpiWorld::barrier(double, const std::function<bool()>&) { return true; }
 void MpiWorld::broadcast(void*, std::size_t, int) {}
 std::vector<double> MpiWorld::allgather(const std::vector<double>& mine) { return mine; }
+std::vector<char> MpiWorld::allgather_bytes(const void* mine, std::size_t bytes) {
+  const char* p = static_cast<const char*>(mine);
+  return {p, p + bytes};
+}
 
 #endif
 

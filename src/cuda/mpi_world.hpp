@@ -2,7 +2,8 @@
 // Multi-process replay (`mpirun -np N eaglesim run --backend cuda ...`): one rank per process.
 // Detects an MPI launch from the launcher's environment, initialises MPI once (finalised at
 // exit), and offers the few collectives the replay needs on the host: a barrier that gives up
-// when the run is aborted, a broadcast (NCCL unique id) and an allgather (results to rank 0).
+// when the run is aborted, a broadcast (NCCL unique id) and allgathers (results to rank 0, the
+// custom allreduce's CUDA IPC handles).
 // Only rank 0 keeps stdout, so the report is printed once.
 #include <cstddef>
 #include <functional>
@@ -26,6 +27,8 @@ class MpiWorld {
   void broadcast(void* data, std::size_t bytes, int root);
   // Concatenation of every process's `mine` (all of equal length), in rank order.
   std::vector<double> allgather(const std::vector<double>& mine);
+  // Every process's `bytes` bytes at `mine`, concatenated in rank order (CUDA IPC handles).
+  std::vector<char> allgather_bytes(const void* mine, std::size_t bytes);
 
  private:
   MpiWorld();

@@ -43,7 +43,11 @@ class RankComm {
 struct CommGroupConfig {
   std::string strategy;          // nccl, oneshot, oneshot_push, twoshot, fused, quant, ideal
   int ranks = 1;
-  std::vector<int> devices;      // CUDA device per rank (threads mode)
+  std::vector<int> devices;      // CUDA device per rank (threads mode); this process's one GPU (processes)
+  // Processes mode (custom strategies under mpirun): this process holds only rank
+  // MpiWorld::rank() of MpiWorld::size() (`ranks` is ignored) and maps its peers' buffers
+  // through CUDA IPC; RankComm index 0 is that rank.
+  bool processes = false;
   std::size_t max_bytes = 64u << 20;
   double timeout_s = 30;
   NcclOptions nccl;

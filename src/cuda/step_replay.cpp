@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/errors.hpp"
+#include "cuda/allreduce_self_check.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/host_barrier.hpp"
 #include "cuda/mpi_world.hpp"
@@ -121,8 +122,26 @@ class RankRunner {
     for (std::size_t i = 0; i < n; ++i) per_op.push_back({ev[i + 1], program.label(i)});
     const std::vector<WatchedOp> whole_step{{timing[1], fmt::format("the step graph replay ({} ops)", n)}};
 
-    // 1. Eager pass: the step runs at all, and a stuck allreduce is named.
     sync("setup");
+    // 0. Every collective shape of the step once against its reference, before anything is
+    // timed (not the `ideal` ones, which move nothing, nor under fault injection, where a rank
+    // deliberately never joins).
+    if (sh_.config.skip_allreduces_rank < 0) {
+      std::vector<CollectiveUse> uses;
+      for (const CollectiveUse& u : program.collectives())
+        if (u.comm->strategy() != "ideal") uses.push_back(u);
+      if (!uses.empty()) {
+        AllreduceSelfCheck check(uses, rank_, uses.front().comm->ranks());
+        sh_.watchdog.arm(rank_, device, {{ev[0], "the allreduce self-check"}}, "the allreduce self-check", 1);
+        check.enqueue(stream.s);
+        EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[0], stream.s));
+        sh_.watchdog.wait(rank_, ev[0]);
+        out.notes.push_back(check.verify());
+        sync("the allreduce self-check");
+      }
+    }
+
+    // 1. Eager pass: the step runs at all, and a stuck allreduce is named.
     sh_.watchdog.arm(rank_, device, per_op, "the first (eager) pass", 0);
     EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[0], stream.s));
     for (std::size_t i = 0; i < n; ++i) {
@@ -380,17 +399,15 @@ StepResult replay_step(const Step& step, const ReplayConfig& config) {
     auto& world = MpiWorld::get();
     world_rank0 = world.rank();
     world_size = world.size();
-    if (config.strategy != "nccl" && config.strategy != "ideal")
-      throw InputError("strategy " + config.strategy + " needs all ranks in one process: run without mpirun (one "
-                       "process drives all GPUs)");
+    cc.ranks = 1;
     if (config.strategy == "nccl") {
       ncclUniqueId id{};
       if (world.rank() == 0) EAGLESIM_NCCL_CHECK(ncclGetUniqueId(&id));
       world.broadcast(&id, sizeof(id), 0);
-      cc.ranks = 1;
       group = std::make_unique<NcclCommGroup>(cc, id, world.rank(), world.size());
     } else {
-      cc.ranks = 1;
+      // ideal needs no peer; our own strategies map the peers' buffers through CUDA IPC.
+      cc.processes = config.strategy != "ideal";
       group = create_comm_group(cc);
     }
   } else {

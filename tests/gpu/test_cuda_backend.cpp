@@ -5,20 +5,27 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "cuda/allreduce_self_check.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/replay_buffer.hpp"
 #include "cuda/lt_gemm.hpp"
 #include "cuda/replay_kernels.hpp"
 #include "cuda/step_replay.hpp"
 #include "cuda/weight_arena.hpp"
+#include "trace/trace_json.hpp"
 
 using namespace eaglesim;
 using namespace eaglesim::cuda;
@@ -146,6 +153,28 @@ Trace tiny_trace(int tp) {
   }
   t.steps.push_back(s);
   return t;
+}
+
+// tiny_trace with the post-attention RMSNorm after each residual add, so that `fused` absorbs
+// allreduce + residual + RMSNorm triples.
+Trace tiny_fused_trace(int tp) {
+  Trace t = tiny_trace(tp);
+  std::vector<Op> ops;
+  for (const Op& op : t.steps[0].ops) {
+    ops.push_back(op);
+    if (op.kind == OpKind::residual_add) {
+      Op norm = op;
+      norm.kind = OpKind::rmsnorm;
+      norm.name = "post_attention_norm";
+      ops.push_back(norm);
+    }
+  }
+  t.steps[0].ops = ops;
+  return t;
+}
+
+bool has_note(const std::vector<std::string>& notes, const std::string& part) {
+  return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.find(part) != std::string::npos; });
 }
 
 }  // namespace
@@ -478,4 +507,104 @@ TEST(CudaReplay, StuckAllreduceAbortsWithinTimeout) {
   }
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(waited, 2.0 + 20.0);  // setup + abort, never a hang
+}
+
+// A communicator that only copies its input: right for one rank, wrong for two.
+class CopyComm final : public RankComm {
+ public:
+  explicit CopyComm(int ranks) : ranks_(ranks) {}
+  std::string strategy() const override { return "copy"; }
+  int rank() const override { return 0; }
+  int ranks() const override { return ranks_; }
+  void allreduce(const void* in, void* out, std::size_t count, DType dtype, cudaStream_t stream) override {
+    const std::size_t bytes = count * (dtype == DType::fp32 ? 4 : 2);
+    ASSERT_EQ(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, stream), cudaSuccess);
+  }
+  std::size_t max_bytes() const override { return SIZE_MAX; }
+
+ private:
+  int ranks_;
+};
+
+std::string run_self_check(RankComm& comm, std::vector<CollectiveUse> uses) {
+  for (auto& u : uses) u.comm = &comm;
+  AllreduceSelfCheck check(uses, 0, comm.ranks());
+  check.enqueue(nullptr);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return check.verify();
+}
+
+// The self-check passes a communicator that sums right and stops one that does not, naming the
+// rank, the strategy, the shape and the first wrong element; odd sizes and every dtype.
+TEST(AllreduceSelfCheck, PassesARightSumAndStopsAWrongOne) {
+  REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const std::vector<CollectiveUse> uses{{nullptr, DType::bf16, 4096, false, 0, 0, 1e-5f},
+                                        {nullptr, DType::fp16, 1001, false, 0, 0, 1e-5f},
+                                        {nullptr, DType::fp32, 7, false, 0, 0, 1e-5f}};
+  CopyComm alone(1);
+  const std::string note = run_self_check(alone, uses);
+  EXPECT_NE(note.find("allreduce of 4096 bf16, allreduce of 1001 fp16, allreduce of 7 fp32 matched"),
+            std::string::npos) << note;
+  CopyComm pretends_two(2);
+  try {
+    run_self_check(pretends_two, uses);
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("rank 0: copy allreduce of 4096 bf16 is wrong"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("first: element 0"), std::string::npos) << msg;
+  }
+}
+
+// Every strategy of a two-GPU replay passes the self-check before it is timed, fused on its
+// fused shape, and says so; `ideal` moves nothing and is not checked.
+TEST(CudaReplay, EveryStrategyPassesTheSelfCheckOnTwoGpus) {
+  REQUIRE_GPUS(2);
+  const Trace t = tiny_fused_trace(2);
+  const RunOptions opts = ten_replays();
+  auto backend = make_cuda_backend();
+  for (const char* s : {"nccl", "oneshot", "twoshot", "fused", "quant"}) {
+    const StepResult r = backend->run_step(t, t.steps[0], s, nullptr, opts);
+    EXPECT_TRUE(has_note(r.notes, "allreduce self-check on 2 ranks before timing")) << s;
+    // fused: the attention allreduce is fused (a norm follows its residual add), the MLP's is not.
+    const char* shape = std::string(s) == "fused"
+                            ? "fused allreduce + residual + RMSNorm of 4 x 1024 bf16, allreduce of 4096 bf16 matched"
+                            : "allreduce of 4096 bf16 matched";
+    EXPECT_TRUE(has_note(r.notes, shape)) << s;
+  }
+  EXPECT_FALSE(has_note(backend->run_step(t, t.steps[0], "ideal", nullptr, opts).notes, "self-check"));
+}
+
+// Under mpirun (one process per GPU), our own strategies map the peer's buffers through CUDA
+// IPC: every strategy runs, passes the self-check on 2 ranks and reports a step.
+TEST(CudaReplayMpi, EveryStrategyAcrossTwoProcesses) {
+  REQUIRE_GPUS(2);
+#ifndef EAGLESIM_HAVE_MPI
+  GTEST_SKIP() << "built without MPI";
+#else
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun on PATH";
+  const std::string dir = ::testing::TempDir();
+  const std::string trace = dir + "eaglesim_mpi_tiny.json", report = dir + "eaglesim_mpi_report.json";
+  write_trace(tiny_fused_trace(2), trace);
+  std::remove(report.c_str());
+  const std::string cmd = std::string("mpirun --allow-run-as-root --bind-to none -np 2 -x NCCL_NVLS_ENABLE=0 ") +
+                          EAGLESIM_EXE + " run " + trace +
+                          " --backend cuda --strategy nccl,oneshot,twoshot,fused,quant --iters 5 --warmup 1 --json " +
+                          report + " > " + dir + "eaglesim_mpi.log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << " (log: " << dir << "eaglesim_mpi.log)";
+  std::ifstream in(report);
+  ASSERT_TRUE(in.good()) << report;
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j.at("results").size(), 5u);
+  for (const auto& r : j.at("results")) {
+    const std::string s = r.at("strategy");
+    ASSERT_TRUE(r.at("supported").get<bool>()) << s;
+    EXPECT_GT(r.at("verify_us").get<double>(), 0) << s;
+    const auto notes = r.at("notes").get<std::vector<std::string>>();
+    EXPECT_TRUE(has_note(notes, "multi-process replay: 2 MPI ranks")) << s;
+    EXPECT_TRUE(has_note(notes, "allreduce self-check on 2 ranks before timing")) << s;
+    if (s == "fused") EXPECT_TRUE(has_note(notes, "fused allreduce + residual + RMSNorm of 4 x 1024 bf16")) << s;
+  }
+#endif
 }
