@@ -122,7 +122,8 @@ struct LayoutResult {
 
 // Measures every case of `layout` with `strategy` on q.ranks GPUs: per case the slowest rank's
 // (chain with the allreduce - baseline chain) / divisor (ChainCase::step_difference: the
-// difference of the slowest ranks). Each graph gets replay_factor x (q.warmup + q.iters) replays.
+// difference of the slowest ranks), as the median over rounds of that round's difference.
+// Every graph is replayed once per round, replay_factor x (q.warmup + q.iters) rounds.
 LayoutResult measure_layout(const CalibrationRequest& q, const std::string& strategy, std::int64_t max_bytes,
                             const Layout& layout, std::vector<std::string>& notes, int replay_factor = 1) {
   const int warmup = q.warmup * replay_factor, iters = q.iters * replay_factor;
@@ -150,9 +151,16 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
   HostBarrier barrier(q.ranks);
   std::mutex mu;
   std::exception_ptr first_error;
-  // [rank][case] median µs of the chain with the allreduce; [rank][baseline id] without.
-  std::vector<std::vector<double>> with_ar(q.ranks, std::vector<double>(n_cases, 0.0));
-  std::vector<std::map<int, double>> baseline(q.ranks);
+  // The graphs: per case its `with` chain, then per baseline id its `without` chain.
+  std::map<int, std::size_t> baseline_graph;
+  for (const ChainCase& cs : layout.cases) baseline_graph.emplace(cs.baseline, 0);
+  {
+    std::size_t g = n_cases;
+    for (auto& [id, graph] : baseline_graph) graph = g++;
+  }
+  const std::size_t n_graphs = n_cases + baseline_graph.size();
+  // [rank][graph][round]: µs of each timed replay.
+  std::vector<std::vector<std::vector<double>>> samples(q.ranks, std::vector<std::vector<double>>(n_graphs));
   std::vector<std::vector<bool>> fused_ok(q.ranks, std::vector<bool>(n_cases, true));
   std::vector<std::thread> threads;
   for (int r = 0; r < q.ranks; ++r) {
@@ -172,35 +180,38 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
         auto sync = [&] {
           if (!barrier.wait()) throw DeviceError("calibrate: another rank failed");
         };
-        auto time_graph = [&](const std::function<void(cudaStream_t)>& body, const char* what) {
-          // One eager run first (all ranks together): NCCL connects lazily, per algorithm and
-          // protocol, and cannot do that inside a capture.
-          sync();
-          timer.launch_eager(body, stream);
-          timer.finish(what);
-          // Capture is per rank; NCCL captures need every rank to capture the same calls.
-          CapturedGraph g(stream, body);
-          std::vector<double> v;
-          for (int it = 0; it < warmup + iters; ++it) {
-            sync();
-            timer.launch(g, stream);
-            const double us = timer.finish(what);
-            if (it >= warmup) v.push_back(us);
-          }
-          return median_of(v);
-        };
+        std::vector<const std::vector<std::size_t>*> chain_of(n_graphs);
         for (std::size_t c = 0; c < n_cases; ++c) {
           const ChainCase& cs = layout.cases[c];
           for (std::size_t a : cs.must_absorb)
             if (a >= program.size() || !program.absorbed(a)) fused_ok[r][c] = false;
-          auto chain = [&](bool with) {
-            return [&program, &ops = with ? cs.with : cs.without](cudaStream_t s) {
-              for (std::size_t i : ops) program.enqueue(i, s);
-            };
-          };
-          if (!baseline[r].count(cs.baseline)) baseline[r][cs.baseline] = time_graph(chain(false), "a baseline chain");
-          with_ar[r][c] = time_graph(chain(true), "an allreduce chain");
+          chain_of[c] = &cs.with;
+          chain_of[baseline_graph.at(cs.baseline)] = &cs.without;
         }
+        auto what = [n_cases](std::size_t g) { return g < n_cases ? "an allreduce chain" : "a baseline chain"; };
+        std::vector<CapturedGraph> graphs;
+        for (std::size_t g = 0; g < n_graphs; ++g) {
+          const auto body = [&program, ops = chain_of[g]](cudaStream_t s) {
+            for (std::size_t i : *ops) program.enqueue(i, s);
+          };
+          // One eager run first (all ranks together): NCCL connects lazily, per algorithm and
+          // protocol, and cannot do that inside a capture.
+          sync();
+          timer.launch_eager(body, stream);
+          timer.finish(what(g));
+          // Capture is per rank; NCCL captures need every rank to capture the same calls.
+          graphs.emplace_back(stream, body);
+        }
+        // Rounds of every graph once, all ranks together: a slow drift of the GPUs' speed over
+        // the seconds a layout takes (clocks, temperature) reaches every graph alike, instead of
+        // the graphs measured last, and each round's with - without difference cancels it.
+        for (int round = 0; round < warmup + iters; ++round)
+          for (std::size_t g = 0; g < n_graphs; ++g) {
+            sync();
+            timer.launch(graphs[g], stream);
+            const double us = timer.finish(what(g));
+            if (round >= warmup) samples[r][g].push_back(us);
+          }
         sync();
       } catch (...) {
         {
@@ -215,20 +226,31 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
   for (auto& t : threads) t.join();
   if (first_error) std::rethrow_exception(first_error);
 
+  // Per round: the slowest rank's time of graph g.
+  auto slowest = [&](std::size_t g, std::size_t round) {
+    double worst = -std::numeric_limits<double>::infinity();
+    for (int r = 0; r < q.ranks; ++r) worst = std::max(worst, samples[r][g][round]);
+    return worst;
+  };
   for (std::size_t c = 0; c < n_cases; ++c) {
     const ChainCase& cs = layout.cases[c];
-    double worst = -std::numeric_limits<double>::infinity();
-    double slowest_with = worst, slowest_without = worst;
+    const std::size_t base = baseline_graph.at(cs.baseline);
     bool ok = true;
-    for (int r = 0; r < q.ranks; ++r) {
-      const double without = baseline[r].at(cs.baseline);
-      worst = std::max(worst, (with_ar[r][c] - without) / cs.divisor);
-      slowest_with = std::max(slowest_with, with_ar[r][c]);
-      slowest_without = std::max(slowest_without, without);
-      ok = ok && fused_ok[r][c];
+    for (int r = 0; r < q.ranks; ++r) ok = ok && fused_ok[r][c];
+    std::vector<double> step_diff, base_us;
+    for (std::size_t k = 0; k < static_cast<std::size_t>(iters); ++k) {
+      step_diff.push_back(slowest(c, k) - slowest(base, k));
+      base_us.push_back(slowest(base, k));
     }
-    if (ok) result.us[c] = cs.step_difference ? (slowest_with - slowest_without) / cs.divisor : worst;
-    result.baseline_us[c] = slowest_without;
+    double worst = -std::numeric_limits<double>::infinity();
+    for (int r = 0; r < q.ranks; ++r) {
+      std::vector<double> diff;
+      for (std::size_t k = 0; k < static_cast<std::size_t>(iters); ++k)
+        diff.push_back(samples[r][c][k] - samples[r][base][k]);
+      worst = std::max(worst, median_of(diff));
+    }
+    if (ok) result.us[c] = (cs.step_difference ? median_of(step_diff) : worst) / cs.divisor;
+    result.baseline_us[c] = median_of(base_us);
   }
   result.ran = true;
   return result;
