@@ -1,6 +1,7 @@
 #include "report/printers.hpp"
 
 #include "report/evaluate.hpp"
+#include "report/strategy_notes.hpp"
 
 namespace eaglesim {
 
@@ -9,11 +10,7 @@ using json = nlohmann::ordered_json;
 
 json step_notes(const StrategyResult& r) {
   json notes = json::array();
-  for (const auto& n : r.verify.notes) notes.push_back(n);
-  if (r.draft)
-    for (const auto& n : r.draft->notes) notes.push_back(n);
-  if (r.decode)
-    for (const auto& n : r.decode->notes) notes.push_back(n);
+  for (const auto& n : strategy_notes(r)) notes.push_back(n);
   return notes;
 }
 

@@ -4,6 +4,7 @@
 
 #include "report/evaluate.hpp"
 #include "report/printers.hpp"
+#include "report/strategy_notes.hpp"
 
 namespace eaglesim {
 
@@ -111,11 +112,7 @@ std::string report_to_table(const Report& report) {
   std::vector<std::string> notes = report.scenario.notes;
   for (const StrategyResult& r : report.results) {
     if (!r.supported) continue;
-    for (const std::string& n : r.verify.notes) notes.push_back(r.strategy + ": " + n);
-    if (r.draft)
-      for (const std::string& n : r.draft->notes) notes.push_back(r.strategy + ": " + n);
-    if (r.decode)
-      for (const std::string& n : r.decode->notes) notes.push_back(r.strategy + ": " + n);
+    for (const std::string& n : strategy_notes(r)) notes.push_back(r.strategy + ": " + n);
   }
   if (!notes.empty()) {
     out += "\nnotes:\n";
