@@ -403,6 +403,14 @@ class Group final : public CustomCommGroup {
       fused_chunk_units_ = fused_chunk_units_from_env();
       fused_push_ = fused_push_from_env();
       fused_cluster_ = fused_cluster_from_env();
+      // Every rank must run the same fused kernel: in processes mode, rank 0's settings.
+      if (config.processes) {
+        std::uint64_t settings[3] = {fused_chunk_units_, fused_push_ ? 1u : 0u, fused_cluster_ ? 1u : 0u};
+        MpiWorld::get().broadcast(settings, sizeof(settings), 0);
+        fused_chunk_units_ = static_cast<std::size_t>(settings[0]);
+        fused_push_ = settings[1] != 0;
+        fused_cluster_ = settings[2] != 0;
+      }
     }
     const int n = config_.ranks = group_ranks(config);
     devices_ = config.devices;
@@ -434,7 +442,6 @@ class Group final : public CustomCommGroup {
     }
     if (config.processes) limit_ = static_cast<int>(fewest_over_processes(limit_));
     if (algo == Algo::fused) {
-      const bool clusters_wanted = fused_cluster_;
       std::string why = fused_cluster_ ? "" : "EAGLESIM_FUSED_CLUSTER=0";
       for (int d : devices_)
         if (fused_cluster_ && !runs_cluster_code(d)) {
@@ -442,8 +449,8 @@ class Group final : public CustomCommGroup {
           why = "GPU " + std::to_string(d) + " is below sm_90 or the build holds no sm_90 code for it";
         }
       // Every rank must launch the same kernel: clusters only when every process can.
-      if (config.processes && clusters_wanted && fewest_over_processes(fused_cluster_ ? 1 : 0) == 0) {
-        if (fused_cluster_) why = "a GPU of another process is below sm_90 or has no sm_90 code";
+      if (config.processes && fewest_over_processes(fused_cluster_ ? 1 : 0) == 0 && fused_cluster_) {
+        why = "a GPU of another process is below sm_90 or has no sm_90 code";
         fused_cluster_ = false;
       }
       note_fused_row_sync(fused_push_, fused_cluster_, why);
@@ -546,8 +553,12 @@ class Group final : public CustomCommGroup {
   void map_peer_buffers(std::vector<char*>& buffers, std::vector<kernels::Signal*>& signals) {
     const int me = ranks_here_[0], n = config_.ranks;
     const RankHandles mine{export_ipc_handle(data_[0]), export_ipc_handle(signals_[0])};
-    // Every process allocated (zero-filled) its buffers before this exchange, so no peer can
-    // signal into a buffer that is not ready yet.
+    // Every process has its buffers allocated and zero-filled (the memset finished) before this
+    // exchange, so no peer can signal into a buffer that is not ready yet.
+    {
+      DeviceGuard guard(devices_[0]);
+      check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (registered buffers zeroed)");
+    }
     const std::vector<char> all = MpiWorld::get().allgather_bytes(&mine, sizeof(mine));
     peer_maps_.reserve(2 * static_cast<std::size_t>(n));
     for (int p = 0; p < n; ++p) {
