@@ -2,14 +2,12 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/host_elements.hpp"
 
 namespace eaglesim::cuda {
 
@@ -25,37 +23,12 @@ double input_of(int rank, std::size_t i) { return static_cast<double>((i * 5 + r
 double residual_of(std::size_t i) { return static_cast<double>((i * 3) % 7) - 3; }
 double weight_of(std::size_t i) { return 1 + static_cast<double>(i % 5) / 8; }
 
-std::vector<unsigned char> encode(DType t, std::size_t count, double (*value)(std::size_t, int), int arg) {
+// `count` elements of type t, element i = value(i).
+template <class Value>
+std::vector<unsigned char> encode(DType t, std::size_t count, Value value) {
   std::vector<unsigned char> bytes(count * width(t));
-  for (std::size_t i = 0; i < count; ++i) {
-    const float v = static_cast<float>(value(i, arg));
-    if (t == DType::fp32) {
-      std::memcpy(bytes.data() + 4 * i, &v, 4);
-    } else if (t == DType::bf16) {
-      const __nv_bfloat16 b = __float2bfloat16(v);
-      std::memcpy(bytes.data() + 2 * i, &b, 2);
-    } else {
-      const __half h = __float2half(v);
-      std::memcpy(bytes.data() + 2 * i, &h, 2);
-    }
-  }
+  for (std::size_t i = 0; i < count; ++i) write_element(t, bytes.data(), i, value(i));
   return bytes;
-}
-
-double decode(DType t, const std::vector<unsigned char>& bytes, std::size_t i) {
-  if (t == DType::fp32) {
-    float v;
-    std::memcpy(&v, bytes.data() + 4 * i, 4);
-    return v;
-  }
-  if (t == DType::bf16) {
-    __nv_bfloat16 b;
-    std::memcpy(&b, bytes.data() + 2 * i, 2);
-    return __bfloat162float(b);
-  }
-  __half h;
-  std::memcpy(&h, bytes.data() + 2 * i, 2);
-  return __half2float(h);
 }
 
 ReplayBuffer upload(const std::vector<unsigned char>& bytes) {
@@ -83,7 +56,7 @@ struct Mismatches {
   template <class Want, class Tolerance>
   void scan(DType t, const std::vector<unsigned char>& got, std::size_t n, Want want, Tolerance tolerance) {
     for (std::size_t i = 0; i < n; ++i) {
-      const double g = decode(t, got, i), w = want(i);
+      const double g = read_element(t, got.data(), i), w = want(i);
       if (std::fabs(g - w) <= tolerance(i)) continue;  // NaN fails here too
       if (count++ == 0) first = i, first_got = g, first_want = w;
     }
@@ -100,10 +73,10 @@ AllreduceSelfCheck::AllreduceSelfCheck(std::vector<CollectiveUse> uses, int rank
       continue;
     }
     Case c{u, {}, {}, {}, {}, {}};
-    c.in = upload(encode(u.dtype, u.count, [](std::size_t i, int r) { return input_of(r, i); }, rank));
+    c.in = upload(encode(u.dtype, u.count, [rank](std::size_t i) { return input_of(rank, i); }));
     if (u.fused) {
-      c.residual = upload(encode(u.dtype, u.count, [](std::size_t i, int) { return residual_of(i); }, 0));
-      c.weight = upload(encode(u.dtype, u.hidden, [](std::size_t i, int) { return weight_of(i); }, 0));
+      c.residual = upload(encode(u.dtype, u.count, residual_of));
+      c.weight = upload(encode(u.dtype, u.hidden, weight_of));
       c.normed = ReplayBuffer(u.count * width(u.dtype));
       EAGLESIM_CUDA_CHECK(cudaMemset(c.normed.get(), 0xff, c.normed.bytes()));  // NaN until written
     } else {
@@ -162,13 +135,13 @@ std::string AllreduceSelfCheck::verify() const {
       } else {
         // The norm of the residual the GPU holds (exact when the sums are), rounded twice at
         // most (the normalised value, then the product with the weight).
+        auto held = [&](std::size_t i) { return read_element(u.dtype, residual.data(), i); };
         std::vector<double> want(u.count);
         for (std::size_t t = 0; t < u.tokens; ++t) {
           double squares = 0;
-          for (std::size_t h = 0; h < u.hidden; ++h) squares += std::pow(decode(u.dtype, residual, t * u.hidden + h), 2);
+          for (std::size_t h = 0; h < u.hidden; ++h) squares += std::pow(held(t * u.hidden + h), 2);
           const double inv = 1 / std::sqrt(squares / static_cast<double>(u.hidden) + u.eps);
-          for (std::size_t h = 0; h < u.hidden; ++h)
-            want[t * u.hidden + h] = decode(u.dtype, residual, t * u.hidden + h) * inv * weight_of(h);
+          for (std::size_t h = 0; h < u.hidden; ++h) want[t * u.hidden + h] = held(t * u.hidden + h) * inv * weight_of(h);
         }
         m.scan(u.dtype, download(c.normed), u.count, [&](std::size_t i) { return want[i]; },
                [&](std::size_t i) { return std::fabs(want[i]) / 64 + 1e-3; });

@@ -23,6 +23,7 @@
 #include "cuda/custom_check.hpp"
 #include "cuda/custom_comm.hpp"
 #include "cuda/custom_nccl.hpp"
+#include "cuda/host_elements.hpp"
 #include "cuda/peer_memory.hpp"
 #include "engine/gpu_tools.hpp"
 
@@ -61,26 +62,6 @@ void fill_dtype(DType t, void* p, std::size_t n, std::uint64_t seed, cudaStream_
     case DType::bf16: fill<__nv_bfloat16>(p, n, seed, s); return;
     case DType::fp16: fill<__half>(p, n, seed, s); return;
     default: fill<float>(p, n, seed, s); return;
-  }
-}
-
-double to_double(DType t, const unsigned char* base, std::size_t i) {
-  switch (t) {
-    case DType::bf16: {
-      __nv_bfloat16 v;
-      std::memcpy(&v, base + 2 * i, 2);
-      return __bfloat162float(v);
-    }
-    case DType::fp16: {
-      __half v;
-      std::memcpy(&v, base + 2 * i, 2);
-      return __half2float(v);
-    }
-    default: {
-      float v;
-      std::memcpy(&v, base + 4 * i, 4);
-      return v;
-    }
   }
 }
 
@@ -239,7 +220,7 @@ class Bench {
     for (int r = 0; r < n_; ++r) {
       std::fill(amax.begin(), amax.end(), 0.0);
       for (std::size_t i = 0; i < count; ++i) {
-        const double v = to_double(q_.dtype, host_in_[r].data(), i);
+        const double v = read_element(q_.dtype, host_in_[r].data(), i);
         ref_[i] += v;
         abs_[i] += std::fabs(v);
         amax[i / 128] = std::max(amax[i / 128], std::fabs(v));
@@ -267,7 +248,7 @@ class Bench {
     const double u = ulp_of(q_.dtype);
     for (int r = 0; r < n_; ++r) {
       for (std::size_t i = 0; i < count; ++i) {
-        const double got = to_double(q_.dtype, out[r].data(), i);
+        const double got = read_element(q_.dtype, out[r].data(), i);
         double tol = u * std::fabs(ref_[i]) + n_ * 1.2e-7 * abs_[i];
         if (s == "nccl") tol = n_ * u * abs_[i];
         if (s == "quant") tol += amax_sum_[i / 128] / 16.0;
@@ -367,9 +348,9 @@ class Bench {
         double ss = 0;
         for (std::size_t h = 0; h < f.hidden; ++h) {
           const std::size_t i = t * f.hidden + h;
-          const double before = to_double(q_.dtype, residual_before[r].data(), i);
+          const double before = read_element(q_.dtype, residual_before[r].data(), i);
           const double want = before + ref_[i];
-          const double got = to_double(q_.dtype, res[r].data(), i);
+          const double got = read_element(q_.dtype, res[r].data(), i);
           const double tol = 2 * u * (std::fabs(want) + std::fabs(before)) + n_ * 1.2e-7 * abs_[i];
           if (!(std::fabs(got - want) <= tol)) ++wrong;
           ss += got * got;
@@ -377,8 +358,8 @@ class Bench {
         const double inv = 1.0 / std::sqrt(ss / f.hidden + f.eps);
         for (std::size_t h = 0; h < f.hidden; ++h) {
           const std::size_t i = t * f.hidden + h;
-          const double want = to_double(q_.dtype, res[r].data(), i) * inv * to_double(q_.dtype, weight.data(), h);
-          const double got = to_double(q_.dtype, normed[r].data(), i);
+          const double want = read_element(q_.dtype, res[r].data(), i) * inv * read_element(q_.dtype, weight.data(), h);
+          const double got = read_element(q_.dtype, normed[r].data(), i);
           if (!(std::fabs(got - want) <= u * std::fabs(want) + 1e-5)) ++wrong;
         }
       }
