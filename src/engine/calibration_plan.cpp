@@ -318,12 +318,6 @@ struct TraceShapes {
   int other_tp = 1;  // widest tp of the traces with `other` ops
 };
 
-template <class Key>
-void widen(std::map<Key, int>& widest, const Key& key, int tp) {
-  int& w = widest[key];
-  w = std::max(w, tp);
-}
-
 TraceShapes collect(const std::vector<Trace>& traces) {
   TraceShapes s;
   for (const Trace& t : traces) {
@@ -333,11 +327,13 @@ TraceShapes collect(const std::vector<Trace>& traces) {
         const Op& op = step.ops[i];
         switch (op.kind) {
           case OpKind::gemm:
-          case OpKind::lm_head:
-            widen(s.gemm, {op.n, op.k, static_cast<int>(op.dtype)}, tp);
+          case OpKind::lm_head: {
+            int& widest = s.gemm[{op.n, op.k, static_cast<int>(op.dtype)}];
+            widest = std::max(widest, tp);
             s.gemm_m.insert(op.m);
             if (!s.has_gemm) { s.first_gemm = op; s.has_gemm = true; }
             break;
+          }
           case OpKind::attention: {
             TraceShapes::AttentionUse& use = s.attention[attention_calibration_key_q(op)];
             if (use.kv.empty()) use.tmpl = op;
