@@ -1,5 +1,7 @@
 #include "core/dtype.hpp"
 
+#include <stdexcept>
+
 namespace eaglesim {
 
 const char* to_string(DType t) {
@@ -33,6 +35,11 @@ double bytes_per_element(DType t) {
     case DType::int4: return 0.5;
   }
   return 2.0;
+}
+
+std::size_t element_bytes(DType t) {
+  if (t == DType::int4) throw std::logic_error("element_bytes: int4 packs two elements per byte");
+  return static_cast<std::size_t>(bytes_per_element(t));
 }
 
 }  // namespace eaglesim

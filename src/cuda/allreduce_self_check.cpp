@@ -16,7 +16,6 @@ namespace {
 constexpr std::size_t kQuantGroup = 128;  // elements per fp8 scale (quant_allreduce.cuh)
 
 bool checkable(DType t) { return t == DType::bf16 || t == DType::fp16 || t == DType::fp32; }
-std::size_t width(DType t) { return t == DType::fp32 ? 4 : 2; }
 
 // Small integers: exact in every checked dtype, and so are their sums over up to 8 ranks.
 double input_of(int rank, std::size_t i) { return static_cast<double>((i * 5 + rank * 7) % 13) - 6; }
@@ -26,7 +25,7 @@ double weight_of(std::size_t i) { return 1 + static_cast<double>(i % 5) / 8; }
 // `count` elements of type t, element i = value(i).
 template <class Value>
 std::vector<unsigned char> encode(DType t, std::size_t count, Value value) {
-  std::vector<unsigned char> bytes(count * width(t));
+  std::vector<unsigned char> bytes(count * element_bytes(t));
   for (std::size_t i = 0; i < count; ++i) write_element(t, bytes.data(), i, value(i));
   return bytes;
 }
@@ -77,10 +76,10 @@ AllreduceSelfCheck::AllreduceSelfCheck(std::vector<CollectiveUse> uses, int rank
     if (u.fused) {
       c.residual = upload(encode(u.dtype, u.count, residual_of));
       c.weight = upload(encode(u.dtype, u.hidden, weight_of));
-      c.normed = ReplayBuffer(u.count * width(u.dtype));
+      c.normed = ReplayBuffer(u.count * element_bytes(u.dtype));
       EAGLESIM_CUDA_CHECK(cudaMemset(c.normed.get(), 0xff, c.normed.bytes()));  // NaN until written
     } else {
-      c.out = ReplayBuffer(u.count * width(u.dtype));
+      c.out = ReplayBuffer(u.count * element_bytes(u.dtype));
       EAGLESIM_CUDA_CHECK(cudaMemset(c.out.get(), 0xff, c.out.bytes()));
     }
     cases_.push_back(std::move(c));

@@ -47,7 +47,6 @@ int rank_count() {
   return n >= 8 ? 8 : n >= 4 ? 4 : 2;
 }
 
-std::size_t esize(DType t) { return t == DType::fp32 ? 4 : 2; }
 
 // Host-side conversions, bit-exact with the device's round-to-nearest-even.
 float to_f(DType t, const unsigned char* p) {
@@ -66,8 +65,8 @@ using Bytes = std::vector<unsigned char>;
 Bytes random_bytes(DType t, std::size_t count, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> dist(-2.f, 2.f);
-  Bytes b(count * esize(t));
-  for (std::size_t i = 0; i < count; ++i) from_f(t, dist(rng), b.data() + i * esize(t));
+  Bytes b(count * element_bytes(t));
+  for (std::size_t i = 0; i < count; ++i) from_f(t, dist(rng), b.data() + i * element_bytes(t));
   return b;
 }
 
@@ -128,7 +127,7 @@ bool exact(const std::string& s) { return s != "quant"; }
 // #wrong of one allreduce: outputs[r] against the CPU reference of inputs, + cross-rank bytes.
 std::int64_t count_wrong(const std::string& strategy, DType t, const std::vector<Bytes>& in,
                          const std::vector<Bytes>& out, std::size_t count, bool via_nccl = false) {
-  const std::size_t e = esize(t);
+  const std::size_t e = element_bytes(t);
   const int n = static_cast<int>(in.size());
   std::int64_t wrong = 0;
   std::vector<double> amax_sum((count + 127) / 128, 0.0);
@@ -170,7 +169,7 @@ std::int64_t count_wrong(const std::string& strategy, DType t, const std::vector
 // One allreduce of `count` elements on every rank, pointers offset by `offset` elements.
 std::int64_t run_once(CustomCommGroup& g, Rig& rig, const std::string& s, DType t, std::size_t count,
                       std::size_t offset, std::uint64_t seed, bool in_place = false) {
-  const std::size_t e = esize(t), bytes = count * e;
+  const std::size_t e = element_bytes(t), bytes = count * e;
   std::vector<std::unique_ptr<DevBuf>> din, dout;
   std::vector<Bytes> in, out(rig.n, Bytes(bytes));
   for (int r = 0; r < rig.n; ++r) {
@@ -340,15 +339,15 @@ struct FusedCall {
     for (int r = 0; r < n; ++r) {
       din.push_back(std::make_unique<DevBuf>(r, bytes()));
       dres.push_back(std::make_unique<DevBuf>(r, bytes()));
-      dw.push_back(std::make_unique<DevBuf>(r, hidden * esize(t)));
+      dw.push_back(std::make_unique<DevBuf>(r, hidden * element_bytes(t)));
       dnorm.push_back(std::make_unique<DevBuf>(r, bytes()));
     }
   }
   std::size_t count() const { return tokens * hidden; }
-  std::size_t bytes() const { return count() * esize(t); }
+  std::size_t bytes() const { return count() * element_bytes(t); }
 
   void upload(std::uint64_t seed) {
-    const std::size_t e = esize(t);
+    const std::size_t e = element_bytes(t);
     in.clear();
     residual0 = random_bytes(t, count(), seed + 100);
     weight = random_bytes(t, hidden, seed + 200);
@@ -377,7 +376,7 @@ struct FusedCall {
   // residual BITWISE: old + (fp32 sum in rank order 0..n-1, rounded to T), rounded to T (not
   // true of the NCCL fallback, whose sum order is NCCL's).
   std::int64_t count_wrong(bool exact_residual) const {
-    const std::size_t e = esize(t), b = bytes();
+    const std::size_t e = element_bytes(t), b = bytes();
     std::int64_t wrong = 0;
     const double u = t == DType::bf16 ? 1.0 / 128 : t == DType::fp16 ? 1.0 / 1024 : 1e-6;
     std::vector<Bytes> res(n, Bytes(b)), normed(n, Bytes(b));
@@ -451,7 +450,7 @@ std::int64_t run_fused(CustomCommGroup& g, Rig& rig, DType t, std::size_t tokens
   for (auto& th : threads) th.join();
   for (int r = 0; r < rig.n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
   rig.sync();
-  const bool via_nccl = tokens * ((hidden * esize(t) + 15) / 16 * 16) > g.rank(0).max_bytes();
+  const bool via_nccl = tokens * ((hidden * element_bytes(t) + 15) / 16 * 16) > g.rank(0).max_bytes();
   if (normed0 != nullptr) {
     normed0->assign(call.bytes(), 0);
     cudaSetDevice(0);
