@@ -24,6 +24,7 @@
 #include "cuda/custom_comm.hpp"
 #include "cuda/custom_nccl.hpp"
 #include "cuda/host_elements.hpp"
+#include "cuda/mpi_world.hpp"
 #include "cuda/peer_memory.hpp"
 #include "engine/gpu_tools.hpp"
 
@@ -488,6 +489,7 @@ class Bench {
 
 void register_comm_bench() {
   set_comm_bench_impl([](const CommBenchRequest& q) {
+    require_single_process("bench-comm");
     Bench bench(q);
     return bench.run();
   });

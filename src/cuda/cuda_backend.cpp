@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <vector>
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -27,6 +28,25 @@ int visible_gpus() {
     throw DeviceError(fmt::format("--backend cuda: cannot query GPUs: {} ({})", cudaGetErrorName(err),
                                   cudaGetErrorString(err)));
   return count;
+}
+
+// Under mpirun every process drives one GPU. Two processes of a node on one GPU (more processes
+// than GPUs, or a launcher that shows each process the same device) would share its SMs and
+// time each other, and NCCL refuses such a communicator with an error that names neither
+// process: every process publishes its GPU's UUID and all refuse the same pair.
+void require_distinct_gpus(int device, int visible) {
+  cudaDeviceProp prop{};
+  const cudaError_t err = cudaGetDeviceProperties(&prop, device);
+  if (err != cudaSuccess)
+    throw DeviceError(fmt::format("--backend cuda: cannot query GPU {}: {}", device, cudaGetErrorString(err)));
+  auto& world = MpiWorld::get();
+  const std::vector<char> all = world.allgather_bytes(&prop.uuid, sizeof(prop.uuid));
+  for (int a = 0; a < world.size(); ++a)
+    for (int b = a + 1; b < world.size(); ++b)
+      if (std::memcmp(&all[a * sizeof(prop.uuid)], &all[b * sizeof(prop.uuid)], sizeof(prop.uuid)) == 0)
+        throw InputError(fmt::format("mpirun -np {}: MPI ranks {} and {} would drive the same GPU ({} processes share this "
+                                     "node, which shows each of them {} GPU(s)): start at most one process per GPU",
+                                     world.size(), a, b, world.local_size(), visible));
 }
 
 // An NCCL step is replayed once, untimed, right before its measured replay (EAGLESIM_NCCL_PRIME=0
@@ -68,6 +88,7 @@ class CudaBackend final : public Backend {
                                      world.size()));
       config.mpi = true;
       config.devices = {world.local_rank() % gpus};
+      require_distinct_gpus(config.devices[0], gpus);
       if (world.size() != tp)
         notes.push_back(fmt::format("replayed the tp={} per-rank shapes on {} MPI ranks: allreduces span {} ranks, "
                                     "not {}", tp, world.size(), world.size(), tp));

@@ -111,7 +111,6 @@ std::size_t slot_bytes_for(Algo algo, int ranks, std::size_t max_bytes, bool fus
   }
 }
 
-std::size_t elem_bytes(DType t) { return t == DType::fp32 ? 4 : 2; }
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 int grid_for(std::size_t work_units, int limit) {
@@ -390,6 +389,17 @@ int group_ranks(const CommGroupConfig& config) {
   return config.processes ? MpiWorld::get().size() : config.ranks;
 }
 
+// Processes mode maps the peers' buffers through CUDA IPC, which reaches the GPUs of this node
+// only: a job spread over nodes cannot run our kernels (every process sees the same and throws,
+// before any collective, so none waits for another).
+void require_one_node(const std::string& strategy) {
+  const MpiWorld& world = MpiWorld::get();
+  if (world.local_size() != world.size())
+    throw DeviceError(strategy + " needs every rank on one node (it maps the peers' buffers through CUDA IPC), but " +
+                      std::to_string(world.local_size()) + " of this MPI job's " + std::to_string(world.size()) +
+                      " processes run on this node: use nccl across nodes");
+}
+
 // The CUDA IPC handles one process publishes for its rank's buffers.
 struct RankHandles {
   IpcHandle data, signal;
@@ -399,6 +409,7 @@ class Group final : public CustomCommGroup {
  public:
   explicit Group(const CommGroupConfig& config, Algo algo)
       : config_(config), algo_(algo), words_(1 + group_ranks(config)) {
+    if (config.processes) require_one_node(config.strategy);
     if (algo == Algo::fused) {  // bad values: fail first
       fused_chunk_units_ = fused_chunk_units_from_env();
       fused_push_ = fused_push_from_env();
@@ -604,7 +615,7 @@ void Rank::allreduce(const void* in, void* out, std::size_t count, DType dtype, 
   if (group_.aborted()) throw DeviceError(group_.failure().empty() ? strategy() + ": aborted" : group_.failure());
   if (count == 0) return;
   DeviceGuard guard(group_.device(local_));
-  const std::size_t bytes = count * elem_bytes(dtype);
+  const std::size_t bytes = count * element_bytes(dtype);
   if (bytes > max_bytes()) {
     note_fallback(bytes);
     check_nccl(ncclAllReduce(in, out, count, nccl_type(dtype), ncclSum, group_.nccl(local_), stream),
@@ -625,9 +636,9 @@ void Rank::allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& f, DT
   DeviceGuard guard(group_.device(local_));
   const std::size_t count = f.tokens * f.hidden;
   // Rows are padded to whole 16-byte units in the registered slot.
-  const std::size_t row_bytes = round_up(f.hidden * elem_bytes(dtype), 16);
+  const std::size_t row_bytes = round_up(f.hidden * element_bytes(dtype), 16);
   if (f.tokens * row_bytes > max_bytes()) {
-    note_fallback(count * elem_bytes(dtype));
+    note_fallback(count * element_bytes(dtype));
     // NCCL sums into `normed` (same shape), then the residual + RMSNorm kernel reads it there;
     // each thread reads an element of the sum before it writes that element of the output.
     check_nccl(ncclAllReduce(in, f.normed, count, nccl_type(dtype), ncclSum, group_.nccl(local_), stream),

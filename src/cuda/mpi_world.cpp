@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/errors.hpp"
+#include "io/atomic_file.hpp"
 
 #ifdef EAGLESIM_HAVE_MPI
 #include <mpi.h>
@@ -27,6 +28,13 @@ int env_int(const char* name) {
 bool launched_by_mpi() {
   return env_int("OMPI_COMM_WORLD_SIZE") > 1 || env_int("PMI_SIZE") > 1 || env_int("PMIX_SIZE") > 1 ||
          env_int("MPI_LOCALNRANKS") > 1;
+}
+
+void require_single_process(const std::string& command) {
+  if (launched_by_mpi())
+    throw InputError(command + " drives every GPU of this machine from one process: start it without mpirun " +
+                     "(pick the GPUs with --ranks); under mpirun only `run --backend cuda` splits the ranks over " +
+                     "processes");
 }
 
 #ifdef EAGLESIM_HAVE_MPI
@@ -49,9 +57,12 @@ MpiWorld::MpiWorld() {
   MPI_Comm local;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
   MPI_Comm_rank(local, &local_rank_);
+  MPI_Comm_size(local, &local_size_);
   MPI_Comm_free(&local);
   if (rank_ != 0) {
-    // One report: the other ranks' stdout goes nowhere (their logs stay on stderr).
+    // One report: the other ranks write no output files (atomic_file.hpp), and their stdout goes
+    // nowhere (their logs stay on stderr).
+    set_output_files_written(false);
     std::fflush(stdout);
     const int devnull = ::open("/dev/null", O_WRONLY);
     if (devnull >= 0) {

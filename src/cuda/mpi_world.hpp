@@ -4,9 +4,10 @@
 // exit), and offers the few collectives the replay needs on the host: a barrier that gives up
 // when the run is aborted, a broadcast (NCCL unique id) and allgathers (results to rank 0, the
 // custom allreduce's CUDA IPC handles).
-// Only rank 0 keeps stdout, so the report is printed once.
+// Only rank 0 keeps stdout and writes output files, so the report is printed and written once.
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace eaglesim::cuda {
@@ -15,6 +16,9 @@ namespace eaglesim::cuda {
 bool launched_by_mpi();
 // True when this build can run multi-process (EAGLESIM_HAVE_MPI).
 bool mpi_built();
+// calibrate and bench-comm drive all GPUs from one process: started by mpirun, every process
+// would run them all at once on the same GPUs. InputError naming `command` when launched so.
+void require_single_process(const std::string& command);
 
 class MpiWorld {
  public:
@@ -22,6 +26,8 @@ class MpiWorld {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int local_rank() const { return local_rank_; }
+  // Processes of the job on this node (MPI_COMM_TYPE_SHARED); size() when all share one node.
+  int local_size() const { return local_size_; }
   // Returns false when `aborted` turned true (or timeout_s passed) before all processes arrived.
   bool barrier(double timeout_s, const std::function<bool()>& aborted);
   void broadcast(void* data, std::size_t bytes, int root);
@@ -32,7 +38,7 @@ class MpiWorld {
 
  private:
   MpiWorld();
-  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
 };
 
 }  // namespace eaglesim::cuda

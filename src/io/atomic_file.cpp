@@ -1,5 +1,6 @@
 #include "io/atomic_file.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -86,7 +87,17 @@ void commit_temporary(const std::string& tmp, const std::string& path) {
 
 }  // namespace
 
+namespace {
+std::atomic<bool> g_output_files_written{true};
+}  // namespace
+
+void set_output_files_written(bool written) { g_output_files_written = written; }
+
 void write_file_atomic(const std::string& path, const std::string& content) {
+  if (!g_output_files_written) {
+    check_writable(path);  // the same error as on rank 0, on every rank
+    return;
+  }
   commit_temporary(stage_temporary(path, content), path);
 }
 
@@ -99,6 +110,7 @@ void write_files_atomic(const std::vector<OutputFile>& files) {
     wanted.push_back(&f);
   }
   for (const OutputFile* f : wanted) check_writable(f->path);
+  if (!g_output_files_written) return;
 
   std::vector<std::string> staged;
   try {

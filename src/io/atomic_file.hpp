@@ -22,6 +22,12 @@ struct OutputFile {
 // the same path given twice is an InputError.
 void write_files_atomic(const std::vector<OutputFile>& files);
 
+// Under mpirun every process runs the command, and only rank 0 may write its outputs (as only it
+// keeps stdout): the other ranks' reports differ in their own notes, and whichever process renamed
+// last would win. false: write_file_atomic / write_files_atomic check their arguments as usual,
+// then write nothing. Process-wide; true at start.
+void set_output_files_written(bool written);
+
 // Checks up front that `path` can be created (directory exists and is writable, and `path` is not
 // itself a directory), so that a long run fails before doing the work rather than after.
 // Throws InputError.

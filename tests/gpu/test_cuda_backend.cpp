@@ -517,7 +517,7 @@ class CopyComm final : public RankComm {
   int rank() const override { return 0; }
   int ranks() const override { return ranks_; }
   void allreduce(const void* in, void* out, std::size_t count, DType dtype, cudaStream_t stream) override {
-    const std::size_t bytes = count * (dtype == DType::fp32 ? 4 : 2);
+    const std::size_t bytes = count * element_bytes(dtype);
     ASSERT_EQ(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, stream), cudaSuccess);
   }
   std::size_t max_bytes() const override { return SIZE_MAX; }
@@ -607,4 +607,60 @@ TEST(CudaReplayMpi, EveryStrategyAcrossTwoProcesses) {
     if (s == "fused") EXPECT_TRUE(has_note(notes, "fused allreduce + residual + RMSNorm of 4 x 1024 bf16")) << s;
   }
 #endif
+}
+
+namespace {
+
+// Runs `args` under `mpirun -np n` with the log in the test's temp dir; returns system()'s
+// status and fills `log` with what the processes printed.
+int mpirun_eaglesim(int n, const std::string& args, std::string& log) {
+  const std::string log_path = ::testing::TempDir() + "eaglesim_mpi_refusal.log";
+  const std::string cmd = "mpirun --allow-run-as-root --bind-to none -np " + std::to_string(n) +
+                          " -x NCCL_NVLS_ENABLE=0 " + EAGLESIM_EXE + " " + args + " > " + log_path + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(log_path);
+  log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return status;
+}
+
+bool exists(const std::string& path) { return std::ifstream(path).good(); }
+
+}  // namespace
+
+// One GPU per process: more processes than GPUs would put two on one GPU. Every process sees
+// the same pair and refuses before any collective (no hang), and no report is written.
+TEST(CudaReplayMpi, TwoProcessesOnOneGpuAreRefused) {
+  REQUIRE_GPUS(1);
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun on PATH";
+  const std::string dir = ::testing::TempDir();
+  const std::string trace = dir + "eaglesim_mpi_refused.json", report = dir + "eaglesim_mpi_refused_report.json";
+  const int n = gpu_count() + 1;
+  write_trace(tiny_fused_trace(n), trace);
+  std::remove(report.c_str());
+  std::string log;
+  const int status = mpirun_eaglesim(n, "run " + trace + " --backend cuda --strategy nccl --iters 2 --json " + report, log);
+  EXPECT_NE(status, 0) << log;
+  EXPECT_NE(log.find("would drive the same GPU"), std::string::npos) << log;
+  EXPECT_NE(log.find("start at most one process per GPU"), std::string::npos) << log;
+  EXPECT_FALSE(exists(report));
+}
+
+// calibrate and bench-comm drive every GPU from one process: under mpirun they refuse, with no
+// output file, instead of running once per process on the same GPUs.
+TEST(CudaReplayMpi, CalibrateAndBenchCommRefuseMpirun) {
+  REQUIRE_GPUS(1);
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun on PATH";
+  const std::string dir = ::testing::TempDir();
+  const std::string trace = dir + "eaglesim_mpi_calibrate.json", topo = dir + "eaglesim_mpi_topology.json",
+                    bench = dir + "eaglesim_mpi_bench.json";
+  write_trace(tiny_fused_trace(1), trace);
+  std::remove(topo.c_str());
+  std::remove(bench.c_str());
+  std::string log;
+  EXPECT_NE(mpirun_eaglesim(2, "calibrate --traces " + trace + " --ranks 1 --iters 2 -o " + topo, log), 0) << log;
+  EXPECT_NE(log.find("calibrate drives every GPU of this machine from one process"), std::string::npos) << log;
+  EXPECT_FALSE(exists(topo));
+  EXPECT_NE(mpirun_eaglesim(2, "bench-comm --sizes 4K --iters 2 --json " + bench, log), 0) << log;
+  EXPECT_NE(log.find("bench-comm drives every GPU of this machine from one process"), std::string::npos) << log;
+  EXPECT_FALSE(exists(bench));
 }

@@ -113,3 +113,17 @@ TEST(AtomicFile, TruncatedGzipIsAnInputErrorWithAReadableMessage) {
   EXPECT_THROW(read_file(path), InputError);
 #endif
 }
+
+// Under mpirun the ranks other than 0 write nothing, but still refuse what rank 0 refuses.
+TEST(AtomicFile, ProcessesThatWriteNoOutputsStillCheckThem) {
+  TempDir d;
+  set_output_files_written(false);
+  write_file_atomic(d.path + "/a", "A");
+  write_files_atomic({{d.path + "/b", "B"}, {d.path + "/c", "C"}});
+  EXPECT_THROW(write_file_atomic(d.path + "/missing/a", "x"), InputError);
+  EXPECT_THROW(write_files_atomic({{d.path + "/b", "B"}, {d.path + "/b", "B"}}), InputError);
+  EXPECT_EQ(d.names(), std::vector<std::string>{});
+  set_output_files_written(true);
+  write_file_atomic(d.path + "/a", "A");
+  EXPECT_EQ(d.names(), std::vector<std::string>{"a"});
+}
