@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "cuda/allreduce_self_check.hpp"
 #include "cuda/calibrate_graph.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/host_barrier.hpp"
@@ -162,6 +163,7 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
   // [rank][graph][round]: µs of each timed replay.
   std::vector<std::vector<std::vector<double>>> samples(q.ranks, std::vector<std::vector<double>>(n_graphs));
   std::vector<std::vector<bool>> fused_ok(q.ranks, std::vector<bool>(n_cases, true));
+  std::size_t checked_shapes = 0;  // rank 0's self-check
   std::vector<std::thread> threads;
   for (int r = 0; r < q.ranks; ++r) {
     threads.emplace_back([&, r] {
@@ -180,6 +182,19 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
         auto sync = [&] {
           if (!barrier.wait()) throw DeviceError("calibrate: another rank failed");
         };
+        // The allreduces about to be timed first give the right sums (allreduce_self_check.hpp):
+        // a strategy that is fast but wrong on this machine stops the calibration, no table.
+        std::vector<CollectiveUse> uses;
+        for (const CollectiveUse& u : program.collectives())
+          if (u.comm->strategy() != "ideal") uses.push_back(u);
+        if (!uses.empty()) {
+          AllreduceSelfCheck check(uses, r, q.ranks);
+          sync();
+          timer.launch_eager([&check](cudaStream_t s) { check.enqueue(s); }, stream);
+          timer.finish("the allreduce self-check");
+          (void)check.verify();
+          if (r == 0) checked_shapes = check.checked_shapes();
+        }
         std::vector<const std::vector<std::size_t>*> chain_of(n_graphs);
         for (std::size_t c = 0; c < n_cases; ++c) {
           const ChainCase& cs = layout.cases[c];
@@ -225,6 +240,10 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
   }
   for (auto& t : threads) t.join();
   if (first_error) std::rethrow_exception(first_error);
+  if (checked_shapes > 0)
+    notes.push_back(fmt::format("{} ({}): self-check of {} collective shape(s) on {} ranks matched the host reference "
+                                "before timing",
+                                strategy, layout.step.name, checked_shapes, q.ranks));
 
   // Per round: the slowest rank's time of graph g.
   auto slowest = [&](std::size_t g, std::size_t round) {

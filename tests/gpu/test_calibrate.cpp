@@ -77,6 +77,15 @@ TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
     for (const auto& [b, bm] : gemm)
       if (a.first * a.second >= 2 * b.first * b.second) EXPECT_GT(am.at(4), bm.at(4));
   EXPECT_GT(attn.rbegin()->second, attn.begin()->second) << "longest KV slower than the shortest";
+  // Before any allreduce is timed, its shapes passed the self-check against the host reference.
+  if (o.ranks > 1)
+    for (const std::string& s : o.strategies)
+      for (const char* layout : {"calibrate_allreduce", "calibrate_allreduce_context", "calibrate_allreduce_layer"}) {
+        const std::string want = s + " (" + layout + "): self-check of ";
+        EXPECT_TRUE(std::any_of(m.notes.begin(), m.notes.end(),
+                                [&](const std::string& n) { return n.rfind(want, 0) == 0; }))
+            << want;
+      }
   for (std::size_t i = 0; i < q.allreduce.size(); ++i)
     EXPECT_TRUE(std::isfinite(m.allreduce_us[i]) && m.allreduce_us[i] > 0)
         << q.allreduce[i].strategy << " " << q.allreduce[i].bytes;
