@@ -33,8 +33,8 @@ bool launched_by_mpi() {
 void require_single_process(const std::string& command) {
   if (launched_by_mpi())
     throw InputError(command + " drives every GPU of this machine from one process: start it without mpirun " +
-                     "(pick the GPUs with --ranks); under mpirun only `run --backend cuda` splits the ranks over " +
-                     "processes");
+                     "(pick the GPUs with --ranks); under mpirun, `run --backend cuda` and `fidelity` split the " +
+                     "ranks over the processes");
 }
 
 #ifdef EAGLESIM_HAVE_MPI

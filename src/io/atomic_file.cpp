@@ -22,6 +22,9 @@
 namespace eaglesim {
 
 namespace {
+// false in the processes of an MPI job other than rank 0 (set_output_files_written).
+std::atomic<bool> g_output_files_written{true};
+
 std::string dir_of(const std::string& path) {
   auto slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
@@ -85,10 +88,6 @@ void commit_temporary(const std::string& tmp, const std::string& path) {
   }
 }
 
-}  // namespace
-
-namespace {
-std::atomic<bool> g_output_files_written{true};
 }  // namespace
 
 void set_output_files_written(bool written) { g_output_files_written = written; }
