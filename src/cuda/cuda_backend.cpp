@@ -32,8 +32,9 @@ int visible_gpus() {
 
 // Under mpirun every process drives one GPU. Two processes of a node on one GPU (more processes
 // than GPUs, or a launcher that shows each process the same device) would share its SMs and
-// time each other, and NCCL refuses such a communicator with an error that names neither
-// process: every process publishes its GPU's UUID and all refuse the same pair.
+// time each other; NCCL refuses such a communicator only while building it, and nothing stops
+// our own strategies mapping one GPU twice. So every process publishes its GPU's UUID first and
+// all refuse the same pair, for every strategy, before any communicator exists.
 void require_distinct_gpus(int device, int visible) {
   cudaDeviceProp prop{};
   const cudaError_t err = cudaGetDeviceProperties(&prop, device);
