@@ -64,9 +64,10 @@ struct Mismatches {
 
 }  // namespace
 
-AllreduceSelfCheck::AllreduceSelfCheck(std::vector<CollectiveUse> uses, int rank, int ranks)
-    : rank_(rank), ranks_(ranks) {
+AllreduceSelfCheck::AllreduceSelfCheck(const std::vector<CollectiveUse>& uses, int rank) : rank_(rank) {
   for (const CollectiveUse& u : uses) {
+    if (u.comm->strategy() == "ideal") continue;
+    ranks_ = u.comm->ranks();  // one group per step: every use has the same
     if (!checkable(u.dtype) || u.count == 0) {
       unchecked_.push_back(describe(u));
       continue;

@@ -37,9 +37,12 @@ struct CollectiveUse {
 
 class AllreduceSelfCheck {
  public:
-  // Allocates and fills the inputs on the current device (synchronously). `rank` / `ranks`:
-  // this rank and the group size (the inputs of every rank are known to every rank).
-  AllreduceSelfCheck(std::vector<CollectiveUse> uses, int rank, int ranks);
+  // Allocates and fills the inputs on the current device (synchronously). `rank`: this rank;
+  // the group size is the communicators' (the inputs of every rank are known to every rank).
+  // Uses through `ideal`, which moves nothing, are left out.
+  AllreduceSelfCheck(const std::vector<CollectiveUse>& uses, int rank);
+  // Nothing to run: the step has no collective, or only `ideal` ones.
+  bool empty() const { return cases_.empty() && unchecked_.empty(); }
   // Enqueues every collective on `stream` (no host sync: the caller watches the stream).
   void enqueue(cudaStream_t stream);
   // After the stream has finished: compares the results with the reference; throws DeviceError
@@ -55,7 +58,7 @@ class AllreduceSelfCheck {
   };
   std::vector<Case> cases_;
   std::vector<std::string> unchecked_;
-  int rank_, ranks_;
+  int rank_, ranks_ = 1;
 };
 
 }  // namespace eaglesim::cuda

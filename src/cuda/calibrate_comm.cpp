@@ -184,11 +184,8 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
         };
         // The allreduces about to be timed first give the right sums (allreduce_self_check.hpp):
         // a strategy that is fast but wrong on this machine stops the calibration, no table.
-        std::vector<CollectiveUse> uses;
-        for (const CollectiveUse& u : program.collectives())
-          if (u.comm->strategy() != "ideal") uses.push_back(u);
-        if (!uses.empty()) {
-          AllreduceSelfCheck check(uses, r, q.ranks);
+        AllreduceSelfCheck check(program.collectives(), r);
+        if (!check.empty()) {
           sync();
           timer.launch_eager([&check](cudaStream_t s) { check.enqueue(s); }, stream);
           timer.finish("the allreduce self-check");

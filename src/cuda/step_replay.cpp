@@ -127,11 +127,8 @@ class RankRunner {
     // timed (not the `ideal` ones, which move nothing, nor under fault injection, where a rank
     // deliberately never joins).
     if (sh_.config.skip_allreduces_rank < 0) {
-      std::vector<CollectiveUse> uses;
-      for (const CollectiveUse& u : program.collectives())
-        if (u.comm->strategy() != "ideal") uses.push_back(u);
-      if (!uses.empty()) {
-        AllreduceSelfCheck check(uses, rank_, uses.front().comm->ranks());
+      AllreduceSelfCheck check(program.collectives(), rank_);
+      if (!check.empty()) {
         sh_.watchdog.arm(rank_, device, {{ev[0], "the allreduce self-check"}}, "the allreduce self-check", 1);
         check.enqueue(stream.s);
         EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[0], stream.s));
