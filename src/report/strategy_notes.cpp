@@ -12,10 +12,10 @@ std::vector<std::string> strategy_notes(const StrategyResult& r) {
   const std::vector<std::string> verify_notes = out;
   auto add_step = [&](const std::optional<StepResult>& step, const char* name) {
     if (!step) return;
+    // The simulator's notes already start with their step's name ("draft: 2 allreduces fused ...").
+    const std::string prefix = std::string(name) + ":";
     for (const std::string& n : step->notes) {
       if (std::find(verify_notes.begin(), verify_notes.end(), n) != verify_notes.end()) continue;
-      // The simulator's notes already start with their step's name ("draft: 2 allreduces fused ...").
-      const std::string prefix = std::string(name) + ":";
       const std::string marked = n.compare(0, prefix.size(), prefix) == 0 ? n : std::string(name) + " step: " + n;
       if (!seen(marked)) out.push_back(marked);
     }
