@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "comm/modelled_communicator.hpp"
 #include "cost/compute_model.hpp"
@@ -405,18 +406,13 @@ const std::vector<std::int64_t>& calibration_token_grid() {
   return grid;
 }
 
-const std::vector<std::string>& calibratable_strategies() {
-  static const std::vector<std::string> names{"nccl", "oneshot", "twoshot", "fused", "quant"};
-  return names;
-}
-
 CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const CalibrationPlanOptions& o) {
   if (o.ranks < 1) throw InputError(fmt::format("--ranks: expected at least 1, got {}", o.ranks));
   for (const auto& s : o.strategies)
     if (std::find(calibratable_strategies().begin(), calibratable_strategies().end(), s) ==
         calibratable_strategies().end())
-      throw InputError(fmt::format("--strategy: calibrate cannot measure '{}' (it measures nccl, oneshot, twoshot, "
-                                   "fused, quant)", s));
+      throw InputError(fmt::format("--strategy: calibrate cannot measure '{}' (it measures {})", s,
+                                   fmt::join(calibratable_strategies(), ", ")));
   const TraceShapes s = collect(traces);
   if (s.gemm.empty() && s.attention.empty() && s.elementwise.empty() && s.allreduce.empty())
     throw InputError("calibrate: the traces contain no GEMM, attention, elementwise or allreduce op to measure");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/calibration_request.hpp"
+#include "topology/calibration_keys.hpp"  // calibratable_strategies
 #include "topology/topology.hpp"
 #include "trace/trace.hpp"
 
@@ -18,8 +19,6 @@ namespace eaglesim {
 
 // Token counts every GEMM shape and elementwise op is measured at (plus the traces' own).
 const std::vector<std::int64_t>& calibration_token_grid();
-// Strategies calibrate can measure (those with a CUDA implementation and a cost table).
-const std::vector<std::string>& calibratable_strategies();
 
 struct CalibrationPlanOptions {
   int ranks = 1;

@@ -1,10 +1,16 @@
 #include "topology/calibration_keys.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
 
 namespace eaglesim {
+
+const std::vector<std::string>& calibratable_strategies() {
+  static const std::vector<std::string> names{"nccl", "oneshot", "twoshot", "fused", "quant"};
+  return names;
+}
 
 std::string attention_calibration_key(const Op& op) {
   if (op.variant == AttentionVariant::mla)
@@ -78,13 +84,10 @@ bool valid_allreduce_context_key(const std::string& key) {
   if (at == std::string::npos) return false;
   const std::string head = key.substr(0, at), tail = key.substr(at + 1);
   const std::size_t colon = head.find(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == head.size() || colon + 19 < head.size())
-    return false;
-  for (std::size_t i = 0; i < colon; ++i) {
-    const char ch = head[i];
-    if (!(std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_'))
-      return false;
-  }
+  if (colon == std::string::npos || colon + 1 == head.size() || colon + 19 < head.size()) return false;
+  const std::string strategy = head.substr(0, colon);
+  const auto& known = calibratable_strategies();
+  if (std::find(known.begin(), known.end(), strategy) == known.end()) return false;
   if (head[colon + 1] == '0') return false;
   for (std::size_t i = colon + 1; i < head.size(); ++i)
     if (!std::isdigit(static_cast<unsigned char>(head[i]))) return false;

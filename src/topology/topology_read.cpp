@@ -7,8 +7,8 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
-#include "comm/communicator.hpp"
 #include "core/errors.hpp"
 #include "io/json_cursor.hpp"
 #include "topology/topology.hpp"
@@ -102,7 +102,7 @@ std::vector<SizeCalPoint> read_size_table(const JsonCursor& c, const char* size_
 // An object of µs values under keys that `valid` accepts (the keyed calibration tables);
 // `expected` says what a key must look like.
 std::map<std::string, double> read_keyed_numbers(const JsonCursor& c, bool (*valid)(const std::string&),
-                                                 const char* expected, double lo, double hi) {
+                                                 const std::string& expected, double lo, double hi) {
   c.expect_object();
   std::map<std::string, double> out;
   for (const std::string& key : c.keys()) {
@@ -129,8 +129,10 @@ Calibration read_calibration(const JsonCursor& c, int gpu_count) {
                                            -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
   if (auto t = c.find("allreduce_context_us"))
     cal.allreduce_context_us = read_keyed_numbers(*t, valid_allreduce_context_key,
-                                                  "STRATEGY:BYTES@FROM>TO with FROM and TO compute op shapes, e.g. "
-                                                  "oneshot:32768@gemm:4096:2048:bf16>residual_add:4096",
+                                                  fmt::format("STRATEGY:BYTES@FROM>TO with STRATEGY one of {} and FROM and TO "
+                                                              "compute op shapes, e.g. "
+                                                              "oneshot:32768@gemm:4096:2048:bf16>residual_add:4096",
+                                                              fmt::join(calibratable_strategies(), ", ")),
                                                   -kMaxSequenceOverheadUs, kMaxCalUs);
   if (auto g = c.find("gemm")) {
     g->expect_array();
@@ -150,10 +152,7 @@ Calibration read_calibration(const JsonCursor& c, int gpu_count) {
     }
   }
   if (auto a = c.find("allreduce")) {
-    std::vector<std::string> allowed;
-    for (const auto& n : communicator_names())
-      if (n != "ideal") allowed.push_back(n);
-    a->only_keys(allowed);
+    a->only_keys(calibratable_strategies());
     for (const auto& key : a->keys()) cal.allreduce[key] = read_size_table(a->at(key.c_str()), "bytes");
   }
   if (auto a = c.find("attention")) {

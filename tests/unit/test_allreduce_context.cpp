@@ -74,7 +74,10 @@ TEST(AllreduceContext, KeysNameStrategySizeAndBothNeighbours) {
                           "oneshot:@gemm:1:1:bf16>act:4", "oneshot:0@gemm:1:1:bf16>act:4",
                           "oneshot:-5@gemm:1:1:bf16>act:4", "One-Shot:32768@gemm:1:1:bf16>act:4",
                           "oneshot:32768@allreduce:1>act:4", "oneshot:32768@gemm:1:1:bf16>other:4",
-                          "oneshot:3x@gemm:1:1:bf16>act:4", "oneshot:123456789012345678901@gemm:1:1:bf16>act:4"})
+                          "oneshot:3x@gemm:1:1:bf16>act:4", "oneshot:123456789012345678901@gemm:1:1:bf16>act:4",
+                          // Strategies with no measured table: free, a selector, or unknown.
+                          "ideal:32768@gemm:1:1:bf16>act:4", "auto:32768@gemm:1:1:bf16>act:4",
+                          "one_shot:32768@gemm:1:1:bf16>act:4"})
     EXPECT_FALSE(valid_allreduce_context_key(bad)) << bad;
 }
 
@@ -191,6 +194,7 @@ TEST(AllreduceContext, TopologyFileCarriesThemAndRejectsBadOnes) {
     test_support::expect_calibration_table_rejects(text, "allreduce_context_us", key, value, says);
   };
   rejects("oneshot@gemm>residual_add", 4.0, "STRATEGY:BYTES@FROM>TO");
+  rejects("auto:32768@gemm:4096:2048:bf16>residual_add:4096", 4.0, "one of nccl, oneshot, twoshot, fused, quant");
   rejects("oneshot:32768@gemm:4096:2048:bf16>residual_add:4096", 1e12, "oneshot:32768");
   rejects("oneshot:32768@gemm:4096:2048:bf16>residual_add:4096", "slow", "oneshot:32768");
   nlohmann::json j = nlohmann::json::parse(text);

@@ -1,9 +1,11 @@
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
 
 #include "comm/communicator.hpp"
 #include "core/errors.hpp"
+#include "topology/calibration_keys.hpp"
 #include "topology/topology.hpp"
 
 using namespace eaglesim;
@@ -27,6 +29,18 @@ constexpr std::int64_t k32K = 32768;
 constexpr std::int64_t k42K = 43008;  // Kimi-K2: 3 tokens x 7168 x 2 B
 
 }  // namespace
+
+TEST(CommRegistry, EveryCalibratableStrategyIsRegisteredAndModelled) {
+  // The topology format keeps its own list (it sits below the registry); it must not name a
+  // strategy the registry does not know, nor the two that never carry a table.
+  const std::vector<std::string> known = communicator_names();
+  for (const auto& s : calibratable_strategies()) {
+    EXPECT_NE(std::find(known.begin(), known.end(), s), known.end()) << s;
+    EXPECT_NE(s, "ideal");
+    EXPECT_NE(s, "auto");
+  }
+  EXPECT_EQ(calibratable_strategies().size(), known.size() - 2);
+}
 
 TEST(CommRegistry, NamesAndLists) {
   EXPECT_EQ(communicator_names(),

@@ -127,6 +127,9 @@ TEST(Topology, BadFilesGiveOneClearError) {
       {"wrong_version", "version: expected 1 (the only version so far), got 2"},
       {"calibration_unsorted", "calibration.allreduce.nccl[1].bytes: expected a bytes larger than the previous"},
       {"calibration_unknown_strategy", "calibration.allreduce.nccl2: unknown field (allowed here: nccl, oneshot"},
+      // auto picks among the others, each by its own table; a table of its own would bypass that.
+      {"calibration_auto_table", "calibration.allreduce.auto: unknown field (allowed here: nccl, oneshot, twoshot, "
+                                 "fused, quant)"},
       {"calibration_bad_attention_key", "calibration.attention.gqa:32:8: unknown attention key"},
       {"calibration_ranks_too_many", "calibration.ranks: expected an integer in [1, 4]"},
       {"calibration_duplicate_gemm", "calibration.gemm[1]: duplicate GEMM point m=4 n=8 k=8 bf16"},
