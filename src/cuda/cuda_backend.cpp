@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/mpi_launch.hpp"
 #include "cuda/mpi_world.hpp"
 #include "cuda/step_replay.hpp"
 
@@ -89,7 +90,10 @@ class CudaBackend final : public Backend {
                                      world.size()));
       config.mpi = true;
       config.devices = {world.local_rank() % gpus};
-      require_distinct_gpus(config.devices[0], gpus);
+      if (!placement_checked_) {  // a process's GPU cannot change between its steps
+        require_distinct_gpus(config.devices[0], gpus);
+        placement_checked_ = true;
+      }
       if (world.size() != tp)
         notes.push_back(fmt::format("replayed the tp={} per-rank shapes on {} MPI ranks: allreduces span {} ranks, "
                                     "not {}", tp, world.size(), world.size(), tp));
@@ -125,6 +129,9 @@ class CudaBackend final : public Backend {
     r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
     return r;
   }
+
+ private:
+  bool placement_checked_ = false;  // require_distinct_gpus passed (every rank checks its first step)
 };
 
 }  // namespace

@@ -1,11 +1,23 @@
 #include "cuda/host_elements.hpp"
 
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 namespace eaglesim::cuda {
+
+namespace {
+
+// fp8 and int4 are not element types of any allreduce buffer (quant's fp8 is its wire format,
+// inside the kernel); a caller passing one is a bug, not bad input.
+[[noreturn]] void unsupported(DType t) {
+  throw std::invalid_argument(std::string("host_elements: no host reference for dtype ") + to_string(t));
+}
+
+}  // namespace
 
 double read_element(DType t, const unsigned char* base, std::size_t i) {
   switch (t) {
@@ -19,11 +31,13 @@ double read_element(DType t, const unsigned char* base, std::size_t i) {
       std::memcpy(&v, base + 2 * i, 2);
       return __half2float(v);
     }
-    default: {
+    case DType::fp32: {
       float v;
       std::memcpy(&v, base + 4 * i, 4);
       return v;
     }
+    default:
+      unsupported(t);
   }
 }
 
@@ -40,9 +54,11 @@ void write_element(DType t, unsigned char* base, std::size_t i, double value) {
       std::memcpy(base + 2 * i, &h, 2);
       return;
     }
-    default:
+    case DType::fp32:
       std::memcpy(base + 4 * i, &v, 4);
       return;
+    default:
+      unsupported(t);
   }
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // bf16 / fp16 / fp32 elements of a host byte buffer (a device buffer's copy), as doubles: for the
 // host-side references that allreduce results are checked against (bench-comm, the replay's
-// self-check). Other dtypes are read and written as fp32.
+// self-check). Other dtypes throw std::invalid_argument: no allreduce buffer holds them.
 #include <cstddef>
 
 #include "core/dtype.hpp"
