@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
+#include "core/mpi_launch.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_cursor.hpp"
 #include "model/generator.hpp"
@@ -65,7 +66,10 @@ void add_gen(CLI::App& app) {
       ->check(CLI::IsMember({"bf16", "fp8", "int4"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", a->output, "Trace file to write")->required();
-  cmd->callback([a] { run_gen(*a); });
+  cmd->callback([a] {
+    require_single_process("gen", kNoGpuWork);
+    run_gen(*a);
+  });
 }
 
 }  // namespace eaglesim::cli

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "core/mpi_launch.hpp"
 #include "import/kineto_import.hpp"
 #include "io/atomic_file.hpp"
 #include "model/model_config.hpp"
@@ -49,6 +50,7 @@ void add_kineto(CLI::App& import) {
       ->excludes(layers);
   cmd->add_flag("-q,--quiet", a->quiet, "Do not print the summary");
   cmd->callback([a, step] {
+    require_single_process("import kineto", kNoGpuWork);
     check_writable(a->out);  // fail before the (seconds-long) import rather than after
     KinetoImportOptions opt;
     if (step->count() > 0) opt.step = a->step;

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "core/mpi_launch.hpp"
 #include "trace/trace_json.hpp"
 #include "trace/trace_stats.hpp"
 
@@ -14,6 +15,7 @@ void add_inspect(CLI::App& app) {
   cmd->add_option("trace", *path, "Trace file (eaglesim-trace JSON)")->required();
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   cmd->callback([path, json] {
+    require_single_process("inspect", kNoGpuWork);
     Trace t = read_trace(*path);
     if (*json) std::cout << stats_to_json(t).dump(2) << "\n";
     else std::cout << stats_to_text(t);

@@ -15,6 +15,7 @@
 #include "comm/communicator.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
+#include "core/mpi_launch.hpp"
 #include "engine/backend.hpp"
 #include "io/atomic_file.hpp"
 #include "report/evaluate.hpp"
@@ -121,6 +122,7 @@ void run(const RunArgs& a) {
     defaults_used.push_back(fmt::format("accept rate a={} per position (EAGLE-3 paper range 0.7-0.8)", kDefaultAcceptRate));
   }
 
+  if (a.backend != "cuda") require_single_process("run --backend " + a.backend, kNoGpuWork);
   std::unique_ptr<Backend> backend = make_backend(a.backend);
   std::optional<Topology> topo;
   if (!a.topology.empty()) {

@@ -15,6 +15,7 @@
 #include "comm/communicator.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
+#include "core/mpi_launch.hpp"
 #include "io/atomic_file.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
@@ -164,7 +165,10 @@ void add_sweep(CLI::App& app) {
   cmd->add_option("-o,--output", a->csv, "Write every combination as CSV");
   cmd->add_option("--json", a->json, "Write the results as JSON (docs/sweep.md)");
   cmd->add_option("--report", a->report, "Write a self-contained HTML report");
-  cmd->callback([a] { run_sweep_command(*a); });
+  cmd->callback([a] {
+    require_single_process("sweep", kNoGpuWork);
+    run_sweep_command(*a);
+  });
 }
 
 }  // namespace eaglesim::cli

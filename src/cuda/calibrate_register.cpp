@@ -19,10 +19,10 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/mpi_launch.hpp"
 #include "cuda/calibrate_comm.hpp"
 #include "cuda/calibrate_compute.hpp"
 #include "cuda/calibrate_graph.hpp"
-#include "cuda/mpi_world.hpp"
 #include "engine/gpu_tools.hpp"
 #include "engine/slowest_gpu.hpp"
 
@@ -126,7 +126,7 @@ ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const
 }
 
 CalibrationMeasurements measure(const CalibrationRequest& q) {
-  require_single_process("calibrate");
+  require_single_process("calibrate", "drives every GPU of this machine from one process (pick the GPUs with --ranks)");
   const auto start = std::chrono::steady_clock::now();
   const GpuInventory inv = inventory();
   if (q.ranks > inv.count)

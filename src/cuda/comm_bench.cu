@@ -20,11 +20,11 @@
 #include <cuda_fp16.h>
 
 #include "core/errors.hpp"
+#include "core/mpi_launch.hpp"
 #include "cuda/custom_check.hpp"
 #include "cuda/custom_comm.hpp"
 #include "cuda/custom_nccl.hpp"
 #include "cuda/host_elements.hpp"
-#include "cuda/mpi_world.hpp"
 #include "cuda/peer_memory.hpp"
 #include "engine/gpu_tools.hpp"
 
@@ -489,7 +489,7 @@ class Bench {
 
 void register_comm_bench() {
   set_comm_bench_impl([](const CommBenchRequest& q) {
-    require_single_process("bench-comm");
+    require_single_process("bench-comm", "drives every GPU of this machine from one process (pick the GPUs with --ranks)");
     Bench bench(q);
     return bench.run();
   });

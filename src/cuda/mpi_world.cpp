@@ -18,25 +18,6 @@
 
 namespace eaglesim::cuda {
 
-namespace {
-int env_int(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : 0;
-}
-}  // namespace
-
-bool launched_by_mpi() {
-  return env_int("OMPI_COMM_WORLD_SIZE") > 1 || env_int("PMI_SIZE") > 1 || env_int("PMIX_SIZE") > 1 ||
-         env_int("MPI_LOCALNRANKS") > 1;
-}
-
-void require_single_process(const std::string& command) {
-  if (launched_by_mpi())
-    throw InputError(command + " drives every GPU of this machine from one process: start it without mpirun " +
-                     "(pick the GPUs with --ranks); under mpirun, `run --backend cuda` and `fidelity` split the " +
-                     "ranks over the processes");
-}
-
 #ifdef EAGLESIM_HAVE_MPI
 
 bool mpi_built() { return true; }

@@ -1,7 +1,7 @@
 #pragma once
 // Multi-process replay (`mpirun -np N eaglesim run --backend cuda ...`): one rank per process.
-// Detects an MPI launch from the launcher's environment, initialises MPI once (finalised at
-// exit), and offers the few collectives the replay needs on the host: a barrier that gives up
+// Initialises MPI once, finalised at exit (whether this is an MPI launch at all:
+// core/mpi_launch), and offers the few collectives the replay needs on the host: a barrier that gives up
 // when the run is aborted, a broadcast (NCCL unique id) and allgathers (results to rank 0, the
 // custom allreduce's CUDA IPC handles).
 // Only rank 0 keeps stdout and writes output files, so the report is printed and written once.
@@ -12,13 +12,8 @@
 
 namespace eaglesim::cuda {
 
-// True when started by mpirun/srun with more than one process (reads OMPI_/PMI_/PMIX_ variables).
-bool launched_by_mpi();
 // True when this build can run multi-process (EAGLESIM_HAVE_MPI).
 bool mpi_built();
-// calibrate and bench-comm drive all GPUs from one process: started by mpirun, every process
-// would run them all at once on the same GPUs. InputError naming `command` when launched so.
-void require_single_process(const std::string& command);
 
 class MpiWorld {
  public:
