@@ -210,6 +210,10 @@ for step in $STEPS; do
       python3 -c "import json; [print(r['strategy'], *[n for n in r['notes'] if 'self-check' in n or 'MPI' in n], sep=' | ') for r in json.load(open('$W/mpi.json'))['results']]"
       echo "### one process (threads), the same"
       timeout "$(cap 90)" $E run traces/llama-3.1-8b_tp2_t4.json --backend cuda $R; echo "rc=$?"
+      echo "### mpirun -np 2 with commands that use no GPU: refused by every process, exit 2"
+      for c in "inspect traces/llama-3.1-8b_tp2_t4.json" "run traces/llama-3.1-8b_tp2_t4.json --topology 2x-h200-nvlink"; do
+        timeout 30 mpirun --allow-run-as-root --bind-to none -np 2 $E $c 2>&1 | grep -E "^error" | sort | uniq -c; echo "rc=${PIPESTATUS[0]}"
+      done
     } >> "$OUT/replay.log" 2>&1
     note "mpi done"; grep -E "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^rc=|^error" "$OUT/replay.log" >> "$S" ;;
   stress)
