@@ -78,7 +78,7 @@ for step in $STEPS; do
       echo "### PyTorch, same decoder ops, TP2 and TP1"
       timeout "$(cap 90)" python3 tools/torch_reference_step.py --tp 2 --iters 30 --warmup 5; echo "rc=$?"
       timeout "$(cap 60)" python3 tools/torch_reference_step.py --tp 1 --iters 30 --warmup 5; echo "rc=$?"
-    } > "$OUT/replay.log" 2>&1
+    } >> "$OUT/replay.log" 2>&1  # appends: the mpi step may have run first
     note "replay done"; grep -E "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^rc=|^\{|^error" "$OUT/replay.log" >> "$S" ;;
   calibrate)
     # Issue 7: one calibration on 2 GPUs over every trace the fidelity step uses (TP1 shapes too).
@@ -212,10 +212,10 @@ for step in $STEPS; do
       timeout "$(cap 90)" $E run traces/llama-3.1-8b_tp2_t4.json --backend cuda $R; echo "rc=$?"
       echo "### mpirun -np 2 with commands that use no GPU: refused by every process, exit 2"
       for c in "inspect traces/llama-3.1-8b_tp2_t4.json" "run traces/llama-3.1-8b_tp2_t4.json --topology 2x-h200-nvlink"; do
-        timeout 30 mpirun --allow-run-as-root --bind-to none -np 2 $E $c 2>&1 | grep -E "^error" | sort | uniq -c; echo "rc=${PIPESTATUS[0]}"
+        timeout 30 mpirun --allow-run-as-root --bind-to none -np 2 $E $c 2>&1 | grep -E "^error" | sort | uniq -c | sed -E 's/^ +([0-9]+) /refused by \1 process(es): /'; echo "rc=${PIPESTATUS[0]}"
       done
     } >> "$OUT/replay.log" 2>&1
-    note "mpi done"; grep -E "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^rc=|^error" "$OUT/replay.log" >> "$S" ;;
+    note "mpi done"; grep -E "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^rc=|^error|^refused" "$OUT/replay.log" >> "$S" ;;
   stress)
     { EAGLESIM_STRESS_SECONDS=15 timeout "$(cap 130)" $G --gtest_filter='Stress.*'; echo "rc=$?"; } >> "$OUT/kernels.log" 2>&1
     note "stress done"; grep -E "^STRESS|^STALL|time-capped|^\[  (PASSED|FAILED)|FAILED \]" "$OUT/kernels.log" >> "$S" ;;
