@@ -6,10 +6,6 @@
 
 namespace eaglesim::cli {
 
-// What makes gen, inspect, import, sweep and `run --backend sim` one-process jobs, for
-// require_single_process (core/mpi_launch): under mpirun each process would repeat them.
-inline constexpr const char* kNoGpuWork = "uses no GPU and does all its work in one process";
-
 void add_gen(CLI::App& app);
 void add_inspect(CLI::App& app);
 void add_run(CLI::App& app);

@@ -15,4 +15,10 @@ bool launched_by_mpi();
 // InputError naming `command` and `why` (what makes it a one-process job) when launched_by_mpi().
 void require_single_process(const std::string& command, const std::string& why);
 
+// The two reasons, as the commands pass them.
+inline constexpr const char* kDrivesEveryGpu =
+    "drives every GPU of this machine from one process (pick the GPUs with --ranks)";  // calibrate, bench-comm
+inline constexpr const char* kNoGpuWork =
+    "uses no GPU and does all its work in one process";  // gen, inspect, import, sweep, run --backend sim
+
 }  // namespace eaglesim

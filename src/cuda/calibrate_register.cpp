@@ -126,7 +126,7 @@ ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const
 }
 
 CalibrationMeasurements measure(const CalibrationRequest& q) {
-  require_single_process("calibrate", "drives every GPU of this machine from one process (pick the GPUs with --ranks)");
+  require_single_process("calibrate", kDrivesEveryGpu);
   const auto start = std::chrono::steady_clock::now();
   const GpuInventory inv = inventory();
   if (q.ranks > inv.count)

@@ -489,7 +489,7 @@ class Bench {
 
 void register_comm_bench() {
   set_comm_bench_impl([](const CommBenchRequest& q) {
-    require_single_process("bench-comm", "drives every GPU of this machine from one process (pick the GPUs with --ranks)");
+    require_single_process("bench-comm", kDrivesEveryGpu);
     Bench bench(q);
     return bench.run();
   });

@@ -1,8 +1,8 @@
 #pragma once
 // Multi-process replay (`mpirun -np N eaglesim run --backend cuda ...`): one rank per process.
-// Initialises MPI once, finalised at exit (whether this is an MPI launch at all:
-// core/mpi_launch), and offers the few collectives the replay needs on the host: a barrier that gives up
-// when the run is aborted, a broadcast (NCCL unique id) and allgathers (results to rank 0, the
+// Initialises MPI once, finalised at exit (whether this is an MPI launch at all: core/mpi_launch),
+// and offers the few collectives the replay needs on the host: a barrier that gives up when the
+// run is aborted, a broadcast (NCCL unique id) and allgathers (results to rank 0, the
 // custom allreduce's CUDA IPC handles).
 // Only rank 0 keeps stdout and writes output files, so the report is printed and written once.
 #include <cstddef>
