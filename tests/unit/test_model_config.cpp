@@ -150,6 +150,10 @@ TEST(ModelConfig, Eagle3DraftHeads) {
   EXPECT_EQ(shipped("llama-3.1-70b-eagle3").hidden, 8192);
   EXPECT_EQ(shipped("kimi-k2-eagle3").hidden, 7168);
   EXPECT_EQ(shipped("kimi-k2-eagle3").vocab, 163840);
+  // SpecForge's configs/kimi-k2-eagle3.json: no GQA in the head (64 KV heads of 128), MLP 18432.
+  EXPECT_EQ(shipped("kimi-k2-eagle3").heads, 64);
+  EXPECT_EQ(shipped("kimi-k2-eagle3").kv_heads, 64);
+  EXPECT_EQ(shipped("kimi-k2-eagle3").intermediate, 18432);
 }
 
 TEST(ModelConfig, UnknownModelTypeListsSupported) {
