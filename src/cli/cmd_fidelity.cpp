@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "cli/replay_flags.hpp"
 #include "comm/communicator.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
@@ -31,8 +32,7 @@ struct FidelityArgs {
   std::string baseline;
   std::string strategies = "nccl,oneshot,twoshot,fused,quant";
   int ranks = 0;
-  int iters = 20, warmup = 5;
-  double timeout_s = 30;
+  ReplayFlags replay;
   std::string op_times = "model";
   double max_error_pct = 3.0;
   std::string json_out;
@@ -50,10 +50,7 @@ std::optional<StepResult> simulate(Backend& sim, const Trace& trace, const std::
 }
 
 void run_fidelity_command(const FidelityArgs& a) {
-  if (a.iters < 1 || a.iters > 100000) throw InputError("--iters: expected 1..100000");
-  if (a.warmup < 0) throw InputError("--warmup: expected 0 or more");
   if (a.ranks < 0) throw InputError("--ranks: expected 1 or more (0: each trace's tp)");
-  if (!(a.timeout_s > 0)) throw InputError("--timeout: expected a positive number of seconds");
   if (!(a.max_error_pct > 0)) throw InputError("--max-error: expected a positive percentage");
   if (a.op_times != "model" && a.op_times != "auto" && a.op_times != "measured")
     throw InputError("--op-times: expected model, auto or measured, got '" + a.op_times + "'");
@@ -81,9 +78,7 @@ void run_fidelity_command(const FidelityArgs& a) {
     ft.ranks = a.ranks > 0 ? a.ranks : trace.meta.tp;
     RunOptions opts;
     opts.ranks = ft.ranks;
-    opts.iters = a.iters;
-    opts.warmup = a.warmup;
-    opts.timeout_s = a.timeout_s;
+    apply_replay_flags(a.replay, opts);
     opts.op_times = a.op_times;
     std::vector<std::string> run_strategies = strategies;
     if (ft.ranks == 1 && run_strategies.size() > 1) {
@@ -139,9 +134,7 @@ void add_fidelity(CLI::App& app) {
   cmd->add_option("--baseline-topology", a->baseline, "Uncalibrated preset to report beside it, e.g. 2x-h200-nvlink");
   cmd->add_option("--strategy", a->strategies, "Comma-separated strategies")->capture_default_str();
   cmd->add_option("--ranks", a->ranks, "GPUs (0: each trace's tp)")->capture_default_str();
-  cmd->add_option("--iters", a->iters, "Timed CUDA-graph replays per strategy")->capture_default_str();
-  cmd->add_option("--warmup", a->warmup, "Untimed replays first")->capture_default_str();
-  cmd->add_option("--timeout", a->timeout_s, "Seconds an allreduce may wait before the run fails")->capture_default_str();
+  add_replay_flags(cmd, a->replay);
   cmd->add_option("--op-times", a->op_times,
                   "Simulator compute-op times: model (calibration tables; default), auto, measured")
       ->capture_default_str();

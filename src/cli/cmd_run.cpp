@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "cli/replay_flags.hpp"
 #include "comm/communicator.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
@@ -50,8 +51,7 @@ struct RunArgs {
   std::string nccl_algo, nccl_proto;
   std::string skew_us, rank_slowdown;
   std::string op_times = "auto";
-  int iters = 20, warmup = 5;
-  double timeout_s = 30;
+  ReplayFlags replay;
   std::string json_out, csv_out, timeline_out;
   std::string report_out;  // --report (sweep branch): self-contained HTML report
 };
@@ -147,9 +147,7 @@ void run(const RunArgs& a) {
   if (!a.skew_us.empty()) req.options.rank_skew_us = parse_per_rank(a.skew_us, "--skew-us");
   if (!a.rank_slowdown.empty()) req.options.rank_compute_scale = parse_per_rank(a.rank_slowdown, "--rank-slowdown");
   req.options.op_times = a.op_times;
-  req.options.iters = a.iters;
-  req.options.warmup = a.warmup;
-  req.options.timeout_s = a.timeout_s;
+  apply_replay_flags(a.replay, req.options);
   req.options.want_timeline = !a.timeline_out.empty() || !a.report_out.empty();  // the report draws a waterfall
   const int ranks = a.ranks > 0 ? a.ranks : trace.meta.tp;
   if (!req.options.rank_skew_us.empty() && static_cast<int>(req.options.rank_skew_us.size()) != ranks)
@@ -208,11 +206,7 @@ void add_run(CLI::App& app) {
                   "Compute-op durations: auto (measured if the trace was imported, else model), model, measured")
       ->check(CLI::IsMember({"auto", "model", "measured"}))
       ->default_str("auto");
-  cmd->add_option("--iters", a->iters, "cuda: timed replays")->check(CLI::Range(1, 100000))->default_str("20");
-  cmd->add_option("--warmup", a->warmup, "cuda: warm-up replays")->check(CLI::Range(0, 100000))->default_str("5");
-  cmd->add_option("--timeout", a->timeout_s, "cuda: seconds before a stuck allreduce aborts the run")
-      ->check(CLI::Range(0.001, 86400.0))
-      ->default_str("30");
+  add_replay_flags(cmd, a->replay);
   cmd->add_option("--json", a->json_out, "Write the report as JSON (docs/report-format.md)");
   cmd->add_option("--csv", a->csv_out, "Write the report as CSV");
   cmd->add_option("--timeline", a->timeline_out, "Write the verify-step timelines (Chrome trace JSON, opens in Perfetto)");

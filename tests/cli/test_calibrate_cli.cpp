@@ -78,6 +78,11 @@ TEST_F(NoGpu, FidelityBadFlagsExit2) {
       {"fidelity " + kTrace + " --topology 2x-h200-nvlink --strategy bogus", "bogus"},
       {"fidelity " + kTrace + " --topology 2x-h200-nvlink --op-times sometimes", "--op-times"},
       {"fidelity " + kTrace + " --topology 2x-h200-nvlink --iters 0", "--iters"},
+      // The same ranges as `run` (cli/replay_flags): absurd values are typos.
+      {"fidelity " + kTrace + " --topology 2x-h200-nvlink --warmup 1000000000", "--warmup"},
+      {"fidelity " + kTrace + " --topology 2x-h200-nvlink --warmup -1", "--warmup"},
+      {"fidelity " + kTrace + " --topology 2x-h200-nvlink --timeout 1e30", "--timeout"},
+      {"fidelity " + kTrace + " --topology 2x-h200-nvlink --timeout 0", "--timeout"},
       {"fidelity " + kTrace + " --topology 2x-h200-nvlink --baseline-topology nope", "nope"},
   };
   for (const auto& c : cases) {

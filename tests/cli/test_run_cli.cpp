@@ -151,6 +151,11 @@ TEST(RunCli, BadFlagsAreExit2) {
   EXPECT_EQ(run_cli(kScenario + " --backend warp").exit_code, 2);
   EXPECT_EQ(run_cli(kScenario + " --ranks 4").exit_code, 2) << "topology has 2 GPUs";
   EXPECT_EQ(run_cli("run " + kData + "/does_not_exist.json --topology " + kData + "/run_topo_2gpu.json").exit_code, 2);
+  for (const char* flag : {" --iters 0", " --warmup -1", " --warmup 1000000000", " --timeout 0", " --timeout 1e30"}) {
+    CliResult r = run_cli(kScenario + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag << "\n" << r.err;
+    EXPECT_NE(r.err.find(std::string(flag).substr(1, std::string(flag).find(' ', 1) - 1)), std::string::npos) << r.err;
+  }
 }
 
 TEST(RunCli, SkewShowsUpAsWait) {

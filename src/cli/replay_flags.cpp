@@ -1,0 +1,24 @@
+#include "cli/replay_flags.hpp"
+
+namespace eaglesim::cli {
+
+void add_replay_flags(CLI::App* cmd, ReplayFlags& flags) {
+  cmd->add_option("--iters", flags.iters, "cuda: timed CUDA-graph replays per strategy (the median is reported)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--warmup", flags.warmup, "cuda: untimed replays before them")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  // Up to a day: a calibration-sized step never needs more, and a stuck rank is found before it.
+  cmd->add_option("--timeout", flags.timeout_s, "cuda: seconds before a stuck allreduce aborts the run (exit 3)")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+}
+
+void apply_replay_flags(const ReplayFlags& flags, RunOptions& opts) {
+  opts.iters = flags.iters;
+  opts.warmup = flags.warmup;
+  opts.timeout_s = flags.timeout_s;
+}
+
+}  // namespace eaglesim::cli

@@ -1,0 +1,22 @@
+#pragma once
+// The CUDA replay's flags (--iters, --warmup, --timeout), shared by `run` and `fidelity` so that
+// both accept and refuse the same values with the same message: a warm-up of a billion replays
+// or a timeout of 1e30 s is a typo, not a request.
+#include <CLI/CLI.hpp>
+
+#include "engine/backend.hpp"
+
+namespace eaglesim::cli {
+
+struct ReplayFlags {
+  int iters = 20;
+  int warmup = 5;
+  double timeout_s = 30;
+};
+
+// Adds the three options to `cmd`, range-checked by CLI11 (exit 2 naming the flag).
+void add_replay_flags(CLI::App* cmd, ReplayFlags& flags);
+// Copies them into the options the backends read.
+void apply_replay_flags(const ReplayFlags& flags, RunOptions& opts);
+
+}  // namespace eaglesim::cli
