@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/replay_flags.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "engine/gpu_tools.hpp"
@@ -44,6 +45,11 @@ std::vector<std::string> parse_strategies(const std::string& list) {
   return out;
 }
 
+// The largest message bench-comm measures: 8 GiB. Each rank holds an input and an output buffer
+// of it (and NCCL its own), so larger ones cannot fit a 141 GB H200 together with what else runs;
+// a bigger figure is a typo (and 13 digits times G would overflow).
+constexpr std::int64_t kMaxBenchBytes = std::int64_t{8} << 30;
+
 // "43008", "64K", "1M" (K/M/G = 1024^n bytes).
 std::int64_t parse_size(const std::string& text) {
   if (text.empty()) throw InputError("--sizes: empty size (expected e.g. 1K, 43008, 64M)");
@@ -57,9 +63,11 @@ std::int64_t parse_size(const std::string& text) {
   else if (!suffix.empty()) digits = 0;
   if (digits == 0 || digits > 12)
     throw InputError("--sizes: '" + text + "' is not a size (expected bytes with optional K, M or G suffix)");
-  const std::int64_t v = std::stoll(text.substr(0, digits)) * mult;
-  if (v <= 0) throw InputError("--sizes: '" + text + "' must be positive");
-  return v;
+  const std::int64_t count = std::stoll(text.substr(0, digits));
+  if (count <= 0) throw InputError("--sizes: '" + text + "' must be positive");
+  if (count > kMaxBenchBytes / mult)
+    throw InputError("--sizes: '" + text + "' is larger than the 8G (8 GiB) per message bench-comm measures");
+  return count * mult;
 }
 
 // Comma-separated items; A:B doubles from A up to B inclusive.
@@ -226,7 +234,8 @@ void add_bench_comm(CLI::App& app) {
     q.ranks = opt->ranks;
     if (opt->iters < 1 || opt->iters > 100000) throw InputError("--iters: expected 1..100000");
     q.iters = opt->iters;
-    if (!(opt->timeout_s > 0)) throw InputError("--timeout: expected a positive number of seconds");
+    if (!(opt->timeout_s > 0) || opt->timeout_s > kMaxTimeoutS)
+      throw InputError(fmt::format("--timeout: expected seconds in (0, {}], got {}", kMaxTimeoutS, opt->timeout_s));
     q.timeout_s = opt->timeout_s;
     const auto g = parse_gemm(opt->gemm);
     q.gemm_m = g[0], q.gemm_n = g[1], q.gemm_k = g[2];

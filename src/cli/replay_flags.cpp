@@ -9,9 +9,8 @@ void add_replay_flags(CLI::App* cmd, ReplayFlags& flags) {
   cmd->add_option("--warmup", flags.warmup, "cuda: untimed replays before them")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
-  // Up to a day: a calibration-sized step never needs more, and a stuck rank is found before it.
   cmd->add_option("--timeout", flags.timeout_s, "cuda: seconds before a stuck allreduce aborts the run (exit 3)")
-      ->check(CLI::Range(0.001, 86400.0))
+      ->check(CLI::Range(0.001, kMaxTimeoutS))
       ->capture_default_str();
 }
 

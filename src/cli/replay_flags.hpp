@@ -8,6 +8,10 @@
 
 namespace eaglesim::cli {
 
+// The longest --timeout any GPU command takes: a day. No measured graph needs more, and a stuck
+// rank should be found well before it.
+inline constexpr double kMaxTimeoutS = 86400;
+
 struct ReplayFlags {
   int iters = 20;
   int warmup = 5;
