@@ -24,6 +24,7 @@
 #include "sweep/sweep_output.hpp"
 #include "sweep/sweep_runner.hpp"
 #include "sweep/thread_pool.hpp"
+#include "trace/trace_json.hpp"
 
 namespace eaglesim::cli {
 
@@ -91,7 +92,8 @@ void run_sweep_command(const SweepArgs& a) {
   for (DType d : rq.weight_dtypes)
     if (d != DType::bf16 && d != DType::fp8 && d != DType::int4)
       throw InputError(fmt::format("--weight-dtype: expected bf16, fp8 or int4, got {}", to_string(d)));
-  if (a.kv_len < 1) throw InputError(fmt::format("--kv-len: expected a positive integer, got {}", a.kv_len));
+  if (a.kv_len < 1 || a.kv_len > kMaxKvLen)  // the bound gen and the trace format share
+    throw InputError(fmt::format("--kv-len: expected an integer in [1, {}], got {}", kMaxKvLen, a.kv_len));
   rq.kv_len = a.kv_len;
   rq.gpu_mem_util = a.gpu_mem_util;
   if (a.jobs < 0) throw InputError(fmt::format("-j/--jobs: expected 0 (all cores) or a positive count, got {}", a.jobs));
