@@ -45,9 +45,10 @@ std::vector<std::string> parse_strategies(const std::string& list) {
   return out;
 }
 
-// The largest message bench-comm measures: 8 GiB. Each rank holds an input and an output buffer
-// of it (and NCCL its own), so larger ones cannot fit a 141 GB H200 together with what else runs;
-// a bigger figure is a typo (and 13 digits times G would overflow).
+// The largest message bench-comm measures: 8 GiB, 128 times the top of the default range (64 MiB,
+// beyond any decode-step allreduce), while every rank's input and output buffers still fit the
+// smallest GPU we describe (L40S, 48 GB). A bigger figure is a typo; 13 digits times G would
+// also overflow int64.
 constexpr std::int64_t kMaxBenchBytes = std::int64_t{8} << 30;
 
 // "43008", "64K", "1M" (K/M/G = 1024^n bytes).
