@@ -409,8 +409,7 @@ const std::vector<std::int64_t>& calibration_token_grid() {
 CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const CalibrationPlanOptions& o) {
   if (o.ranks < 1) throw InputError(fmt::format("--ranks: expected at least 1, got {}", o.ranks));
   for (const auto& s : o.strategies)
-    if (std::find(calibratable_strategies().begin(), calibratable_strategies().end(), s) ==
-        calibratable_strategies().end())
+    if (!is_calibratable_strategy(s))
       throw InputError(fmt::format("--strategy: calibrate cannot measure '{}' (it measures {})", s,
                                    fmt::join(calibratable_strategies(), ", ")));
   const TraceShapes s = collect(traces);

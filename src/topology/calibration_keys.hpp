@@ -17,6 +17,7 @@ namespace eaglesim {
 // `ideal` (free by definition) nor `auto` (it picks among the others, each priced by its own
 // table). The registry's test checks every name here is a registered strategy.
 const std::vector<std::string>& calibratable_strategies();
+bool is_calibratable_strategy(const std::string& name);
 
 std::string attention_calibration_key(const Op& op);
 std::string attention_calibration_key_q(const Op& op);  // the key above + ":q" + op.q_tokens
