@@ -67,7 +67,8 @@ std::int64_t parse_size(const std::string& text) {
   const std::int64_t count = std::stoll(text.substr(0, digits));
   if (count <= 0) throw InputError("--sizes: '" + text + "' must be positive");
   if (count > kMaxBenchBytes / mult)
-    throw InputError("--sizes: '" + text + "' is larger than the 8G (8 GiB) per message bench-comm measures");
+    throw InputError(fmt::format("--sizes: '{}' is larger than the {}G ({} GiB) per message bench-comm measures", text,
+                                 kMaxBenchBytes >> 30, kMaxBenchBytes >> 30));
   return count * mult;
 }
 
@@ -235,8 +236,7 @@ void add_bench_comm(CLI::App& app) {
     q.ranks = opt->ranks;
     if (opt->iters < 1 || opt->iters > 100000) throw InputError("--iters: expected 1..100000");
     q.iters = opt->iters;
-    if (!(opt->timeout_s > 0) || opt->timeout_s > kMaxTimeoutS)
-      throw InputError(fmt::format("--timeout: expected seconds in (0, {}], got {}", kMaxTimeoutS, opt->timeout_s));
+    check_timeout_flag(opt->timeout_s);
     q.timeout_s = opt->timeout_s;
     const auto g = parse_gemm(opt->gemm);
     q.gemm_m = g[0], q.gemm_n = g[1], q.gemm_k = g[2];

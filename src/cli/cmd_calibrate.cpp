@@ -65,8 +65,7 @@ void run_calibrate_command(const CalibrateArgs& a) {
     throw InputError("calibrate: give either --traces T1[,T2...] or --model CONFIG[,CONFIG...] (exactly one)");
   if (a.ranks < 0) throw InputError(fmt::format("--ranks: expected 1 or more, got {}", a.ranks));
   if (a.iters < 1 || a.iters > 1000) throw InputError("--iters: expected 1..1000");
-  if (!(a.timeout_s > 0) || a.timeout_s > kMaxTimeoutS)
-    throw InputError(fmt::format("--timeout: expected seconds in (0, {}], got {}", kMaxTimeoutS, a.timeout_s));
+  check_timeout_flag(a.timeout_s);
   if (!(a.chain_us >= 50 && a.chain_us <= 20000))
     throw InputError(fmt::format("--chain-us: expected 50..20000 (µs one measured graph runs), got {}", a.chain_us));
   const std::vector<Trace> traces = load_traces(a);

@@ -1,5 +1,9 @@
 #include "cli/replay_flags.hpp"
 
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
 namespace eaglesim::cli {
 
 void add_replay_flags(CLI::App* cmd, ReplayFlags& flags) {
@@ -18,6 +22,11 @@ void apply_replay_flags(const ReplayFlags& flags, RunOptions& opts) {
   opts.iters = flags.iters;
   opts.warmup = flags.warmup;
   opts.timeout_s = flags.timeout_s;
+}
+
+void check_timeout_flag(double seconds) {
+  if (!(seconds > 0) || seconds > kMaxTimeoutS)
+    throw InputError(fmt::format("--timeout: expected seconds in (0, {}], got {}", kMaxTimeoutS, seconds));
 }
 
 }  // namespace eaglesim::cli

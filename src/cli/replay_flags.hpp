@@ -22,5 +22,8 @@ struct ReplayFlags {
 void add_replay_flags(CLI::App* cmd, ReplayFlags& flags);
 // Copies them into the options the backends read.
 void apply_replay_flags(const ReplayFlags& flags, RunOptions& opts);
+// The same --timeout bound for the commands that parse their flags themselves (calibrate,
+// bench-comm): InputError unless 0 < seconds <= kMaxTimeoutS.
+void check_timeout_flag(double seconds);
 
 }  // namespace eaglesim::cli
