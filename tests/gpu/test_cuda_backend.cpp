@@ -576,6 +576,26 @@ TEST(CudaReplay, EveryStrategyPassesTheSelfCheckOnTwoGpus) {
   EXPECT_FALSE(has_note(backend->run_step(t, t.steps[0], "ideal", nullptr, opts).notes, "self-check"));
 }
 
+namespace {
+
+bool has_mpirun() { return std::system("command -v mpirun > /dev/null 2>&1") == 0; }
+
+// Runs `args` under `mpirun -np n` with the log in the test's temp dir; returns system()'s
+// status and fills `log` with what the processes printed.
+int mpirun_eaglesim(int n, const std::string& args, std::string& log) {
+  const std::string log_path = ::testing::TempDir() + "eaglesim_mpirun.log";
+  const std::string cmd = "mpirun --allow-run-as-root --bind-to none -np " + std::to_string(n) +
+                          " -x NCCL_NVLS_ENABLE=0 " + EAGLESIM_EXE + " " + args + " > " + log_path + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(log_path);
+  log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return status;
+}
+
+bool exists(const std::string& path) { return std::ifstream(path).good(); }
+
+}  // namespace
+
 // Under mpirun (one process per GPU), our own strategies map the peer's buffers through CUDA
 // IPC: every strategy runs, passes the self-check on 2 ranks and reports a step.
 TEST(CudaReplayMpi, EveryStrategyAcrossTwoProcesses) {
@@ -583,16 +603,16 @@ TEST(CudaReplayMpi, EveryStrategyAcrossTwoProcesses) {
 #ifndef EAGLESIM_HAVE_MPI
   GTEST_SKIP() << "built without MPI";
 #else
-  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun on PATH";
+  if (!has_mpirun()) GTEST_SKIP() << "no mpirun on PATH";
   const std::string dir = ::testing::TempDir();
   const std::string trace = dir + "eaglesim_mpi_tiny.json", report = dir + "eaglesim_mpi_report.json";
   write_trace(tiny_fused_trace(2), trace);
   std::remove(report.c_str());
-  const std::string cmd = std::string("mpirun --allow-run-as-root --bind-to none -np 2 -x NCCL_NVLS_ENABLE=0 ") +
-                          EAGLESIM_EXE + " run " + trace +
-                          " --backend cuda --strategy nccl,oneshot,twoshot,fused,quant --iters 5 --warmup 1 --json " +
-                          report + " > " + dir + "eaglesim_mpi.log 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << " (log: " << dir << "eaglesim_mpi.log)";
+  std::string log;
+  ASSERT_EQ(mpirun_eaglesim(2, "run " + trace + " --backend cuda --strategy nccl,oneshot,twoshot,fused,quant --iters 5 "
+                               "--warmup 1 --json " + report, log),
+            0)
+      << log;
   std::ifstream in(report);
   ASSERT_TRUE(in.good()) << report;
   const nlohmann::json j = nlohmann::json::parse(in);
@@ -609,29 +629,11 @@ TEST(CudaReplayMpi, EveryStrategyAcrossTwoProcesses) {
 #endif
 }
 
-namespace {
-
-// Runs `args` under `mpirun -np n` with the log in the test's temp dir; returns system()'s
-// status and fills `log` with what the processes printed.
-int mpirun_eaglesim(int n, const std::string& args, std::string& log) {
-  const std::string log_path = ::testing::TempDir() + "eaglesim_mpi_refusal.log";
-  const std::string cmd = "mpirun --allow-run-as-root --bind-to none -np " + std::to_string(n) +
-                          " -x NCCL_NVLS_ENABLE=0 " + EAGLESIM_EXE + " " + args + " > " + log_path + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  std::ifstream in(log_path);
-  log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return status;
-}
-
-bool exists(const std::string& path) { return std::ifstream(path).good(); }
-
-}  // namespace
-
 // One GPU per process: more processes than GPUs would put two on one GPU. Every process sees
 // the same pair and refuses before any collective (no hang), and no report is written.
 TEST(CudaReplayMpi, TwoProcessesOnOneGpuAreRefused) {
   REQUIRE_GPUS(1);
-  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun on PATH";
+  if (!has_mpirun()) GTEST_SKIP() << "no mpirun on PATH";
   const std::string dir = ::testing::TempDir();
   const std::string trace = dir + "eaglesim_mpi_refused.json", report = dir + "eaglesim_mpi_refused_report.json";
   const int n = gpu_count() + 1;
@@ -649,7 +651,7 @@ TEST(CudaReplayMpi, TwoProcessesOnOneGpuAreRefused) {
 // output file, instead of running once per process on the same GPUs.
 TEST(CudaReplayMpi, CalibrateAndBenchCommRefuseMpirun) {
   REQUIRE_GPUS(1);
-  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun on PATH";
+  if (!has_mpirun()) GTEST_SKIP() << "no mpirun on PATH";
   const std::string dir = ::testing::TempDir();
   const std::string trace = dir + "eaglesim_mpi_calibrate.json", topo = dir + "eaglesim_mpi_topology.json",
                     bench = dir + "eaglesim_mpi_bench.json";
