@@ -14,9 +14,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/replay_flags.hpp"
+#include "comm/strategy_facts.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
-#include "engine/gpu_tools.hpp"
+#include "calibration/gpu_tools.hpp"
 #include "io/atomic_file.hpp"
 
 namespace eaglesim::cli {
@@ -24,7 +25,7 @@ namespace eaglesim::cli {
 namespace {
 
 const std::vector<std::string>& bench_strategies() {
-  static const std::vector<std::string> names{"nccl", "oneshot", "oneshot_push", "twoshot", "fused", "quant", "reference"};
+  static const std::vector<std::string> names = bench_comm_names();
   return names;
 }
 
@@ -33,7 +34,7 @@ std::vector<std::string> parse_strategies(const std::string& list) {
   for (const std::string& name : split_comma_list("--strategy", list)) {
     if (name == "all") {
       for (const auto& s : bench_strategies())
-        if (s != "reference") out.push_back(s);
+        if (strategy_facts(s).kernel != StrategyKernel::reference) out.push_back(s);  // a baseline, asked for by name
     } else if (std::find(bench_strategies().begin(), bench_strategies().end(), name) != bench_strategies().end()) {
       if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
     } else {

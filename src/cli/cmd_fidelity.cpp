@@ -18,7 +18,7 @@
 #include "core/errors.hpp"
 #include "engine/backend.hpp"
 #include "io/atomic_file.hpp"
-#include "report/fidelity.hpp"
+#include "report/fidelity_printer.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
 

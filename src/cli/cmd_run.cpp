@@ -1,9 +1,7 @@
 // eaglesim run [TRACE]: one trace, one or more allreduce strategies, the A/B report.
 // With no arguments it runs the seed scenario (Kimi-K2 at TP=8 on 8 x RTX PRO 6000 over PCIe 5)
 // and says which defaults it used.
-#include <sys/stat.h>
 
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -18,8 +16,9 @@
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
 #include "engine/backend.hpp"
+#include "engine/evaluate.hpp"
 #include "io/atomic_file.hpp"
-#include "report/evaluate.hpp"
+#include "io/data_paths.hpp"
 #include "report/html_report.hpp"
 #include "report/printers.hpp"
 #include "topology/topology.hpp"
@@ -56,25 +55,9 @@ struct RunArgs {
   std::string report_out;  // --report (sweep branch): self-contained HTML report
 };
 
-bool exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-// Default inputs live in the repository; looked up as resolve_topology_path looks up presets:
-// the working directory, the installed tree next to the executable (BIN/../REL), then the
-// source tree this binary was built from (so `eaglesim run` works from anywhere).
+// Default inputs are product data, found where presets are (io/data_paths.hpp).
 std::string resolve_repo_file(const std::string& rel) {
-  if (exists(rel)) return rel;
-  std::error_code ec;
-  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    std::string installed = (exe.parent_path().parent_path() / rel).string();
-    if (exists(installed)) return installed;
-  }
-  std::string in_repo = std::string(EAGLESIM_SOURCE_DIR) + "/" + rel;
-  if (exists(in_repo)) return in_repo;
-  return rel;  // read_trace names the missing file
+  return find_data_file(rel).value_or(rel);  // read_trace names a missing file
 }
 
 std::vector<double> parse_per_rank(const std::string& list, const char* flag) {

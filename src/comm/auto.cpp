@@ -4,19 +4,29 @@
 // than oneshot on the allreduce alone). The detail names the one chosen.
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "comm/modelled_communicator.hpp"
 #include "comm/strategies.hpp"
+#include "comm/strategy_facts.hpp"
 
 namespace eaglesim {
 
 namespace {
 
-// std::string, not const char*: find_communicator takes a const std::string&, and a temporary
-// string made for each call is what GCC 13's -Wdangling-reference flags when the returned
-// reference is bound to a name (a false alarm, as the registry owns the communicator, but a
-// named string leaves nothing to suspect).
-const std::string kCandidates[] = {"nccl", "oneshot", "twoshot"};
+// The candidates: every runnable, exact strategy that neither fuses other ops, bounds, nor selects
+// (nccl, oneshot, twoshot), in table order. Named strings, not temporaries: find_communicator
+// takes a const std::string&, and GCC 13's -Wdangling-reference flags a reference bound from a
+// temporary (a false alarm, as the registry owns the communicator).
+const std::vector<std::string>& candidates() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const StrategyFacts& f : strategy_table())
+      if (f.runs && f.exact && !f.fuses_residual_norm && !f.lower_bound && !f.selector) v.emplace_back(f.name);
+    return v;
+  }();
+  return names;
+}
 
 class AutoCommunicator final : public ModelledCommunicator {
  public:
@@ -28,7 +38,7 @@ class AutoCommunicator final : public ModelledCommunicator {
  protected:
   CommSupport strategy_supports(const Topology& t, int ranks, std::int64_t bytes) const override {
     std::string reasons;
-    for (const std::string& c : kCandidates) {
+    for (const std::string& c : candidates()) {
       CommSupport s = find_communicator(c).supports(t, ranks, bytes);
       if (s.ok) return {};
       reasons += (reasons.empty() ? "" : "; ") + c + ": " + s.reason;
@@ -39,7 +49,7 @@ class AutoCommunicator final : public ModelledCommunicator {
     CommCost best;
     best.us = std::numeric_limits<double>::infinity();
     std::string chosen;
-    for (const std::string& c : kCandidates) {
+    for (const std::string& c : candidates()) {
       const Communicator& comm = find_communicator(c);
       if (!comm.supports(*q.topo, q.ranks, q.bytes).ok) continue;
       CommCost cost = comm.cost(q);

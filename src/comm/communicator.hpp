@@ -46,11 +46,12 @@ class Communicator {
   virtual std::string description() const = 0;
   virtual CommSupport supports(const Topology& topo, int ranks, std::int64_t bytes) const = 0;
   virtual CommCost cost(const CommQuery& q) const = 0;
-  // `fused`: the allreduce absorbs the residual_add + rmsnorm that follow it in the trace.
-  virtual bool fuses_residual_norm() const { return false; }
+  // The allreduce absorbs the residual_add + rmsnorm that follow it in the trace (the
+  // strategy table's fact for this name; a test double may say otherwise).
+  virtual bool fuses_residual_norm() const;
 };
 
-// Registry keyed by name: nccl, oneshot, twoshot, fused, quant, ideal, auto.
+// Registry keyed by name: the runnable strategies of comm/strategy_facts.hpp, in its order.
 const Communicator& find_communicator(const std::string& name);  // InputError listing known names
 std::vector<std::string> communicator_names();
 // Parses "nccl,oneshot" or "all" into names; InputError on unknown names.

@@ -21,7 +21,6 @@ class FusedCommunicator final : public ModelledCommunicator {
   std::string description() const override {
     return "one-shot allreduce + residual add + RMSNorm in one kernel";
   }
-  bool fuses_residual_norm() const override { return true; }
 
  protected:
   CommSupport strategy_supports(const Topology& t, int ranks, std::int64_t bytes) const override {

@@ -27,7 +27,7 @@ CommCost ModelledCommunicator::cost(const CommQuery& q) const {
   const Calibration& cal = q.topo->calibration;
   TableLookup lookup;
   auto it = cal.allreduce.find(name());
-  if (calibratable() && it != cal.allreduce.end() && (cal.ranks == 0 || cal.ranks == q.ranks))
+  if (is_calibratable(name()) && it != cal.allreduce.end() && (cal.ranks == 0 || cal.ranks == q.ranks))
     lookup = interpolate_table(it->second, static_cast<double>(q.bytes));
   if (lookup.inside) return {lookup.us, "calibrated", true, false};
 
@@ -45,7 +45,8 @@ CommSupport p2p_kernel_support(const Topology& topo, int ranks, std::int64_t byt
     return {false, fmt::format("custom P2P kernels are built for 2, 4 or 8 ranks, not {}", ranks)};
   if (bytes > kMaxCustomBytes)
     return {false, fmt::format("message of {} B exceeds the {} B registered buffer", bytes, kMaxCustomBytes)};
-  if (bytes % 16 != 0) return {false, fmt::format("message of {} B is not a multiple of 16 B (packed loads)", bytes)};
+  if (bytes % kCustomByteMultiple != 0)
+    return {false, fmt::format("message of {} B is not a multiple of {} B (packed loads)", bytes, kCustomByteMultiple)};
   return {};
 }
 

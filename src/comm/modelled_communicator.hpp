@@ -5,6 +5,7 @@
 #include <string>
 
 #include "comm/communicator.hpp"
+#include "comm/strategy_facts.hpp"
 
 namespace eaglesim {
 
@@ -19,13 +20,11 @@ class ModelledCommunicator : public Communicator {
  protected:
   virtual CommSupport strategy_supports(const Topology& topo, int ranks, std::int64_t bytes) const = 0;
   virtual CommCost model(const CommQuery& q) const = 0;
-  virtual bool calibratable() const { return true; }
 };
 
-// Rules of our custom P2P kernels (oneshot, twoshot, fused, quant): they load/store peers'
+// Rules of our custom P2P kernels (the table's needs_p2p entries): they load/store peers'
 // buffers directly, are instantiated for 2, 4 and 8 ranks, use 16-byte packed accesses and a
-// pre-registered buffer of kMaxCustomBytes (the size vLLM's custom allreduce registers).
-constexpr std::int64_t kMaxCustomBytes = 8 * 1024 * 1024;
+// pre-registered buffer of kMaxCustomBytes (comm/strategy_facts.hpp).
 CommSupport p2p_kernel_support(const Topology& topo, int ranks, std::int64_t bytes);
 
 }  // namespace eaglesim

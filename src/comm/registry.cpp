@@ -1,10 +1,14 @@
-// The strategy registry: names in a fixed order (the order `all` expands to and reports list).
+// The strategy registry: one cost model per runnable entry of the strategy table, in its order
+// (the order `all` expands to and reports list).
 #include <algorithm>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "comm/communicator.hpp"
 #include "comm/strategies.hpp"
+#include "comm/strategy_facts.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 
@@ -12,16 +16,24 @@ namespace eaglesim {
 
 namespace {
 
+using Factory = std::unique_ptr<Communicator> (*)();
+
+// The cost model behind each runnable name of the strategy table.
+Factory factory_for(std::string_view name) {
+  static const std::pair<std::string_view, Factory> factories[] = {
+      {"nccl", make_nccl_communicator},   {"oneshot", make_oneshot_communicator}, {"twoshot", make_twoshot_communicator},
+      {"fused", make_fused_communicator}, {"quant", make_quant_communicator},     {"ideal", make_ideal_communicator},
+      {"auto", make_auto_communicator},
+  };
+  for (const auto& [n, f] : factories)
+    if (n == name) return f;
+  throw std::logic_error(fmt::format("strategy table: no cost model for \"{}\"", name));
+}
+
 const std::vector<std::unique_ptr<Communicator>>& registry() {
   static const std::vector<std::unique_ptr<Communicator>> all = [] {
     std::vector<std::unique_ptr<Communicator>> v;
-    v.push_back(make_nccl_communicator());
-    v.push_back(make_oneshot_communicator());
-    v.push_back(make_twoshot_communicator());
-    v.push_back(make_fused_communicator());
-    v.push_back(make_quant_communicator());
-    v.push_back(make_ideal_communicator());
-    v.push_back(make_auto_communicator());
+    for (const std::string& name : runnable_strategy_names()) v.push_back(factory_for(name)());
     return v;
   }();
   return all;
@@ -35,11 +47,9 @@ std::string known_list() {
 
 }  // namespace
 
-std::vector<std::string> communicator_names() {
-  std::vector<std::string> names;
-  for (const auto& c : registry()) names.push_back(c->name());
-  return names;
-}
+bool Communicator::fuses_residual_norm() const { return eaglesim::fuses_residual_norm(name()); }
+
+std::vector<std::string> communicator_names() { return runnable_strategy_names(); }
 
 const Communicator& find_communicator(const std::string& name) {
   for (const auto& c : registry())

@@ -21,7 +21,7 @@
 #include "cuda/l2_rotation.hpp"
 #include "cuda/rank_comm.hpp"
 #include "cuda/rank_program.hpp"
-#include "engine/layer_chain.hpp"
+#include "calibration/layer_chain.hpp"
 
 namespace eaglesim::cuda {
 

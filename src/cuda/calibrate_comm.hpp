@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/calibration_request.hpp"
+#include "calibration/calibration_request.hpp"
 
 namespace eaglesim::cuda {
 

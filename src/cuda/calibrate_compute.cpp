@@ -15,7 +15,7 @@
 #include "cuda/l2_rotation.hpp"
 #include "cuda/rank_program.hpp"
 #include "cuda/weight_arena.hpp"
-#include "engine/layer_chain.hpp"
+#include "calibration/layer_chain.hpp"
 
 namespace eaglesim::cuda {
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/calibration_request.hpp"
+#include "calibration/calibration_request.hpp"
 #include "trace/op.hpp"
 
 namespace eaglesim::cuda {

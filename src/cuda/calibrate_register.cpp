@@ -23,8 +23,8 @@
 #include "cuda/calibrate_comm.hpp"
 #include "cuda/calibrate_compute.hpp"
 #include "cuda/calibrate_graph.hpp"
-#include "engine/gpu_tools.hpp"
-#include "engine/slowest_gpu.hpp"
+#include "calibration/gpu_tools.hpp"
+#include "calibration/slowest_gpu.hpp"
 
 namespace eaglesim::cuda {
 

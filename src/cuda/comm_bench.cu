@@ -26,7 +26,7 @@
 #include "cuda/custom_nccl.hpp"
 #include "cuda/host_elements.hpp"
 #include "cuda/peer_memory.hpp"
-#include "engine/gpu_tools.hpp"
+#include "calibration/gpu_tools.hpp"
 
 namespace eaglesim::cuda {
 

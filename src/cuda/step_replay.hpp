@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/backend.hpp"
-#include "engine/step_result.hpp"
+#include "domain/step_result.hpp"
 #include "trace/trace.hpp"
 
 namespace eaglesim::cuda {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
-#include "engine/step_result.hpp"
+#include "domain/step_result.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace.hpp"
 
@@ -48,7 +48,6 @@ using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 void register_backend(const std::string& name, BackendFactory factory);
 // InputError for unknown names; DeviceError ("built without CUDA") for "cuda" when absent.
 std::unique_ptr<Backend> make_backend(const std::string& name);
-std::vector<std::string> backend_names();
 // Registers the backends built into the host library ("sim"). Static initialisers in a static
 // library are dropped by the linker, so commands call this explicitly (idempotent).
 void register_builtin_backends();

@@ -38,11 +38,4 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
   throw InputError("--backend: unknown backend '" + name + "' (known: " + known + ")");
 }
 
-std::vector<std::string> backend_names() {
-  std::lock_guard<std::mutex> lock(registry_mutex());
-  std::vector<std::string> out;
-  for (const auto& [n, f] : registry()) out.push_back(n);
-  return out;
-}
-
 }  // namespace eaglesim

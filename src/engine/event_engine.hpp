@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "engine/op_pricing.hpp"
-#include "engine/step_result.hpp"
+#include "domain/step_result.hpp"
 #include "trace/trace.hpp"
 
 namespace eaglesim {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "topology/calibration_keys.hpp"
 
@@ -198,7 +199,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
         q.dtype = op.dtype;
         CommCost c = opts.comm->cost(q);
         if (c.extrapolated) ++n_comm_extra;
-        else if (!c.calibrated && calibrated_topo && q.ranks > 1 && opts.comm->name() != "ideal") ++n_comm_untabled;
+        else if (!c.calibrated && calibrated_topo && q.ranks > 1 && !is_lower_bound(opts.comm->name())) ++n_comm_untabled;
         it = comm_memo.emplace(key, std::make_pair(c.us, details.id(c.detail.empty() ? opts.comm->name() : c.detail)))
                  .first;
       }

@@ -1,5 +1,6 @@
 // The verify-step timelines of every supported strategy, one Perfetto process group each.
 #include "report/printers.hpp"
+#include "report/chrome_trace.hpp"
 
 namespace eaglesim {
 

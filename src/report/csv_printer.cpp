@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include "domain/ranking.hpp"
 #include "report/printers.hpp"
 
 namespace eaglesim {

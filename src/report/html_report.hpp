@@ -6,7 +6,7 @@
 // SVG) and the tables from them. Callers write the text with write_file_atomic.
 #include <string>
 
-#include "report/report.hpp"
+#include "domain/report.hpp"
 #include "sweep/sweep_result.hpp"
 
 namespace eaglesim {

@@ -1,6 +1,6 @@
 #include "report/printers.hpp"
 
-#include "report/evaluate.hpp"
+#include "domain/ranking.hpp"
 #include "report/strategy_notes.hpp"
 
 namespace eaglesim {

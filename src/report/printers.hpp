@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/report.hpp"
+#include "domain/report.hpp"
 
 namespace eaglesim {
 
@@ -18,9 +18,5 @@ std::string report_to_chrome_trace(const Report& report);  // supported strategi
 // A step's time per op kind as {"gemm": µs, ...}, kinds with no time left out. Shared by the
 // report JSON, fidelity's JSON and the standalone CUDA replay tool.
 nlohmann::ordered_json kind_us_json(const StepResult& step);
-
-// Speed-up of `r` over the reference (first supported) strategy; 0 when not comparable.
-double speedup_vs_reference(const Report& report, const StrategyResult& r);
-const StrategyResult* reference_result(const Report& report);
 
 }  // namespace eaglesim

@@ -14,6 +14,7 @@
 
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
+#include "io/data_paths.hpp"
 #include "topology/topology.hpp"
 
 namespace eaglesim {
@@ -30,11 +31,6 @@ std::string trim(const std::string& s) {
 bool is_file(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool is_dir(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 bool has_glob_chars(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
@@ -116,14 +112,7 @@ std::vector<DType> parse_dtype_list(const std::string& flag, const std::string& 
   return out;
 }
 
-std::vector<std::string> preset_dirs(const std::string& sub) {
-  std::vector<std::string> dirs;
-  for (const std::string& root : {std::string("."), std::string(EAGLESIM_SOURCE_DIR)}) {
-    const std::string dir = root + "/models/" + sub;
-    if (is_dir(dir)) dirs.push_back(dir);
-  }
-  return dirs;
-}
+std::vector<std::string> preset_dirs(const std::string& sub) { return data_dirs("models/" + sub); }
 
 std::vector<std::string> preset_names(const std::string& sub) {
   std::set<std::string> names;

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "comm/strategy_facts.hpp"
+
 namespace eaglesim {
 
 namespace {
@@ -49,7 +51,7 @@ std::vector<std::pair<const char*, json>> row_fields(const SweepRow& r) {
       {"mem_usable_gb", mem_known ? json(gb(r.mem_usable_gb)) : json(nullptr)},
       {"verify_us", metric(us(r.verify_us))},
       {"verify_compute_us", metric(us(r.verify_compute_us))},
-      {"verify_allreduce_us", metric(us(r.verify_allreduce_us))},
+      {"verify_allreduce_us", metric(us(r.comm_us))},
       {"verify_other_us", metric(us(r.verify_other_us))},
       {"allreduce_count", ok ? json(r.allreduce_count) : json(nullptr)},
       {"allreduce_mean_us", metric(us(r.allreduce_mean_us))},
@@ -108,7 +110,7 @@ json sweep_to_json(const SweepResults& res) {
   axes["gpu_mem_util"] = ax.gpu_mem_util;
   json excluded = json::array();
   for (const std::string& s : ax.strategies)
-    if (is_lower_bound_strategy(s)) excluded.push_back(s);
+    if (is_lower_bound(s)) excluded.push_back(s);
   axes["best_excludes"] = excluded;  // lower bounds: charted, never "best"
   doc["axes"] = axes;
 
@@ -211,7 +213,7 @@ std::string sweep_to_table(const SweepResults& res) {
   for (const SweepBest& b : res.best) wm = std::max(wm, b.model.size()), wt = std::max(wt, b.topology.size());
   out += "Best configuration per model, topology and acceptance (plain = fastest plain decoding there";
   for (const std::string& s : res.axes.strategies)
-    if (is_lower_bound_strategy(s)) out += fmt::format("; {} is a lower bound, not a candidate", s);
+    if (is_lower_bound(s)) out += fmt::format("; {} is a lower bound, not a candidate", s);
   out += ")\n";
   out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5}  {:>9}  {:>9}  {:>7}  {}\n", "model", wm,
                      "topology", wt, "accept", "strategy", "TP", "N", "dtype", "tok/s", "plain", "speedup", "EAGLE-3");

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/dtype.hpp"
-#include "engine/timeline.hpp"
-#include "report/report.hpp"
+#include "domain/timeline.hpp"
+#include "domain/report.hpp"
 
 namespace eaglesim {
 
@@ -25,11 +25,6 @@ enum class UnfitKind {
   acceptance,        // a mean accepted length above N + 1 (more than a cycle can yield)
 };
 const char* to_string(UnfitKind k);
-
-// "ideal" prices every allreduce at zero: a lower bound that shows what communication costs,
-// not something one can deploy. It is priced and charted like the others but never chosen as a
-// best configuration or as the plain-decoding baseline.
-bool is_lower_bound_strategy(const std::string& strategy);
 
 // The grid as run (names resolved), echoed into every output so results are self-describing.
 struct SweepAxes {
@@ -47,7 +42,7 @@ struct SweepAxes {
   std::size_t combination_count() const;
 };
 
-struct SweepRow {
+struct SweepRow : CycleMetrics {
   std::size_t index = 0;  // position in the grid (rows are sorted by it)
   std::string model;
   std::string draft_model;  // "" when the trace has no draft step
@@ -68,24 +63,12 @@ struct SweepRow {
   double mem_need_gb = 0;
   double mem_usable_gb = 0;
 
-  // Priced (ok rows only). The verify split sums to verify_us: matmuls and attention, the
-  // allreduces (including waiting for the slowest rank), and everything else (norms,
-  // elementwise ops, embedding, launch gaps).
-  double verify_us = 0;
+  // Priced (ok rows only): the cycle's metrics (CycleMetrics, the same as a run's), with the
+  // verify step split as verify_split() does: verify_compute_us (matmuls and attention) +
+  // comm_us (allreduces, including waiting for the slowest rank) + verify_other_us = verify_us.
+  // speedup_vs_decode is against plain decoding at the same TP and strategy.
   double verify_compute_us = 0;
-  double verify_allreduce_us = 0;
   double verify_other_us = 0;
-  int allreduce_count = 0;
-  double allreduce_mean_us = 0;
-  double draft_us = 0;   // all N draft forwards of a cycle
-  double decode_us = 0;
-  double cycle_us = 0;
-  double tokens_per_cycle = 0;
-  double tokens_per_s = 0;
-  double decode_tokens_per_s = 0;
-  double speedup_vs_decode = 0;  // against plain decoding at the same TP and strategy
-  std::optional<double> breakeven_accept_rate;
-  double breakeven_accept_len = 0;
 };
 
 // Best configuration of one (model, topology, acceptance): the ok row with the highest tok/s.

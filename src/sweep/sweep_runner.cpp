@@ -6,13 +6,16 @@
 #include <fmt/format.h>
 
 #include "comm/communicator.hpp"
+#include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
+#include "domain/speculative.hpp"
+#include "engine/evaluate.hpp"
 #include "engine/sim_backend.hpp"
 #include "model/generator.hpp"
-#include "report/speculative.hpp"
 #include "sweep/memory_check.hpp"
 #include "sweep/progress_bar.hpp"
 #include "sweep/step_fingerprint.hpp"
+#include "sweep/sweep_grid.hpp"
 #include "sweep/thread_pool.hpp"
 
 namespace eaglesim {
@@ -28,8 +31,6 @@ const char* to_string(UnfitKind k) {
   }
   return "?";
 }
-
-bool is_lower_bound_strategy(const std::string& strategy) { return strategy == "ideal"; }
 
 std::size_t SweepAxes::combination_count() const {
   return models.size() * topologies.size() * weight_dtypes.size() * tps.size() * draft_tokens.size() *
@@ -60,39 +61,7 @@ struct UniqueStep {
   int tp = 1;
 };
 
-struct PricedStep {
-  bool supported = true;
-  std::string reason;
-  StepResult result;
-};
-
 constexpr const char* kStepNames[3] = {"verify", "draft", "decode"};
-
-double matmul_and_attention_us(const StepResult& s) {
-  double us = 0;
-  for (OpKind k : {OpKind::gemm, OpKind::grouped_gemm, OpKind::attention, OpKind::lm_head})
-    us += s.kind_us[static_cast<std::size_t>(k)];
-  return us;
-}
-
-void fill_metrics(SweepRow& row, const StrategyResult& r) {
-  row.verify_us = r.verify_us;
-  // The three parts add up to verify_us by construction: "other" is the remainder.
-  row.verify_allreduce_us = r.comm_us;
-  row.verify_compute_us = std::min(matmul_and_attention_us(r.verify), r.verify_us - r.comm_us);
-  row.verify_other_us = std::max(0.0, r.verify_us - r.comm_us - row.verify_compute_us);
-  row.allreduce_count = r.allreduce_count;
-  row.allreduce_mean_us = r.allreduce_mean_us;
-  row.draft_us = r.draft_us;
-  row.decode_us = r.decode_us;
-  row.cycle_us = r.cycle_us;
-  row.tokens_per_cycle = r.tokens_per_cycle;
-  row.tokens_per_s = r.tokens_per_s;
-  row.decode_tokens_per_s = r.decode_tokens_per_s;
-  row.speedup_vs_decode = r.speedup_vs_decode;
-  row.breakeven_accept_rate = r.breakeven_accept_rate;
-  row.breakeven_accept_len = r.breakeven_accept_len;
-}
 
 void check_request(const SweepRequest& rq) {
   auto need = [](bool ok, const char* what) {
@@ -110,46 +79,89 @@ void check_request(const SweepRequest& rq) {
     throw InputError(fmt::format("--gpu-mem-util: expected a fraction in (0, 1], got {}", rq.gpu_mem_util));
 }
 
-}  // namespace
+// The sweep's phases, in order, over shared state. Every result lands in a slot chosen by its
+// index, so the output is identical for any thread count.
+class Sweep {
+ public:
+  Sweep(const SweepRequest& rq, SweepResults& out)
+      : rq_(rq),
+        out_(out),
+        grid_(rq.models.size(), rq.topologies.size(), rq.weight_dtypes.size(), rq.tps.size(), rq.draft_tokens.size(),
+              rq.strategies.size(), rq.acceptances.size()),
+        pool_(rq.threads) {}
 
-SweepResults run_sweep(const SweepRequest& rq) {
-  check_request(rq);
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::size_t M = rq.models.size(), T = rq.topologies.size(), D = rq.weight_dtypes.size(),
-                    P = rq.tps.size(), N = rq.draft_tokens.size(), S = rq.strategies.size(),
-                    A = rq.acceptances.size();
+  void run() {
+    describe_axes();
+    out_.threads = pool_.size();
+    decide_fits();
+    generate_traces();
+    find_distinct_steps();
+    price_steps();
+    build_rows();
+    pick_best();
+    if (rq_.waterfalls) add_waterfalls();
+  }
 
-  SweepResults out;
-  SweepAxes& ax = out.axes;
-  for (const SweepModel& m : rq.models) {
+ private:
+  void describe_axes();
+  void decide_fits();
+  void generate_traces();
+  void find_distinct_steps();
+  void price_steps();
+  void build_rows();
+  void pick_best();
+  void add_waterfalls();
+
+  const TraceSlot* slot(std::size_t m, std::size_t d, std::size_t p, std::size_t n) const {
+    const int i = slot_of_[grid_.trace(m, d, p, n)];
+    return i < 0 ? nullptr : &slots_[static_cast<std::size_t>(i)];
+  }
+  // The priced step `k` (verify, draft, decode) of a trace slot on topology t with strategy st.
+  const PricedStep* priced(const TraceSlot& s, int k, std::size_t t, std::size_t st) const {
+    if (s.uid[k] < 0) return nullptr;
+    return &priced_[static_cast<std::size_t>(job_base_[static_cast<std::size_t>(s.uid[k]) * grid_.topologies + t]) + st];
+  }
+  bool deployable(const SweepRow& row) const { return row.ok() && !is_lower_bound(row.strategy); }
+
+  const SweepRequest& rq_;
+  SweepResults& out_;
+  const SweepGrid grid_;
+  ThreadPool pool_;
+  std::vector<Fit> fits_;
+  std::vector<int> slot_of_;       // per grid_.trace(): index into slots_, -1 when no topology can run it
+  std::vector<TraceSlot> slots_;
+  std::vector<UniqueStep> unique_;
+  std::vector<long> job_base_;     // per (unique step, topology): first job (then one per strategy), -1: not needed
+  std::vector<PricedStep> priced_;
+};
+
+void Sweep::describe_axes() {
+  SweepAxes& ax = out_.axes;
+  for (const SweepModel& m : rq_.models) {
     ax.models.push_back(m.target.name);
     ax.draft_models.push_back(m.draft ? m.draft->name : "");
     if (!m.draft)
-      out.notes.push_back(fmt::format("{}: no EAGLE-3 head, so the draft forwards are not in the cycle (tok/s is "
-                                      "optimistic)",
-                                      m.target.name));
+      out_.notes.push_back(fmt::format("{}: no EAGLE-3 head, so the draft forwards are not in the cycle (tok/s is "
+                                       "optimistic)",
+                                       m.target.name));
   }
-  for (const Topology& t : rq.topologies) ax.topologies.push_back(t.name);
-  ax.weight_dtypes = rq.weight_dtypes;
-  ax.tps = rq.tps;
-  ax.draft_tokens = rq.draft_tokens;
-  ax.acceptances = rq.acceptances;
-  ax.strategies = rq.strategies;
-  ax.kv_len = rq.kv_len;
-  ax.gpu_mem_util = rq.gpu_mem_util;
+  for (const Topology& t : rq_.topologies) ax.topologies.push_back(t.name);
+  ax.weight_dtypes = rq_.weight_dtypes;
+  ax.tps = rq_.tps;
+  ax.draft_tokens = rq_.draft_tokens;
+  ax.acceptances = rq_.acceptances;
+  ax.strategies = rq_.strategies;
+  ax.kv_len = rq_.kv_len;
+  ax.gpu_mem_util = rq_.gpu_mem_util;
+}
 
-  ThreadPool pool(rq.threads);
-  out.threads = pool.size();
-
-  // ---- 1. feasibility per (model, topology, dtype, TP)
-  auto fit_at = [&](std::size_t m, std::size_t t, std::size_t d, std::size_t p) -> std::size_t {
-    return ((m * T + t) * D + d) * P + p;
-  };
-  std::vector<Fit> fits(M * T * D * P);
-  for (std::size_t m = 0; m < M; ++m) {
-    const SweepModel& model = rq.models[m];
-    for (std::size_t p = 0; p < P; ++p) {
-      const int tp = rq.tps[p];
+// 1. Feasibility per (model, topology, dtype, TP): GPU count, sharding, memory (cheap, serial).
+void Sweep::decide_fits() {
+  fits_.assign(grid_.fits(), Fit{});
+  for (std::size_t m = 0; m < grid_.models; ++m) {
+    const SweepModel& model = rq_.models[m];
+    for (std::size_t p = 0; p < grid_.tps; ++p) {
+      const int tp = rq_.tps[p];
       std::string shard_error;
       try {
         check_tp(model.target, tp);
@@ -157,13 +169,13 @@ SweepResults run_sweep(const SweepRequest& rq) {
       } catch (const InputError& e) {
         shard_error = e.what();
       }
-      for (std::size_t d = 0; d < D; ++d) {
+      for (std::size_t d = 0; d < grid_.dtypes; ++d) {
         MemoryNeed need;
         if (shard_error.empty())
-          need = memory_needed(model.target, model.draft ? &*model.draft : nullptr, tp, rq.weight_dtypes[d], rq.kv_len);
-        for (std::size_t t = 0; t < T; ++t) {
-          const Topology& topo = rq.topologies[t];
-          Fit& f = fits[fit_at(m, t, d, p)];
+          need = memory_needed(model.target, model.draft ? &*model.draft : nullptr, tp, rq_.weight_dtypes[d], rq_.kv_len);
+        for (std::size_t t = 0; t < grid_.topologies; ++t) {
+          const Topology& topo = rq_.topologies[t];
+          Fit& f = fits_[grid_.fit(m, t, d, p)];
           if (tp > topo.gpu_count) {
             f.unfit = UnfitKind::tp_exceeds_gpus;
             f.reason = fmt::format("TP {} needs {} GPUs, {} has {}", tp, tp, topo.name, topo.gpu_count);
@@ -174,7 +186,7 @@ SweepResults run_sweep(const SweepRequest& rq) {
             f.reason = shard_error;
             continue;
           }
-          const MemoryVerdict v = check_memory(need, topo.gpu, rq.gpu_mem_util);
+          const MemoryVerdict v = check_memory(need, topo.gpu, rq_.gpu_mem_util);
           f.need_gb = v.need_gb;
           f.usable_gb = v.usable_gb;
           if (!v.fits) {
@@ -185,163 +197,152 @@ SweepResults run_sweep(const SweepRequest& rq) {
       }
     }
   }
+}
 
-  // ---- 2. one trace per (model, dtype, TP, draft tokens) that some topology can run
-  auto trace_at = [&](std::size_t m, std::size_t d, std::size_t p, std::size_t n) -> std::size_t {
-    return ((m * D + d) * P + p) * N + n;
-  };
-  std::vector<int> slot_of(M * D * P * N, -1);
-  std::vector<TraceSlot> slots;
-  for (std::size_t m = 0; m < M; ++m)
-    for (std::size_t d = 0; d < D; ++d)
-      for (std::size_t p = 0; p < P; ++p) {
+// 2. One generated trace per (model, dtype, TP, draft tokens) that some topology can run.
+void Sweep::generate_traces() {
+  slot_of_.assign(grid_.traces(), -1);
+  for (std::size_t m = 0; m < grid_.models; ++m)
+    for (std::size_t d = 0; d < grid_.dtypes; ++d)
+      for (std::size_t p = 0; p < grid_.tps; ++p) {
         bool wanted = false;
-        for (std::size_t t = 0; t < T && !wanted; ++t) wanted = fits[fit_at(m, t, d, p)].unfit == UnfitKind::none;
+        for (std::size_t t = 0; t < grid_.topologies && !wanted; ++t)
+          wanted = fits_[grid_.fit(m, t, d, p)].unfit == UnfitKind::none;
         if (!wanted) continue;
-        for (std::size_t n = 0; n < N; ++n) {
-          slot_of[trace_at(m, d, p, n)] = static_cast<int>(slots.size());
+        for (std::size_t n = 0; n < grid_.draft_tokens; ++n) {
+          slot_of_[grid_.trace(m, d, p, n)] = static_cast<int>(slots_.size());
           TraceSlot s;
           s.model = m, s.dtype = d, s.tp = p, s.tokens = n;
-          slots.push_back(std::move(s));
+          slots_.push_back(std::move(s));
         }
       }
-  pool.run(slots.size(), [&](std::size_t i) {
-    TraceSlot& s = slots[i];
-    const SweepModel& model = rq.models[s.model];
+  pool_.run(slots_.size(), [&](std::size_t i) {
+    TraceSlot& s = slots_[i];
+    const SweepModel& model = rq_.models[s.model];
     GenOptions g;
-    g.tp = rq.tps[s.tp];
-    g.tokens = 1 + rq.draft_tokens[s.tokens];
-    g.kv_len = rq.kv_len;
-    g.weight_dtype = rq.weight_dtypes[s.dtype];
+    g.tp = rq_.tps[s.tp];
+    g.tokens = 1 + rq_.draft_tokens[s.tokens];
+    g.kv_len = rq_.kv_len;
+    g.weight_dtype = rq_.weight_dtypes[s.dtype];
     g.draft = model.draft;
     s.trace = generate_trace(model.target, g);
-    s.trace.meta.draft_tokens = rq.draft_tokens[s.tokens];
+    s.trace.meta.draft_tokens = rq_.draft_tokens[s.tokens];
     for (int k = 0; k < 3; ++k)
       if (const Step* st = s.trace.find_step(kStepNames[k])) s.fp[k] = step_fingerprint(*st);
   });
-  out.traces_generated = slots.size();
+  out_.traces_generated = slots_.size();
+}
 
-  // Distinct steps: a step equal in content (and world size) to one seen before shares its id.
-  std::vector<UniqueStep> unique;
+// Distinct steps: a step equal in content (and world size) to one seen before shares its id
+// (draft and decode steps do not depend on the draft-token count, so they are shared across it).
+void Sweep::find_distinct_steps() {
   std::multimap<std::uint64_t, int> by_fp;
-  for (TraceSlot& s : slots) {
+  for (TraceSlot& s : slots_) {
     for (int k = 0; k < 3; ++k) {
       const Step* st = s.trace.find_step(kStepNames[k]);
       if (!st) continue;
-      const int tp = rq.tps[s.tp];
+      const int tp = rq_.tps[s.tp];
       int id = -1;
       auto range = by_fp.equal_range(s.fp[k]);
       for (auto it = range.first; it != range.second && id < 0; ++it) {
-        const UniqueStep& u = unique[static_cast<std::size_t>(it->second)];
+        const UniqueStep& u = unique_[static_cast<std::size_t>(it->second)];
         if (u.tp == tp && same_step_content(*u.step, *st)) id = it->second;
       }
       if (id < 0) {
-        id = static_cast<int>(unique.size());
-        unique.push_back({&s.trace, st, tp});
+        id = static_cast<int>(unique_.size());
+        unique_.push_back({&s.trace, st, tp});
         by_fp.emplace(s.fp[k], id);
       }
       s.uid[k] = id;
     }
   }
+}
 
-  // ---- 3. one simulation per distinct step x topology (where it can run) x strategy
-  const std::size_t U = unique.size();
-  std::vector<long> job_base(U * T, -1);
+// 3. One simulation per distinct step x topology (where it can run) x strategy.
+void Sweep::price_steps() {
+  const std::size_t T = grid_.topologies, S = grid_.strategies;
+  job_base_.assign(unique_.size() * T, -1);
   struct Job {
     int uid;
     std::size_t topo;
     std::size_t strategy;
   };
   std::vector<Job> jobs;
-  for (std::size_t m = 0; m < M; ++m)
+  for (std::size_t m = 0; m < grid_.models; ++m)
     for (std::size_t t = 0; t < T; ++t)
-      for (std::size_t d = 0; d < D; ++d)
-        for (std::size_t p = 0; p < P; ++p) {
-          if (fits[fit_at(m, t, d, p)].unfit != UnfitKind::none) continue;
-          for (std::size_t n = 0; n < N; ++n) {
-            const TraceSlot& s = slots[static_cast<std::size_t>(slot_of[trace_at(m, d, p, n)])];
+      for (std::size_t d = 0; d < grid_.dtypes; ++d)
+        for (std::size_t p = 0; p < grid_.tps; ++p) {
+          if (fits_[grid_.fit(m, t, d, p)].unfit != UnfitKind::none) continue;
+          for (std::size_t n = 0; n < grid_.draft_tokens; ++n) {
+            const TraceSlot& s = *slot(m, d, p, n);
             for (int k = 0; k < 3; ++k) {
               if (s.uid[k] < 0) continue;
-              long& base = job_base[static_cast<std::size_t>(s.uid[k]) * T + t];
+              long& base = job_base_[static_cast<std::size_t>(s.uid[k]) * T + t];
               if (base >= 0) continue;
               base = static_cast<long>(jobs.size());
               for (std::size_t st = 0; st < S; ++st) jobs.push_back({s.uid[k], t, st});
             }
           }
         }
-  std::vector<PricedStep> priced(jobs.size());
-  {
-    ProgressBar bar("sweep", jobs.size(), rq.progress && ProgressBar::is_terminal(stderr));
-    pool.run(jobs.size(), [&](std::size_t i) {
-      const Job& job = jobs[i];
-      const UniqueStep& u = unique[static_cast<std::size_t>(job.uid)];
-      SimBackend backend;
-      RunOptions opts;
-      opts.ranks = u.tp;
-      try {
-        priced[i].result = backend.run_step(*u.trace, *u.step, rq.strategies[job.strategy], &rq.topologies[job.topo], opts);
-      } catch (const StrategyUnsupported& e) {
-        priced[i].supported = false;
-        priced[i].reason = e.what();
-      }
-      bar.advance();
-    });
-  }
-  out.steps_priced = jobs.size();
+  priced_.assign(jobs.size(), PricedStep{});
+  ProgressBar bar("sweep", jobs.size(), rq_.progress && ProgressBar::is_terminal(stderr));
+  pool_.run(jobs.size(), [&](std::size_t i) {
+    const Job& job = jobs[i];
+    const UniqueStep& u = unique_[static_cast<std::size_t>(job.uid)];
+    SimBackend backend;
+    RunOptions opts;
+    opts.ranks = u.tp;
+    priced_[i] = price_step(backend, *u.trace, *u.step, rq_.strategies[job.strategy], &rq_.topologies[job.topo], opts);
+    bar.advance();
+  });
+  out_.steps_priced = jobs.size();
+}
 
-  // ---- 4. rows, in grid order; acceptance only enters the arithmetic
-  out.rows.resize(ax.combination_count());
-  std::size_t index = 0;
-  for (std::size_t m = 0; m < M; ++m)
-    for (std::size_t t = 0; t < T; ++t)
-      for (std::size_t d = 0; d < D; ++d)
-        for (std::size_t p = 0; p < P; ++p) {
-          const Fit& fit = fits[fit_at(m, t, d, p)];
-          for (std::size_t n = 0; n < N; ++n) {
-            const TraceSlot* slot = fit.unfit == UnfitKind::none
-                                        ? &slots[static_cast<std::size_t>(slot_of[trace_at(m, d, p, n)])]
-                                        : nullptr;
-            for (std::size_t st = 0; st < S; ++st) {
+// 4. Rows, in grid order; acceptance only enters the speculative arithmetic.
+void Sweep::build_rows() {
+  const SweepAxes& ax = out_.axes;
+  out_.rows.resize(grid_.rows());
+  GridPoint g;
+  for (g.model = 0; g.model < grid_.models; ++g.model)
+    for (g.topology = 0; g.topology < grid_.topologies; ++g.topology)
+      for (g.dtype = 0; g.dtype < grid_.dtypes; ++g.dtype)
+        for (g.tp = 0; g.tp < grid_.tps; ++g.tp) {
+          const Fit& fit = fits_[grid_.fit(g.model, g.topology, g.dtype, g.tp)];
+          for (g.draft_tokens = 0; g.draft_tokens < grid_.draft_tokens; ++g.draft_tokens) {
+            const TraceSlot* s = fit.unfit == UnfitKind::none ? slot(g.model, g.dtype, g.tp, g.draft_tokens) : nullptr;
+            for (g.strategy = 0; g.strategy < grid_.strategies; ++g.strategy) {
               StrategyResult r;
-              r.strategy = rq.strategies[st];
+              r.strategy = rq_.strategies[g.strategy];
               UnfitKind unfit = fit.unfit;
               std::string reason = fit.reason;
-              if (slot) {
-                const PricedStep* steps[3] = {nullptr, nullptr, nullptr};
-                for (int k = 0; k < 3; ++k) {
-                  if (slot->uid[k] < 0) continue;
-                  const std::size_t j = static_cast<std::size_t>(job_base[static_cast<std::size_t>(slot->uid[k]) * T + t]) + st;
-                  steps[k] = &priced[j];
-                  if (!priced[j].supported && unfit == UnfitKind::none) {
-                    unfit = UnfitKind::strategy;
-                    reason = priced[j].reason;
-                  }
-                }
-                if (unfit == UnfitKind::none) {
-                  r.verify = steps[0]->result;
-                  if (steps[1]) r.draft = steps[1]->result;
-                  if (steps[2]) r.decode = steps[2]->result;
+              if (s) {
+                r = assemble_result(r.strategy, *priced(*s, 0, g.topology, g.strategy), priced(*s, 1, g.topology, g.strategy),
+                                    priced(*s, 2, g.topology, g.strategy));
+                if (!r.supported) {
+                  unfit = UnfitKind::strategy;
+                  reason = r.reason;
                 }
               }
-              for (std::size_t a = 0; a < A; ++a, ++index) {
-                SweepRow& row = out.rows[index];
+              for (g.acceptance = 0; g.acceptance < grid_.acceptances; ++g.acceptance) {
+                const std::size_t index = grid_.row(g);
+                SweepRow& row = out_.rows[index];
                 row.index = index;
-                row.model = ax.models[m];
-                row.draft_model = ax.draft_models[m];
-                row.topology = ax.topologies[t];
-                row.gpu = rq.topologies[t].gpu.name;
-                row.gpu_count = rq.topologies[t].gpu_count;
-                row.weight_dtype = rq.weight_dtypes[d];
-                row.tp = rq.tps[p];
-                row.draft_tokens = rq.draft_tokens[n];
-                row.acceptance = rq.acceptances[a];
-                row.strategy = rq.strategies[st];
+                row.model = ax.models[g.model];
+                row.draft_model = ax.draft_models[g.model];
+                row.topology = ax.topologies[g.topology];
+                row.gpu = rq_.topologies[g.topology].gpu.name;
+                row.gpu_count = rq_.topologies[g.topology].gpu_count;
+                row.weight_dtype = rq_.weight_dtypes[g.dtype];
+                row.tp = rq_.tps[g.tp];
+                row.draft_tokens = rq_.draft_tokens[g.draft_tokens];
+                row.acceptance = rq_.acceptances[g.acceptance];
+                row.strategy = r.strategy;
                 row.mem_need_gb = fit.need_gb;
                 row.mem_usable_gb = fit.usable_gb;
                 row.unfit = unfit;
                 row.reason = reason;
                 if (unfit != UnfitKind::none) continue;
-                const Acceptance& acc = rq.acceptances[a];
+                const Acceptance& acc = rq_.acceptances[g.acceptance];
                 if (acc.mode == Acceptance::Mode::length && acc.value > row.draft_tokens + 1) {
                   row.unfit = UnfitKind::acceptance;
                   row.reason = fmt::format("mean accepted length {} exceeds N + 1 = {} tokens per cycle", acc.value,
@@ -349,73 +350,73 @@ SweepResults run_sweep(const SweepRequest& rq) {
                   continue;
                 }
                 derive_strategy_metrics(r, acc, row.draft_tokens);
-                fill_metrics(row, r);
+                static_cast<CycleMetrics&>(row) = r;
+                const VerifySplit split = verify_split(r);
+                row.verify_compute_us = split.matmul_attention_us;
+                row.verify_other_us = split.other_us;
               }
             }
           }
         }
+}
 
-  // ---- best per (model, topology, acceptance), against the best plain decoding there
-  for (std::size_t m = 0; m < M; ++m)
-    for (std::size_t t = 0; t < T; ++t) {
-      const std::size_t first = (m * T + t) * D * P * N * S * A;
-      const std::size_t last = first + D * P * N * S * A;
+// The best row per (model, topology, acceptance), against the best plain decoding there.
+void Sweep::pick_best() {
+  const std::size_t A = grid_.acceptances;
+  for (std::size_t m = 0; m < grid_.models; ++m)
+    for (std::size_t t = 0; t < grid_.topologies; ++t) {
+      const RowRange block = grid_.model_topology_rows(m, t);
       std::optional<std::size_t> plain;
-      for (std::size_t i = first; i < last; ++i) {
-        const SweepRow& row = out.rows[i];
-        if (row.ok() && row.decode_tokens_per_s > 0 && !is_lower_bound_strategy(row.strategy) &&
-            (!plain || row.decode_tokens_per_s > out.rows[*plain].decode_tokens_per_s))
+      for (std::size_t i = block.first; i < block.last; ++i) {
+        const SweepRow& row = out_.rows[i];
+        if (deployable(row) && row.decode_tokens_per_s > 0 &&
+            (!plain || row.decode_tokens_per_s > out_.rows[*plain].decode_tokens_per_s))
           plain = i;
       }
       for (std::size_t a = 0; a < A; ++a) {
         SweepBest b;
-        b.model = ax.models[m];
-        b.topology = ax.topologies[t];
-        b.acceptance = rq.acceptances[a];
-        for (std::size_t i = first + a; i < last; i += A) {
-          const SweepRow& row = out.rows[i];
-          if (row.ok() && !is_lower_bound_strategy(row.strategy) &&
-              (!b.row || row.tokens_per_s > out.rows[*b.row].tokens_per_s))
-            b.row = i;
+        b.model = out_.axes.models[m];
+        b.topology = out_.axes.topologies[t];
+        b.acceptance = rq_.acceptances[a];
+        for (std::size_t i = block.first + a; i < block.last; i += A) {
+          const SweepRow& row = out_.rows[i];
+          if (deployable(row) && (!b.row || row.tokens_per_s > out_.rows[*b.row].tokens_per_s)) b.row = i;
         }
         b.plain_row = plain;
-        if (plain) b.best_plain_tokens_per_s = out.rows[*plain].decode_tokens_per_s;
+        if (plain) b.best_plain_tokens_per_s = out_.rows[*plain].decode_tokens_per_s;
         if (b.row && b.best_plain_tokens_per_s > 0)
-          b.speedup_vs_best_plain = out.rows[*b.row].tokens_per_s / b.best_plain_tokens_per_s;
-        out.best.push_back(std::move(b));
+          b.speedup_vs_best_plain = out_.rows[*b.row].tokens_per_s / b.best_plain_tokens_per_s;
+        out_.best.push_back(std::move(b));
       }
     }
+}
 
-  // ---- each model's fastest configuration, re-simulated with a timeline for the waterfall
-  if (rq.waterfalls) {
-    for (std::size_t m = 0; m < M; ++m) {
-      std::optional<std::size_t> best;
-      const std::size_t first = m * T * D * P * N * S * A, last = first + T * D * P * N * S * A;
-      for (std::size_t i = first; i < last; ++i)
-        if (out.rows[i].ok() && !is_lower_bound_strategy(out.rows[i].strategy) &&
-            (!best || out.rows[i].tokens_per_s > out.rows[*best].tokens_per_s))
-          best = i;
-      if (!best) continue;
-      // Decode the grid position back from the row index.
-      std::size_t rest = *best / A;
-      const std::size_t st = rest % S;
-      rest /= S;
-      const std::size_t n = rest % N;
-      rest /= N;
-      const std::size_t p = rest % P;
-      rest /= P;
-      const std::size_t d = rest % D;
-      const std::size_t t = rest / D % T;
-      const TraceSlot& slot = slots[static_cast<std::size_t>(slot_of[trace_at(m, d, p, n)])];
-      SimBackend backend;
-      RunOptions opts;
-      opts.ranks = rq.tps[p];
-      opts.want_timeline = true;
-      StepResult r = backend.run_step(slot.trace, slot.trace.verify(), rq.strategies[st], &rq.topologies[t], opts);
-      out.waterfalls.push_back({ax.models[m], *best, std::move(r.timeline)});
-    }
+// Each model's fastest configuration, re-simulated with a timeline for the waterfall.
+void Sweep::add_waterfalls() {
+  for (std::size_t m = 0; m < grid_.models; ++m) {
+    std::optional<std::size_t> best;
+    const RowRange rows = grid_.model_rows(m);
+    for (std::size_t i = rows.first; i < rows.last; ++i)
+      if (deployable(out_.rows[i]) && (!best || out_.rows[i].tokens_per_s > out_.rows[*best].tokens_per_s)) best = i;
+    if (!best) continue;
+    const GridPoint g = grid_.point(*best);
+    const TraceSlot& s = *slot(g.model, g.dtype, g.tp, g.draft_tokens);
+    SimBackend backend;
+    RunOptions opts;
+    opts.ranks = rq_.tps[g.tp];
+    opts.want_timeline = true;
+    StepResult r = backend.run_step(s.trace, s.trace.verify(), rq_.strategies[g.strategy], &rq_.topologies[g.topology], opts);
+    out_.waterfalls.push_back({out_.axes.models[m], *best, std::move(r.timeline)});
   }
+}
 
+}  // namespace
+
+SweepResults run_sweep(const SweepRequest& rq) {
+  check_request(rq);
+  const auto t0 = std::chrono::steady_clock::now();
+  SweepResults out;
+  Sweep(rq, out).run();
   out.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "model/model_config.hpp"
-#include "report/report.hpp"
+#include "domain/report.hpp"
 #include "sweep/sweep_result.hpp"
 #include "topology/topology.hpp"
 

@@ -5,17 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "comm/strategy_facts.hpp"
+
 namespace eaglesim {
-
-const std::vector<std::string>& calibratable_strategies() {
-  static const std::vector<std::string> names{"nccl", "oneshot", "twoshot", "fused", "quant"};
-  return names;
-}
-
-bool is_calibratable_strategy(const std::string& name) {
-  const auto& known = calibratable_strategies();
-  return std::find(known.begin(), known.end(), name) != known.end();
-}
 
 std::string attention_calibration_key(const Op& op) {
   if (op.variant == AttentionVariant::mla)
@@ -90,7 +82,7 @@ bool valid_allreduce_context_key(const std::string& key) {
   const std::string head = key.substr(0, at), tail = key.substr(at + 1);
   const std::size_t colon = head.find(':');
   if (colon == std::string::npos || colon + 1 == head.size() || colon + 19 < head.size()) return false;
-  if (!is_calibratable_strategy(head.substr(0, colon))) return false;
+  if (!is_calibratable(head.substr(0, colon))) return false;
   if (head[colon + 1] == '0') return false;
   for (std::size_t i = colon + 1; i < head.size(); ++i)
     if (!std::isdigit(static_cast<unsigned char>(head[i]))) return false;

@@ -12,13 +12,6 @@
 
 namespace eaglesim {
 
-// Strategies a topology may carry measured allreduce costs for (`allreduce`, and STRATEGY in
-// `allreduce_context_us`): the ones `calibrate` measures, each with a CUDA implementation. Not
-// `ideal` (free by definition) nor `auto` (it picks among the others, each priced by its own
-// table). The registry's test checks every name here is a registered strategy.
-const std::vector<std::string>& calibratable_strategies();
-bool is_calibratable_strategy(const std::string& name);
-
 std::string attention_calibration_key(const Op& op);
 std::string attention_calibration_key_q(const Op& op);  // the key above + ":q" + op.q_tokens
 bool valid_attention_key(const std::string& key);
@@ -40,7 +33,7 @@ bool valid_transition_key(const std::string& key);
 // the ops the strategy absorbs), each side a transition_shape, e.g.
 // "oneshot:32768@gemm:4096:2048:bf16>residual_add:4096".
 std::string allreduce_context_key(const std::string& strategy, std::int64_t bytes, const Op& from, const Op& to);
-// STRATEGY one of calibratable_strategies(); BYTES a positive integer; then '@' and a
+// STRATEGY a calibratable strategy (comm/strategy_facts.hpp); BYTES a positive integer; then '@' and a
 // valid_transition_key with both sides carrying a shape.
 bool valid_allreduce_context_key(const std::string& key);
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "io/json_cursor.hpp"
 #include "topology/topology.hpp"
@@ -132,7 +133,7 @@ Calibration read_calibration(const JsonCursor& c, int gpu_count) {
                                                   fmt::format("STRATEGY:BYTES@FROM>TO with STRATEGY one of {} and FROM and TO "
                                                               "compute op shapes, e.g. "
                                                               "oneshot:32768@gemm:4096:2048:bf16>residual_add:4096",
-                                                              fmt::join(calibratable_strategies(), ", ")),
+                                                              fmt::join(calibratable_strategy_names(), ", ")),
                                                   -kMaxSequenceOverheadUs, kMaxCalUs);
   if (auto g = c.find("gemm")) {
     g->expect_array();
@@ -152,7 +153,7 @@ Calibration read_calibration(const JsonCursor& c, int gpu_count) {
     }
   }
   if (auto a = c.find("allreduce")) {
-    a->only_keys(calibratable_strategies());
+    a->only_keys(calibratable_strategy_names());
     for (const auto& key : a->keys()) cal.allreduce[key] = read_size_table(a->at(key.c_str()), "bytes");
   }
   if (auto a = c.find("attention")) {

@@ -1,7 +1,5 @@
 // Turns "--topology NAME" into a file. A value with a '/' or an existing file is a path; anything
-// else is a preset name looked up in models/topologies/ of, in order: the working directory, the
-// installed tree next to the executable (BIN/../models/topologies), and the source tree the binary
-// was built from (so a build directory works without installing).
+// else is a preset name looked up in models/topologies/ under the data roots (io/data_paths.hpp).
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
@@ -9,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "io/data_paths.hpp"
 #include "topology/topology.hpp"
 
 namespace eaglesim {
@@ -18,13 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::vector<fs::path> preset_dirs() {
-  std::vector<fs::path> dirs{fs::path("models") / "topologies"};
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back(exe.parent_path().parent_path() / "models" / "topologies");
-#ifdef EAGLESIM_SOURCE_DIR
-  dirs.push_back(fs::path(EAGLESIM_SOURCE_DIR) / "models" / "topologies");
-#endif
+  std::vector<fs::path> dirs;
+  for (const std::string& d : data_dirs("models/topologies")) dirs.emplace_back(d);
   return dirs;
 }
 

@@ -9,8 +9,11 @@
 #include <gtest/gtest.h>
 
 #include "cuda/calibrate_register.hpp"
-#include "engine/calibration_plan.hpp"
-#include "engine/gpu_tools.hpp"
+#include "calibration/calibration_plan.hpp"
+#include "calibration/calibration_tables.hpp"
+#include "calibration/transition_fit.hpp"
+#include "calibration/base_preset.hpp"
+#include "calibration/gpu_tools.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
 

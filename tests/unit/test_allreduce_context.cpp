@@ -7,7 +7,8 @@
 #include <limits>
 
 #include "core/errors.hpp"
-#include "engine/calibration_plan.hpp"
+#include "calibration/calibration_plan.hpp"
+#include "calibration/calibration_tables.hpp"
 #include "calibration_table_rejects.hpp"
 #include "sim_step.hpp"
 #include "topology/calibration_keys.hpp"

@@ -8,8 +8,9 @@
 #include <limits>
 #include <set>
 
-#include "engine/calibration_plan.hpp"
-#include "engine/layer_chain.hpp"
+#include "calibration/calibration_plan.hpp"
+#include "calibration/calibration_tables.hpp"
+#include "calibration/layer_chain.hpp"
 #include "topology/calibration_keys.hpp"
 #include "trace/trace_json.hpp"
 

@@ -8,10 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "comm/communicator.hpp"
+#include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "cost/compute_model.hpp"
 #include "engine/backend.hpp"
-#include "engine/calibration_plan.hpp"
+#include "calibration/calibration_plan.hpp"
+#include "calibration/calibration_tables.hpp"
+#include "calibration/base_preset.hpp"
 #include "sim_step.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology.hpp"
@@ -36,7 +39,7 @@ double fake_compute(const Op& op) {
   }
 }
 double fake_allreduce(const AllreduceCase& c) {
-  const auto& names = calibratable_strategies();
+  const auto names = calibratable_strategy_names();
   const double idx = static_cast<double>(std::find(names.begin(), names.end(), c.strategy) - names.begin());
   return 5 + idx + static_cast<double>(c.bytes) / 1e6;
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/communicator.hpp"
+#include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology.hpp"
@@ -31,15 +32,43 @@ constexpr std::int64_t k42K = 43008;  // Kimi-K2: 3 tokens x 7168 x 2 B
 }  // namespace
 
 TEST(CommRegistry, EveryCalibratableStrategyIsRegisteredAndModelled) {
-  // The topology format keeps its own list (it sits below the registry); it must not name a
-  // strategy the registry does not know, nor the two that never carry a table.
+  // A topology may carry tables only for strategies the registry prices, and never for the
+  // bound or the selector.
   const std::vector<std::string> known = communicator_names();
-  for (const auto& s : calibratable_strategies()) {
+  for (const auto& s : calibratable_strategy_names()) {
     EXPECT_NE(std::find(known.begin(), known.end(), s), known.end()) << s;
     EXPECT_NE(s, "ideal");
     EXPECT_NE(s, "auto");
   }
-  EXPECT_EQ(calibratable_strategies().size(), known.size() - 2);
+  EXPECT_EQ(calibratable_strategy_names(), (std::vector<std::string>{"nccl", "oneshot", "twoshot", "fused", "quant"}));
+}
+
+TEST(StrategyFacts, OneTableAnswersEveryQuestion) {
+  EXPECT_TRUE(is_lower_bound("ideal"));
+  EXPECT_FALSE(is_lower_bound("nccl"));
+  EXPECT_TRUE(fuses_residual_norm("fused"));
+  EXPECT_FALSE(fuses_residual_norm("oneshot"));
+  EXPECT_FALSE(is_exact("quant"));
+  EXPECT_TRUE(is_exact("twoshot"));
+  EXPECT_TRUE(is_nccl("nccl"));
+  EXPECT_TRUE(uses_p2p_kernels("oneshot"));
+  EXPECT_FALSE(uses_p2p_kernels("nccl"));
+  EXPECT_TRUE(fits_message_range("oneshot", kMaxCustomBytes));
+  EXPECT_FALSE(fits_message_range("oneshot", kMaxCustomBytes + 16));
+  EXPECT_FALSE(fits_message_range("twoshot", 1000));  // not a multiple of 16 B
+  EXPECT_TRUE(fits_message_range("nccl", 1000));
+  EXPECT_EQ(bench_comm_names(),
+            (std::vector<std::string>{"nccl", "oneshot", "oneshot_push", "twoshot", "fused", "quant", "reference"}));
+  EXPECT_EQ(lower_bound_strategy(), "ideal");
+  EXPECT_EQ(nccl_strategy(), "nccl");
+  EXPECT_EQ(find_strategy_facts("nope"), nullptr);
+  EXPECT_THROW(strategy_facts("nope"), InputError);
+  // Each table entry that runs has a cost model, and the model agrees with the table.
+  for (const StrategyFacts& f : strategy_table()) {
+    if (!f.runs) continue;
+    const Communicator& c = find_communicator(std::string(f.name));
+    EXPECT_EQ(c.fuses_residual_norm(), f.fuses_residual_norm) << f.name;
+  }
 }
 
 TEST(CommRegistry, NamesAndLists) {

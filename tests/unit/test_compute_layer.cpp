@@ -8,8 +8,11 @@
 #include <set>
 
 #include "cost/compute_model.hpp"
-#include "engine/calibration_plan.hpp"
-#include "engine/layer_chain.hpp"
+#include "calibration/calibration_plan.hpp"
+#include "calibration/calibration_tables.hpp"
+#include "calibration/transition_fit.hpp"
+#include "calibration/base_preset.hpp"
+#include "calibration/layer_chain.hpp"
 #include "engine/op_pricing.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology.hpp"

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "report/fidelity.hpp"
+#include "report/fidelity_printer.hpp"
 
 using namespace eaglesim;
 

@@ -5,7 +5,8 @@
 
 #include "core/errors.hpp"
 #include "engine/backend.hpp"
-#include "engine/calibration_plan.hpp"
+#include "calibration/calibration_plan.hpp"
+#include "calibration/calibration_tables.hpp"
 #include "engine/op_pricing.hpp"
 #include "calibration_table_rejects.hpp"
 #include "sim_step.hpp"

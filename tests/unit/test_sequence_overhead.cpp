@@ -6,7 +6,7 @@
 #include "core/errors.hpp"
 #include "cost/compute_model.hpp"
 #include "engine/backend.hpp"
-#include "engine/sequence_overhead_fit.hpp"
+#include "calibration/sequence_overhead_fit.hpp"
 #include "sim_step.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"

@@ -7,8 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "engine/calibration_plan.hpp"
-#include "engine/slowest_gpu.hpp"
+#include "calibration/calibration_plan.hpp"
+#include "calibration/slowest_gpu.hpp"
 #include "trace/trace_json.hpp"
 
 using namespace eaglesim;

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
-#include "report/speculative.hpp"
+#include "domain/speculative.hpp"
 
 namespace eaglesim {
 namespace {

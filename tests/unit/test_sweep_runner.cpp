@@ -6,8 +6,8 @@
 #include "core/errors.hpp"
 #include "engine/sim_backend.hpp"
 #include "model/generator.hpp"
-#include "report/evaluate.hpp"
-#include "report/speculative.hpp"
+#include "engine/evaluate.hpp"
+#include "domain/speculative.hpp"
 #include "sweep/sweep_inputs.hpp"
 #include "sweep/sweep_output.hpp"
 #include "sweep/sweep_runner.hpp"
@@ -123,7 +123,7 @@ TEST(SweepRunner, RowsMatchTheEngineOnTheSameTrace) {
   EXPECT_DOUBLE_EQ(row.speedup_vs_decode, r.speedup_vs_decode);
   ASSERT_TRUE(row.breakeven_accept_rate && r.breakeven_accept_rate);
   EXPECT_DOUBLE_EQ(*row.breakeven_accept_rate, *r.breakeven_accept_rate);
-  EXPECT_DOUBLE_EQ(row.verify_compute_us + row.verify_allreduce_us + row.verify_other_us, row.verify_us);
+  EXPECT_DOUBLE_EQ(row.verify_compute_us + row.comm_us + row.verify_other_us, row.verify_us);
 }
 
 TEST(SweepRunner, AcceptanceOnlyEntersTheArithmetic) {

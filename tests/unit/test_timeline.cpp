@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/timeline.hpp"
+#include "report/chrome_trace.hpp"
 
 namespace eaglesim {
 namespace {

@@ -1,0 +1,168 @@
+#include "calibration/calibration_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "calibration/calibration_cases.hpp"
+#include "calibration/trace_shapes.hpp"
+#include "comm/strategy_facts.hpp"
+#include "core/errors.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+// Spin lengths of `other` ops are measured on a sqrt(2) grid: a timed kernel is the requested
+// time plus a constant boundary cost, which log-log interpolation follows closely at that spacing.
+constexpr double kOtherGridFactor = 1.41421356237;
+constexpr double kOtherMinUs = 0.5;
+
+std::vector<std::int64_t> merged_grid(const std::vector<std::int64_t>& grid, const std::set<std::int64_t>& extra) {
+  std::set<std::int64_t> all(grid.begin(), grid.end());
+  all.insert(extra.begin(), extra.end());
+  return {all.begin(), all.end()};
+}
+
+}  // namespace
+
+const std::vector<std::int64_t>& calibration_token_grid() {
+  static const std::vector<std::int64_t> grid{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
+  return grid;
+}
+
+CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const CalibrationPlanOptions& o) {
+  if (o.ranks < 1) throw InputError(fmt::format("--ranks: expected at least 1, got {}", o.ranks));
+  for (const auto& s : o.strategies)
+    if (!is_calibratable(s))
+      throw InputError(fmt::format("--strategy: calibrate cannot measure '{}' (it measures {})", s,
+                                   fmt::join(calibratable_strategy_names(), ", ")));
+  const TraceShapes s = collect_trace_shapes(traces);
+  if (s.gemm.empty() && s.attention.empty() && s.elementwise.empty() && s.allreduce.empty())
+    throw InputError("calibrate: the traces contain no GEMM, attention, elementwise or allreduce op to measure");
+
+  CalibrationRequest q;
+  q.ranks = o.ranks;
+  const auto& grid = calibration_token_grid();
+  // Each compute op with the GPUs whose slowest time it takes (CalibrationRequest::compute_gpus).
+  auto add_compute = [&](Op op, int tp) {
+    q.compute.push_back(std::move(op));
+    q.compute_gpus.push_back(std::clamp(tp, 1, o.ranks));
+  };
+
+  const std::vector<std::int64_t> ms = merged_grid(grid, s.gemm_m);
+  for (const auto& [shape, tp] : s.gemm)
+    for (std::int64_t m : ms) {
+      const auto& [n, k, dt] = shape;
+      Op g;
+      g.kind = OpKind::gemm;
+      g.name = "calibrate_gemm";
+      g.m = m, g.n = n, g.k = k, g.dtype = static_cast<DType>(dt);
+      add_compute(g, tp);
+    }
+
+  for (const auto& [key, use] : s.attention) {
+    const std::set<std::int64_t>& used = use.kv;
+    std::set<std::int64_t> kvs(used.begin(), used.end());
+    const std::int64_t top = 2 * *used.rbegin();
+    for (std::int64_t kv = o.min_kv_len; kv <= top; kv *= 2) kvs.insert(kv);
+    kvs.insert(top);
+    for (std::int64_t kv : kvs) {
+      Op a = use.tmpl;
+      a.name = "calibrate_attention";
+      a.layer = -1;
+      a.us.reset();
+      a.kv_len = kv;
+      add_compute(a, use.tp);
+    }
+  }
+
+  for (const auto& [kh, use] : s.elementwise) {
+    for (std::int64_t t : merged_grid(grid, use.tokens)) {
+      Op e;
+      e.kind = static_cast<OpKind>(kh.first);
+      e.name = "calibrate_" + std::string(to_string(e.kind));
+      e.tokens = t;
+      e.hidden = kh.second;
+      add_compute(e, use.tp);
+    }
+  }
+
+  if (!s.other_us.empty()) {
+    const double top = 2 * *s.other_us.rbegin();
+    for (double us = kOtherMinUs; us <= top * kOtherGridFactor; us *= kOtherGridFactor) {
+      Op e;
+      e.kind = OpKind::other;
+      e.name = "calibrate_other";
+      e.us = std::round(us * 1000.0) / 1000.0;  // whole nanoseconds: the table's size unit
+      add_compute(e, s.other_tp);
+    }
+  }
+
+  // The GEMM most allreduces follow in the traces (o_proj / down_proj), else the first GEMM.
+  if (!s.before_allreduce.empty()) {
+    auto best = std::max_element(s.before_allreduce.begin(), s.before_allreduce.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    q.context_gemm.kind = OpKind::gemm;
+    std::tie(q.context_gemm.m, q.context_gemm.n, q.context_gemm.k, std::ignore) = best->first;
+    q.context_gemm.dtype = static_cast<DType>(std::get<3>(best->first));
+  } else if (s.has_gemm) {
+    q.context_gemm = s.first_gemm;
+    q.context_gemm.kind = OpKind::gemm;
+  } else {
+    q.context_gemm.kind = OpKind::gemm;
+    q.context_gemm.m = 4, q.context_gemm.n = 4096, q.context_gemm.k = 4096;
+  }
+  q.context_gemm.name = "calibrate_context_gemm";
+  q.context_gemm.layer = -1;
+  q.context_gemm.us.reset();
+  const bool fused = o.ranks > 1 && std::any_of(o.strategies.begin(), o.strategies.end(), [](const std::string& s) { return fuses_residual_norm(s); });
+  q.transitions = transition_pairs(traces, fused);
+  q.compute_layers = compute_layers(traces);
+  for (ComputeLayerCase& c : q.compute_layers) c.gpus = std::clamp(c.gpus, 1, o.ranks);
+
+  if (o.ranks > 1) {
+    std::set<std::int64_t> exact;
+    for (const auto& [b, dt] : s.allreduce) exact.insert(b);
+    for (const auto& strategy : o.strategies) {
+      std::set<std::int64_t> sizes;
+      if (fuses_residual_norm(strategy)) {
+        // The fused kernel needs rows: tokens x hidden at the hidden sizes the traces reduce.
+        std::set<std::int64_t> hiddens = s.fused_hidden;
+        if (hiddens.empty()) hiddens.insert(4096);
+        for (std::int64_t h : hiddens)
+          for (std::int64_t t : grid) sizes.insert(t * h * 2);
+        for (std::int64_t b : exact) sizes.insert(b);
+      } else {
+        for (std::int64_t b = o.min_allreduce_bytes; b <= o.max_allreduce_bytes; b *= 2) sizes.insert(b);
+        sizes.insert(exact.begin(), exact.end());
+      }
+      for (std::int64_t b : sizes) {
+        if (!fits_message_range(strategy, b)) continue;
+        AllreduceCase c;
+        c.strategy = strategy;
+        c.bytes = b;
+        c.dtype = DType::bf16;
+        if (fuses_residual_norm(strategy)) {
+          // Rows of a hidden size the traces use that divides the message, the largest first.
+          std::set<std::int64_t> hiddens = s.fused_hidden;
+          if (hiddens.empty()) hiddens.insert(4096);
+          for (auto it = hiddens.rbegin(); it != hiddens.rend(); ++it)
+            if (b % (*it * 2) == 0) { c.hidden = *it; break; }
+          if (c.hidden == 0) continue;
+          c.tokens = b / (c.hidden * 2);
+        }
+        q.allreduce.push_back(c);
+      }
+    }
+    q.allreduce_contexts = allreduce_contexts(traces, o.strategies);
+    q.allreduce_layers = allreduce_layers(traces, o.strategies, q.allreduce_contexts);
+  }
+  return q;
+}
+
+}  // namespace eaglesim

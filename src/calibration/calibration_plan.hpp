@@ -1,0 +1,30 @@
+#pragma once
+// Which points `eaglesim calibrate` measures for a set of traces: every GEMM shape at a grid of
+// token counts, attention over a KV grid, elementwise sizes, spin times, allreduce sizes per
+// strategy, and the cases calibration_cases.hpp takes from the traces' layers. The measurements
+// become tables in calibration_tables.hpp; transition_fit.hpp and base_preset.hpp finish the job.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "calibration/calibration_request.hpp"
+#include "topology/topology.hpp"
+#include "trace/trace.hpp"
+
+namespace eaglesim {
+
+// Token counts every GEMM shape and elementwise op is measured at (plus the traces' own).
+const std::vector<std::int64_t>& calibration_token_grid();
+
+struct CalibrationPlanOptions {
+  int ranks = 1;
+  std::vector<std::string> strategies;  // measured when ranks > 1
+  std::int64_t min_allreduce_bytes = 1024;       // log grid of allreduce sizes, powers of 2
+  std::int64_t max_allreduce_bytes = 64 << 20;
+  std::int64_t min_kv_len = 64;                  // attention kv grid: powers of 2 up to 2 x the traced length
+};
+
+// InputError on strategies calibrate cannot measure or traces with nothing to measure.
+CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const CalibrationPlanOptions& options);
+
+}  // namespace eaglesim

@@ -1,0 +1,166 @@
+#include "calibration/calibration_tables.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "calibration/trace_shapes.hpp"
+#include "topology/calibration_keys.hpp"
+#include "topology/topology_limits.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+// One table point with where it came from: exact (a size a trace uses) beats the grid.
+struct Pending {
+  double sum = 0;
+  int count = 0;
+  bool exact = false;
+};
+
+void add_point(std::map<std::int64_t, Pending>& table, std::int64_t size, double us, bool exact) {
+  if (!(us > 0) || !std::isfinite(us) || size <= 0) return;
+  Pending& p = table[size];
+  if (exact && !p.exact) p = Pending{0, 0, true};
+  else if (!exact && p.exact) return;
+  p.sum += us;
+  ++p.count;
+}
+
+std::vector<SizeCalPoint> finish(const std::map<std::int64_t, Pending>& table) {
+  std::vector<SizeCalPoint> out;
+  for (const auto& [size, p] : table) out.push_back({size, p.sum / p.count});
+  return out;
+}
+
+}  // namespace
+
+double layer_context_sum(const AllreduceLayerCase& layer, const CalibrationMeasurements& m) {
+  double sum = 0;
+  for (std::size_t c : layer.contexts) {
+    const double us = c < m.allreduce_context_us.size() ? m.allreduce_context_us[c] : NAN;
+    if (!std::isfinite(us) || us <= 0) return NAN;
+    sum += us;
+  }
+  return sum;
+}
+
+Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeasurements& m,
+                              const std::vector<Trace>& traces) {
+  if (m.compute_us.size() != q.compute.size() || m.allreduce_us.size() != q.allreduce.size() ||
+      (!m.transition_us.empty() && m.transition_us.size() != q.transitions.size()) ||
+      (!m.allreduce_context_us.empty() && m.allreduce_context_us.size() != q.allreduce_contexts.size()) ||
+      (!m.allreduce_layer_us.empty() && m.allreduce_layer_us.size() != q.allreduce_layers.size()) ||
+      (!m.compute_layer_us.empty() && m.compute_layer_us.size() != q.compute_layers.size()))
+    throw std::invalid_argument("build_calibration: measurements do not match the request");
+  const TraceShapes s = collect_trace_shapes(traces);
+  Calibration cal;
+  cal.ranks = q.allreduce.empty() ? 0 : q.ranks;
+  if (m.launch_gap_us > 0 && std::isfinite(m.launch_gap_us)) cal.launch_gap_us = m.launch_gap_us;
+
+  // Kernel transitions: the mean per kind pair of what each measured (A, B) pair cost beyond
+  // its two ops (either sign: a pair may also overlap a little).
+  // Also per pair of shapes (token counts pooled), which the simulator prefers when it matches.
+  std::map<std::string, std::pair<double, int>> transitions;
+  for (std::size_t i = 0; i < m.transition_us.size(); ++i) {
+    const double us = m.transition_us[i];
+    if (!std::isfinite(us)) continue;
+    const auto& [a, b] = q.transitions[i];
+    for (const std::string& key : {transition_key(a.kind, b.kind), transition_key(a, b)}) {
+      auto& [sum, n] = transitions[key];
+      sum += us;
+      ++n;
+    }
+  }
+  for (const auto& [key, acc] : transitions)
+    cal.transition_us[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
+
+  // Allreduces in their trace context: one entry per measured case (NaN: the strategy could
+  // not run it on this machine).
+  for (std::size_t i = 0; i < m.allreduce_context_us.size(); ++i) {
+    const double us = m.allreduce_context_us[i];
+    if (std::isfinite(us))
+      cal.allreduce_context_us[q.allreduce_contexts[i].key] = std::clamp(us, -kMaxSequenceOverheadUs, kMaxCalUs);
+  }
+
+  // Scaled to the layers: every measured layer splits what its allreduces added to it over its
+  // allreduces in proportion to their context entries; an entry in several layers takes the mean.
+  std::map<std::size_t, std::pair<double, int>> layer_scaled;  // context index -> (sum, count)
+  for (std::size_t l = 0; l < m.allreduce_layer_us.size(); ++l) {
+    const double added = m.allreduce_layer_us[l];
+    const AllreduceLayerCase& layer = q.allreduce_layers[l];
+    const double sum = layer_context_sum(layer, m);
+    if (!std::isfinite(added) || !(sum > 0)) continue;
+    for (std::size_t c : layer.contexts) {
+      auto& [acc, n] = layer_scaled[c];
+      acc += m.allreduce_context_us[c] * added / sum;
+      ++n;
+    }
+  }
+  for (const auto& [c, acc] : layer_scaled)
+    cal.allreduce_context_us[q.allreduce_contexts[c].key] =
+        std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxCalUs);
+
+  std::map<std::tuple<std::int64_t, std::int64_t, int>, std::map<std::int64_t, Pending>> gemm;
+  std::map<std::string, std::map<std::int64_t, Pending>> attention, elementwise, allreduce;
+
+  for (std::size_t i = 0; i < q.compute.size(); ++i) {
+    const Op& op = q.compute[i];
+    const double us = m.compute_us[i];
+    switch (op.kind) {
+      case OpKind::gemm:
+      case OpKind::lm_head:
+        add_point(gemm[{op.n, op.k, static_cast<int>(op.dtype)}], op.m, us, s.gemm_m.count(op.m) > 0);
+        break;
+      case OpKind::attention: {
+        const std::string key = attention_calibration_key_q(op);
+        auto used = s.attention.find(key);
+        add_point(attention[key], op.kv_len, us, used != s.attention.end() && used->second.kv.count(op.kv_len));
+        break;
+      }
+      case OpKind::other:
+        if (op.us) add_point(elementwise["other"], std::llround(*op.us * 1000.0), us, false);
+        break;
+      default:
+        if (is_elementwise(op.kind)) {
+          const std::int64_t elements = op.tokens * op.hidden;
+          // Exact: this very (tokens, hidden) occurs in a trace, not merely its element count.
+          auto used = s.elementwise.find({static_cast<int>(op.kind), op.hidden});
+          add_point(elementwise[to_string(op.kind)], elements, us,
+                    used != s.elementwise.end() && used->second.tokens.count(op.tokens) > 0);
+        }
+        break;
+    }
+  }
+  std::set<std::int64_t> exact_ar;
+  for (const auto& [b, dt] : s.allreduce) exact_ar.insert(b);
+  for (std::size_t i = 0; i < q.allreduce.size(); ++i)
+    add_point(allreduce[q.allreduce[i].strategy], q.allreduce[i].bytes, m.allreduce_us[i],
+              exact_ar.count(q.allreduce[i].bytes) > 0);
+
+  for (const auto& [key, table] : gemm)
+    for (const SizeCalPoint& p : finish(table))
+      cal.gemm.push_back({p.size, std::get<0>(key), std::get<1>(key), static_cast<DType>(std::get<2>(key)), p.us});
+  for (const auto& [key, table] : attention)
+    if (!table.empty()) cal.attention[key] = finish(table);
+  for (const auto& [key, table] : elementwise)
+    if (!table.empty()) cal.elementwise[key] = finish(table);
+  for (const auto& [key, table] : allreduce)
+    if (!table.empty()) cal.allreduce[key] = finish(table);
+  if (cal.allreduce.empty()) cal.ranks = 0;
+
+  cal.notes = fmt::format("eaglesim calibrate on {}: per-op µs = steady-state time per op in a CUDA graph of "
+                          "back-to-back copies with rotating weights (inter-kernel gap included); allreduce = "
+                          "in-context increment over a {}x{}x{} GEMM; {:.0f} s",
+                          m.device, q.context_gemm.m, q.context_gemm.n, q.context_gemm.k, m.seconds);
+  for (const auto& n : m.notes) cal.notes += "; " + n;
+  return cal;
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,65 @@
+#include "calibration/trace_shapes.hpp"
+
+#include <algorithm>
+
+#include "topology/calibration_keys.hpp"
+
+namespace eaglesim {
+
+bool is_elementwise(OpKind k) {
+  return k == OpKind::rmsnorm || k == OpKind::residual_add || k == OpKind::act || k == OpKind::embedding;
+}
+
+TraceShapes collect_trace_shapes(const std::vector<Trace>& traces) {
+  TraceShapes s;
+  for (const Trace& t : traces) {
+    const int tp = std::max(1, t.meta.tp);
+    for (const Step& step : t.steps)
+      for (std::size_t i = 0; i < step.ops.size(); ++i) {
+        const Op& op = step.ops[i];
+        switch (op.kind) {
+          case OpKind::gemm:
+          case OpKind::lm_head: {
+            int& widest = s.gemm[{op.n, op.k, static_cast<int>(op.dtype)}];
+            widest = std::max(widest, tp);
+            s.gemm_m.insert(op.m);
+            if (!s.has_gemm) { s.first_gemm = op; s.has_gemm = true; }
+            break;
+          }
+          case OpKind::attention: {
+            TraceShapes::AttentionUse& use = s.attention[attention_calibration_key_q(op)];
+            if (use.kv.empty()) use.tmpl = op;
+            use.kv.insert(op.kv_len);
+            use.tp = std::max(use.tp, tp);
+            break;
+          }
+          case OpKind::allreduce:
+            s.allreduce.insert({op.bytes, static_cast<int>(op.dtype)});
+            if (i > 0 && (step.ops[i - 1].kind == OpKind::gemm || step.ops[i - 1].kind == OpKind::lm_head)) {
+              const Op& g = step.ops[i - 1];
+              ++s.before_allreduce[{g.m, g.n, g.k, static_cast<int>(g.dtype)}];
+            }
+            if (i + 1 < step.ops.size() && step.ops[i + 1].kind == OpKind::residual_add &&
+                step.ops[i + 1].tokens * step.ops[i + 1].hidden * 2 == op.bytes)
+              s.fused_hidden.insert(step.ops[i + 1].hidden);
+            break;
+          case OpKind::other:
+            if (op.us) s.other_us.insert(*op.us);
+            s.other_tp = std::max(s.other_tp, tp);
+            break;
+          case OpKind::grouped_gemm:
+            break;  // no table in the simulator: priced by its model (see docs/fidelity.md)
+          default:
+            if (is_elementwise(op.kind)) {
+              TraceShapes::ElementwiseUse& use = s.elementwise[{static_cast<int>(op.kind), op.hidden}];
+              use.tokens.insert(op.tokens);
+              use.tp = std::max(use.tp, tp);
+            }
+            break;
+        }
+      }
+  }
+  return s;
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,140 @@
+#include "calibration/transition_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "calibration/calibration_cases.hpp"
+#include "calibration/layer_chain.hpp"
+#include "cost/compute_model.hpp"
+#include "engine/op_pricing.hpp"
+#include "topology/calibration_keys.hpp"
+#include "topology/topology_limits.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+// The consecutive compute-op pairs a step charges a transition for per copy of the layer: the
+// layer's own, and its last op into the next copy's first.
+std::vector<std::pair<const Op*, const Op*>> layer_pairs(const ComputeLayerCase& layer) {
+  std::vector<std::pair<const Op*, const Op*>> pairs;
+  const std::size_t n = layer.ops.size();
+  for (std::size_t i = 0; i < n && n > 1; ++i) {
+    const Op& a = layer.ops[(i + n - 1) % n];
+    const Op& b = layer.ops[i];
+    if (transition_kind(a.kind) && transition_kind(b.kind)) pairs.emplace_back(&a, &b);
+  }
+  return pairs;
+}
+
+double pairs_sum(const std::map<std::string, double>& table, const std::vector<std::pair<const Op*, const Op*>>& pairs) {
+  double sum = 0;
+  for (const auto& [a, b] : pairs) sum += find_transition(table, *a, *b).value_or(0.0);
+  return sum;
+}
+
+using OpPairs = std::vector<std::pair<const Op*, const Op*>>;
+using WantedEntries = std::map<std::string, std::pair<double, int>>;  // shape key -> (sum wanted, layers)
+
+// One layer against its measured chain: its ops by the tables and its transitions. When the tables
+// price every op (else that op's model error would land in the transitions) and the chain was
+// measured, each of `shifted` (some of the layer's pairs) wants its entry moved, all by one amount,
+// so that the layer's ops and transitions add up to the chain; `wanted` collects that.
+LayerTransitionFit fit_layer(const ComputeLayerCase& layer, double measured_us, const Topology& topo,
+                             const OpPairs& pairs, const OpPairs& shifted, WantedEntries& wanted) {
+  const std::map<std::string, double>& table = topo.calibration.transition_us;
+  LayerTransitionFit f;
+  f.where = layer.where;
+  f.measured_us = measured_us;
+  bool by_tables = true;
+  for (const Op& op : layer.ops) {
+    const OpCost c = compute_cost(op, topo);
+    f.ops_us += c.us;
+    by_tables = by_tables && c.calibrated;
+  }
+  f.pairs_us = pairs_sum(table, pairs);
+  f.pairs = static_cast<int>(pairs.size());
+  f.fitted = by_tables && std::isfinite(measured_us) && measured_us > 0 && !shifted.empty();
+  if (f.fitted) {
+    const double shift = (measured_us - f.ops_us - f.pairs_us) / static_cast<double>(shifted.size());
+    for (const auto& [a, b] : shifted) {
+      auto& [sum, count] = wanted[transition_key(*a, *b)];
+      sum += find_transition(table, *a, *b).value_or(0.0) + shift;
+      ++count;
+    }
+  }
+  return f;
+}
+
+// Every wanted entry becomes the mean of what its layers want (clamped to the table's range).
+void set_wanted_means(const WantedEntries& wanted, std::map<std::string, double>& table) {
+  for (const auto& [key, acc] : wanted)
+    table[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
+}
+
+}  // namespace
+
+std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationRequest& q,
+                                                          const CalibrationMeasurements& m, Topology& topo) {
+  if (!m.compute_layer_us.empty() && m.compute_layer_us.size() != q.compute_layers.size())
+    throw std::invalid_argument("fit_transitions_to_layers: measurements do not match the request");
+  std::vector<LayerTransitionFit> fits;
+  WantedEntries wanted;
+  for (std::size_t l = 0; l < m.compute_layer_us.size(); ++l) {
+    const OpPairs pairs = layer_pairs(q.compute_layers[l]);
+    fits.push_back(fit_layer(q.compute_layers[l], m.compute_layer_us[l], topo, pairs, pairs, wanted));
+  }
+  set_wanted_means(wanted, topo.calibration.transition_us);
+  // What each layer's transitions come to now (shared entries are means, so not exactly the fit).
+  for (std::size_t l = 0; l < fits.size(); ++l)
+    fits[l].fitted_us = pairs_sum(topo.calibration.transition_us, layer_pairs(q.compute_layers[l]));
+  return fits;
+}
+
+ComputeLayerCase stripped_layer(const AllreduceLayerCase& layer) {
+  // The second copy of a two-copy chain without its allreduces is what every copy after the first
+  // runs in the chain calibrate times (its head ops went to the copy before it).
+  const LayerChain chain = layer_chain(layer, 2);
+  ComputeLayerCase out;
+  out.where = layer.where;
+  for (std::size_t j : chain.without)
+    if (j >= layer.layer_size && j < 2 * layer.layer_size && !chain.ops[j].is_comm()) out.ops.push_back(chain.ops[j]);
+  return out;
+}
+
+std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const CalibrationRequest& q,
+                                                                   const CalibrationMeasurements& m, Topology& topo) {
+  if (!m.allreduce_layer_baseline_us.empty() && m.allreduce_layer_baseline_us.size() != q.allreduce_layers.size())
+    throw std::invalid_argument("fit_transitions_to_stripped_layers: measurements do not match the request");
+  std::set<std::string> compute_layer_keys;
+  for (const ComputeLayerCase& layer : q.compute_layers)
+    for (const auto& [a, b] : layer_pairs(layer)) compute_layer_keys.insert(transition_key(*a, *b));
+  std::vector<LayerTransitionFit> fits;
+  std::vector<ComputeLayerCase> layers;
+  WantedEntries wanted;
+  std::set<std::string> seen;  // one fit per stripped layer (several strategies may share it)
+  for (std::size_t l = 0; l < m.allreduce_layer_baseline_us.size(); ++l) {
+    // Verify steps only, as for compute layers: entries pool token counts.
+    if (q.allreduce_layers[l].step != "verify") continue;
+    ComputeLayerCase layer = stripped_layer(q.allreduce_layers[l]);
+    const OpPairs pairs = layer_pairs(layer);
+    OpPairs own;  // the pairs only stripped layers have
+    for (const auto& p : pairs)
+      if (!compute_layer_keys.count(transition_key(*p.first, *p.second))) own.push_back(p);
+    std::string signature;
+    for (const Op& op : layer.ops) signature += op_signature(op);
+    if (own.empty() || !seen.insert(signature).second) continue;
+    layer.where += " without its allreduces (" + q.allreduce_layers[l].strategy + ")";
+    fits.push_back(fit_layer(layer, m.allreduce_layer_baseline_us[l], topo, pairs, own, wanted));
+    layers.push_back(std::move(layer));
+  }
+  set_wanted_means(wanted, topo.calibration.transition_us);
+  for (std::size_t l = 0; l < fits.size(); ++l)
+    fits[l].fitted_us = pairs_sum(topo.calibration.transition_us, layer_pairs(layers[l]));
+  return fits;
+}
+
+}  // namespace eaglesim

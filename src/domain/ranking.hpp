@@ -1,0 +1,18 @@
+#pragma once
+// Which results of a report compare with which: the reference (the first supported strategy,
+// what "speed-up vs first" is against), the best deployable one and the lower bound.
+#include "domain/report.hpp"
+
+namespace eaglesim {
+
+// The first supported result (nullptr if none).
+const StrategyResult* reference_result(const Report& report);
+// Speed-up of `r` over the reference; 0 when not comparable.
+double speedup_vs_reference(const Report& report, const StrategyResult& r);
+// The supported result with the highest tok/s, not counting a lower bound (comm/strategy_facts)
+// unless it is the only one (nullptr if none is supported).
+const StrategyResult* best_result(const Report& report);
+// The lower-bound (zero-cost allreduce) result, when it was run.
+const StrategyResult* ideal_result(const Report& report);
+
+}  // namespace eaglesim

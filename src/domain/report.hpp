@@ -1,0 +1,77 @@
+#pragma once
+// The report: per strategy, the verify cycle and what it implies for EAGLE-3. Built from the
+// backends' StepResults by the speculative-decoding arithmetic in speculative.hpp; printed as a
+// table, JSON (schema in docs/report-format.md), CSV, Chrome trace and HTML.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "domain/step_result.hpp"
+
+namespace eaglesim {
+
+// Acceptance as the user gave it: per-position rate `a` of a chain draft
+// (E = (1 - a^(N+1)) / (1 - a)) or the mean accepted length E directly.
+struct Acceptance {
+  enum class Mode { rate, length };
+  Mode mode = Mode::rate;
+  double value = 0.7;
+  double tokens_per_cycle(int draft_tokens) const;
+  std::string describe() const;  // e.g. "accept rate a=0.70 per position (chain)"
+  std::string describe(int draft_tokens) const;  // adds E: "..., E=2.53 for N=3"
+};
+
+struct Scenario {
+  std::string trace_file;
+  std::string model;
+  std::string topology;      // name, or the real machine for cuda
+  std::string backend;       // sim | cuda
+  int tp = 1;
+  int ranks = 1;             // ranks actually used (cuda --ranks K may differ from tp)
+  int draft_tokens = 0;
+  Acceptance acceptance;
+  std::vector<std::string> notes;
+};
+
+// What a strategy's priced steps imply for one speculative cycle; derive_strategy_metrics
+// (speculative.hpp) fills it. Shared by a run's results and the sweep's rows.
+struct CycleMetrics {
+  double verify_us = 0, compute_us = 0, comm_us = 0, comm_fraction = 0;
+  int allreduce_count = 0;
+  double allreduce_mean_us = 0;
+  double draft_us = 0;        // all N draft forwards of one cycle
+  double decode_us = 0;
+  double cycle_us = 0;        // draft_us + verify_us
+  double tokens_per_cycle = 0;
+  double tokens_per_s = 0;
+  double decode_tokens_per_s = 0;
+  double speedup_vs_decode = 0;
+  std::optional<double> breakeven_accept_rate;  // per-position rate below which EAGLE-3 loses; none if unreachable
+  double breakeven_accept_len = 0;              // E at break-even = cycle / decode
+};
+
+struct StrategyResult : CycleMetrics {
+  std::string strategy;
+  bool supported = true;
+  std::string reason;  // when unsupported
+  StepResult verify;
+  std::optional<StepResult> draft;   // one draft-head forward
+  std::optional<StepResult> decode;  // one plain decode step
+};
+
+// The verify step in three parts that add up to verify_us: matmuls and attention (GEMMs,
+// grouped GEMMs, attention, LM head), the allreduces (including waiting for the slowest rank),
+// and everything else (norms, elementwise ops, embedding, launch gaps).
+struct VerifySplit {
+  double matmul_attention_us = 0;
+  double allreduce_us = 0;
+  double other_us = 0;
+};
+VerifySplit verify_split(const StrategyResult& r);
+
+struct Report {
+  Scenario scenario;
+  std::vector<StrategyResult> results;
+};
+
+}  // namespace eaglesim

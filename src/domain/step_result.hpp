@@ -1,0 +1,31 @@
+#pragma once
+// What a backend returns for one step (verify, draft or decode) under one strategy: the step
+// time and where it went. The simulator fills it from its virtual clock, the CUDA backend from
+// CUDA-graph replays (step time) and a separate attribution pass (per-kind split).
+#include <array>
+#include <string>
+#include <vector>
+
+#include "domain/timeline.hpp"
+#include "trace/op.hpp"
+
+namespace eaglesim {
+
+struct StepResult {
+  std::string step;
+  double step_us = 0;               // the step's time (median for measurements)
+  double step_us_min = 0;           // spread over repeats (measurements; = step_us for the simulator)
+  double step_us_max = 0;
+  int samples = 1;
+  std::array<double, kOpKindCount> kind_us{};  // time per op kind on the critical rank
+  double comm_us = 0;               // allreduces (incl. waiting for the slowest rank)
+  double compute_us = 0;            // everything else
+  int allreduce_count = 0;
+  double allreduce_mean_us = 0;
+  int critical_rank = 0;            // the rank the split above is taken from (finishes last)
+  std::vector<double> rank_wait_us; // per rank: time spent waiting in collectives for the last arrival
+  Timeline timeline;
+  std::vector<std::string> notes;   // extrapolations, fallbacks, rank substitutions
+};
+
+}  // namespace eaglesim

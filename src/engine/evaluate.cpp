@@ -1,0 +1,90 @@
+#include "engine/evaluate.hpp"
+
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "domain/speculative.hpp"
+
+namespace eaglesim {
+
+Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
+  if (!req.trace) throw std::logic_error("evaluate_strategies: no trace");
+  if (req.strategies.empty()) throw InputError("--strategy: no strategies given");
+  const Trace& trace = *req.trace;
+  const Step& verify = trace.verify();
+  const Step* draft = trace.find_step("draft");
+  const Step* decode = trace.find_step("decode");
+
+  Report report;
+  Scenario& sc = report.scenario;
+  sc.trace_file = req.trace_file;
+  sc.model = trace.meta.model;
+  sc.topology = !req.topology_label.empty() ? req.topology_label : req.topo ? req.topo->name : "this machine";
+  sc.backend = backend.name();
+  sc.tp = trace.meta.tp;
+  sc.ranks = req.options.ranks > 0 ? req.options.ranks : trace.meta.tp;
+  const int traced_drafts = trace.meta.draft_tokens ? *trace.meta.draft_tokens : trace.meta.tokens - 1;
+  sc.draft_tokens = req.draft_tokens > 0 ? req.draft_tokens : traced_drafts;
+  if (sc.draft_tokens < 0) throw InputError(fmt::format("draft tokens: expected >= 0, got {}", sc.draft_tokens));
+  sc.acceptance = req.acceptance;
+  sc.acceptance.tokens_per_cycle(sc.draft_tokens);  // validates --accept-len against N before any work
+
+  if (req.draft_tokens > 0 && req.draft_tokens != trace.meta.tokens - 1)
+    sc.notes.push_back(fmt::format("--draft-tokens {} differs from the {} tokens the verify step was traced for: "
+                                   "the verify step is not re-shaped, only the acceptance arithmetic and the number "
+                                   "of draft forwards change",
+                                   req.draft_tokens, trace.meta.tokens));
+  if (sc.ranks != trace.meta.tp)
+    sc.notes.push_back(fmt::format("trace made for tp={}, run on {} ranks: op shapes are the trace's, only the "
+                                   "collectives see the different world size",
+                                   trace.meta.tp, sc.ranks));
+  if (!draft) sc.notes.push_back("the trace has no draft step: draft cost is not included in the cycle (tok/s is optimistic)");
+  if (!decode) sc.notes.push_back("the trace has no decode step: speedup vs plain decoding and break-even are n/a");
+
+  RunOptions quiet = req.options;
+  quiet.want_timeline = false;
+  for (const std::string& name : req.strategies) {
+    // Draft and decode are priced only when the verify step could run, as the report needs all
+    // three or none.
+    const PricedStep v = price_step(backend, trace, verify, name, req.topo, req.options);
+    std::optional<PricedStep> d, p;
+    if (v.supported && draft) d = price_step(backend, trace, *draft, name, req.topo, quiet);
+    if (v.supported && (!d || d->supported) && decode) p = price_step(backend, trace, *decode, name, req.topo, quiet);
+    StrategyResult r = assemble_result(name, v, d ? &*d : nullptr, p ? &*p : nullptr);
+    derive_strategy_metrics(r, sc.acceptance, sc.draft_tokens);
+    report.results.push_back(std::move(r));
+  }
+  return report;
+}
+
+PricedStep price_step(Backend& backend, const Trace& trace, const Step& step, const std::string& strategy,
+                      const Topology* topo, const RunOptions& options) {
+  PricedStep p;
+  try {
+    p.result = backend.run_step(trace, step, strategy, topo, options);
+  } catch (const StrategyUnsupported& e) {
+    p.supported = false;
+    p.reason = e.what();
+  }
+  return p;
+}
+
+StrategyResult assemble_result(const std::string& strategy, const PricedStep& verify, const PricedStep* draft,
+                               const PricedStep* decode) {
+  StrategyResult r;
+  r.strategy = strategy;
+  for (const PricedStep* p : {&verify, draft, decode})
+    if (p && !p->supported) {
+      r.supported = false;
+      r.reason = p->reason;
+      return r;
+    }
+  r.verify = verify.result;
+  if (draft) r.draft = draft->result;
+  if (decode) r.decode = decode->result;
+  return r;
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,41 @@
+#pragma once
+// The sweep's grid: model x topology x weight dtype x TP x draft tokens x strategy x acceptance,
+// rows in that order (acceptance varies fastest). The index arithmetic lives here, once: a row's
+// position, the point a row stands for, and the smaller grids the sweep works on before it has
+// rows — feasibility per (model, topology, dtype, TP) and one trace per (model, dtype, TP, draft
+// tokens).
+#include <cstddef>
+
+namespace eaglesim {
+
+struct GridPoint {
+  std::size_t model = 0, topology = 0, dtype = 0, tp = 0, draft_tokens = 0, strategy = 0, acceptance = 0;
+};
+
+// A half-open range of row indices.
+struct RowRange {
+  std::size_t first = 0, last = 0;
+};
+
+class SweepGrid {
+ public:
+  SweepGrid(std::size_t models, std::size_t topologies, std::size_t dtypes, std::size_t tps, std::size_t draft_tokens,
+            std::size_t strategies, std::size_t acceptances);
+
+  std::size_t rows() const;
+  std::size_t row(const GridPoint& p) const;
+  GridPoint point(std::size_t row) const;
+
+  // Every row of one model, and of one (model, topology).
+  RowRange model_rows(std::size_t model) const;
+  RowRange model_topology_rows(std::size_t model, std::size_t topology) const;
+
+  std::size_t fits() const;
+  std::size_t fit(std::size_t model, std::size_t topology, std::size_t dtype, std::size_t tp) const;
+  std::size_t traces() const;
+  std::size_t trace(std::size_t model, std::size_t dtype, std::size_t tp, std::size_t draft_tokens) const;
+
+  const std::size_t models, topologies, dtypes, tps, draft_tokens, strategies, acceptances;
+};
+
+}  // namespace eaglesim
