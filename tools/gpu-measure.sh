@@ -8,7 +8,7 @@
 # Steps (default: every step that fits the visible GPUs, in this order):
 #   build       configure and build build-gpu/ (Release, -DEAGLESIM_CUDA=ON, sm_90 unless CUDA_ARCH)
 #   tests       ctest -L gpu (the GPU tests, stress included), then the rest of the suite
-#   bench-comm  allreduce strategies at 42 KiB and over 1 KiB..64 MiB (needs >= 2 GPUs)
+#   bench-comm  allreduce strategies over 1 KiB..64 KiB and 42 KiB, then 1 KiB..64 MiB (needs >= 2 GPUs)
 #   replay      run --backend cuda on every shipped trace whose TP fits the GPUs; with >= 2 GPUs
 #               also the imported PyTorch trace, the decoder-layer traces and mpirun -np 2
 #   fidelity    calibrate (TP1 traces on 1 GPU; TP2, imported and TP1 traces on 2), then
@@ -137,8 +137,8 @@ step_tests() {
 
 step_bench_comm() {
   local rc=0 s=nccl,oneshot,oneshot_push,twoshot,fused,quant
-  echo "### bench-comm at 42 KiB (3 x 7168 bf16)"
-  t "$E" bench-comm --strategy "$s" --sizes 43008 --iters 50 || rc=1
+  echo "### bench-comm, latency-bound sizes and 42 KiB (3 x 7168 bf16)"
+  t "$E" bench-comm --strategy "$s" --sizes 1K:64K,43008 --iters 50 || rc=1
   echo "### bench-comm 1K:64M"
   t "$E" bench-comm --strategy "$s" --sizes 1K:64M --json "$OUT/bench-comm.json" || rc=1
   return "$rc"
@@ -241,7 +241,7 @@ summary_pattern() {
   case $1 in
     build) echo "FAILED:|error:|^-- (CUDA|NCCL|MPI)" ;;
     tests) echo "^###|tests passed|tests failed|Failed|\(Failed\)|\(SKIPPED\)" ;;
-    bench-comm) echo "^###|^ +(43008|1024|65536|1048576|67108864) " ;;
+    bench-comm) echo "^###|^ +(1024|43008|65536|1048576|67108864) " ;;
     replay) echo "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^strategy |^error" ;;
     fidelity) echo "^###|^summary|^error" ;;
     sanitizer) echo "^###|ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY|^\[  (PASSED|FAILED)" ;;
