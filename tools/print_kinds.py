@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints the per-kind split of an `eaglesim run --json` report, one line per strategy and step.
 
-Used by tools/device_session.sh so the device log carries where the measured time went.
+Used by tools/gpu-measure.sh (replay step) so its log carries where the measured time went.
 Usage: print_kinds.py REPORT.json
 """
 import json
