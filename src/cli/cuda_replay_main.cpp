@@ -38,19 +38,18 @@ int main(int argc, char** argv) {
     auto backend = cuda::make_cuda_backend();
     for (const std::string& strategy : split_comma_list("--strategy", strategies)) {
       const StepResult r = backend->run_step(trace, *step, strategy, nullptr, opts);
-      nlohmann::ordered_json j;
-      j["strategy"] = strategy;
-      j["step"] = r.step;
-      j["step_us"] = r.step_us;
-      j["step_us_min"] = r.step_us_min;
-      j["step_us_max"] = r.step_us_max;
-      j["samples"] = r.samples;
-      j["comm_us"] = r.comm_us;
-      j["compute_us"] = r.compute_us;
-      j["allreduce_count"] = r.allreduce_count;
-      j["allreduce_mean_us"] = r.allreduce_mean_us;
-      j["kind_us"] = kind_us_json(r);
-      j["notes"] = r.notes;
+      const nlohmann::ordered_json j = {{"strategy", strategy},
+                                        {"step", r.step},
+                                        {"step_us", r.step_us},
+                                        {"step_us_min", r.step_us_min},
+                                        {"step_us_max", r.step_us_max},
+                                        {"samples", r.samples},
+                                        {"comm_us", r.comm_us},
+                                        {"compute_us", r.compute_us},
+                                        {"allreduce_count", r.allreduce_count},
+                                        {"allreduce_mean_us", r.allreduce_mean_us},
+                                        {"kind_us", kind_us_json(r)},
+                                        {"notes", r.notes}};
       std::cout << j.dump() << std::endl;
     }
   });

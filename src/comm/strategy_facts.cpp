@@ -93,6 +93,13 @@ const StrategyFacts* find_strategy_facts(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+bool fact(std::string_view name, bool StrategyFacts::*flag) {
+  const StrategyFacts* f = find_strategy_facts(name);
+  return f && f->*flag;
+}
+}  // namespace
+
 const StrategyFacts& strategy_facts(std::string_view name) {
   if (const StrategyFacts* f = find_strategy_facts(name)) return *f;
   std::string known;
@@ -100,26 +107,11 @@ const StrategyFacts& strategy_facts(std::string_view name) {
   throw InputError(fmt::format("unknown strategy \"{}\" (known: {})", name, known));
 }
 
-bool is_lower_bound(std::string_view name) {
-  const StrategyFacts* f = find_strategy_facts(name);
-  return f && f->lower_bound;
-}
-bool fuses_residual_norm(std::string_view name) {
-  const StrategyFacts* f = find_strategy_facts(name);
-  return f && f->fuses_residual_norm;
-}
-bool is_exact(std::string_view name) {
-  const StrategyFacts* f = find_strategy_facts(name);
-  return f && f->exact;
-}
-bool is_calibratable(std::string_view name) {
-  const StrategyFacts* f = find_strategy_facts(name);
-  return f && f->calibratable;
-}
-bool uses_p2p_kernels(std::string_view name) {
-  const StrategyFacts* f = find_strategy_facts(name);
-  return f && f->needs_p2p;
-}
+bool is_lower_bound(std::string_view name) { return fact(name, &StrategyFacts::lower_bound); }
+bool fuses_residual_norm(std::string_view name) { return fact(name, &StrategyFacts::fuses_residual_norm); }
+bool is_exact(std::string_view name) { return fact(name, &StrategyFacts::exact); }
+bool is_calibratable(std::string_view name) { return fact(name, &StrategyFacts::calibratable); }
+bool uses_p2p_kernels(std::string_view name) { return fact(name, &StrategyFacts::needs_p2p); }
 bool is_nccl(std::string_view name) {
   const StrategyFacts* f = find_strategy_facts(name);
   return f && f->kernel == StrategyKernel::nccl;

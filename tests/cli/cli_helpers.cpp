@@ -30,6 +30,20 @@ std::string temp_dir() {
   return tmpl;
 }
 
+std::vector<NamedLine> read_named_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<NamedLine> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ss(line);
+    NamedLine e;
+    if (!(ss >> e.name) || e.name[0] == '#') continue;
+    std::getline(ss, e.rest);
+    out.push_back(e);
+  }
+  return out;
+}
+
 CliResult run_cli(const std::string& args) {
   std::string dir = temp_dir();
   std::string out = dir + "/stdout", err = dir + "/stderr";

@@ -28,23 +28,15 @@ void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
+// traces/MANIFEST: the list tools/regen-traces.sh rebuilds ("OUTPUT_FILE  gen arguments").
 struct ManifestEntry {
   std::string output;
   std::string args;
 };
 
-// traces/MANIFEST: the list tools/regen-traces.sh rebuilds.
 std::vector<ManifestEntry> manifest() {
-  std::ifstream in(std::string(EAGLESIM_REPO) + "/traces/MANIFEST");
   std::vector<ManifestEntry> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ss(line);
-    ManifestEntry e;
-    if (!(ss >> e.output) || e.output[0] == '#') continue;
-    std::getline(ss, e.args);
-    out.push_back(e);
-  }
+  for (const NamedLine& l : read_named_lines(std::string(EAGLESIM_REPO) + "/traces/MANIFEST")) out.push_back({l.name, l.rest});
   return out;
 }
 

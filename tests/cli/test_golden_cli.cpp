@@ -24,16 +24,8 @@ struct GoldenCase {
 const std::string kGoldenDir = std::string(EAGLESIM_TEST_DATA) + "/golden";
 
 std::vector<GoldenCase> golden_cases() {
-  std::ifstream in(kGoldenDir + "/CASES");
   std::vector<GoldenCase> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ss(line);
-    GoldenCase c;
-    if (!(ss >> c.name) || c.name[0] == '#') continue;
-    std::getline(ss, c.args);
-    out.push_back(c);
-  }
+  for (const NamedLine& l : read_named_lines(kGoldenDir + "/CASES")) out.push_back({l.name, l.rest});
   return out;
 }
 
