@@ -1,0 +1,70 @@
+#pragma once
+// Facts about every allreduce strategy and benchmark variant, in one table that the registry,
+// calibration, bench-comm, the CUDA comm groups, the sweep, the report and the HTML page read.
+// Nothing outside comm/ compares strategy names; it asks this table instead.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace eaglesim {
+
+// The CUDA implementation behind a name (src/cuda/ and kernels/).
+enum class StrategyKernel {
+  nccl,          // ncclAllReduce
+  oneshot_pull,  // every rank reads all peers' inputs and reduces (kernels/oneshot_allreduce.cuh)
+  oneshot_push,  // every rank writes its input into all peers' receive areas, then reduces
+  twoshot,       // reduce-scatter then all-gather over P2P
+  fused,         // one-shot + residual add + RMSNorm in one kernel
+  quant,         // fp8 e4m3 on the wire, per-128-element scales
+  reference,     // plain two-pass kernel, the correctness baseline of bench-comm
+  none,          // no kernel: ideal (free) or auto (a selector over the others)
+};
+
+struct StrategyFacts {
+  std::string_view name;
+  bool runs = true;                 // a `--strategy` of run/sweep/fidelity (false: bench-comm variant only)
+  bool exact = true;                // false: lossy (changes the numbers)
+  bool fuses_residual_norm = false; // absorbs the residual_add + rmsnorm that follow the allreduce
+  bool lower_bound = false;         // not deployable: a bound that shows what communication costs
+  bool selector = false;            // picks another strategy per message size
+  bool calibratable = false;        // `calibrate` measures it; a topology may carry its tables
+  bool needs_p2p = false;           // our own P2P kernels: P2P on, 2/4/8 ranks, registered buffer
+  std::int64_t max_bytes = 0;       // largest message (0: no limit)
+  std::int64_t byte_multiple = 1;   // message sizes must be a multiple of this (packed loads)
+  StrategyKernel kernel = StrategyKernel::none;
+};
+
+// Our P2P kernels run on a pre-registered buffer of this size (the size vLLM's custom
+// allreduce registers) with 16-byte packed loads.
+constexpr std::int64_t kMaxCustomBytes = 8 * 1024 * 1024;
+constexpr std::int64_t kCustomByteMultiple = 16;
+
+// Every entry, strategies first in report order (the order `all` expands to), then the
+// bench-comm variants.
+const std::vector<StrategyFacts>& strategy_table();
+// nullptr for unknown names.
+const StrategyFacts* find_strategy_facts(std::string_view name);
+// InputError listing the known strategies for unknown names.
+const StrategyFacts& strategy_facts(std::string_view name);
+
+// Convenience predicates over the table; false for unknown names.
+bool is_lower_bound(std::string_view name);
+bool fuses_residual_norm(std::string_view name);
+bool is_exact(std::string_view name);
+bool is_calibratable(std::string_view name);
+bool uses_p2p_kernels(std::string_view name);
+bool is_nccl(std::string_view name);
+// Whether a message of `bytes` is within the strategy's range and multiple (true for unknown names:
+// nothing is known against it).
+bool fits_message_range(std::string_view name, std::int64_t bytes);
+
+// Names of the entries with runs == true, in table order; those with calibratable; those a
+// given kernel implements.
+std::vector<std::string> runnable_strategy_names();
+std::vector<std::string> calibratable_strategy_names();
+std::vector<std::string> bench_comm_names();  // every entry with a kernel, table order
+std::string lower_bound_strategy();           // the name of the lower bound ("ideal")
+std::string nccl_strategy();                  // the name of the NCCL baseline
+
+}  // namespace eaglesim
