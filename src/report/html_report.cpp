@@ -80,7 +80,7 @@ std::string page(const std::string& title, const json& data, const json& timelin
   html += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   html += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   html += "<meta name=\"generator\" content=\"eaglesim " EAGLESIM_VERSION "\">\n";
-  html += "<title>" + escape_html(title) + "</title>\n<style>" + std::string(html::kStyle) + "</style>\n</head>\n<body>\n";
+  html += "<title>" + escape_html(title) + "</title>\n<style>" + std::string(html::kReportStyle.text()) + "</style>\n</head>\n<body>\n";
   html += R"(<header class="top"><h1 id="title">)" + escape_html(title) + R"(</h1><div class="sub" id="subtitle"></div></header>
 <main>
 <noscript><section class="card"><h2>This report draws its charts with JavaScript</h2>
@@ -107,7 +107,7 @@ by, weights + KV cache above the usable GPU memory, or a strategy that cannot ru
 )";
   html += "<script type=\"application/json\" id=\"eaglesim-data\">" + script_safe(data) + "</script>\n";
   html += "<script type=\"application/json\" id=\"eaglesim-timelines\">" + script_safe(timelines) + "</script>\n";
-  html += "<script>" + std::string(html::kScript) + "</script>\n</body>\n</html>\n";
+  html += "<script>" + std::string(html::kReportScript.text()) + "</script>\n</body>\n</html>\n";
   return html;
 }
 

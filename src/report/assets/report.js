@@ -1,76 +1,5 @@
-// The report's stylesheet and script, kept as plain CSS and JavaScript inside raw strings so that
-// they read (and diff) as what they are. The script is ES5 with no dependencies, so any browser,
-// or the headless Chromium of the tests, draws the report offline.
-#include "report/html_assets.hpp"
-
-namespace eaglesim::html {
-
-const char* const kStyle = R"CSS(
-:root {
-  --bg: #f6f7fb; --card: #ffffff; --ink: #0f172a; --muted: #64748b; --line: #e2e8f0;
-  --good: #047857; --good-bg: #d1fae5; --bad: #b91c1c; --bad-bg: #fee2e2; --accent: #2563eb;
-}
-* { box-sizing: border-box; }
-body { margin: 0; background: var(--bg); color: var(--ink);
-  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-header.top { background: #0f172a; color: #f8fafc; padding: 22px 32px 18px; }
-header.top h1 { margin: 0 0 4px; font-size: 22px; font-weight: 650; letter-spacing: .2px; }
-header.top .sub { color: #cbd5e1; font-size: 13px; }
-main { max-width: 1380px; margin: 0 auto; padding: 20px 32px 48px; }
-section.card { background: var(--card); border: 1px solid var(--line); border-radius: 12px;
-  padding: 18px 22px; margin: 0 0 18px; box-shadow: 0 1px 2px rgba(15, 23, 42, .04); }
-section.card h2 { margin: 0 0 4px; font-size: 17px; }
-section.card p.explain { margin: 0 0 12px; color: var(--muted); font-size: 13px; max-width: 980px; }
-.headline { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 14px; }
-.verdict { border-radius: 12px; padding: 16px 18px; border: 1px solid var(--line); background: var(--card); }
-.verdict.good { border-color: #6ee7b7; background: linear-gradient(180deg, #ecfdf5, #fff 70%); }
-.verdict.bad { border-color: #fca5a5; background: linear-gradient(180deg, #fef2f2, #fff 70%); }
-.verdict.none { background: #f8fafc; }
-.verdict .model { font-size: 13px; color: var(--muted); text-transform: none; margin-bottom: 2px; }
-.verdict .big { font-size: 24px; font-weight: 700; margin: 2px 0 6px; }
-.verdict.good .big { color: var(--good); }
-.verdict.bad .big { color: var(--bad); }
-.verdict .detail { font-size: 14px; }
-.verdict .detail b { font-weight: 650; }
-.verdict ul { margin: 8px 0 0; padding-left: 18px; color: var(--muted); font-size: 13px; }
-.summary-line { font-size: 15px; margin: 0 0 14px; }
-.pill { display: inline-block; border-radius: 999px; padding: 1px 9px; font-size: 12px; font-weight: 600; }
-.pill.good { background: var(--good-bg); color: var(--good); }
-.pill.bad { background: var(--bad-bg); color: var(--bad); }
-.controls { display: flex; flex-wrap: wrap; gap: 12px 18px; align-items: end; margin: 4px 0 14px; }
-.controls label { display: flex; flex-direction: column; font-size: 12px; color: var(--muted); gap: 3px; }
-.controls select { font: inherit; padding: 5px 8px; border: 1px solid #cbd5e1; border-radius: 7px; background: #fff;
-  min-width: 90px; color: var(--ink); }
-.grid2 { display: grid; grid-template-columns: 1fr 1fr; gap: 18px; }
-@media (max-width: 1100px) { .grid2 { grid-template-columns: 1fr; } }
-.chart h3 { margin: 4px 0 2px; font-size: 14px; }
-.chart .note { color: var(--muted); font-size: 12px; margin: 0 0 6px; }
-svg.plot { width: 100%; height: auto; display: block; overflow: visible; }
-svg.plot text { font-size: 11px; fill: #475569; }
-svg.plot .axis-label { font-size: 12px; fill: #334155; font-weight: 600; }
-svg.plot .grid { stroke: #eef2f7; }
-svg.plot .axis { stroke: #94a3b8; }
-svg.plot .value-label { font-size: 11px; fill: #0f172a; font-weight: 600; }
-.legend { display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 12px; margin: 6px 0 0 8px; }
-.legend span.sw { display: inline-block; width: 12px; height: 12px; border-radius: 3px; margin-right: 5px;
-  vertical-align: -2px; }
-.legend span.sw.dash { height: 0; border-top: 2px dashed #334155; border-radius: 0; width: 16px; vertical-align: 3px; }
-table.data { border-collapse: collapse; width: 100%; font-size: 12.5px; font-variant-numeric: tabular-nums; }
-table.data th { text-align: left; font-weight: 600; color: #334155; border-bottom: 2px solid var(--line);
-  padding: 6px 8px; position: sticky; top: 0; background: #fff; white-space: nowrap; }
-table.data td { border-bottom: 1px solid #f1f5f9; padding: 5px 8px; white-space: nowrap; }
-table.data td.num, table.data th.num { text-align: right; }
-table.data tr.best td { background: #eff6ff; font-weight: 600; }
-table.data td.reason { white-space: normal; color: #7f1d1d; }
-.table-wrap { max-height: 560px; overflow: auto; border: 1px solid var(--line); border-radius: 8px; }
-button.more { margin-top: 8px; font: inherit; font-size: 12px; border: 1px solid #cbd5e1; background: #fff;
-  border-radius: 7px; padding: 4px 10px; cursor: pointer; }
-.muted { color: var(--muted); }
-footer { color: var(--muted); font-size: 12px; text-align: center; padding: 10px 0 30px; }
-code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; }
-)CSS";
-
-const char* const kScript = R"JS(
+// The HTML report's script (ES5, no dependencies): draws every chart as inline SVG from the JSON
+// embedded in the page. Compiled into the binary at build time (cmake/embed_assets.cmake).
 (function () {
   'use strict';
   var NS = 'http://www.w3.org/2000/svg';
@@ -724,6 +653,3 @@ const char* const kScript = R"JS(
   if (view.kind === 'sweep') renderSweep(); else renderRun();
   document.body.setAttribute('data-rendered', 'true');
 })();
-)JS";
-
-}  // namespace eaglesim::html
