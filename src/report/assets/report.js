@@ -1,42 +1,56 @@
-// The HTML report's script (ES5, no dependencies): draws every chart as inline SVG from the JSON
-// embedded in the page. Compiled into the binary at build time (cmake/embed_assets.cmake).
+// The HTML report's script. It reads the page model (script#eaglesim-view), the --json document
+// (script#eaglesim-data) and the verify-step timelines (script#eaglesim-timelines), and draws
+// them with uPlot. Every number, verdict and choice it shows (tok/s curves, which row is best,
+// which strategies are lower bounds, their order and facts) is computed by eaglesim
+// (src/report/html_*view*.cpp): this file only reads, filters and draws.
+//
+// What each chart was given is written onto it for readers and tests: the chart element has
+// data-chart, the selection it shows (data-model, data-topology, ...), data-points (values handed
+// to the library) and data-ink (coloured pixels painted in the plotting area); its "numbers"
+// table lists every value with data-series / data-row / data-value.
 (function () {
   'use strict';
-  var NS = 'http://www.w3.org/2000/svg';
-  function byId(id) { return document.getElementById(id); }
-  var doc = JSON.parse(byId('eaglesim-data').textContent);
-  var tlNode = byId('eaglesim-timelines');
-  var timelines = tlNode ? JSON.parse(tlNode.textContent) : [];
 
-  // ------------------------------------------------------------------ helpers
-  var STRATEGY_ORDER = ['nccl', 'oneshot', 'twoshot', 'fused', 'quant', 'ideal', 'auto'];
-  var PALETTE = ['#2563eb', '#f97316', '#059669', '#9333ea', '#dc2626', '#64748b', '#ca8a04', '#0891b2', '#db2777'];
-  var SEGMENTS = [
-    { key: 'verify_compute_us', name: 'compute', label: 'verify: GEMMs + attention', color: '#3b82f6' },
-    { key: 'verify_allreduce_us', name: 'allreduce', label: 'verify: allreduce (incl. waiting)', color: '#f97316' },
-    { key: 'verify_other_us', name: 'other', label: 'verify: other (norms, elementwise, gaps)', color: '#94a3b8' },
-    { key: 'draft_us', name: 'draft', label: 'draft head (N forwards)', color: '#a855f7' }
-  ];
-  var KIND_COLORS = {
-    gemm: '#3b82f6', grouped_gemm: '#1e40af', attention: '#14b8a6', allreduce: '#f97316', rmsnorm: '#94a3b8',
-    residual_add: '#cbd5e1', act: '#a8a29e', embedding: '#84cc16', lm_head: '#8b5cf6', other: '#475569'
+  const byId = (id) => document.getElementById(id);
+  const readJson = (id) => {
+    const node = byId(id);
+    return node ? JSON.parse(node.textContent) : null;
   };
-  var strategyColors = {};
-  function strategyColor(name) {
-    if (!(name in strategyColors)) {
-      var i = STRATEGY_ORDER.indexOf(name);
-      if (i < 0) i = STRATEGY_ORDER.length + Object.keys(strategyColors).length;
-      strategyColors[name] = PALETTE[i % PALETTE.length];
-    }
-    return strategyColors[name];
-  }
+  const doc = readJson('eaglesim-data');
+  const view = readJson('eaglesim-view');
+  const timelines = readJson('eaglesim-timelines') || [];
+  const rows = view.kind === 'sweep' ? doc.rows : view.rows;
+  const curves = view.explorer.curves;
+  const curveOf = (r) => (r.index in curves.rows ? curves.curves[curves.rows[r.index]] : null);
+
+  // ---------------------------------------------------------------- presentation
+  const PALETTE = ['#2563eb', '#f97316', '#059669', '#9333ea', '#dc2626', '#0891b2', '#ca8a04', '#db2777', '#4f46e5'];
+  const SEGMENT_COLORS = ['#3b82f6', '#f97316', '#94a3b8', '#a855f7'];
+  const PLAIN_COLOR = '#334155';
+  const BAR_STATES = [
+    { key: 'pays', label: 'pays off at a swept acceptance rate', color: '#10b981' },
+    { key: 'short', label: 'needs a higher acceptance than swept', color: '#f59e0b' },
+    { key: 'never', label: 'never pays off (not even at a=1)', color: '#fca5a5' },
+    { key: 'unfit', label: 'cannot run', color: '#cbd5e1' },
+  ];
+  const KIND_COLORS = {
+    gemm: '#3b82f6', grouped_gemm: '#1e40af', attention: '#14b8a6', allreduce: '#f97316', rmsnorm: '#94a3b8',
+    residual_add: '#cbd5e1', act: '#a8a29e', embedding: '#84cc16', lm_head: '#8b5cf6', other: '#475569',
+  };
+  const WAIT_COLOR = '#fed7aa';
+  const FONT = '11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+  const LABEL_FONT = '600 12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+
+  const strategies = {};
+  view.strategies.forEach((s, i) => { strategies[s.name] = Object.assign({ color: PALETTE[i % PALETTE.length] }, s); });
+  const strategy = (name) => strategies[name] || { name: name, lower_bound: false, color: '#475569' };
+
   function el(tag, attrs, parent, text) {
-    var svgTags = { svg: 1, g: 1, rect: 1, line: 1, path: 1, circle: 1, text: 1, title: 1, polyline: 1 };
-    var n = svgTags[tag] ? document.createElementNS(NS, tag) : document.createElement(tag);
-    if (attrs) for (var k in attrs) if (attrs[k] !== undefined && attrs[k] !== null) n.setAttribute(k, attrs[k]);
-    if (text !== undefined) n.textContent = text;
-    if (parent) parent.appendChild(n);
-    return n;
+    const node = document.createElement(tag);
+    for (const k in attrs || {}) if (attrs[k] !== undefined && attrs[k] !== null) node.setAttribute(k, attrs[k]);
+    if (text !== undefined) node.textContent = text;
+    if (parent) parent.appendChild(node);
+    return node;
   }
   function fmt(v, digits) {
     if (v === null || v === undefined || !isFinite(v)) return 'n/a';
@@ -46,610 +60,537 @@
     if (us === null || us === undefined) return 'n/a';
     return us >= 10000 ? fmt(us / 1000, 2) + ' ms' : fmt(us, 1) + ' µs';
   }
-  function accLabel(mode, value) { return mode === 'rate' ? 'a=' + fmt(value, 2) : 'E=' + fmt(value, 2); }
-  function niceTicks(lo, hi, count) {
-    if (!(hi > lo)) hi = lo + 1;
-    var step = Math.pow(10, Math.floor(Math.log10((hi - lo) / count)));
-    var err = (hi - lo) / count / step;
-    if (err >= 7.5) step *= 10; else if (err >= 3.5) step *= 5; else if (err >= 1.5) step *= 2;
-    var ticks = [];
-    for (var t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(Math.round(t / step) * step);
-    return ticks;
+  const acceptanceOf = (mode, value) => view.acceptances.find((a) => a.mode === mode && a.value === value);
+  const acceptanceLabel = (mode, value) => (acceptanceOf(mode, value) || { label: mode + ' ' + value }).label;
+  // Text from the page model: odd-numbered parts are emphasised.
+  function parts(host, list) {
+    list.forEach((p, i) => { if (i % 2) el('b', null, host, p); else host.appendChild(document.createTextNode(p)); });
   }
-  function scale(d0, d1, r0, r1) { return function (v) { return r0 + (v - d0) / (d1 - d0 || 1) * (r1 - r0); }; }
-  function chainTokens(a, n) { return a >= 1 ? n + 1 : (1 - Math.pow(a, n + 1)) / (1 - a); }
-  function legend(host, items) {
-    var div = el('div', { 'class': 'legend' }, host);
-    items.forEach(function (it) {
-      var s = el('span', null, div);
-      el('span', { 'class': 'sw' + (it.dashed ? ' dash' : ''), style: it.dashed ? '' : 'background:' + it.color }, s);
-      s.appendChild(document.createTextNode(it.label));
-    });
+
+  // ---------------------------------------------------------------- charts
+  const plots = [];
+  function destroyPlots(container) {
+    for (let i = plots.length - 1; i >= 0; --i)
+      if (container.contains(plots[i].host)) { plots[i].u.destroy(); plots.splice(i, 1); }
+    container.innerHTML = '';
   }
-  function chartBox(host, title, note) {
-    var box = el('div', { 'class': 'chart' }, host);
+  window.addEventListener('resize', () => plots.forEach((p) => p.u.setSize({ width: p.host.clientWidth, height: p.height })));
+
+  function chartBox(host, name, title, note, attrs) {
+    const box = el('div', Object.assign({ 'class': 'chart', 'data-chart': name }, attrs || {}), host);
     el('h3', null, box, title);
     if (note) el('p', { 'class': 'note' }, box, note);
     return box;
   }
-  function frame(box, name, w, h, m, attrs) {
-    var a = { 'class': 'plot', viewBox: '0 0 ' + w + ' ' + h, 'data-chart': name, role: 'img' };
-    for (var k in attrs || {}) a[k] = attrs[k];
-    var svg = el('svg', a, box);
-    return { svg: svg, x0: m.l, x1: w - m.r, y0: h - m.b, y1: m.t, w: w, h: h };
+  function emptyChart(box, text) {
+    box.setAttribute('data-empty', 'true');
+    box.setAttribute('data-points', 0);
+    el('div', { 'class': 'empty' }, box, text);
   }
-  function axes(f, xs, ys, xTicks, yTicks, xLabel, yLabel, xFmt, yFmt) {
-    yTicks.forEach(function (t) {
-      el('line', { 'class': 'grid', x1: f.x0, x2: f.x1, y1: ys(t), y2: ys(t) }, f.svg);
-      el('text', { x: f.x0 - 6, y: ys(t) + 4, 'text-anchor': 'end' }, f.svg, yFmt(t));
-    });
-    xTicks.forEach(function (t) {
-      el('line', { 'class': 'axis', x1: xs(t), x2: xs(t), y1: f.y0, y2: f.y0 + 4 }, f.svg);
-      el('text', { x: xs(t), y: f.y0 + 17, 'text-anchor': 'middle' }, f.svg, xFmt(t));
-    });
-    el('line', { 'class': 'axis', x1: f.x0, x2: f.x1, y1: f.y0, y2: f.y0 }, f.svg);
-    el('line', { 'class': 'axis', x1: f.x0, x2: f.x0, y1: f.y0, y2: f.y1 }, f.svg);
-    el('text', { 'class': 'axis-label', x: (f.x0 + f.x1) / 2, y: f.h - 6, 'text-anchor': 'middle' }, f.svg, xLabel);
-    el('text', { 'class': 'axis-label', x: 14, y: (f.y0 + f.y1) / 2, 'text-anchor': 'middle',
-      transform: 'rotate(-90 14 ' + (f.y0 + f.y1) / 2 + ')' }, f.svg, yLabel);
+  // Coloured pixels in the plotting area: what the series painted, not the greys of grid and text.
+  function ink(u) {
+    const b = u.bbox;
+    if (b.width < 1 || b.height < 1) return 0;
+    const px = u.ctx.getImageData(b.left, b.top, b.width, b.height).data;
+    let n = 0;
+    for (let i = 0; i < px.length; i += 16)
+      if (px[i + 3] > 0 && Math.max(px[i], px[i + 1], px[i + 2]) - Math.min(px[i], px[i + 1], px[i + 2]) > 60) ++n;
+    return n;
   }
-  function emptyNote(box, name, text, attrs) {
-    var a = { 'class': 'plot', viewBox: '0 0 640 80', 'data-chart': name, 'data-empty': 'true' };
-    for (var k in attrs || {}) a[k] = attrs[k];
-    var svg = el('svg', a, box);
-    el('text', { x: 320, y: 44, 'text-anchor': 'middle' }, svg, text);
+  function axis(extra) {
+    return Object.assign({ stroke: '#475569', font: FONT, labelFont: LABEL_FONT, grid: { stroke: '#eef2f7', width: 1 },
+      ticks: { stroke: '#cbd5e1', width: 1 } }, extra);
+  }
+  // Scale ranges from uPlot's own padding rules: from zero, with headroom above the data.
+  const FROM_ZERO = { min: { pad: 0, soft: 0, mode: 1 }, max: { pad: 0.1, soft: 0, mode: 3 } };
+  const PADDED = (u, min, max) => uPlot.rangeNum(min, max, { min: { pad: 0.15 }, max: { pad: 0.15 } });
+  const CATEGORIES = (count) => () => [-0.5, count - 0.5];
+
+  function plot(box, opts, data, points) {
+    const host = el('div', { 'class': 'plot-host' }, box);
+    const o = Object.assign({ width: Math.max(320, host.clientWidth || 640) }, opts);
+    o.hooks = Object.assign({}, opts.hooks);
+    // Measured once: reading pixels back on every redraw (zoom, resize) would slow the page.
+    o.hooks.draw = [].concat(o.hooks.draw || [], [(u) => { if (!box.hasAttribute('data-ink')) box.setAttribute('data-ink', ink(u)); }]);
+    box.setAttribute('data-points', points);
+    const u = new uPlot(o, data, host);
+    plots.push({ u: u, host: host, height: o.height });
+    return u;
+  }
+  // Draws on a chart's canvas from a uPlot hook, in canvas pixels (px: device pixels per CSS
+  // pixel, b: the plotting area), with left-aligned text in the axes' font.
+  function onCanvas(u, draw) {
+    const c = u.ctx, px = uPlot.pxRatio;
+    c.save();
+    c.font = FONT.replace('11px', 11 * px + 'px');
+    c.textAlign = 'left';
+    c.textBaseline = 'alphabetic';
+    draw(c, px, u.bbox);
+    c.restore();
+  }
+  // Dashed lines across the plotting area at the swept acceptance rates (on scale `key`), labelled.
+  function sweptRates(u, key, c, px, b, color, label) {
+    c.strokeStyle = color;
+    c.setLineDash([3 * px, 3 * px]);
+    view.acceptances.filter((a) => a.rate).forEach((a) => {
+      const x = u.valToPos(a.value, key, true);
+      c.beginPath(); c.moveTo(x, b.top); c.lineTo(x, b.top + b.height); c.stroke();
+      c.fillText(label(a), x + 4 * px, b.top + 10 * px);
+    });
+    c.setLineDash([]);
+  }
+  function strategySeries(name) {
+    const s = strategy(name);
+    return { label: name + (s.lower_bound ? ' (lower bound)' : ''), stroke: s.color, width: s.lower_bound ? 1.5 : 2,
+      dash: s.lower_bound ? [4, 4] : undefined, points: { show: true, size: 6, fill: s.color } };
+  }
+  function plainSeries() {
+    return { label: 'plain decoding (fastest)', stroke: PLAIN_COLOR, width: 1.5, dash: [6, 4], points: { show: false } };
+  }
+  // The values behind a chart, as a table one can open under it.
+  function numbersTable(box, header, lines) {
+    const d = el('details', { 'class': 'numbers' }, box);
+    el('summary', null, d, 'numbers');
+    const t = el('table', { 'class': 'data' }, d);
+    const tr = el('tr', null, el('thead', null, t));
+    header.forEach((h) => el('th', null, tr, h));
+    const tb = el('tbody', null, t);
+    lines.forEach((l) => {
+      const row = el('tr', l.attrs, tb);
+      l.cells.forEach((c) => el('td', null, row, String(c)));
+    });
+  }
+  function legend(box, items) {
+    const div = el('div', { 'class': 'legend' }, box);
+    items.forEach((it) => {
+      const s = el('span', null, div);
+      el('span', { 'class': 'sw', style: 'background:' + it.color }, s);
+      s.appendChild(document.createTextNode(it.label));
+    });
+  }
+  function selectionAttrs(sel) {
+    const acc = sel.acceptance || {};
+    return { 'data-model': sel.model, 'data-topology': sel.topology, 'data-weight-dtype': sel.dtype, 'data-tp': sel.tp,
+      'data-accept-mode': acc.mode, 'data-accept-value': acc.value, 'data-draft-tokens': sel.n };
   }
 
-  // ------------------------------------------------------------------ charts
-  // Lines of tok/s against draft tokens, one per strategy, and plain decoding as a dashed line.
-  function chartTokpsVsDraft(host, rows, sel, plain) {
-    var box = chartBox(host, 'Throughput against draft tokens',
-      'tok/s = expected tokens per cycle / (draft + verify time); dashed: fastest plain decoding at this TP.');
-    var attrs = selectionAttrs(sel);
-    var ok = rows.filter(function (r) { return r.status === 'ok'; });
-    if (!ok.length) { emptyNote(box, 'tokps-vs-draft', 'No combination of this selection can run (see the table below).', attrs); return; }
-    var xsVals = view.axes.draft_tokens;
-    var ymax = Math.max.apply(null, ok.map(function (r) { return r.tokens_per_s; }).concat(plain ? [plain] : []));
-    var f = frame(box, 'tokps-vs-draft', 640, 340, { l: 64, r: 20, t: 14, b: 44 }, attrs);
-    var xs = scale(xsVals[0] - 0.3, xsVals[xsVals.length - 1] + 0.3, f.x0, f.x1);
-    var yt = niceTicks(0, ymax * 1.08, 6);
-    var ys = scale(0, yt[yt.length - 1], f.y0, f.y1);
-    axes(f, xs, ys, xsVals, yt, 'draft tokens per cycle (N)', 'tokens / s', String, function (v) { return fmt(v, 0); });
-    if (plain) {
-      var gp = el('g', { 'data-series': 'plain-decode', 'data-value': plain }, f.svg);
-      el('line', { x1: f.x0, x2: f.x1, y1: ys(plain), y2: ys(plain), stroke: '#334155', 'stroke-width': 1.5,
-        'stroke-dasharray': '6 4' }, gp);
-      el('text', { x: f.x1 - 4, y: ys(plain) - 5, 'text-anchor': 'end' }, gp, 'plain decoding ' + fmt(plain, 1) + ' tok/s');
-    }
-    var items = [];
-    view.axes.strategies.forEach(function (s) {
-      var pts = ok.filter(function (r) { return r.strategy === s; }).sort(function (a, b) { return a.draft_tokens - b.draft_tokens; });
-      if (!pts.length) return;
-      var color = strategyColor(s);
-      var g = el('g', { 'data-series': s }, f.svg);
-      el('polyline', { fill: 'none', stroke: color, 'stroke-width': isBound(s) ? 1.6 : 2.2,
-        'stroke-dasharray': isBound(s) ? '3 3' : null, points: pts.map(function (r) { return xs(r.draft_tokens) + ',' + ys(r.tokens_per_s); }).join(' ') }, g);
-      pts.forEach(function (r) {
-        var c = el('circle', { cx: xs(r.draft_tokens), cy: ys(r.tokens_per_s), r: 3.6, fill: color,
-          'data-x': r.draft_tokens, 'data-y': r.tokens_per_s, 'data-row': r.index }, g);
-        el('title', null, c, s + ', N=' + r.draft_tokens + ': ' + fmt(r.tokens_per_s, 1) + ' tok/s, ' +
-          fmt(r.speedup_vs_decode, 2) + '× plain decoding');
-      });
-      items.push({ color: color, label: s + (isBound(s) ? ' (lower bound)' : '') });
+  // tok/s against draft tokens, one line per strategy, and the fastest plain decoding dashed.
+  function chartTokpsVsDraft(host, sel, selRows, plain) {
+    const box = chartBox(host, 'tokps-vs-draft', 'Throughput against draft tokens',
+      'tok/s of every strategy at each swept N; dashed: the fastest plain decoding at this TP and weights (lower bounds left out).',
+      selectionAttrs(Object.assign({}, sel, { n: undefined })));
+    const ok = selRows.filter((r) => r.status === 'ok');
+    if (!ok.length) return emptyChart(box, 'No combination of this selection can run (see the table below).');
+    const xs = view.explorer.draft_tokens;
+    const series = [{ label: 'N' }], data = [xs], lines = [];
+    view.strategies.forEach((s) => {
+      const mine = ok.filter((r) => r.strategy === s.name);
+      if (!mine.length) return;
+      data.push(xs.map((n) => { const r = mine.find((x) => x.draft_tokens === n); return r ? r.tokens_per_s : null; }));
+      series.push(strategySeries(s.name));
+      mine.forEach((r) => lines.push({ attrs: { 'data-series': s.name, 'data-row': r.index, 'data-x': r.draft_tokens,
+        'data-y': r.tokens_per_s }, cells: [s.name, r.draft_tokens, fmt(r.tokens_per_s, 1)] }));
     });
-    if (plain) items.push({ dashed: true, label: 'plain decoding (fastest strategy)' });
-    legend(box, items);
+    if (plain) {
+      data.push(xs.map(() => plain.tokens_per_s));
+      series.push(plainSeries());
+      lines.push({ attrs: { 'data-series': 'plain-decode', 'data-row': plain.row, 'data-value': plain.tokens_per_s },
+        cells: ['plain decoding', '', fmt(plain.tokens_per_s, 1)] });
+    }
+    plot(box, { height: 320, series: series, scales: { x: { time: false, range: PADDED }, y: { range: FROM_ZERO } },
+      axes: [axis({ label: 'draft tokens per cycle (N)', splits: () => xs }), axis({ label: 'tokens / s', size: 64 })] },
+      data, lines.length);
+    numbersTable(box, ['series', 'N', 'tok/s'], lines);
   }
 
   // Stacked bars: where one cycle's time goes, per strategy.
-  function chartCycle(host, rows, sel) {
-    var box = chartBox(host, 'Where a cycle goes' + (sel.n !== undefined ? ' (N=' + sel.n + ')' : ''),
-      'One speculative cycle = N draft-head forwards + one verify forward over N+1 tokens. Bars are stacked µs.');
-    var attrs = selectionAttrs(sel);
-    if (sel.n !== undefined) attrs['data-draft-tokens'] = sel.n;
-    var ok = rows.filter(function (r) { return r.status === 'ok'; });
-    if (!ok.length) { emptyNote(box, 'cycle-breakdown', 'No strategy can run at this selection.', attrs); return; }
-    var ymax = Math.max.apply(null, ok.map(function (r) {
-      return SEGMENTS.reduce(function (s, seg) { return s + (r[seg.key] || 0); }, 0);
-    }));
-    var f = frame(box, 'cycle-breakdown', 640, 340, { l: 70, r: 20, t: 22, b: 44 }, attrs);
-    var yt = niceTicks(0, ymax * 1.1, 6);
-    var ys = scale(0, yt[yt.length - 1], f.y0, f.y1);
-    var slot = (f.x1 - f.x0) / ok.length;
-    var xs = function (i) { return f.x0 + slot * (i + 0.5); };
-    axes(f, xs, ys, [], yt, 'allreduce strategy', 'µs per cycle', String, function (v) { return fmt(v, 0); });
-    ok.forEach(function (r, i) {
-      var bw = Math.min(70, slot * 0.6), y = 0;
-      var g = el('g', { 'data-strategy': r.strategy }, f.svg);
-      SEGMENTS.forEach(function (seg) {
-        var v = r[seg.key] || 0;
-        var rect = el('rect', { x: xs(i) - bw / 2, y: ys(y + v), width: bw, height: Math.max(0, ys(y) - ys(y + v)),
-          fill: seg.color, 'data-series': seg.name, 'data-strategy': r.strategy, 'data-value': v }, g);
-        el('title', null, rect, r.strategy + ' · ' + seg.label + ': ' + fmtUs(v));
-        y += v;
-      });
-      el('text', { 'class': 'value-label', x: xs(i), y: ys(y) - 5, 'text-anchor': 'middle' }, g, fmtUs(y));
-      el('text', { x: xs(i), y: f.y0 + 16, 'text-anchor': 'middle' }, g, r.strategy);
+  function chartCycle(host, sel, atN) {
+    const box = chartBox(host, 'cycle-breakdown', 'Where a cycle goes (N=' + sel.n + ')',
+      'One speculative cycle = N draft-head forwards + one verify forward over N+1 tokens. Bars are stacked µs.',
+      selectionAttrs(sel));
+    const ok = view.strategies.map((s) => atN.find((r) => r.strategy === s.name && r.status === 'ok')).filter(Boolean);
+    if (!ok.length) return emptyChart(box, 'No strategy can run at this selection.');
+    const segs = view.segments;
+    // Stacking: each series is drawn from zero to the top of its segment, the tallest first.
+    const tops = segs.map(() => []);
+    ok.forEach((r, i) => {
+      let top = 0;
+      segs.forEach((seg, k) => { top += r[seg.key] || 0; tops[k][i] = top; });
     });
-    legend(box, SEGMENTS.map(function (s) { return { color: s.color, label: s.label }; }));
+    const bars = uPlot.paths.bars({ size: [0.6, 80] });
+    const series = [{ label: 'strategy', value: (u, v, si, i) => (i === null ? '' : ok[i].strategy) }];
+    const data = [ok.map((r, i) => i)];
+    for (let k = segs.length - 1; k >= 0; --k) {
+      const seg = segs[k];
+      series.push({ label: seg.label, fill: SEGMENT_COLORS[k], stroke: SEGMENT_COLORS[k], width: 0, paths: bars,
+        points: { show: false }, value: (u, v, si, i) => (i === null ? '' : fmtUs(ok[i][seg.key])) });
+      data.push(tops[k]);
+    }
+    const totals = (u) => onCanvas(u, (c, px) => {
+      c.font = LABEL_FONT.replace('12px', 11 * px + 'px');
+      c.fillStyle = '#0f172a';
+      c.textAlign = 'center';
+      ok.forEach((r, i) => c.fillText(fmtUs(r.cycle_us), u.valToPos(i, 'x', true),
+        u.valToPos(tops[segs.length - 1][i], 'y', true) - 6 * px));
+    });
+    plot(box, { height: 320, series: series, legend: { live: true },
+      scales: { x: { time: false, range: CATEGORIES(ok.length) }, y: { range: FROM_ZERO } },
+      axes: [axis({ label: 'allreduce strategy', splits: () => data[0], values: () => ok.map((r) => r.strategy), grid: { show: false } }),
+        axis({ label: 'µs per cycle', size: 64 })],
+      hooks: { draw: [totals] } }, data, ok.length * segs.length);
+    const lines = [];
+    ok.forEach((r) => segs.forEach((seg) => lines.push({ attrs: { 'data-series': seg.name, 'data-strategy': r.strategy,
+      'data-row': r.index, 'data-value': r[seg.key] }, cells: [r.strategy, seg.label, fmtUs(r[seg.key])] })));
+    numbersTable(box, ['strategy', 'part', 'time'], lines);
   }
 
-  // tok/s as a function of the per-position acceptance rate, from each strategy's cycle time.
-  function chartAccept(host, rows, sel) {
-    var box = chartBox(host, 'Throughput against acceptance rate' + (sel.n !== undefined ? ' (N=' + sel.n + ')' : ''),
-      'Chain drafts: E = (1 − a^(N+1)) / (1 − a) tokens per cycle. Where a line crosses the dashed plain-decoding ' +
-      'line is its break-even acceptance rate (dot).');
-    var attrs = selectionAttrs(sel);
-    var ok = rows.filter(function (r) { return r.status === 'ok' && r.cycle_us > 0; });
-    if (!ok.length) { emptyNote(box, 'tokps-vs-accept', 'No strategy can run at this selection.', attrs); return; }
-    var n = ok[0].draft_tokens;
-    var plain = Math.max.apply(null, ok.map(function (r) { return r.decode_tokens_per_s || 0; }));
-    var ymax = Math.max.apply(null, ok.map(function (r) { return (n + 1) * 1e6 / r.cycle_us; }).concat([plain]));
-    var f = frame(box, 'tokps-vs-accept', 640, 340, { l: 64, r: 20, t: 14, b: 44 }, attrs);
-    var xs = scale(0, 1, f.x0, f.x1);
-    var yt = niceTicks(0, ymax * 1.05, 6);
-    var ys = scale(0, yt[yt.length - 1], f.y0, f.y1);
-    axes(f, xs, ys, [0, 0.2, 0.4, 0.6, 0.8, 1], yt, 'acceptance rate per draft position (a)', 'tokens / s',
-      function (v) { return fmt(v, 1); }, function (v) { return fmt(v, 0); });
-    view.accepts.forEach(function (a) {
-      if (a.mode !== 'rate') return;
-      el('line', { x1: xs(a.value), x2: xs(a.value), y1: f.y0, y2: f.y1, stroke: '#cbd5e1', 'stroke-dasharray': '2 3' }, f.svg);
-      el('text', { x: xs(a.value) + 3, y: f.y1 + 10 }, f.svg, accLabel('rate', a.value));
+  // tok/s as a function of the per-position acceptance rate, one curve per strategy.
+  function chartAccept(host, sel, atN, plain) {
+    const box = chartBox(host, 'tokps-vs-accept', 'Throughput against acceptance rate (N=' + sel.n + ')',
+      'Chain drafts: each draft token is accepted with rate a, so a cycle yields E = 1 + a + … + a^N tokens. Where a ' +
+      'line meets the plain decoding of its strategy is its break-even acceptance rate (dot).', selectionAttrs(sel));
+    const ok = view.strategies.map((s) => atN.find((r) => r.strategy === s.name && r.status === 'ok' && curveOf(r)))
+      .filter(Boolean);
+    if (!ok.length) return emptyChart(box, 'No strategy can run at this selection.');
+    const series = [{ label: 'a', value: (u, v) => (v === null ? '' : 'a=' + fmt(v, 3)) }], data = [curves.rates], lines = [];
+    ok.forEach((r) => {
+      const c = curveOf(r);
+      series.push(Object.assign(strategySeries(r.strategy), { points: { show: false } }));
+      data.push(c.tokens_per_s);
+      lines.push({ attrs: { 'data-series': r.strategy, 'data-row': r.index, 'data-cycle-us': r.cycle_us,
+        'data-breakeven': c.breakeven ? c.breakeven[0] : 'none', 'data-curve': c.tokens_per_s.join(',') },
+        cells: [r.strategy, fmtUs(r.cycle_us), c.breakeven ? 'a=' + fmt(c.breakeven[0], 3) : 'never'] });
     });
-    if (plain > 0) {
-      var gp = el('g', { 'data-series': 'plain-decode', 'data-value': plain }, f.svg);
-      el('line', { x1: f.x0, x2: f.x1, y1: ys(plain), y2: ys(plain), stroke: '#334155', 'stroke-dasharray': '6 4', 'stroke-width': 1.5 }, gp);
+    if (plain) {
+      data.push(curves.rates.map(() => plain.tokens_per_s));
+      series.push(plainSeries());
+      lines.push({ attrs: { 'data-series': 'plain-decode', 'data-row': plain.row, 'data-value': plain.tokens_per_s },
+        cells: ['plain decoding', '', fmt(plain.tokens_per_s, 1) + ' tok/s'] });
     }
-    var items = [];
-    ok.forEach(function (r) {
-      var color = strategyColor(r.strategy), pts = [];
-      for (var i = 0; i <= 50; ++i) { var a = i / 50; pts.push(xs(a) + ',' + ys(chainTokens(a, n) * 1e6 / r.cycle_us)); }
-      var g = el('g', { 'data-series': r.strategy, 'data-cycle-us': r.cycle_us }, f.svg);
-      el('polyline', { fill: 'none', stroke: color, 'stroke-width': isBound(r.strategy) ? 1.5 : 2,
-        'stroke-dasharray': isBound(r.strategy) ? '3 3' : null, points: pts.join(' ') }, g);
-      var be = r.breakeven_accept_rate;
-      if (be !== null && be !== undefined && r.decode_tokens_per_s) {
-        var c = el('circle', { cx: xs(be), cy: ys(chainTokens(be, n) * 1e6 / r.cycle_us), r: 4, fill: '#fff', stroke: color,
-          'stroke-width': 2, 'data-breakeven': be }, g);
-        el('title', null, c, r.strategy + ': break-even at a=' + fmt(be, 3));
-      }
-      items.push({ color: color, label: r.strategy + (isBound(r.strategy) ? ' (lower bound)' : '') });
+    const marks = (u) => onCanvas(u, (c, px, b) => {
+      c.fillStyle = '#64748b';
+      sweptRates(u, 'x', c, px, b, '#cbd5e1', (a) => a.label);
+      c.lineWidth = 2 * px;
+      ok.forEach((r) => {
+        const be = curveOf(r).breakeven;
+        if (!be) return;
+        c.beginPath();
+        c.arc(u.valToPos(be[0], 'x', true), u.valToPos(be[1], 'y', true), 4 * px, 0, 2 * Math.PI);
+        c.fillStyle = '#fff'; c.fill();
+        c.strokeStyle = strategy(r.strategy).color; c.stroke();
+      });
     });
-    items.push({ dashed: true, label: 'plain decoding' });
-    legend(box, items);
+    plot(box, { height: 320, series: series, scales: { x: { time: false, range: [0, 1] }, y: { range: FROM_ZERO } },
+      axes: [axis({ label: 'acceptance rate per draft position (a)' }), axis({ label: 'tokens / s', size: 64 })],
+      hooks: { draw: [marks] } }, data, ok.length * curves.rates.length);
+    box.setAttribute('data-rates', curves.rates.join(','));
+    numbersTable(box, ['strategy', 'cycle', 'break-even'], lines);
   }
 
   // Horizontal bars: the lowest acceptance rate at which EAGLE-3 beats plain decoding.
-  function chartBreakeven(host, cats, title, note, attrs) {
-    var box = chartBox(host, title, note);
-    var h = 40 + cats.length * 34 + 30;
-    var f = frame(box, 'breakeven', 1300, h, { l: 230, r: 260, t: 16, b: 40 }, attrs);
-    var xs = scale(0, 1, f.x0, f.x1);
-    var xt = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
-    xt.forEach(function (t) { el('line', { 'class': 'grid', x1: xs(t), x2: xs(t), y1: f.y1, y2: f.y0 }, f.svg); });
-    axes(f, xs, scale(0, 1, f.y0, f.y1), xt, [], 'break-even acceptance rate per draft position (lower is better)', '',
-      function (v) { return fmt(v, 1); }, String);
-    view.accepts.forEach(function (a) {
-      if (a.mode !== 'rate') return;
-      el('line', { x1: xs(a.value), x2: xs(a.value), y1: f.y1 - 6, y2: f.y0, stroke: '#0f172a', 'stroke-dasharray': '4 3' }, f.svg);
-      el('text', { x: xs(a.value), y: f.y1 - 8, 'text-anchor': 'middle', 'class': 'value-label' }, f.svg, 'swept ' + accLabel('rate', a.value));
+  function chartBreakeven(host, be, attrs) {
+    const box = chartBox(host, 'breakeven', be.title, be.note, attrs);
+    const bars = be.bars;
+    if (!bars.length) return emptyChart(box, 'Nothing to show.');
+    const stateOf = (b) => (b.state === 'ok' ? (b.pays_at_swept ? 'pays' : 'short') : b.state);
+    const xs = bars.map((b, i) => i);
+    const path = uPlot.paths.bars({ size: [0.7, 26] });
+    const series = [{ label: 'category' }], data = [xs];
+    BAR_STATES.forEach((st) => {
+      series.push({ label: st.label, fill: st.color, stroke: st.color, width: 0, paths: path, points: { show: false } });
+      // Bars that have no value fill the whole axis, with their reason written on them.
+      data.push(bars.map((b) => (stateOf(b) !== st.key ? null : b.state === 'ok' ? b.value : 1)));
     });
-    cats.forEach(function (c, i) {
-      var y = f.y1 + 8 + i * 34;
-      el('text', { x: f.x0 - 8, y: y + 17, 'text-anchor': 'end', 'class': 'value-label' }, f.svg, c.label);
-      var g = el('g', { 'data-series': 'breakeven', 'data-category': c.label,
-        'data-value': c.value === null ? 'none' : c.value, 'data-state': c.state }, f.svg);
-      if (c.state === 'ok') {
-        var good = view.accepts.some(function (a) { return a.mode === 'rate' && a.value > c.value; });
-        el('rect', { x: f.x0, y: y + 4, width: Math.max(1, xs(c.value) - f.x0), height: 22, rx: 3,
-          fill: good ? '#10b981' : '#f59e0b' }, g);
-        el('text', { x: xs(c.value) + 6, y: y + 19 }, g, 'a=' + fmt(c.value, 3) + ' · ' + c.detail);
-      } else {
-        el('rect', { x: f.x0, y: y + 4, width: f.x1 - f.x0, height: 22, rx: 3, fill: c.state === 'never' ? '#fee2e2' : '#f1f5f9' }, g);
-        el('text', { x: f.x0 + 8, y: y + 19 }, g, c.detail);
-      }
-    });
-    legend(box, [{ color: '#10b981', label: 'pays off at a swept acceptance rate' },
-      { color: '#f59e0b', label: 'needs a higher acceptance than swept' },
-      { color: '#fca5a5', label: 'never pays off (not even at a=1)' }]);
-  }
-
-  // One verify step per rank: every op as a bar on its rank's row.
-  function chartWaterfall(host, tl, name, t0, t1, title) {
-    var box = chartBox(host, title, null);
-    var rowH = 24, top = 10, left = 70;
-    var h = top + tl.ranks * rowH + 50;
-    var f = frame(box, name, 1300, h, { l: left, r: 20, t: top, b: 50 },
-      { 'data-model': tl.model || '', 'data-label': tl.label, 'data-ranks': tl.ranks });
-    var xs = scale(t0, t1, f.x0, f.x1);
-    var xt = niceTicks(t0, t1, 10).filter(function (t) { return t >= t0 && t <= t1; });
-    f.y0 = top + tl.ranks * rowH;
-    axes(f, xs, scale(0, 1, f.y0, f.y1), xt, [], 'time since the step started (µs)', '',
-      function (v) { return fmt(v, 0); }, String);
-    var groups = {};
-    function group(kind) {
-      if (!groups[kind]) groups[kind] = el('g', { 'data-series': kind }, f.svg);
-      return groups[kind];
-    }
-    for (var r = 0; r < tl.ranks; ++r)
-      el('text', { x: f.x0 - 8, y: top + r * rowH + 16, 'text-anchor': 'end' }, f.svg, 'rank ' + r);
-    var drawn = 0;
-    tl.spans.forEach(function (s) {
-      var rank = s[0], kind = tl.kinds[s[1]], start = s[2], end = s[3], wait = s[4];
-      if (end < t0 || start > t1) return;
-      var x = xs(Math.max(start, t0)), w = Math.max(0.6, xs(Math.min(end, t1)) - x);
-      var g = group(kind);
-      var rect = el('rect', { 'class': 'span', x: x, y: top + rank * rowH + 3, width: w, height: rowH - 6,
-        fill: KIND_COLORS[kind] || '#475569', 'data-rank': rank, 'data-start': start, 'data-end': end }, g);
-      el('title', null, rect, tl.names[s[6]] + ' (' + kind + (s[5] >= 0 ? ', layer ' + s[5] : '') + '): ' +
-        fmt(end - start, 2) + ' µs' + (wait > 0 ? ', waited ' + fmt(wait, 2) + ' µs' : ''));
-      if (wait > 0 && kind === 'allreduce') {
-        el('rect', { 'class': 'wait', x: x, y: top + rank * rowH + 3, width: Math.max(0.3, xs(Math.min(start + wait, t1)) - x),
-          height: rowH - 6, fill: '#fed7aa' }, g);
-      }
-      drawn++;
-    });
-    f.svg.setAttribute('data-spans', drawn);
-    legend(box, tl.kinds.filter(function (k) { return groups[k]; }).map(function (k) {
-      return { color: KIND_COLORS[k] || '#475569', label: k };
-    }).concat([{ color: '#fed7aa', label: 'allreduce: waiting for the slowest rank' }]));
-  }
-
-  function waterfallSection(host, tl, caption) {
-    host.innerHTML = '';
-    if (!tl) { el('p', { 'class': 'muted' }, host, 'No timeline for this selection.'); return; }
-    el('p', { 'class': 'explain' }, host, caption);
-    var end = Math.max.apply(null, tl.spans.map(function (s) { return s[3]; }));
-    chartWaterfall(host, tl, 'waterfall', 0, end, 'Whole verify step');
-    // Zoom: the first two decoder layers, where individual ops are wide enough to see.
-    var layers = tl.spans.map(function (s) { return s[5]; }).filter(function (l) { return l >= 0; });
-    if (layers.length) {
-      var first = Math.min.apply(null, layers);
-      var zoomEnd = Math.max.apply(null, tl.spans.filter(function (s) { return s[5] >= 0 && s[5] <= first + 1; })
-        .map(function (s) { return s[3]; }));
-      chartWaterfall(host, tl, 'waterfall-zoom', 0, zoomEnd, 'Zoom: up to the end of decoder layer ' + (first + 1));
-    }
-  }
-
-  // ------------------------------------------------------------------ tables
-  var COLUMNS = [
-    { key: 'topology', label: 'topology' }, { key: 'weight_dtype', label: 'dtype' }, { key: 'tp', label: 'TP', num: 1 },
-    { key: 'draft_tokens', label: 'N', num: 1 }, { key: 'accept', label: 'accept' }, { key: 'strategy', label: 'strategy' },
-    { key: 'tokens_per_s', label: 'tok/s', num: 1, d: 1 }, { key: 'decode_tokens_per_s', label: 'plain tok/s', num: 1, d: 1 },
-    { key: 'speedup_vs_decode', label: 'speedup', num: 1, d: 2, suffix: '×' },
-    { key: 'verify_us', label: 'verify µs', num: 1, d: 1 }, { key: 'verify_allreduce_us', label: 'allreduce µs', num: 1, d: 1 },
-    { key: 'allreduce_count', label: '#AR', num: 1, d: 0 }, { key: 'draft_us', label: 'draft µs', num: 1, d: 1 },
-    { key: 'cycle_us', label: 'cycle µs', num: 1, d: 1 }, { key: 'tokens_per_cycle', label: 'E tok/cycle', num: 1, d: 2 },
-    { key: 'breakeven_accept_rate', label: 'break-even a', num: 1, d: 3 }, { key: 'mem_need_gb', label: 'GB/GPU', num: 1, d: 1 }
-  ];
-  function resultsTable(host, rows, bestIndex, limit) {
-    host.innerHTML = '';
-    var ok = rows.filter(function (r) { return r.status === 'ok'; })
-      .sort(function (a, b) { return b.tokens_per_s - a.tokens_per_s || a.index - b.index; });
-    var wrap = el('div', { 'class': 'table-wrap' }, host);
-    var table = el('table', { 'class': 'data', id: 'results-table', 'data-rows': ok.length }, wrap);
-    var tr = el('tr', null, el('thead', null, table));
-    // A run has one trace: no weight dtype or memory columns to show.
-    var columns = COLUMNS.filter(function (c) { return view.kind === 'sweep' || (c.key !== 'weight_dtype' && c.key !== 'mem_need_gb'); });
-    columns.forEach(function (c) { el('th', { 'class': c.num ? 'num' : '' }, tr, c.label); });
-    var tbody = el('tbody', null, table);
-    ok.slice(0, limit).forEach(function (r) {
-      var row = el('tr', { 'data-index': r.index, 'class': r.index === bestIndex ? 'best' : '' }, tbody);
-      columns.forEach(function (c) {
-        var v = c.key === 'accept' ? accLabel(r.accept_mode, r.accept_value) : r[c.key];
-        var text = c.num && c.d !== undefined ? fmt(v, c.d) + (c.suffix && v !== null ? c.suffix : '') : String(v === undefined || v === null ? '' : v);
-        el('td', { 'class': c.num ? 'num' : '', 'data-key': c.key, 'data-value': v === null || v === undefined ? '' : v }, row, text);
+    const labels = (u) => onCanvas(u, (c, px, b) => {
+      c.textBaseline = 'middle';
+      c.fillStyle = '#0f172a';
+      // A stub at the start of every bar that has a value, so that a break-even of 0 (pays off at
+      // any acceptance) still shows.
+      const stubH = Math.min(26 * px, 0.7 * Math.abs(u.valToPos(1, 'x', true) - u.valToPos(0, 'x', true)));
+      bars.forEach((bar, i) => {
+        const y = u.valToPos(i, 'x', true);
+        if (bar.state === 'ok') {
+          c.fillStyle = BAR_STATES.find((st) => st.key === stateOf(bar)).color;
+          c.fillRect(b.left, y - stubH / 2, 3 * px, stubH);
+        }
+        const x = bar.state === 'ok' ? u.valToPos(bar.value, 'y', true) + 6 * px : b.left + 8 * px;
+        c.fillStyle = '#0f172a';
+        c.fillText(bar.text, x, y);
       });
+      sweptRates(u, 'y', c, px, b, '#0f172a', (a) => 'swept ' + a.label);
     });
-    if (ok.length > limit) {
-      var b = el('button', { 'class': 'more' }, host, 'Show all ' + ok.length + ' rows');
-      b.onclick = function () { resultsTable(host, rows, bestIndex, ok.length); };
-    }
-    if (!ok.length) el('p', { 'class': 'muted' }, host, 'Nothing in this selection can run.');
+    const longest = Math.max.apply(null, bars.map((b) => b.label.length));
+    plot(box, { height: 70 + bars.length * 34, series: series, legend: { live: false },
+      cursor: { show: false },
+      scales: { x: { time: false, ori: 1, dir: -1, range: CATEGORIES(bars.length) }, y: { ori: 0, range: [0, 1] } },
+      axes: [axis({ scale: 'x', side: 3, splits: () => xs, values: () => bars.map((b) => b.label), grid: { show: false },
+        size: 24 + 7 * longest }),
+        axis({ scale: 'y', side: 2, space: 60, label: 'break-even acceptance rate per draft position (lower is better)' })],
+      hooks: { draw: [labels] } }, data, bars.length);
+    numbersTable(box, ['category', 'break-even', 'state', 'detail'], bars.map((b) => ({
+      attrs: { 'data-series': 'breakeven', 'data-category': b.label, 'data-value': b.value === null ? 'none' : b.value,
+        'data-state': b.state }, cells: [b.label, b.value === null ? 'n/a' : fmt(b.value, 3), b.state, b.detail] })));
   }
-  function unfitTable(host, rows) {
+
+  // One verify step per rank: every op as a bar on its rank's row, drawn onto uPlot's canvas.
+  function chartWaterfall(host, tl, name, end, title) {
+    const box = chartBox(host, name, title, null, { 'data-model': tl.model, 'data-label': tl.label, 'data-ranks': tl.ranks });
+    const ranks = tl.spans.length ? tl.ranks : 0;
+    const spans = tl.spans;
+    const draw = (u) => {
+      const c = u.ctx, b = u.bbox, x0 = u.scales.x.min, x1 = u.scales.x.max;
+      const rowH = Math.abs(u.valToPos(1, 'y', true) - u.valToPos(0, 'y', true));
+      let drawn = 0;
+      c.save();
+      c.beginPath(); c.rect(b.left, b.top, b.width, b.height); c.clip();
+      spans.forEach((s) => {
+        if (s[3] < x0 || s[2] > x1) return;
+        const left = u.valToPos(s[2], 'x', true), right = u.valToPos(s[3], 'x', true);
+        const top = u.valToPos(s[0], 'y', true) - rowH * 0.38;
+        c.fillStyle = KIND_COLORS[tl.kinds[s[1]]] || '#475569';
+        c.fillRect(left, top, Math.max(1, right - left), rowH * 0.76);
+        if (s[4] > 0) {
+          c.fillStyle = WAIT_COLOR;
+          c.fillRect(left, top, Math.max(0.5, u.valToPos(s[2] + s[4], 'x', true) - left), rowH * 0.76);
+        }
+        ++drawn;
+      });
+      c.restore();
+      box.setAttribute('data-spans', drawn);
+    };
+    const hover = el('div', { 'class': 'hover' }, null);
+    const onCursor = (u) => {
+      const { left, top } = u.cursor;
+      if (left === undefined || left < 0) { hover.textContent = ''; return; }
+      const t = u.posToVal(left, 'x'), rank = Math.round(u.posToVal(top, 'y'));
+      const s = spans.find((x) => x[0] === rank && x[2] <= t && t <= x[3]);
+      hover.textContent = !s ? '' : 'rank ' + s[0] + ' · ' + tl.names[s[6]] + ' (' + tl.kinds[s[1]] +
+        (s[5] >= 0 ? ', layer ' + s[5] : '') + '): ' + fmt(s[2], 1) + '–' + fmt(s[3], 1) + ' µs' +
+        (s[4] > 0 ? ', waited ' + fmt(s[4], 2) + ' µs' : '');
+    };
+    const rankIds = [];
+    for (let r = 0; r < ranks; ++r) rankIds.push(r);
+    plot(box, { height: 80 + ranks * 24, legend: { show: false },
+      cursor: { drag: { x: true, y: false }, points: { show: false }, y: false },
+      series: [{}, { label: 'spans', paths: () => null, points: { show: false } }],
+      scales: { x: { time: false, range: (u, min, max) => [min, max] }, y: { range: CATEGORIES(ranks), dir: -1 } },
+      axes: [axis({ label: 'time since the step started (µs)' }),
+        axis({ splits: () => rankIds, values: () => rankIds.map((r) => 'rank ' + r), grid: { show: false }, size: 64 })],
+      hooks: { draw: [draw], setCursor: [onCursor] } }, [[0, end], [null, null]], spans.length);
+    box.appendChild(hover);
+    const kinds = tl.kinds.filter((k, i) => spans.some((s) => s[1] === i));
+    legend(box, kinds.map((k) => ({ color: KIND_COLORS[k] || '#475569', label: k }))
+      .concat([{ color: WAIT_COLOR, label: 'allreduce: waiting for the slowest rank' }]));
+  }
+
+  function waterfallSection(host, tl) {
+    destroyPlots(host);
+    if (!tl) { el('p', { 'class': 'muted' }, host, 'No timeline for this selection.'); return; }
+    el('p', { 'class': 'explain' }, host, tl.caption);
+    chartWaterfall(host, tl, 'waterfall', tl.end_us, 'Whole verify step');
+    if (tl.zoom_end_us !== null) chartWaterfall(host, tl, 'waterfall-zoom', tl.zoom_end_us, tl.zoom_title);
+  }
+
+  // ---------------------------------------------------------------- tables
+  function cellText(r, c) {
+    if (c.key === 'acceptance') return acceptanceLabel(r.accept_mode, r.accept_value);
+    const v = r[c.key];
+    if (v === null || v === undefined) return '';
+    return c.digits === undefined ? String(v) : fmt(v, c.digits) + (c.suffix || '');
+  }
+  function resultsTable(host, list, bestRow, limit) {
     host.innerHTML = '';
-    var groups = [], byReason = {};
-    rows.forEach(function (r) {
-      if (r.status === 'ok') return;
-      var g = byReason[r.reason];
-      if (!g) { g = byReason[r.reason] = { reason: r.reason, status: r.status, count: 0, topo: {}, tp: {}, strat: {} }; groups.push(g); }
-      g.count++; g.topo[r.topology] = 1; g.tp[r.tp] = 1; g.strat[r.strategy] = 1;
+    const wrap = el('div', { 'class': 'table-wrap' }, host);
+    const table = el('table', { 'class': 'data', id: 'results-table', 'data-rows': list.length }, wrap);
+    const tr = el('tr', null, el('thead', null, table));
+    view.columns.forEach((c) => el('th', { 'class': c.digits !== undefined ? 'num' : '' }, tr, c.label));
+    const tbody = el('tbody', null, table);
+    list.slice(0, limit).forEach((r) => {
+      const row = el('tr', { 'data-index': r.index, 'class': r.index === bestRow ? 'best' : '' }, tbody);
+      view.columns.forEach((c) => el('td', { 'class': c.digits !== undefined ? 'num' : '', 'data-key': c.key }, row, cellText(r, c)));
     });
-    if (!groups.length) { el('p', { 'class': 'muted' }, host, 'Every combination of this model can run.'); return; }
-    var wrap = el('div', { 'class': 'table-wrap' }, host);
-    var table = el('table', { 'class': 'data', id: 'unfit-table' }, wrap);
-    var tr = el('tr', null, el('thead', null, table));
-    ['why', 'reason', 'topologies', 'TP', 'strategies', 'combinations'].forEach(function (h) { el('th', null, tr, h); });
-    var tb = el('tbody', null, table);
-    groups.forEach(function (g) {
-      var row = el('tr', { 'data-status': g.status }, tb);
+    if (list.length > limit) {
+      const b = el('button', { 'class': 'more' }, host, 'Show all ' + list.length + ' rows');
+      b.onclick = () => resultsTable(host, list, bestRow, list.length);
+    }
+    if (!list.length) el('p', { 'class': 'muted' }, host, 'Nothing in this selection can run.');
+  }
+  function unfitTable(host, groups) {
+    host.innerHTML = '';
+    if (!groups.length) { el('p', { 'class': 'muted' }, host, 'Every combination can run.'); return; }
+    const table = el('table', { 'class': 'data', id: 'unfit-table' }, el('div', { 'class': 'table-wrap' }, host));
+    const tr = el('tr', null, el('thead', null, table));
+    ['why', 'reason', 'topologies', 'TP', 'strategies', 'combinations'].forEach((h) => el('th', null, tr, h));
+    const tb = el('tbody', null, table);
+    groups.forEach((g) => {
+      const row = el('tr', { 'data-status': g.status }, tb);
       el('td', null, row, g.status.replace(/_/g, ' '));
       el('td', { 'class': 'reason' }, row, g.reason);
-      el('td', null, row, Object.keys(g.topo).join(', '));
-      el('td', null, row, Object.keys(g.tp).join(', '));
-      el('td', null, row, Object.keys(g.strat).join(', '));
+      el('td', null, row, g.topologies.join(', '));
+      el('td', null, row, g.tps.join(', '));
+      el('td', null, row, g.strategies.join(', '));
       el('td', { 'class': 'num' }, row, String(g.count));
     });
   }
-
-  // ------------------------------------------------------------------ views
-  function selectionAttrs(sel) {
-    return { 'data-model': sel.model, 'data-topology': sel.topology, 'data-weight-dtype': sel.dtype, 'data-tp': sel.tp,
-      'data-accept-mode': sel.acc.mode, 'data-accept-value': sel.acc.value };
-  }
-  function splitVerify(r) {
-    // Same rule as the sweep's CSV: GEMMs + attention, allreduce, and the remainder as "other".
-    var k = r.verify_kind_us || {};
-    var mm = ['gemm', 'grouped_gemm', 'attention', 'lm_head'].reduce(function (s, n) { return s + (k[n] || 0); }, 0);
-    var compute = Math.min(mm, r.verify_us - r.comm_us);
-    return { verify_compute_us: compute, verify_allreduce_us: r.comm_us, verify_other_us: Math.max(0, r.verify_us - r.comm_us - compute) };
-  }
-  function fromRun(d) {
-    var sc = d.scenario;
-    var rows = d.results.map(function (r, i) {
-      var row = { index: i, model: sc.model, topology: sc.topology, tp: sc.tp, draft_tokens: sc.draft_tokens,
-        weight_dtype: '', accept_mode: sc.acceptance.mode, accept_value: sc.acceptance.value, strategy: r.strategy,
-        status: r.supported ? 'ok' : 'strategy', reason: r.reason || '' };
-      if (r.supported) {
-        var s = splitVerify(r);
-        for (var k in s) row[k] = s[k];
-        ['verify_us', 'allreduce_count', 'allreduce_mean_us', 'draft_us', 'decode_us', 'cycle_us', 'tokens_per_cycle',
-          'tokens_per_s', 'decode_tokens_per_s', 'speedup_vs_decode', 'breakeven_accept_rate', 'breakeven_accept_len']
-          .forEach(function (f) { row[f] = r[f]; });
-      }
-      return row;
+  function strategiesTable(host) {
+    const table = el('table', { 'class': 'data strategies', id: 'strategies-table' }, host);
+    const tr = el('tr', null, el('thead', null, table));
+    ['strategy', 'role', 'numbers', 'residual + RMSNorm', 'what it is'].forEach((h) => el('th', null, tr, h));
+    const tb = el('tbody', null, table);
+    view.strategies.forEach((s) => {
+      const row = el('tr', { 'data-strategy': s.name, 'data-lower-bound': s.lower_bound }, tb);
+      const sw = el('td', null, row);
+      el('span', { 'class': 'pill', style: 'background:' + strategy(s.name).color + ';color:#fff' }, sw, s.name);
+      el('td', null, row, s.lower_bound ? 'lower bound (never “best”)' : s.selector ? 'selector' : 'deployable');
+      el('td', null, row, s.exact ? 'exact' : 'lossy');
+      el('td', null, row, s.fuses_residual_norm ? 'fused into the allreduce' : 'separate ops');
+      el('td', { 'class': 'facts' }, row, s.description);
     });
-    return { kind: 'run', rows: rows, accepts: [sc.acceptance],
-      axes: { draft_tokens: [sc.draft_tokens], strategies: d.results.map(function (r) { return r.strategy; }) } };
   }
-  function fromSweep(d) {
-    return { kind: 'sweep', rows: d.rows, accepts: d.axes.acceptance, axes: d.axes };
-  }
-  var view = doc.format === 'eaglesim-sweep' ? fromSweep(doc) : fromRun(doc);
-  // Lower bounds (zero-cost allreduce) are drawn, dashed, but never named the winner.
-  var LOWER_BOUNDS = doc.axes && doc.axes.best_excludes ? doc.axes.best_excludes : ['ideal'];
-  function isBound(s) { return LOWER_BOUNDS.indexOf(s) >= 0; }
-
-  function verdictCard(host, cls, model, big, detail, bullets) {
-    var c = el('div', { 'class': 'verdict ' + cls, 'data-verdict': cls }, host);
-    el('div', { 'class': 'model' }, c, model);
-    el('div', { 'class': 'big' }, c, big);
-    var dd = el('div', { 'class': 'detail' }, c);
-    dd.innerHTML = detail;
-    if (bullets && bullets.length) {
-      var ul = el('ul', null, c);
-      bullets.forEach(function (b) { el('li', null, ul, b); });
+  function verdictCard(host, v) {
+    const c = el('div', { 'class': 'verdict ' + v.state, 'data-verdict': v.state }, host);
+    el('div', { 'class': 'model' }, c, v.model);
+    el('div', { 'class': 'big' }, c, v.big);
+    parts(el('div', { 'class': 'detail' }, c), v.detail);
+    if (v.bullets.length) {
+      const ul = el('ul', null, c);
+      v.bullets.forEach((b) => el('li', null, ul, b));
     }
   }
-  function esc(s) { return String(s).replace(/[&<>"]/g, function (c) { return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]; }); }
+  function headline() {
+    const head = byId('headline');
+    if (view.headline.summary) parts(el('p', { 'class': 'summary-line', id: 'summary' }, head), view.headline.summary);
+    const cards = el('div', { 'class': 'headline' }, head);
+    view.headline.verdicts.forEach((v) => verdictCard(cards, v));
+  }
+  function notes(list) {
+    const ul = byId('notes');
+    (list || []).forEach((n) => el('li', null, ul, n));
+    if (!ul.children.length) el('li', { 'class': 'muted' }, ul, 'None.');
+  }
+  const plainAt = (sel) => view.explorer.plain.find((p) => p.model === sel.model && p.topology === sel.topology &&
+    (sel.dtype === undefined || p.weight_dtype === sel.dtype) && p.tp === sel.tp);
+  const inOrder = (keep) => view.explorer.order.map((i) => rows[i]).filter(keep);
 
+  // ---------------------------------------------------------------- views
   function renderRun() {
-    var sc = doc.scenario;
-    byId('title').textContent = 'eaglesim run — ' + sc.model + ' on ' + sc.topology;
-    byId('subtitle').textContent = 'TP ' + sc.tp + ' · ' + sc.draft_tokens + ' draft tokens · ' +
-      sc.acceptance.description + ' · backend ' + sc.backend + (sc.trace ? ' · trace ' + sc.trace : '');
-    var head = byId('headline');
-    var ok = view.rows.filter(function (r) { return r.status === 'ok'; });
-    var real = ok.filter(function (r) { return !isBound(r.strategy); });
-    var best = (real.length ? real : ok).slice().sort(function (a, b) { return b.tokens_per_s - a.tokens_per_s; })[0];
-    if (!best) verdictCard(head, 'none', sc.model, 'No strategy can run', 'See the table for the reasons.');
-    else {
-      var ref = real.length ? real[0] : ok[0];
-      var pays = best.speedup_vs_decode > 1;
-      var known = best.decode_us !== null && best.decode_us !== undefined;
-      verdictCard(head, !known ? 'none' : pays ? 'good' : 'bad', sc.model + ' · ' + sc.topology + ' · TP ' + sc.tp,
-        !known ? 'Best strategy: ' + best.strategy : (pays ? 'EAGLE-3 pays off: ' : 'EAGLE-3 does not pay off: ') +
-          fmt(best.speedup_vs_decode, 2) + '× plain decoding',
-        'Best strategy <b>' + esc(best.strategy) + '</b>: <b>' + fmt(best.tokens_per_s, 1) + ' tok/s</b> against ' +
-          fmt(best.decode_tokens_per_s, 1) + ' tok/s plain decoding (cycle ' + fmtUs(best.cycle_us) + ', ' +
-          fmt(best.tokens_per_cycle, 2) + ' tokens per cycle).',
-        [ref && ref !== best ? best.strategy + ' is ' + fmt(best.tokens_per_s / ref.tokens_per_s, 2) + '× the reference ' + ref.strategy : null,
-          best.breakeven_accept_rate !== null && best.breakeven_accept_rate !== undefined ?
-            'Break-even acceptance rate: a=' + fmt(best.breakeven_accept_rate, 3) + ' (' + sc.acceptance.description + ')' :
-            'No acceptance rate makes EAGLE-3 pay off with this strategy',
-          'Allreduce share of the verify step: ' + fmt(100 * best.verify_allreduce_us / best.verify_us, 0) + '% (' +
-            best.allreduce_count + ' allreduces)'].filter(Boolean));
-    }
-    var sel = { model: sc.model, topology: sc.topology, dtype: '', tp: sc.tp, acc: sc.acceptance, n: sc.draft_tokens };
-    var charts = byId('charts');
-    charts.innerHTML = '';
-    var g = el('div', { 'class': 'grid2' }, charts);
-    chartCycle(el('div', null, g), view.rows, sel);
-    chartAccept(el('div', null, g), view.rows, sel);
-    byId('explorer-title').textContent = 'Strategies compared';
-    byId('explorer-explain').textContent = 'The same trace under every strategy: where each cycle goes, and how ' +
-      'throughput depends on the acceptance rate.';
-    byId('controls').style.display = 'none';
-    chartBreakeven(byId('breakeven'), view.rows.map(function (r) {
-      if (r.status !== 'ok') return { label: r.strategy, value: null, state: 'unfit', detail: 'cannot run: ' + r.reason };
-      var be = r.breakeven_accept_rate;
-      if (be === null || be === undefined) return { label: r.strategy, value: null, state: 'never', detail: 'never pays off' };
-      return { label: r.strategy, value: be, state: 'ok', detail: fmt(r.speedup_vs_decode, 2) + '× at ' + accLabel(sc.acceptance.mode, sc.acceptance.value) };
-    }), 'Break-even acceptance per strategy', 'The per-position acceptance rate below which plain decoding is faster.',
-      { 'data-topology': sc.topology });
-    var wfHost = byId('waterfall-host'), wfSel = byId('waterfall-select');
-    function showWf() {
-      var tl = timelines[Number(wfSel.value)];
-      waterfallSection(wfHost, tl, tl ? 'Strategy ' + tl.label + ': one verify step, every op on every rank.' : '');
-    }
-    timelines.forEach(function (t, i) { el('option', { value: i }, wfSel, t.label); });
-    wfSel.onchange = showWf;
-    var bi = best ? timelines.findIndex(function (t) { return t.label === best.strategy; }) : -1;
-    if (bi >= 0) wfSel.value = bi;
-    showWf();
-    resultsTable(byId('table-host'), view.rows, best ? best.index : -1, 1000);
-    unfitTable(byId('unfit-host'), view.rows);
-    byId('best-section').style.display = 'none';
-    var notes = byId('notes');
-    (sc.notes || []).forEach(function (n) { el('li', null, notes, n); });
+    const sc = doc.scenario;
+    const sel = { model: sc.model, topology: sc.topology, tp: sc.tp, n: sc.draft_tokens,
+      acceptance: acceptanceOf(sc.acceptance.mode, sc.acceptance.value) };
+    const best = view.explorer.best_row;
+    const grid = el('div', { 'class': 'grid2' }, byId('charts'));
+    chartCycle(el('div', null, grid), sel, rows);
+    chartAccept(el('div', null, grid), sel, rows, plainAt(sel));
+    chartBreakeven(byId('breakeven'), view.breakeven[0], { 'data-topology': sc.topology });
+    const wfHost = byId('waterfall-host'), wfSel = byId('waterfall-select');
+    timelines.forEach((t, i) => el('option', { value: i }, wfSel, t.label));
+    const shown = timelines.findIndex((t) => t.row === best);
+    if (shown >= 0) wfSel.value = shown;
+    wfSel.onchange = () => waterfallSection(wfHost, timelines[Number(wfSel.value)]);
+    waterfallSection(wfHost, timelines[Number(wfSel.value)]);
+    resultsTable(byId('table-host'), inOrder(() => true), best, 1000);
+    unfitTable(byId('unfit-host'), view.unfit);
+    notes(sc.notes);
   }
 
-  function renderSweep() {
-    var ax = doc.axes;
-    byId('title').textContent = 'eaglesim sweep — ' + ax.models.join(', ');
-    byId('subtitle').textContent = ax.topologies.length + ' topologies · TP ' + ax.tp.join(',') + ' · draft tokens ' +
-      ax.draft_tokens.join(',') + ' · ' + ax.acceptance.map(function (a) { return accLabel(a.mode, a.value); }).join(', ') +
-      ' · strategies ' + ax.strategies.join(', ') + ' · weights ' + ax.weight_dtypes.join(',') + ' · KV ' + ax.kv_len +
-      ' tokens · ' + doc.counts.combinations + ' combinations, ' + doc.counts.ok + ' can run';
-    var rows = doc.rows;
-    var key = function (r) {
-      return [r.model, r.topology, r.weight_dtype, r.tp, r.draft_tokens, r.strategy, r.accept_mode, r.accept_value].join('|');
-    };
-    var index = {};
-    rows.forEach(function (r) { index[key(r)] = r; });
-
-    // Headline: per model, its best topology at the most optimistic acceptance swept, plus one
-    // line per acceptance; above the cards, which strategy wins most often.
-    var head = byId('headline');
-    var wins = {}, pairs = 0, paysAt = ax.acceptance.map(function () { return 0; });
-    doc.best.forEach(function (b) {
-      if (b.row === null) return;
-      var ai = ax.acceptance.findIndex(function (a) { return a.mode === b.accept_mode && a.value === b.accept_value; });
-      if (ai === ax.acceptance.length - 1) { wins[b.strategy] = (wins[b.strategy] || 0) + 1; pairs++; }
-      if (b.eagle3_pays_off) paysAt[ai]++;
-    });
-    var winner = Object.keys(wins).sort(function (a, b) { return wins[b] - wins[a] || (a < b ? -1 : 1); })[0];
-    var summary = el('p', { 'class': 'summary-line', id: 'summary' }, head);
-    summary.innerHTML = pairs ? 'Winning allreduce strategy: <b>' + esc(winner) + '</b> (best in ' + wins[winner] + ' of ' +
-      pairs + ' model × topology pairs that can run, at ' + accLabel(ax.acceptance[ax.acceptance.length - 1].mode,
-      ax.acceptance[ax.acceptance.length - 1].value) + '). EAGLE-3 beats the fastest plain decoding in ' +
-      ax.acceptance.map(function (a, i) { return paysAt[i] + ' of ' + pairs + ' pairs at ' + accLabel(a.mode, a.value); }).join(', ') + '.'
-      : 'Nothing in this sweep can run: see “Cannot run” below.';
-    var cards = el('div', { 'class': 'headline' }, head);
-    ax.models.forEach(function (m) {
-      var mine = doc.best.filter(function (b) { return b.model === m && b.row !== null; });
-      if (!mine.length) { verdictCard(cards, 'none', m, 'Does not fit anywhere', 'No topology in the sweep can run this model; see “Cannot run”.'); return; }
-      var lastAcc = ax.acceptance[ax.acceptance.length - 1];
-      var atLast = mine.filter(function (b) { return b.accept_mode === lastAcc.mode && b.accept_value === lastAcc.value; });
-      // The verdict takes the topology where EAGLE-3 gains most; the detail names the fastest one.
-      var gain = atLast.slice().sort(function (a, b) { return (b.speedup_vs_best_plain || 0) - (a.speedup_vs_best_plain || 0); })[0];
-      var top = atLast.slice().sort(function (a, b) { return b.tokens_per_s - a.tokens_per_s; })[0];
-      var pays = gain.eagle3_pays_off;
-      var r = rows[top.row];
-      verdictCard(cards, pays === null ? 'none' : pays ? 'good' : 'bad', m + (doc.axes.draft_models[ax.models.indexOf(m)] ? ' + ' + doc.axes.draft_models[ax.models.indexOf(m)] : ''),
-        pays === null ? 'Best: ' + fmt(r.tokens_per_s, 1) + ' tok/s' : (pays ? 'EAGLE-3 pays off: up to ' : 'EAGLE-3 does not pay off: at best ') +
-          fmt(gain.speedup_vs_best_plain, 2) + '× plain decoding' + (pays ? ' (' + gain.topology + ')' : ''),
-        'Fastest at ' + accLabel(lastAcc.mode, lastAcc.value) + ': <b>' + esc(top.topology) + '</b>, <b>' + esc(r.strategy) + '</b>, TP ' + r.tp +
-          ', N=' + r.draft_tokens + ', ' + esc(r.weight_dtype) + ' weights → <b>' + fmt(r.tokens_per_s, 1) + ' tok/s</b> against ' +
-          fmt(top.best_plain_tokens_per_s, 1) + ' tok/s for the fastest plain decoding there.',
-        ax.acceptance.map(function (a) {
-          var at = mine.filter(function (b) { return b.accept_mode === a.mode && b.accept_value === a.value; });
-          var n = at.filter(function (b) { return b.eagle3_pays_off; }).length;
-          var bb = at.slice().sort(function (x, y) { return (y.speedup_vs_best_plain || 0) - (x.speedup_vs_best_plain || 0); })[0];
-          return accLabel(a.mode, a.value) + ': pays off on ' + n + ' of ' + at.length + ' topologies' +
-            (bb ? '; best ' + fmt(bb.speedup_vs_best_plain, 2) + '× (' + bb.strategy + ' on ' + bb.topology + ', TP ' + bb.tp + ', N=' + bb.draft_tokens + ')' : '');
-        }));
-    });
-
-    // Best per (model, topology) table.
-    var bt = el('table', { 'class': 'data', id: 'best-table' }, el('div', { 'class': 'table-wrap' }, byId('best-host')));
-    var htr = el('tr', null, el('thead', null, bt));
-    ['model', 'topology', 'accept', 'strategy', 'TP', 'N', 'dtype', 'tok/s', 'best plain tok/s', 'speedup', 'EAGLE-3']
-      .forEach(function (h, i) { el('th', { 'class': i >= 4 && i !== 6 && i !== 10 ? 'num' : '' }, htr, h); });
-    var btb = el('tbody', null, bt);
-    doc.best.forEach(function (b) {
-      var tr = el('tr', { 'data-model': b.model, 'data-topology': b.topology }, btb);
-      var cells = b.row === null ? [b.model, b.topology, accLabel(b.accept_mode, b.accept_value), 'nothing fits', '', '', '', '', '', '', '']
-        : [b.model, b.topology, accLabel(b.accept_mode, b.accept_value), b.strategy, b.tp, b.draft_tokens, b.weight_dtype,
-          fmt(b.tokens_per_s, 1), fmt(b.best_plain_tokens_per_s, 1), b.speedup_vs_best_plain === null ? 'n/a' : fmt(b.speedup_vs_best_plain, 2) + '×', ''];
-      cells.forEach(function (c, i) {
-        var td = el('td', { 'class': i >= 4 && i !== 6 && i !== 10 ? 'num' : '' }, tr, String(c));
+  function bestTable(host) {
+    const table = el('table', { 'class': 'data', id: 'best-table' }, el('div', { 'class': 'table-wrap' }, host));
+    const header = ['model', 'topology', 'accept', 'strategy', 'TP', 'N', 'dtype', 'tok/s', 'best plain tok/s', 'speedup', 'EAGLE-3'];
+    const numeric = { 4: 1, 5: 1, 7: 1, 8: 1, 9: 1 };
+    const tr = el('tr', null, el('thead', null, table));
+    header.forEach((h, i) => el('th', { 'class': numeric[i] ? 'num' : '' }, tr, h));
+    const tb = el('tbody', null, table);
+    doc.best.forEach((b) => {
+      const row = el('tr', { 'data-model': b.model, 'data-topology': b.topology, 'data-row': b.row === null ? 'none' : b.row }, tb);
+      const acc = acceptanceLabel(b.accept_mode, b.accept_value);
+      const cells = b.row === null ? [b.model, b.topology, acc, 'nothing fits', '', '', '', '', '', '', '']
+        : [b.model, b.topology, acc, b.strategy, b.tp, b.draft_tokens, b.weight_dtype, fmt(b.tokens_per_s, 1),
+          fmt(b.best_plain_tokens_per_s, 1), b.speedup_vs_best_plain === null ? 'n/a' : fmt(b.speedup_vs_best_plain, 2) + '×', ''];
+      cells.forEach((c, i) => {
+        const td = el('td', { 'class': numeric[i] ? 'num' : '' }, row, String(c));
         if (i === 10 && b.row !== null && b.eagle3_pays_off !== null)
           el('span', { 'class': 'pill ' + (b.eagle3_pays_off ? 'good' : 'bad') }, td, b.eagle3_pays_off ? 'pays off' : 'does not pay off');
       });
     });
+  }
 
-    // Explorer.
-    var sel = {};
-    var controls = byId('controls');
-    function addSelect(label, values, fmtv, onchange) {
-      var l = el('label', null, controls, label);
-      var s = el('select', { 'data-control': label }, l);
-      values.forEach(function (v, i) { el('option', { value: i }, s, fmtv(v)); });
-      s.onchange = function () { onchange(values[Number(s.value)]); };
-      return { node: s, set: function (v) { var i = values.indexOf(v); if (i >= 0) s.value = i; } };
+  function renderSweep() {
+    const ax = doc.axes;
+    bestTable(byId('best-host'));
+    const controls = byId('controls');
+    const sel = {};
+    function addSelect(label, key, values, text, onchange) {
+      const l = el('label', null, controls, label);
+      const s = el('select', { 'data-control': key }, l);
+      values.forEach((v, i) => el('option', { value: i }, s, text(v)));
+      s.onchange = () => onchange(values[Number(s.value)]);
+      return (v) => { const i = values.indexOf(v); if (i >= 0) s.value = i; };
     }
-    var ctl = {
-      model: addSelect('model', ax.models, String, function (v) { selectModel(v); }),
-      topology: addSelect('topology', ax.topologies, String, function (v) { sel.topology = v; draw(); }),
-      dtype: addSelect('weights', ax.weight_dtypes, String, function (v) { sel.dtype = v; draw(); }),
-      tp: addSelect('TP', ax.tp, String, function (v) { sel.tp = v; draw(); }),
-      n: addSelect('draft tokens (bars)', ax.draft_tokens, String, function (v) { sel.n = v; draw(); }),
-      acc: addSelect('acceptance', ax.acceptance, function (a) { return accLabel(a.mode, a.value); }, function (v) { sel.acc = v; draw(); })
+    const set = {
+      model: addSelect('model', 'model', ax.models, String, (v) => selectModel(v, null)),
+      topology: addSelect('topology', 'topology', ax.topologies, String, (v) => { sel.topology = v; draw(); }),
+      dtype: addSelect('weights', 'weight_dtype', ax.weight_dtypes, String, (v) => { sel.dtype = v; draw(); }),
+      tp: addSelect('TP', 'tp', ax.tp, String, (v) => { sel.tp = v; draw(); }),
+      n: addSelect('draft tokens (bars, curves)', 'draft_tokens', ax.draft_tokens, String, (v) => { sel.n = v; draw(); }),
+      acceptance: addSelect('acceptance', 'acceptance', view.acceptances, (a) => a.label, (v) => { sel.acceptance = v; draw(); }),
     };
-    function selectModel(m) {
-      sel.model = m;
-      // Start from the model's fastest configuration (the waterfall's), else its first row.
-      var wf = timelines.filter(function (t) { return t.model === m; })[0];
-      var r = wf ? rows[wf.row] : rows.filter(function (x) { return x.model === m; })[0];
-      sel.topology = r.topology; sel.dtype = r.weight_dtype; sel.tp = r.tp; sel.n = r.draft_tokens;
-      sel.acc = ax.acceptance.filter(function (a) { return a.mode === r.accept_mode && a.value === r.accept_value; })[0];
-      ['model', 'topology', 'dtype', 'tp', 'n', 'acc'].forEach(function (k) { ctl[k].set(sel[k]); });
+    const matches = (r) => r.model === sel.model && r.topology === sel.topology && r.weight_dtype === sel.dtype &&
+      r.tp === sel.tp && r.accept_mode === sel.acceptance.mode && r.accept_value === sel.acceptance.value;
+
+    // A model opens on its fastest configuration that runs (from the page model), else on the
+    // first value of every axis.
+    function selectModel(model, row) {
+      if (row === null || row === undefined) row = (view.explorer.model_start.find((s) => s.model === model) || {}).row;
+      const r = row === null || row === undefined ? null : rows[row];
+      sel.model = model;
+      sel.topology = r ? r.topology : ax.topologies[0];
+      sel.dtype = r ? r.weight_dtype : ax.weight_dtypes[0];
+      sel.tp = r ? r.tp : ax.tp[0];
+      sel.n = r ? r.draft_tokens : ax.draft_tokens[0];
+      sel.acceptance = r ? acceptanceOf(r.accept_mode, r.accept_value) : view.acceptances[0];
+      byId('explorer').setAttribute('data-start-row', r ? r.index : 'none');
+      Object.keys(set).forEach((k) => set[k](sel[k]));
       drawModel();
       draw();
     }
-    function rowsAt(n) {
-      var out = [];
-      ax.strategies.forEach(function (s) {
-        var r = index[[sel.model, sel.topology, sel.dtype, sel.tp, n, s, sel.acc.mode, sel.acc.value].join('|')];
-        if (r) out.push(r);
-      });
-      return out;
-    }
     function draw() {
-      var charts = byId('charts');
-      charts.innerHTML = '';
-      var g = el('div', { 'class': 'grid2' }, charts);
-      var all = [];
-      ax.draft_tokens.forEach(function (n) { all = all.concat(rowsAt(n)); });
-      var plainVals = all.filter(function (r) { return r.status === 'ok' && r.decode_tokens_per_s; }).map(function (r) { return r.decode_tokens_per_s; });
-      chartTokpsVsDraft(el('div', null, g), all, sel, plainVals.length ? Math.max.apply(null, plainVals) : null);
-      var atN = rowsAt(sel.n);
-      var s2 = {}; for (var k in sel) s2[k] = sel[k];
-      chartCycle(el('div', null, g), atN, s2);
-      chartAccept(el('div', null, g), atN, s2);
-      var reasons = el('div', null, g);
-      var bad = atN.filter(function (r) { return r.status !== 'ok'; });
+      const charts = byId('charts');
+      destroyPlots(charts);
+      const grid = el('div', { 'class': 'grid2' }, charts);
+      const mine = rows.filter(matches);
+      const atN = mine.filter((r) => r.draft_tokens === sel.n);
+      const plain = plainAt(sel);
+      chartTokpsVsDraft(el('div', null, grid), sel, mine, plain);
+      chartCycle(el('div', null, grid), sel, atN);
+      chartAccept(el('div', null, grid), sel, atN, plain);
+      const reasons = el('div', null, grid);
+      const bad = atN.filter((r) => r.status !== 'ok');
       if (bad.length) {
         el('h3', null, reasons, 'Not shown at this selection');
-        var ul = el('ul', null, reasons);
-        bad.forEach(function (r) { el('li', null, ul, r.strategy + ': ' + r.reason); });
+        const ul = el('ul', null, reasons);
+        bad.forEach((r) => el('li', null, ul, r.strategy + ': ' + r.reason));
       }
-      var mt = rows.filter(function (r) { return r.model === sel.model && r.topology === sel.topology; });
-      var best = doc.best.filter(function (b) { return b.model === sel.model && b.topology === sel.topology && b.accept_mode === sel.acc.mode && b.accept_value === sel.acc.value; })[0];
+      const best = doc.best.find((b) => b.model === sel.model && b.topology === sel.topology &&
+        b.accept_mode === sel.acceptance.mode && b.accept_value === sel.acceptance.value);
       byId('table-title').textContent = 'All results: ' + sel.model + ' on ' + sel.topology + ' (fastest first)';
-      resultsTable(byId('table-host'), mt, best && best.row !== null ? best.row : -1, 60);
+      resultsTable(byId('table-host'), inOrder((r) => r.model === sel.model && r.topology === sel.topology),
+        best ? best.row : null, 60);
     }
     function drawModel() {
-      // Break-even per topology: the lowest over every configuration that can run there.
-      var bh = byId('breakeven');
-      bh.innerHTML = '';
-      var cats = ax.topologies.map(function (t) {
-        var mine = rows.filter(function (r) { return r.model === sel.model && r.topology === t && r.status === 'ok'; });
-        if (!mine.length) return { label: t, value: null, state: 'unfit', detail: 'cannot run this model (see “Cannot run”)' };
-        var withBe = mine.filter(function (r) { return r.breakeven_accept_rate !== null; });
-        if (!withBe.length) return { label: t, value: null, state: 'never', detail: 'never pays off, whatever the acceptance' };
-        var b = withBe.reduce(function (x, y) { return y.breakeven_accept_rate < x.breakeven_accept_rate ? y : x; });
-        return { label: t, value: b.breakeven_accept_rate, state: 'ok', detail: b.strategy + ', TP ' + b.tp + ', N=' + b.draft_tokens + ', ' + b.weight_dtype };
-      });
-      chartBreakeven(bh, cats, 'Break-even acceptance per topology: ' + sel.model,
-        'The lowest per-position acceptance rate at which EAGLE-3 beats plain decoding (same TP and strategy), over every ' +
-        'configuration that fits. A bar left of a swept rate means EAGLE-3 pays off there.', { 'data-model': sel.model });
-      var tl = timelines.filter(function (t) { return t.model === sel.model; })[0];
-      var r = tl ? rows[tl.row] : null;
-      waterfallSection(byId('waterfall-host'), tl, r ? 'Fastest configuration of ' + sel.model + ': ' + r.topology + ', ' +
-        r.strategy + ', TP ' + r.tp + ', N=' + r.draft_tokens + ', ' + r.weight_dtype + ' — one verify step (' +
-        fmtUs(r.verify_us) + '), every op on every rank.' : '');
-      byId('waterfall-controls').style.display = 'none';
-      unfitTable(byId('unfit-host'), rows.filter(function (x) { return x.model === sel.model; }));
+      const host = byId('breakeven');
+      destroyPlots(host);
+      chartBreakeven(host, view.breakeven.find((b) => b.model === sel.model), { 'data-model': sel.model });
+      waterfallSection(byId('waterfall-host'), timelines.find((t) => t.model === sel.model));
+      unfitTable(byId('unfit-host'), view.unfit.filter((g) => g.model === sel.model));
       byId('unfit-title').textContent = 'Cannot run: ' + sel.model;
     }
-    selectModel(ax.models[0]);
-    var notes = byId('notes');
-    (doc.notes || []).forEach(function (n) { el('li', null, notes, n); });
+    const start = view.explorer.initial_row;
+    selectModel(start === null ? ax.models[0] : rows[start].model, start);
+    notes(doc.notes);
   }
 
+  headline();
+  strategiesTable(byId('strategies-host'));
   if (view.kind === 'sweep') renderSweep(); else renderRun();
   document.body.setAttribute('data-rendered', 'true');
 })();
