@@ -1,12 +1,17 @@
 #include "report/html_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "report/html_assets.hpp"
+#include "report/html_view.hpp"
+#include "report/html_view_rows.hpp"
 #include "report/printers.hpp"
 #include "sweep/sweep_output.hpp"
 
@@ -19,14 +24,30 @@ using json = nlohmann::ordered_json;
 double round_us(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 // A timeline as compact arrays (a whole Kimi-K2 step at TP8 is ~8,000 spans):
-// spans are [rank, kind index, start µs, end µs, wait µs, layer, name index].
-json timeline_json(const Timeline& tl, const std::string& label, const std::string& model, long row) {
+// spans are [rank, kind index, start µs, end µs, wait µs, layer, name index]. `row` is the row of
+// the page model it belongs to; the caption, the step's end and the zoom on the first two decoder
+// layers (where single ops are wide enough to see) are worked out here for the page to draw.
+json timeline_json(const Timeline& tl, const std::string& label, const std::string& model, std::size_t row,
+                   const std::string& caption) {
   json j;
   j["label"] = label;
   j["model"] = model;
   j["row"] = row;
+  j["caption"] = caption;
   j["step"] = tl.step;
   j["ranks"] = tl.ranks;
+  double end_us = 0;
+  std::optional<int> first_layer;
+  for (const Span& s : tl.spans) {
+    end_us = std::max(end_us, s.end_us);
+    if (s.layer >= 0) first_layer = std::min(first_layer.value_or(s.layer), s.layer);
+  }
+  double zoom_end_us = 0;
+  for (const Span& s : tl.spans)
+    if (first_layer && s.layer >= 0 && s.layer <= *first_layer + 1) zoom_end_us = std::max(zoom_end_us, s.end_us);
+  j["end_us"] = round_us(end_us);
+  j["zoom_end_us"] = first_layer ? json(round_us(zoom_end_us)) : json(nullptr);
+  j["zoom_title"] = first_layer ? fmt::format("Zoom: up to the end of decoder layer {}", *first_layer + 1) : "";
   json kinds = json::array();
   for (int k = 0; k < kOpKindCount; ++k) kinds.push_back(to_string(static_cast<OpKind>(k)));
   j["kinds"] = kinds;
@@ -75,39 +96,91 @@ std::string escape_html(const std::string& s) {
   return out;
 }
 
-std::string page(const std::string& title, const json& data, const json& timelines) {
-  std::string html;
-  html += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  html += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  html += "<meta name=\"generator\" content=\"eaglesim " EAGLESIM_VERSION "\">\n";
-  html += "<title>" + escape_html(title) + "</title>\n<style>" + std::string(html::kStyle) + "</style>\n</head>\n<body>\n";
-  html += R"(<header class="top"><h1 id="title">)" + escape_html(title) + R"(</h1><div class="sub" id="subtitle"></div></header>
-<main>
+// uPlot's script opens with a one-line banner naming its home page. A report carries no URL (so
+// that nothing in it even looks like a fetch), so the banner gives way to a comment with the
+// version and the licence the MIT terms ask to keep with every copy.
+std::string uplot_version() {
+  const std::string_view js = html::kUplotScript.text();
+  const std::size_t v = js.find("(v"), end = js.find(')', v);
+  const std::size_t banner_end = js.find("*/");
+  if (v == std::string_view::npos || end == std::string_view::npos || v > banner_end) return "";
+  return std::string(js.substr(v + 2, end - v - 2));
+}
+
+std::string uplot_script() {
+  std::string_view js = html::kUplotScript.text();
+  if (js.rfind("/*!", 0) == 0) js.remove_prefix(std::min(js.size(), js.find("*/") + 2));
+  std::string licence(html::kUplotLicense.text());
+  for (std::size_t p; (p = licence.find("*/")) != std::string::npos;) licence.replace(p, 2, "* /");
+  return "/*! uPlot " + uplot_version() + ", the chart library of this page (github.com/leeoniya/uPlot).\n\n" + licence +
+         "*/" + std::string(js);
+}
+
+// The page's fixed text; the script fills the elements with ids from the page model. A run
+// compares strategies of one scenario; a sweep adds the best-configuration table and the
+// explorer's controls.
+std::string body(bool sweep) {
+  std::string html = R"(<main>
 <noscript><section class="card"><h2>This report draws its charts with JavaScript</h2>
-<p class="explain">Enable scripts to see it; the data is embedded in this file as JSON (script id "eaglesim-data").</p></section></noscript>
+<p class="explain">Enable scripts to see it; the data is embedded in this file as JSON (script ids "eaglesim-data" and
+"eaglesim-view").</p></section></noscript>
 <section class="card" id="headline-section"><h2>At a glance</h2><div id="headline"></div></section>
-<section class="card" id="best-section"><h2>Best configuration per model, topology and acceptance</h2>
+)";
+  if (sweep)
+    html += R"(<section class="card" id="best-section"><h2>Best configuration per model, topology and acceptance</h2>
 <p class="explain">The fastest configuration (topology fixed; TP, draft tokens, strategy and weight dtype chosen) against the
-fastest plain decoding on the same topology. “Pays off” means EAGLE-3 beats it.</p><div id="best-host"></div></section>
-<section class="card"><h2 id="explorer-title">Explore a configuration</h2>
-<p class="explain" id="explorer-explain">Pick a model, topology, weights, TP and acceptance; the charts start at the model’s fastest configuration.</p>
+fastest plain decoding on the same topology. “Pays off” means EAGLE-3 beats it. Lower bounds are never chosen.</p>
+<div id="best-host"></div></section>
+<section class="card" id="explorer"><h2>Explore a configuration</h2>
+<p class="explain">Pick a model, topology, weights, TP and acceptance; the explorer opens on the fastest configuration that
+runs, and on each model’s fastest one when you change the model.</p>
 <div class="controls" id="controls"></div><div id="charts"></div></section>
-<section class="card"><div id="breakeven"></div></section>
+)";
+  else
+    html += R"(<section class="card" id="explorer"><h2>Strategies compared</h2>
+<p class="explain">The same trace under every strategy: where each cycle goes, and how throughput depends on the acceptance
+rate.</p><div id="charts"></div></section>
+)";
+  html += R"(<section class="card"><div id="breakeven"></div></section>
 <section class="card"><h2>Verify step per rank</h2>
-<div class="controls" id="waterfall-controls"><label>strategy<select id="waterfall-select"></select></label></div>
-<div id="waterfall-host"></div></section>
+<p class="explain">Drag across a chart to zoom into a time range, double-click to zoom out; the line under a chart names the
+op under the pointer.</p>
+)";
+  if (!sweep)
+    html += R"(<div class="controls" id="waterfall-controls"><label>strategy<select id="waterfall-select"></select></label></div>
+)";
+  html += R"(<div id="waterfall-host"></div></section>
 <section class="card"><h2 id="table-title">All results</h2><div id="table-host"></div></section>
 <section class="card"><h2 id="unfit-title">Cannot run</h2>
 <p class="explain">Combinations left out of the charts, with the reason: more TP than GPUs, a TP the model cannot be sharded
 by, weights + KV cache above the usable GPU memory, or a strategy that cannot run on the topology.</p>
 <div id="unfit-host"></div></section>
+<section class="card"><h2>Strategies</h2><div id="strategies-host"></div></section>
 <section class="card"><h2>Notes</h2><ul id="notes"></ul></section>
 </main>
-<footer>Generated by eaglesim )" EAGLESIM_VERSION R"( · self-contained: charts are drawn by this page, nothing is fetched.</footer>
 )";
+  return html;
+}
+
+std::string page(const json& view, const json& data, const json& timelines) {
+  const std::string title = view["title"].get<std::string>();
+  std::string html;
+  html += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  html += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  html += "<meta name=\"generator\" content=\"eaglesim " EAGLESIM_VERSION "\">\n";
+  html += "<title>" + escape_html(title) + "</title>\n";
+  html += "<style>" + std::string(html::kUplotStyle.text()) + "</style>\n";
+  html += "<style>" + std::string(html::kReportStyle.text()) + "</style>\n</head>\n<body>\n";
+  html += "<header class=\"top\"><h1 id=\"title\">" + escape_html(title) + "</h1><div class=\"sub\" id=\"subtitle\">" +
+          escape_html(view["subtitle"].get<std::string>()) + "</div></header>\n";
+  html += body(view["kind"] == "sweep");
+  html += "<footer>Generated by eaglesim " EAGLESIM_VERSION " · self-contained: nothing is fetched · charts drawn with uPlot " +
+          escape_html(uplot_version()) + " (MIT licence, © 2022 Leon Sorokin; the licence text is in this file)</footer>\n";
   html += "<script type=\"application/json\" id=\"eaglesim-data\">" + script_safe(data) + "</script>\n";
+  html += "<script type=\"application/json\" id=\"eaglesim-view\">" + script_safe(view) + "</script>\n";
   html += "<script type=\"application/json\" id=\"eaglesim-timelines\">" + script_safe(timelines) + "</script>\n";
-  html += "<script>" + std::string(html::kScript) + "</script>\n</body>\n</html>\n";
+  html += "<script>" + uplot_script() + "</script>\n";
+  html += "<script>" + std::string(html::kReportScript.text()) + "</script>\n</body>\n</html>\n";
   return html;
 }
 
@@ -115,22 +188,27 @@ by, weights + KV cache above the usable GPU memory, or a strategy that cannot ru
 
 std::string render_html_report(const Report& report) {
   json timelines = json::array();
-  for (const StrategyResult& r : report.results)
+  for (std::size_t i = 0; i < report.results.size(); ++i) {
+    const StrategyResult& r = report.results[i];
     if (r.supported && !r.verify.timeline.spans.empty())
-      timelines.push_back(timeline_json(r.verify.timeline, r.strategy, report.scenario.model, -1));
-  const std::string title = fmt::format("eaglesim run — {} on {}", report.scenario.model, report.scenario.topology);
-  return page(title, report_to_json(report), timelines);
+      timelines.push_back(timeline_json(r.verify.timeline, r.strategy, report.scenario.model, i,
+                                        "Strategy " + r.strategy + ": one verify step (" + html::format_us(r.verify_us) +
+                                            "), every op on every rank."));
+  }
+  return page(html::run_view(report), report_to_json(report), timelines);
 }
 
 std::string render_sweep_html_report(const SweepResults& results) {
   json timelines = json::array();
   for (const SweepWaterfall& w : results.waterfalls) {
     const SweepRow& r = results.rows.at(w.row);
-    timelines.push_back(timeline_json(w.timeline, fmt::format("{} · {} · TP {} · N={}", r.topology, r.strategy, r.tp,
-                                                              r.draft_tokens),
-                                      w.model, static_cast<long>(w.row)));
+    timelines.push_back(timeline_json(
+        w.timeline, fmt::format("{} · {} · TP {} · N={}", r.topology, r.strategy, r.tp, r.draft_tokens), w.model, w.row,
+        fmt::format("Fastest configuration of {}: {}, {}, TP {}, N={}, {} — one verify step ({}), every op on every rank.",
+                    w.model, r.topology, r.strategy, r.tp, r.draft_tokens, to_string(r.weight_dtype),
+                    html::format_us(r.verify_us))));
   }
-  return page("eaglesim sweep", sweep_to_json(results), timelines);
+  return page(html::sweep_view(results), sweep_to_json(results), timelines);
 }
 
 }  // namespace eaglesim

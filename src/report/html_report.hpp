@@ -1,9 +1,10 @@
 #pragma once
 // Self-contained HTML reports: one file, no network access needed (no CDN, no web fonts). The
-// page embeds its data as JSON (<script type="application/json" id="eaglesim-data">, exactly
-// the document --json writes for the same run) and the per-rank timelines for the waterfall
-// (id="eaglesim-timelines"); a small embedded script draws the headline, the charts (inline
-// SVG) and the tables from them. Callers write the text with write_file_atomic.
+// page embeds the document --json writes for the same run (<script type="application/json"
+// id="eaglesim-data">, unchanged), the page model computed from it (id="eaglesim-view",
+// report/html_view.hpp), the per-rank timelines for the waterfall (id="eaglesim-timelines"), and
+// the script (src/report/assets/) and chart library (uPlot, third_party/uplot/) that draw them.
+// Callers write the text with write_file_atomic.
 #include <string>
 
 #include "domain/report.hpp"

@@ -1,0 +1,219 @@
+#include "report/html_view_rows.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "comm/strategy_facts.hpp"
+#include "report/speculative.hpp"
+#include "sweep/sweep_output.hpp"
+
+namespace eaglesim::html {
+
+namespace {
+
+// Points of the acceptance curves: fine enough that straight segments look like the curve.
+constexpr int kCurvePoints = 41;
+
+// As the sweep's JSON rounds (sweep_output.cpp), so that values shown here equal the rows' values.
+double round_to(double v, int digits) {
+  const double scale = std::pow(10.0, digits);
+  const double r = std::round(v * scale) / scale;
+  return r == 0 ? 0.0 : r;
+}
+
+std::string describe(const StrategyFacts& f) {
+  if (f.lower_bound) return "every allreduce is free: a lower bound that shows what communication costs, not deployable";
+  if (f.selector) return "picks one of the other strategies per message size";
+  std::string d;
+  switch (f.kernel) {
+    case StrategyKernel::nccl: d = "ncclAllReduce, the baseline"; break;
+    case StrategyKernel::oneshot_pull: d = "one-shot over P2P: every rank reads all peers' inputs and reduces"; break;
+    case StrategyKernel::oneshot_push: d = "one-shot over P2P: every rank writes its input to all peers, then reduces"; break;
+    case StrategyKernel::twoshot: d = "two-shot over P2P: reduce-scatter, then all-gather"; break;
+    case StrategyKernel::fused: d = "one-shot over P2P"; break;
+    case StrategyKernel::quant: d = "one-shot over P2P with fp8 (e4m3) on the wire, per-128-element scales"; break;
+    case StrategyKernel::reference: d = "plain two-pass kernel, the correctness baseline"; break;
+    case StrategyKernel::none: d = "no kernel of its own"; break;
+  }
+  if (f.fuses_residual_norm) d += ", with the residual add and RMSNorm that follow in the same kernel";
+  if (!f.exact) d += "; lossy: changes the numbers";
+  if (f.needs_p2p && f.max_bytes > 0) d += fmt::format("; needs P2P, messages up to {} MiB", f.max_bytes >> 20);
+  return d;
+}
+
+json strategy_json(const std::string& name, const StrategyFacts& f, bool known) {
+  json j;
+  j["name"] = name;
+  j["lower_bound"] = f.lower_bound;
+  j["exact"] = f.exact;
+  j["fuses_residual_norm"] = f.fuses_residual_norm;
+  j["selector"] = f.selector;
+  j["description"] = known ? describe(f) : "not in the strategy table";
+  return j;
+}
+
+// First-appearance order, each value once.
+template <typename T>
+void add_unique(json& list, const T& v) {
+  if (std::find(list.begin(), list.end(), json(v)) == list.end()) list.push_back(v);
+}
+
+}  // namespace
+
+bool deployable(const std::string& strategy) { return !is_lower_bound(std::string_view(strategy)); }
+
+json strategies_json(const std::vector<std::string>& names) {
+  json out = json::array();
+  for (const StrategyFacts& f : strategy_table())
+    if (std::find(names.begin(), names.end(), f.name) != names.end())
+      out.push_back(strategy_json(std::string(f.name), f, true));
+  for (const std::string& n : names)
+    if (!find_strategy_facts(n)) out.push_back(strategy_json(n, StrategyFacts{}, false));
+  return out;
+}
+
+json acceptances_json(const std::vector<Acceptance>& acceptances) {
+  json out = json::array();
+  for (const Acceptance& a : acceptances)
+    out.push_back({{"mode", a.mode == Acceptance::Mode::rate ? "rate" : "length"},
+                   {"value", a.value},
+                   {"label", short_acceptance(a)},
+                   {"rate", a.mode == Acceptance::Mode::rate}});
+  return out;
+}
+
+json segments_json() {
+  return json::array({
+      {{"key", "verify_compute_us"}, {"name", "compute"}, {"label", "verify: GEMMs + attention"}},
+      {{"key", "verify_allreduce_us"}, {"name", "allreduce"}, {"label", "verify: allreduce (incl. waiting)"}},
+      {{"key", "verify_other_us"}, {"name", "other"}, {"label", "verify: other (norms, elementwise, gaps)"}},
+      {{"key", "draft_us"}, {"name", "draft"}, {"label", "draft head (N forwards)"}},
+  });
+}
+
+json columns_json(bool sweep) {
+  auto col = [](const char* key, const char* label, int digits = -1, const char* suffix = "") {
+    json c = {{"key", key}, {"label", label}};
+    if (digits >= 0) c["digits"] = digits;
+    if (*suffix) c["suffix"] = suffix;
+    return c;
+  };
+  json out = json::array({col("topology", "topology")});
+  if (sweep) out.push_back(col("weight_dtype", "dtype"));
+  for (json c : {col("tp", "TP", 0), col("draft_tokens", "N", 0), col("acceptance", "accept"), col("strategy", "strategy"),
+                 col("tokens_per_s", "tok/s", 1), col("decode_tokens_per_s", "plain tok/s", 1),
+                 col("speedup_vs_decode", "speedup", 2, "×"), col("verify_us", "verify µs", 1),
+                 col("verify_allreduce_us", "allreduce µs", 1), col("allreduce_count", "#AR", 0),
+                 col("draft_us", "draft µs", 1), col("cycle_us", "cycle µs", 1),
+                 col("tokens_per_cycle", "E tok/cycle", 2), col("breakeven_accept_rate", "break-even a", 3)})
+    out.push_back(std::move(c));
+  if (sweep) out.push_back(col("mem_need_gb", "GB/GPU", 1));
+  return out;
+}
+
+json row_or_null(const std::optional<std::size_t>& row) { return row ? json(*row) : json(nullptr); }
+
+json order_json(const std::vector<SweepRow>& rows) {
+  std::vector<std::size_t> ok;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].ok()) ok.push_back(i);
+  std::stable_sort(ok.begin(), ok.end(),
+                   [&](std::size_t a, std::size_t b) { return rows[a].tokens_per_s > rows[b].tokens_per_s; });
+  return ok;
+}
+
+json curves_json(const std::vector<SweepRow>& rows) {
+  json rates = json::array();
+  for (int i = 0; i < kCurvePoints; ++i) rates.push_back(static_cast<double>(i) / (kCurvePoints - 1));
+  // Rows that differ only in the acceptance share their curve (it is the x axis), so each curve
+  // is listed once and rows point to it.
+  using Key = std::tuple<int, double, double, std::optional<double>>;
+  std::map<Key, std::size_t> curve_of;
+  json curves = json::array();
+  json by_row = json::object();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const SweepRow& r = rows[i];
+    if (!r.ok() || r.cycle_us <= 0) continue;
+    auto [it, inserted] =
+        curve_of.try_emplace(Key{r.draft_tokens, r.cycle_us, r.decode_tokens_per_s, r.breakeven_accept_rate}, curves.size());
+    if (inserted) {
+      json tps = json::array();
+      for (const json& a : rates)
+        tps.push_back(round_to(chain_tokens_per_cycle(a.get<double>(), r.draft_tokens) * 1e6 / r.cycle_us, 1));
+      json point = nullptr;
+      // At break-even the curve meets this row's own plain decoding.
+      if (r.breakeven_accept_rate && r.decode_tokens_per_s > 0)
+        point = json::array({round_to(*r.breakeven_accept_rate, 6), round_to(r.decode_tokens_per_s, 3)});
+      curves.push_back({{"tokens_per_s", std::move(tps)}, {"breakeven", std::move(point)}});
+    }
+    by_row[std::to_string(i)] = it->second;
+  }
+  return {{"rates", std::move(rates)}, {"curves", std::move(curves)}, {"rows", std::move(by_row)}};
+}
+
+json plain_json(const std::vector<SweepRow>& rows) {
+  using Key = std::tuple<std::string, std::string, DType, int>;
+  std::vector<Key> order;
+  std::map<Key, std::size_t> fastest;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const SweepRow& r = rows[i];
+    if (!r.ok() || !deployable(r.strategy) || r.decode_tokens_per_s <= 0) continue;
+    const Key key{r.model, r.topology, r.weight_dtype, r.tp};
+    auto [it, inserted] = fastest.try_emplace(key, i);
+    if (inserted) order.push_back(key);
+    else if (r.decode_tokens_per_s > rows[it->second].decode_tokens_per_s) it->second = i;
+  }
+  json out = json::array();
+  for (const Key& k : order) {
+    const SweepRow& r = rows[fastest[k]];
+    out.push_back({{"model", r.model}, {"topology", r.topology}, {"weight_dtype", to_string(r.weight_dtype)},
+                   {"tp", r.tp}, {"tokens_per_s", round_to(r.decode_tokens_per_s, 3)}, {"row", fastest[k]}});
+  }
+  return out;
+}
+
+json unfit_json(const std::vector<SweepRow>& rows) {
+  json out = json::array();
+  std::map<std::pair<std::string, std::string>, std::size_t> group_of;
+  for (const SweepRow& r : rows) {
+    if (r.ok()) continue;
+    auto [it, inserted] = group_of.try_emplace({r.model, r.reason}, out.size());
+    if (inserted)
+      out.push_back({{"model", r.model}, {"status", to_string(r.unfit)}, {"reason", r.reason},
+                     {"topologies", json::array()}, {"tps", json::array()}, {"strategies", json::array()}, {"count", 0}});
+    json& g = out[it->second];
+    add_unique(g["topologies"], r.topology);
+    add_unique(g["tps"], r.tp);
+    add_unique(g["strategies"], r.strategy);
+    g["count"] = g["count"].get<std::size_t>() + 1;
+  }
+  return out;
+}
+
+json breakeven_bar(const std::string& label, std::optional<double> value, const std::string& state,
+                   const std::string& detail, const std::vector<Acceptance>& swept) {
+  bool pays_at_swept = false;
+  if (value)
+    for (const Acceptance& a : swept) pays_at_swept |= a.mode == Acceptance::Mode::rate && a.value > *value;
+  return {{"label", label},
+          {"value", value ? json(round_to(*value, 6)) : json(nullptr)},
+          {"state", state},
+          {"detail", detail},
+          {"text", value ? fmt::format("a={:.3f} · {}", *value, detail) : detail},
+          {"pays_at_swept", pays_at_swept}};
+}
+
+json verdict_json(const std::string& state, const std::string& model, const std::string& big, json detail_parts,
+                  const std::vector<std::string>& bullets) {
+  return {{"state", state}, {"model", model}, {"big", big}, {"detail", std::move(detail_parts)}, {"bullets", bullets}};
+}
+
+std::string format_us(double us) {
+  return us >= 10000 ? fmt::format("{:.2f} ms", us / 1000) : fmt::format("{:.1f} µs", us);
+}
+
+}  // namespace eaglesim::html
