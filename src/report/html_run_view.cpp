@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "report/evaluate.hpp"
+#include "domain/ranking.hpp"
 #include "report/html_view.hpp"
 #include "report/html_view_rows.hpp"
 #include "sweep/sweep_output.hpp"
@@ -14,24 +14,8 @@ namespace eaglesim::html {
 
 namespace {
 
-// Metrics a run's result and a sweep row share, under the same names and meanings.
-constexpr std::pair<double StrategyResult::*, double SweepRow::*> kSharedMetrics[] = {
-    {&StrategyResult::verify_us, &SweepRow::verify_us},
-    {&StrategyResult::comm_us, &SweepRow::verify_allreduce_us},
-    {&StrategyResult::allreduce_mean_us, &SweepRow::allreduce_mean_us},
-    {&StrategyResult::draft_us, &SweepRow::draft_us},
-    {&StrategyResult::decode_us, &SweepRow::decode_us},
-    {&StrategyResult::cycle_us, &SweepRow::cycle_us},
-    {&StrategyResult::tokens_per_cycle, &SweepRow::tokens_per_cycle},
-    {&StrategyResult::tokens_per_s, &SweepRow::tokens_per_s},
-    {&StrategyResult::decode_tokens_per_s, &SweepRow::decode_tokens_per_s},
-    {&StrategyResult::speedup_vs_decode, &SweepRow::speedup_vs_decode},
-    {&StrategyResult::breakeven_accept_len, &SweepRow::breakeven_accept_len},
-};
-
-// The scenario's results as sweep rows. The verify step is split as the sweep splits it: GEMMs
-// and attention (at most what is not allreduce), the allreduces, and the remainder, so that both
-// reports draw the same bars.
+// The scenario's results as sweep rows, the verify step split by verify_split as the sweep's
+// rows are, so that both reports draw the same bars.
 std::vector<SweepRow> run_rows(const Report& report) {
   const Scenario& sc = report.scenario;
   std::vector<SweepRow> rows;
@@ -47,14 +31,10 @@ std::vector<SweepRow> run_rows(const Report& report) {
     row.unfit = r.supported ? UnfitKind::none : UnfitKind::strategy;
     row.reason = r.reason;
     if (r.supported) {
-      for (const auto& [from, to] : kSharedMetrics) row.*to = r.*from;
-      row.allreduce_count = r.allreduce_count;
-      row.breakeven_accept_rate = r.breakeven_accept_rate;
-      double matmul = 0;
-      for (OpKind k : {OpKind::gemm, OpKind::grouped_gemm, OpKind::attention, OpKind::lm_head})
-        matmul += r.verify.kind_us[static_cast<std::size_t>(k)];
-      row.verify_compute_us = std::min(matmul, r.verify_us - r.comm_us);
-      row.verify_other_us = std::max(0.0, r.verify_us - r.comm_us - row.verify_compute_us);
+      static_cast<CycleMetrics&>(row) = r;
+      const VerifySplit split = verify_split(r);
+      row.verify_compute_us = split.matmul_attention_us;
+      row.verify_other_us = split.other_us;
     }
     rows.push_back(std::move(row));
   }

@@ -6,7 +6,7 @@
 // filters and draws. The --json document itself is embedded unchanged beside it.
 #include <nlohmann/json.hpp>
 
-#include "report/report.hpp"
+#include "domain/report.hpp"
 #include "sweep/sweep_result.hpp"
 
 namespace eaglesim::html {

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "comm/strategy_facts.hpp"
-#include "report/speculative.hpp"
+#include "domain/speculative.hpp"
 #include "sweep/sweep_output.hpp"
 
 namespace eaglesim::html {
