@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/median.hpp"
 #include "cuda/allreduce_self_check.hpp"
 #include "cuda/calibrate_graph.hpp"
 #include "cuda/cuda_check.hpp"
@@ -263,10 +264,10 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
       std::vector<double> diff;
       for (std::size_t k = 0; k < static_cast<std::size_t>(iters); ++k)
         diff.push_back(samples[r][c][k] - samples[r][base][k]);
-      worst = std::max(worst, median_of(diff));
+      worst = std::max(worst, median(diff));
     }
-    if (ok) result.us[c] = (cs.step_difference ? median_of(step_diff) : worst) / cs.divisor;
-    result.baseline_us[c] = median_of(base_us);
+    if (ok) result.us[c] = (cs.step_difference ? median(step_diff) : worst) / cs.divisor;
+    result.baseline_us[c] = median(base_us);
   }
   result.ran = true;
   return result;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/median.hpp"
 #include "cuda/calibrate_graph.hpp"
 #include "cuda/calibrate_kernels.hpp"
 #include "cuda/cuda_check.hpp"
@@ -48,7 +49,7 @@ class Chains {
       const double us = timer_.finish(what);
       if (i >= warmup_) v.push_back(us);
     }
-    return median_of(v);
+    return median(v);
   }
 
   // Per-call µs of enqueue(c) for c = 0..C-1 repeated: (T(2C) - T(C)) / C with C sized so that
@@ -247,7 +248,7 @@ std::vector<double> calibrate_compute_layers(int device, const std::vector<Compu
           },
           copies, what.c_str()));
     }
-    out[l] = median_of(per_placement);
+    out[l] = median(per_placement);
     if (progress) {
       std::string each;
       for (double us : per_placement) each += fmt::format("{}{:.2f}", each.empty() ? "" : " / ", us);

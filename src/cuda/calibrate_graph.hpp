@@ -46,6 +46,4 @@ class GraphTimer {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };
 
-double median_of(std::vector<double> v);
-
 }  // namespace eaglesim::cuda

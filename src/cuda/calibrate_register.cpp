@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/median.hpp"
 #include "core/mpi_launch.hpp"
 #include "cuda/calibrate_comm.hpp"
 #include "cuda/calibrate_compute.hpp"
@@ -51,7 +52,7 @@ std::optional<double> median_ratio(const std::vector<double>& a, const std::vect
   for (std::size_t i = 0; i < ops.size(); ++i)
     if (ops[i].is_matmul() == gemm && a[i] > 0 && b[i] > 0) r.push_back(b[i] / a[i] - 1.0);
   if (r.empty()) return std::nullopt;
-  return median_of(std::move(r));
+  return median(std::move(r));
 }
 
 // Compute ops on every GPU of the calibration at once, each its own thread; per op the slowest

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/errors.hpp"
+#include "core/median.hpp"
 #include "cuda/allreduce_self_check.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/host_barrier.hpp"
@@ -35,13 +36,6 @@ struct RankOutcome {
   std::vector<bool> absorbed;
   bool attribution_in_graph = true;
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // RAII owners for the per-thread CUDA objects (destroyed on the owning thread).
 struct Events {
