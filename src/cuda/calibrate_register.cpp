@@ -23,7 +23,6 @@
 #include "core/mpi_launch.hpp"
 #include "cuda/calibrate_comm.hpp"
 #include "cuda/calibrate_compute.hpp"
-#include "cuda/calibrate_graph.hpp"
 #include "engine/gpu_tools.hpp"
 #include "engine/slowest_gpu.hpp"
 
@@ -58,8 +57,8 @@ std::optional<double> median_ratio(const std::vector<double>& a, const std::vect
 // Compute ops on every GPU of the calibration at once, each its own thread; per op the slowest
 // time among the GPUs its steps run on: GPUs of one model can differ, and a tensor-parallel step
 // runs at the pace of the slowest, while a one-GPU step runs on GPU 0. The notes say by how much
-// (on the 2 x H200 machines of docs/fidelity.md: within 0.4 % on most, 2-3 % on two). The
-// compute layers likewise (after the single ops).
+// (docs/fidelity.md has what the machines measured). The compute layers likewise (after the
+// single ops).
 ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const ChainTiming& timing,
                                               std::vector<double>& layer_us) {
   const int gpus = std::max(1, q.ranks);
