@@ -171,7 +171,7 @@ __device__ __forceinline__ uint32_t call_epoch(const RankArgs& a) {
 // Marks call `epoch` done for every epoch entry this block owns (see the protocol above). The
 // lanes of warp 0 share the stores: a 1-block call owns all kMaxBlocks entries, and one thread
 // storing them one after another is the prediction for why calls under 16 KiB (one block) took
-// ~1.5 us longer than those of 32 KiB and up (docs/results.md, "What limits one-shot latency").
+// longer than those of 32 KiB and up (docs/results.md, "What limits one-shot latency").
 // Every thread of the block read its own entry before the block's first barrier, so these
 // stores, after it, cannot be seen by this call.
 __device__ __forceinline__ void finish_call(const RankArgs& a, uint32_t epoch) {

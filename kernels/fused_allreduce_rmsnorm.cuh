@@ -9,8 +9,9 @@
 // Key optimisations:
 //   * few long rows (the decode/verify case, e.g. 3 x 7168): each row is SPLIT over C blocks
 //     (fused_allreduce_rmsnorm_split). One block per row would leave the NVLink pull of a
-//     14 KiB row to a single SM, whose outstanding remote loads cap it (+3 us over the plain
-//     one-shot at 3 x 7168 on 2 x H200); split, the pull is spread like the one-shot's. The
+//     14 KiB row to a single SM, whose outstanding remote loads cap it (measurably slower than
+//     the plain one-shot: docs/results.md, "Allreduce kernels"); split, the pull is spread like
+//     the one-shot's. The
 //     row's sum of squares is then combined across its C blocks from one partial per WARP (C x W
 //     values), in one fixed order (row_total_of_partials) so that every block of the row and
 //     every rank compute the same bits, in one of two ways (RowSync, chosen by the host; both
@@ -24,9 +25,9 @@
 //         The warps leave their partials in shared memory, one hardware cluster barrier, then
 //         warp 0 reads the C x W partials through distributed shared memory (DSMEM); a second,
 //         split barrier (arrive after the reads, wait just before exit) keeps each block's
-//         shared memory alive until its peers have read it. Measured slower than the rendezvous
-//         on 2 x H200 (the cluster launch costs more than the L2 round trip it saves).
-//     The host splits only while the grid stays small (<= 16 blocks, custom_comm.cu): a larger
+//         shared memory alive until its peers have read it. Slower than the rendezvous on
+//         NVLink (the cluster launch costs more than the L2 round trip it saves; docs/results.md).
+//     The host splits only while the grid stays small (src/comm/fused_split_plan.hpp): a larger
 //     grid already spreads the pull, and more blocks only add barrier and launch cost;
 //   * many rows: one block per token row (rows round-robin over <= kMaxBlocks blocks): the row's
 //     sum of squares is a block reduction, no intra-GPU rendezvous at all;
@@ -165,7 +166,7 @@ __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm(RankArgs a, 
 // U = 4): each thread keeps its units of the row (peer packs, old residual, weight) in
 // registers, so the dependent-latency chain is: input copy -> barrier -> ONE round of peer
 // loads -> block reduction -> store. The generic kernel above walks the row twice and re-reads
-// the residual from memory, which costs ~3 us at 42 KiB (measured on 2 x H200).
+// the residual from memory, which costs measurably more at verify-step sizes (docs/results.md).
 // The weight is loaded under the barrier's wait, while the peers are still arriving.
 template <typename T, int N, int U>
 __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_regs(RankArgs a, const T* in, FusedRows f,
@@ -266,9 +267,8 @@ __device__ __forceinline__ void cluster_exit_wait() {
 // (fixed order, row_total_of_partials; kSync says how they travel) -> one __syncthreads ->
 // residual and normed stores. Publishing per warp, not per block, keeps a block reduction (two
 // __syncthreads) off the path between the peer loads and the rendezvous, and no store queues
-// ahead of the publish. Measured on 2 x H200 at 3 x 7168 bf16 (2026-11-30, diagnostic builds
-// that skipped one part each): the row sync costs 0.74 us, the pre-barrier weight/residual
-// loads 0.21 us, the two output stores 0.18 us over the one-shot's 4.68 us.
+// ahead of the publish. What each part costs over the one-shot (the row sync most, then the
+// pre-barrier loads and the two output stores) is in docs/results.md, "Allreduce kernels".
 // RowSync::cluster must be launched with cluster dimension {chunks, 1, 1} (so the cluster rank
 // of a block is its chunk) and chunks <= kMaxClusterChunks; it never returns before both cluster
 // barriers, also when the cross-GPU barrier failed (then it skips the data and the stores).
@@ -302,7 +302,7 @@ __global__ void __launch_bounds__(kThreads) fused_allreduce_rmsnorm_split(RankAr
     if (u < end) store_reg<T>(mine, u, load_user<T>(in_row, u, f.hidden, f.aligned));
   }
   // Announce first, then load the weight and the old residual while the peers arrive: loaded
-  // before the announcement, they would hold up its release store (measured +0.2 us at 3 x 7168).
+  // before the announcement, they would hold up its release store (measurably slower).
   block_arrive<N>(a, kPhaseStart, epoch);
 #pragma unroll
   for (int k = 0; k < U; ++k) {

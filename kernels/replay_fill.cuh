@@ -1,11 +1,14 @@
 #pragma once
-// Random fills for replay buffers (weights, KV caches, activations). Purpose: replayed ops must
-// see realistic, non-zero data (zeros can run measurably faster than random data on tensor
-// cores and hide unwritten outputs). A counter-based hash (splitmix64) keeps fills
-// deterministic per seed without per-thread RNG state. Grid-stride loops; any size.
+// Random fills for device buffers: the replay's weights, KV caches and activations, and
+// bench-comm's inputs. Purpose: replayed ops must see realistic, non-zero data (zeros can run
+// measurably faster than random data on tensor cores and hide unwritten outputs), and an
+// allreduce checked against a host reference must sum values that are not all alike. A
+// counter-based hash (splitmix64) keeps fills deterministic per seed without per-thread RNG
+// state. Grid-stride loops; any size.
 #include <cstdint>
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
 namespace eaglesim::kernels::replay {
@@ -23,22 +26,24 @@ __device__ __forceinline__ float hash_uniform(std::uint64_t seed, std::uint64_t 
   return static_cast<float>(bits) * (2.0f / 16777216.0f) - 1.0f;
 }
 
-__global__ void fill_bf16_kernel(__nv_bfloat16* p, std::size_t n, std::uint64_t seed, float scale) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    p[i] = __float2bfloat16(scale * hash_uniform(seed, i));
-}
+// A float rounded to the element type (round to nearest; fp8 saturates to its finite range).
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half(v); }
+template <>
+__device__ __forceinline__ __nv_fp8_e4m3 from_float<__nv_fp8_e4m3>(float v) { return __nv_fp8_e4m3(v); }
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
 
-__global__ void fill_fp8_kernel(__nv_fp8_e4m3* p, std::size_t n, std::uint64_t seed, float scale) {
+// Uniform values in [-scale, scale) of element type T.
+template <typename T>
+__global__ void fill_uniform_kernel(T* p, std::size_t n, std::uint64_t seed, float scale) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    p[i] = __nv_fp8_e4m3(scale * hash_uniform(seed, i));
-}
-
-__global__ void fill_f32_kernel(float* p, std::size_t n, std::uint64_t seed, float scale) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    p[i] = scale * hash_uniform(seed, i);
+    p[i] = from_float<T>(scale * hash_uniform(seed, i));
 }
 
 // Raw random bytes (packed int4 weights: every nibble pattern is a valid value).

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   CLI::App app{"eaglesim-cuda-replay: replay a trace step on this machine's GPUs and print JSON lines"};
   std::string trace_path, strategies = nccl_strategy(), step_name = "verify";
   RunOptions opts;
+  bool no_nccl_prime = false;
   app.add_option("trace", trace_path, "Trace file (native format)")->required();
   app.add_option("--strategy,-s", strategies, "Comma-separated strategies (nccl, ideal, custom ones when built)");
   app.add_option("--step", step_name, "Step to replay: verify, draft or decode");
@@ -30,8 +31,10 @@ int main(int argc, char** argv) {
   app.add_option("--iters", opts.iters, "Timed graph replays")->check(CLI::Range(1, 100000));
   app.add_option("--warmup", opts.warmup, "Warm-up graph replays")->check(CLI::Range(0, 100000));
   app.add_option("--timeout", opts.timeout_s, "Seconds before a stuck allreduce aborts the run")->check(CLI::PositiveNumber);
+  app.add_flag("--no-nccl-prime", no_nccl_prime, "Measure an NCCL step without replaying it once, untimed, first");
   return cli::run_with_exit_code(app, [&] {
     app.parse(argc, argv);
+    opts.nccl_prime = !no_nccl_prime;
     const Trace trace = read_trace(trace_path);
     const Step* step = trace.find_step(step_name);
     if (!step) throw InputError(trace_path + ": no step named \"" + step_name + "\"");

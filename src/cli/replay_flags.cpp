@@ -16,12 +16,16 @@ void add_replay_flags(CLI::App* cmd, ReplayFlags& flags) {
   cmd->add_option("--timeout", flags.timeout_s, "cuda: seconds before a stuck allreduce aborts the run (exit 3)")
       ->check(CLI::Range(0.001, kMaxTimeoutS))
       ->capture_default_str();
+  cmd->add_flag("--no-nccl-prime", flags.no_nccl_prime,
+                "cuda: measure an NCCL step without first replaying it once, untimed (NCCL's first run in a "
+                "process is faster than every later one; the primed state is the one calibrate measures)");
 }
 
 void apply_replay_flags(const ReplayFlags& flags, RunOptions& opts) {
   opts.iters = flags.iters;
   opts.warmup = flags.warmup;
   opts.timeout_s = flags.timeout_s;
+  opts.nccl_prime = !flags.no_nccl_prime;
 }
 
 void check_timeout_flag(double seconds) {

@@ -1,7 +1,7 @@
 #pragma once
-// The CUDA replay's flags (--iters, --warmup, --timeout), shared by `run` and `fidelity` so that
-// both accept and refuse the same values with the same message: a warm-up of a billion replays
-// or a timeout of 1e30 s is a typo, not a request.
+// The CUDA replay's flags (--iters, --warmup, --timeout, --no-nccl-prime), shared by `run` and
+// `fidelity` so that both accept and refuse the same values with the same message: a warm-up of a
+// billion replays or a timeout of 1e30 s is a typo, not a request.
 #include <CLI/CLI.hpp>
 
 #include "engine/backend.hpp"
@@ -16,9 +16,10 @@ struct ReplayFlags {
   int iters = 20;
   int warmup = 5;
   double timeout_s = 30;
+  bool no_nccl_prime = false;
 };
 
-// Adds the three options to `cmd`, range-checked by CLI11 (exit 2 naming the flag).
+// Adds the four options to `cmd`, range-checked by CLI11 (exit 2 naming the flag).
 void add_replay_flags(CLI::App* cmd, ReplayFlags& flags);
 // Copies them into the options the backends read.
 void apply_replay_flags(const ReplayFlags& flags, RunOptions& opts);

@@ -13,15 +13,19 @@
 
 #include <fmt/format.h>
 
+#include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
+#include "core/median.hpp"
 #include "cuda/allreduce_self_check.hpp"
-#include "cuda/calibrate_graph.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_graph.hpp"
+#include "cuda/graph_timer.hpp"
 #include "cuda/host_barrier.hpp"
 #include "cuda/l2_rotation.hpp"
 #include "cuda/rank_comm.hpp"
 #include "cuda/rank_program.hpp"
 #include "calibration/layer_chain.hpp"
+#include "cuda/stream.hpp"
 
 namespace eaglesim::cuda {
 
@@ -99,7 +103,7 @@ std::size_t add_allreduce(Step& step, const AllreduceCase& a) {
   ar.layer = static_cast<int>(step.ops.size());
   const std::size_t at = step.ops.size();
   step.ops.push_back(ar);
-  if (a.strategy == "fused") {
+  if (fuses_residual_norm(a.strategy)) {
     Op res;
     res.kind = OpKind::residual_add;
     res.name = "calibrate_residual";
@@ -138,7 +142,7 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
   cc.devices.resize(static_cast<std::size_t>(q.ranks));
   std::iota(cc.devices.begin(), cc.devices.end(), 0);
   cc.timeout_s = q.timeout_s;
-  if (strategy != "nccl") cc.max_bytes = static_cast<std::size_t>(max_bytes) + 256;
+  if (!is_nccl(strategy)) cc.max_bytes = static_cast<std::size_t>(max_bytes) + 256;
   std::unique_ptr<CommGroup> group;
   try {
     group = create_comm_group(cc);
@@ -169,16 +173,12 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
     threads.emplace_back([&, r] {
       try {
         EAGLESIM_CUDA_CHECK(cudaSetDevice(r));
-        cudaStream_t stream = nullptr;
-        EAGLESIM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-        struct StreamGuard {
-          cudaStream_t s;
-          ~StreamGuard() { cudaStreamDestroy(s); }
-        } guard{stream};
+        const Stream stream_owner;
+        const cudaStream_t stream = stream_owner.get();
         ProgramOptions popts;
         popts.seed = 101 + static_cast<std::uint64_t>(r);
         RankProgram program(layout.step, r, group->rank(r), nullptr, popts);
-        GraphTimer timer(q.timeout_s, [&group] { group->abort(); });
+        GraphTimer timer("calibrate", kChainPreRollUs, q.timeout_s, [&group] { group->abort(); });
         auto sync = [&] {
           if (!barrier.wait()) throw DeviceError("calibrate: another rank failed");
         };
@@ -201,7 +201,7 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
           chain_of[baseline_graph.at(cs.baseline)] = &cs.without;
         }
         auto what = [n_cases](std::size_t g) { return g < n_cases ? "an allreduce chain" : "a baseline chain"; };
-        std::vector<CapturedGraph> graphs;
+        std::vector<CudaGraph> graphs;
         for (std::size_t g = 0; g < n_graphs; ++g) {
           const auto body = [&program, ops = chain_of[g]](cudaStream_t s) {
             for (std::size_t i : *ops) program.enqueue(i, s);
@@ -212,7 +212,7 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
           timer.launch_eager(body, stream);
           timer.finish(what(g));
           // Capture is per rank; NCCL captures need every rank to capture the same calls.
-          graphs.emplace_back(stream, body);
+          graphs.push_back(CudaGraph::capture(stream, body));
         }
         // Rounds of every graph once, all ranks together: a slow drift of the GPUs' speed over
         // the seconds a layout takes (clocks, temperature) reaches every graph alike, instead of
@@ -263,10 +263,10 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
       std::vector<double> diff;
       for (std::size_t k = 0; k < static_cast<std::size_t>(iters); ++k)
         diff.push_back(samples[r][c][k] - samples[r][base][k]);
-      worst = std::max(worst, median_of(diff));
+      worst = std::max(worst, median(diff));
     }
-    if (ok) result.us[c] = (cs.step_difference ? median_of(step_diff) : worst) / cs.divisor;
-    result.baseline_us[c] = median_of(base_us);
+    if (ok) result.us[c] = (cs.step_difference ? median(step_diff) : worst) / cs.divisor;
+    result.baseline_us[c] = median(base_us);
   }
   result.ran = true;
   return result;
@@ -317,7 +317,7 @@ std::vector<double> calibrate_allreduce(const CalibrationRequest& q, std::vector
       const std::size_t ar = add_allreduce(layout.step, a);
       const int calls = round_up(calls_for(a.bytes), static_cast<int>(before.size()));
       // One context-GEMM chain per chain length.
-      layout.cases.push_back(triple_chain(before, ar, {}, calls, calls, a.strategy == "fused"));
+      layout.cases.push_back(triple_chain(before, ar, {}, calls, calls, fuses_residual_norm(a.strategy)));
     }
     const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes);
     if (!measured.ran) continue;
@@ -355,7 +355,7 @@ std::vector<double> calibrate_allreduce_contexts(const CalibrationRequest& q, st
       const int calls = round_up(calls_for(cc.allreduce.bytes), copies);
       // Its own (before, after) chain.
       layout.cases.push_back(triple_chain(before, ar, after, calls, static_cast<int>(layout.cases.size()),
-                                          cc.allreduce.strategy == "fused"));
+                                          fuses_residual_norm(cc.allreduce.strategy)));
     }
     const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes);
     if (!measured.ran) continue;

@@ -8,12 +8,16 @@
 
 #include <fmt/format.h>
 
-#include "cuda/calibrate_graph.hpp"
+#include "comm/strategy_facts.hpp"
+#include "core/median.hpp"
 #include "cuda/calibrate_kernels.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_graph.hpp"
+#include "cuda/graph_timer.hpp"
 #include "cuda/ideal_comm_group.hpp"
 #include "cuda/l2_rotation.hpp"
 #include "cuda/rank_program.hpp"
+#include "cuda/stream.hpp"
 #include "cuda/weight_arena.hpp"
 #include "calibration/layer_chain.hpp"
 
@@ -37,18 +41,19 @@ int round_up(int v, int multiple) { return (v + multiple - 1) / multiple * multi
 class Chains {
  public:
   Chains(cudaStream_t s, const ChainTiming& t)
-      : stream_(s), iters_(t.iters), warmup_(t.warmup), target_us_(t.chain_us), timer_(t.timeout_s) {}
+      : stream_(s), iters_(t.iters), warmup_(t.warmup), target_us_(t.chain_us),
+        timer_("calibrate", kChainPreRollUs, t.timeout_s) {}
 
   // Median µs of one graph of body().
   double time(const std::function<void(cudaStream_t)>& body, const char* what) {
-    CapturedGraph g(stream_, body);
+    const CudaGraph g = CudaGraph::capture(stream_, body);
     std::vector<double> v;
     for (int i = 0; i < warmup_ + iters_; ++i) {
       timer_.launch(g, stream_);
       const double us = timer_.finish(what);
       if (i >= warmup_) v.push_back(us);
     }
-    return median_of(v);
+    return median(v);
   }
 
   // Per-call µs of enqueue(c) for c = 0..C-1 repeated: (T(2C) - T(C)) / C with C sized so that
@@ -87,27 +92,31 @@ const char* phase_of(OpKind k) {
   }
 }
 
-// One GPU set up for measuring chains: its L2 size, a stream, and an `ideal` communicator for
-// the RankPrograms (calibration steps have no allreduce).
+// Makes `device` current (for everything ChainDevice creates after it) and returns its L2 size.
+double select_device_l2(int device) {
+  EAGLESIM_CUDA_CHECK(cudaSetDevice(device));
+  cudaDeviceProp prop{};
+  EAGLESIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return static_cast<double>(prop.l2CacheSize);
+}
+
+// The lower bound's communicator for the RankPrograms: calibration steps have no allreduce.
+std::unique_ptr<CommGroup> no_comm_group(int device) {
+  CommGroupConfig cc;
+  cc.strategy = lower_bound_strategy();
+  cc.ranks = 1;
+  cc.devices = {device};
+  return create_ideal_comm_group(cc);
+}
+
+// One GPU set up for measuring chains: its L2 size, a communicator that moves nothing and a
+// stream, made in that order on `device` (members initialise in declaration order).
 struct ChainDevice {
-  explicit ChainDevice(int device) {
-    EAGLESIM_CUDA_CHECK(cudaSetDevice(device));
-    cudaDeviceProp prop{};
-    EAGLESIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-    l2 = static_cast<double>(prop.l2CacheSize);
-    CommGroupConfig cc;
-    cc.strategy = "ideal";
-    cc.ranks = 1;
-    cc.devices = {device};
-    group = create_ideal_comm_group(cc);
-    EAGLESIM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));  // last: nothing throws after it
-  }
-  ~ChainDevice() { cudaStreamDestroy(stream); }
-  ChainDevice(const ChainDevice&) = delete;
-  ChainDevice& operator=(const ChainDevice&) = delete;
+  explicit ChainDevice(int device) : l2(select_device_l2(device)), group(no_comm_group(device)) {}
   double l2 = 0;
-  cudaStream_t stream = nullptr;
   std::unique_ptr<CommGroup> group;
+  Stream stream_owner;
+  cudaStream_t stream = stream_owner.get();
 };
 
 }  // namespace
@@ -224,11 +233,10 @@ std::vector<double> calibrate_compute_layers(int device, const std::vector<Compu
         step.ops.push_back(o);
       }
     release_parked_weights(device);  // the previous layer's copies are another layout
-    // One chain's time can depend on where its copies landed in GPU memory (one 8B TP1 layer on
-    // one H200, three placements in one process: 176.4, 162.8 and 164.0 us per copy, and the same
-    // again in a second process, where the step ran its layers at about 164; docs/fidelity.md):
-    // the chain is timed over several placements, each program holding its memory while the next
-    // one allocates, and the median is the layer's time.
+    // One chain's time can depend on where its copies landed in GPU memory (by several percent
+    // between placements in one process; docs/fidelity.md): the chain is timed over several
+    // placements, each program holding its memory while the next one allocates, and the median
+    // is the layer's time.
     std::size_t free_bytes = 0, total_bytes = 0;
     EAGLESIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     const int placements = compute_layer_placements(weights * copies, static_cast<double>(free_bytes));
@@ -247,7 +255,7 @@ std::vector<double> calibrate_compute_layers(int device, const std::vector<Compu
           },
           copies, what.c_str()));
     }
-    out[l] = median_of(per_placement);
+    out[l] = median(per_placement);
     if (progress) {
       std::string each;
       for (double us : per_placement) each += fmt::format("{}{:.2f}", each.empty() ? "" : " / ", us);

@@ -19,10 +19,10 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/median.hpp"
 #include "core/mpi_launch.hpp"
 #include "cuda/calibrate_comm.hpp"
 #include "cuda/calibrate_compute.hpp"
-#include "cuda/calibrate_graph.hpp"
 #include "calibration/gpu_tools.hpp"
 #include "calibration/slowest_gpu.hpp"
 
@@ -51,14 +51,14 @@ std::optional<double> median_ratio(const std::vector<double>& a, const std::vect
   for (std::size_t i = 0; i < ops.size(); ++i)
     if (ops[i].is_matmul() == gemm && a[i] > 0 && b[i] > 0) r.push_back(b[i] / a[i] - 1.0);
   if (r.empty()) return std::nullopt;
-  return median_of(std::move(r));
+  return median(std::move(r));
 }
 
 // Compute ops on every GPU of the calibration at once, each its own thread; per op the slowest
 // time among the GPUs its steps run on: GPUs of one model can differ, and a tensor-parallel step
 // runs at the pace of the slowest, while a one-GPU step runs on GPU 0. The notes say by how much
-// (on the 2 x H200 machines of docs/fidelity.md: within 0.4 % on most, 2-3 % on two). The
-// compute layers likewise (after the single ops).
+// (docs/fidelity.md has what the machines measured). The compute layers likewise (after the
+// single ops).
 ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const ChainTiming& timing,
                                               std::vector<double>& layer_us) {
   const int gpus = std::max(1, q.ranks);

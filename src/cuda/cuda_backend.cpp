@@ -1,6 +1,5 @@
 #include "cuda/cuda_backend.hpp"
 
-#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -8,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
 #include "cuda/mpi_world.hpp"
@@ -49,22 +49,6 @@ void require_distinct_gpus(int device, int visible) {
         throw InputError(fmt::format("mpirun -np {}: MPI ranks {} and {} would drive the same GPU ({} processes share this "
                                      "node, which shows each of them {} GPU(s)): start at most one process per GPU",
                                      world.size(), a, b, world.local_size(), visible));
-}
-
-// An NCCL step is replayed once, untimed, right before its measured replay (EAGLESIM_NCCL_PRIME=0
-// turns it off). On 2 x H200 NCCL's Llama-3.1-70B TP2 step ran 1.7 % faster as the first run of a
-// process than after any other run of the step (22515 vs 22902 us; after one-shot 22915), so the
-// measured figure, and A/B signs against our kernels, depended on the order of the strategies and
-// traces on the command line; primed, NCCL measured 22925 before one-shot and 22948 after it
-// (docs/fidelity.md, seventh session, "NCCL primed"). The primed state is the one calibrate measures
-// NCCL in, and likely the one a serving process sees (it captures a graph per batch size; with one
-// communicator kept for the process, NCCL's second graph was the slow one too). Our own kernels
-// showed no such effect (22902 vs 22904), so only NCCL pays the extra replay.
-bool nccl_priming() {
-  const char* v = std::getenv("EAGLESIM_NCCL_PRIME");
-  if (!v || !*v || std::strcmp(v, "1") == 0) return true;
-  if (std::strcmp(v, "0") == 0) return false;
-  throw InputError(fmt::format("EAGLESIM_NCCL_PRIME: expected 0 or 1, got '{}'", v));
 }
 
 class CudaBackend final : public Backend {
@@ -118,12 +102,19 @@ class CudaBackend final : public Backend {
                                     tp, ranks, ranks, tp, tp));
     }
     const bool several_ranks = config.mpi ? MpiWorld::get().size() > 1 : config.devices.size() > 1;
-    if (strategy == "nccl" && several_ranks && nccl_priming()) {  // every MPI rank primes alike
+    // An NCCL step is replayed once, untimed, right before its measured replay (--no-nccl-prime:
+    // not). NCCL's first run of a step in a process is faster than every later one, so without it
+    // the measured figure, and A/B signs against our kernels, would depend on the order of the
+    // strategies and traces on the command line (docs/fidelity.md, "NCCL primed"). The primed
+    // state is the one calibrate measures NCCL in, and likely the one a serving process sees (it
+    // captures a graph per batch size). Our own kernels show no such effect, so only NCCL pays
+    // the extra replay. Every MPI rank primes alike (the options are the same on every rank).
+    if (is_nccl(strategy) && several_ranks && opts.nccl_prime) {
       ReplayConfig prime = config;
       prime.opts.iters = 1;
       prime.opts.warmup = 1;
       (void)replay_step(step, prime);
-      notes.push_back("NCCL: the step was replayed once, untimed, before the measured replay (EAGLESIM_NCCL_PRIME=0: not)");
+      notes.push_back("NCCL: the step was replayed once, untimed, before the measured replay (--no-nccl-prime: not)");
     }
     StepResult r = replay_step(step, config);
     r.notes.insert(r.notes.begin(), notes.begin(), notes.end());

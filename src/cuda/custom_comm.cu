@@ -5,14 +5,18 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
-#include "cuda/custom_check.hpp"
+#include "comm/fused_split_plan.hpp"
+#include "comm/strategy_facts.hpp"
+#include "core/errors.hpp"
+#include "cuda/cuda_check.hpp"
 #include "cuda/custom_log.hpp"
-#include "cuda/custom_nccl.hpp"
+#include "cuda/device_guard.hpp"
 #include "cuda/mpi_world.hpp"
+#include "cuda/nccl_comms.hpp"
 #include "cuda/peer_memory.hpp"
 
 #include "fused_allreduce_rmsnorm.cuh"
@@ -24,13 +28,6 @@
 
 namespace eaglesim::cuda {
 
-// The interface's default for strategies without a fused kernel. Weak, so that a definition in
-// the replay backend's files (if it adds one) wins without a duplicate-symbol error.
-__attribute__((weak)) void RankComm::allreduce_residual_rmsnorm(const void*, const FusedNormArgs&, DType,
-                                                                cudaStream_t) {
-  throw DeviceError("strategy " + strategy() + " has no fused allreduce + residual + RMSNorm");
-}
-
 namespace {
 
 using kernels::kThreads;
@@ -38,32 +35,13 @@ using kernels::RankArgs;
 
 enum class Algo { reference, oneshot_pull, oneshot_push, twoshot, fused, quant };
 
-// EAGLESIM_COMM_REMOTE_DOMAIN=1 (read once): our allreduce kernels are launched in the remote
-// memory-synchronisation domain, as NCCL launches its own on sm_90+ (a system-scope fence then
-// orders only the communication kernels' writes, not the compute kernels'). A diagnostic switch
-// for comparing the custom strategies with NCCL in a step; off: the default domain. Measured on
-// 2 x H200 (docs/fidelity.md, device step `domains`): no difference on the Llama-3.1-70B TP2
-// step (16 layers: oneshot and fused within 12 us; 80 layers: every strategy within 45 us, 0.2 %),
-// nor for NCCL with NCCL_MEM_SYNC_DOMAIN=0; so the switch stays off.
-bool remote_domain() {
-  static const bool on = [] {
-    const char* v = std::getenv("EAGLESIM_COMM_REMOTE_DOMAIN");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return on;
-}
-
-// Launches one of our allreduce kernels (in the remote domain when remote_domain()), as
-// thread-block clusters of `cluster` blocks when cluster > 1 (the grid is whole clusters).
+// Launches one of our allreduce kernels, as thread-block clusters of `cluster` blocks when
+// cluster > 1 (the grid is whole clusters).
 template <typename... Params, typename... Args>
 void launch_comm_clustered(unsigned cluster, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s,
                            Args&&... args) {
-  cudaLaunchAttribute attrs[2]{};
+  cudaLaunchAttribute attrs[1]{};
   unsigned n = 0;
-  if (remote_domain()) {
-    attrs[n].id = cudaLaunchAttributeMemSyncDomain;
-    attrs[n++].val.memSyncDomain = cudaLaunchMemSyncDomainRemote;
-  }
   if (cluster > 1) {
     attrs[n].id = cudaLaunchAttributeClusterDimension;
     attrs[n++].val.clusterDim = {cluster, 1, 1};
@@ -74,7 +52,7 @@ void launch_comm_clustered(unsigned cluster, void (*kernel)(Params...), dim3 gri
   config.stream = s;
   config.attrs = attrs;
   config.numAttrs = n;
-  check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), "allreduce kernel launch");
+  EAGLESIM_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
 template <typename... Params, typename... Args>
@@ -82,20 +60,27 @@ void launch_comm(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t 
   launch_comm_clustered(1, kernel, grid, block, s, std::forward<Args>(args)...);
 }
 
-struct StrategyName {
-  const char* name;
-  Algo algo;
-};
-constexpr StrategyName kStrategies[] = {
-    {"oneshot", Algo::oneshot_pull}, {"oneshot_push", Algo::oneshot_push}, {"twoshot", Algo::twoshot},
-    {"fused", Algo::fused},          {"quant", Algo::quant},               {"reference", Algo::reference},
-};
+// The kernel family behind a strategy of the table (comm/strategy_facts.hpp); nothing for the
+// strategies that are not ours (nccl, ideal, auto).
+std::optional<Algo> algo_of(StrategyKernel kernel) {
+  switch (kernel) {
+    case StrategyKernel::reference: return Algo::reference;
+    case StrategyKernel::oneshot_pull: return Algo::oneshot_pull;
+    case StrategyKernel::oneshot_push: return Algo::oneshot_push;
+    case StrategyKernel::twoshot: return Algo::twoshot;
+    case StrategyKernel::fused: return Algo::fused;
+    case StrategyKernel::quant: return Algo::quant;
+    case StrategyKernel::nccl:
+    case StrategyKernel::none: break;
+  }
+  return std::nullopt;
+}
 
 constexpr std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
 
 // Bytes of one parity slot for messages up to max_bytes (+256: room for the padding of the
 // last 16-byte unit and of fused rows). `fused_push`: the fused group's split rows are pushed
-// (EAGLESIM_FUSED_PUSH=1), which writes into N receive areas as oneshot_push does.
+// (FusedKernelOptions::push), which writes into N receive areas as oneshot_push does.
 std::size_t slot_bytes_for(Algo algo, int ranks, std::size_t max_bytes, bool fused_push) {
   const std::size_t padded = round_up(max_bytes, 256) + 256;
   switch (algo) {
@@ -148,87 +133,12 @@ void launch_allreduce(Algo algo, const RankArgs& a, const void* in_v, void* out_
   }
 }
 
-// Row split of the fused kernel (kernels/fused_allreduce_rmsnorm.cuh). A row longer than
-// kFusedChunkUnits 16-byte units is spread over ceil(units / target) blocks, as long as the
-// whole grid stays within kFusedSplitMaxBlocks. Both measured on 2 x H200 (NVLink), bf16, in a
-// CUDA graph (docs/results.md, "Allreduce kernels"): targets 128 / 256 / 512 units gave
-// 5.77 / 5.74 / 6.01 us at 3 x 7168 (oneshot 4.79, unsplit 7.84), and splitting rows whose grid
-// is already large costs time (32 x 4096 split in two: 6.37 us vs 5.95 unsplit; 64 x 4096:
-// 7.97 vs 6.66) while up to 16 blocks it does not (8 x 4096: 5.66 vs 5.68).
-// EAGLESIM_FUSED_CHUNK_UNITS, read when a group is created, overrides the target for tuning
-// measurements and tests (0 = never split, i.e. one block per row); every rank of the group
-// uses the group's value.
-// The split rows combine their sums of squares through the global-memory rendezvous
-// (Signal::row_partial) by default. EAGLESIM_FUSED_CLUSTER=1 (read at group creation) uses one
-// thread-block cluster per row instead (DSMEM + hardware barrier) when every GPU of the group
-// runs sm_90+ code and the row has at most
-// kernels::kMaxClusterChunks (8, the portable cluster size) chunks; otherwise through the
-// global-memory rendezvous (Signal::row_partial). Both give bitwise-identical results. With the
-// constants below C = ceil(units / 256) <= 8 for rows of up to 2048 units (16384 bf16), e.g.
-// 3 x 7168 bf16 = 3 rows x 896 units -> C = 4 (grid 12); only a single wider row (up to 16
-// chunks under the 16-block cap) or a smaller EAGLESIM_FUSED_CHUNK_UNITS gives C > 8, and such
-// a split keeps the rendezvous.
-// Measured on 2 x H200, bf16 3 x 7168 in a CUDA graph, three alternating runs each: clusters
-// 6.01-6.02 us, rendezvous 5.70 us (oneshot 4.65): the cluster launch costs more than the
-// rendezvous it saves, so clusters stay opt-in (docs/results.md, "Allreduce kernels").
-constexpr std::size_t kFusedChunkUnits = 256;
-constexpr std::size_t kFusedSplitMaxBlocks = 16;
-
-std::size_t fused_chunk_units_from_env() {
-  const char* v = std::getenv("EAGLESIM_FUSED_CHUNK_UNITS");
-  if (v == nullptr || *v == '\0') return kFusedChunkUnits;
-  char* end = nullptr;
-  const unsigned long long parsed = std::strtoull(v, &end, 10);
-  if (*end != '\0' || *v == '-' || parsed > (1ull << 30))
-    throw InputError(std::string("EAGLESIM_FUSED_CHUNK_UNITS: expected a count of 16-byte units (0 = no split), got '") +
-                     v + "'");
-  return static_cast<std::size_t>(parsed);
-}
-
-// An opt-in switch read from the environment: unset, empty or "0" = off, "1" = on; anything
-// else is an InputError that says what the two values mean.
-bool switch_from_env(const char* name, const char* off_means, const char* on_means) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return false;
-  const std::string value(v);
-  if (value == "1") return true;
-  if (value == "0") return false;
-  throw InputError(std::string(name) + ": expected 0 (" + off_means + ") or 1 (" + on_means + "), got '" + value +
-                   "'");
-}
-
-// EAGLESIM_FUSED_PUSH=1: split rows use the push kernel (fused_allreduce_rmsnorm_push.cuh: every
-// block reads its whole row locally, no row sync); off = the pull split kernel with a row sync
-// (rendezvous or cluster, below). Measured on 2 x H200 at 3 x 7168 bf16: push 6.11-6.16 us,
-// pull + rendezvous 5.50 (oneshot 4.67): on NVLink the remote reads are cheap and the push's
-// four-fold local reads of the row cost more than the row sync saves. Push is kept for links
-// where remote reads are the expensive part (PCIe; not measured).
-bool fused_push_from_env() {
-  return switch_from_env("EAGLESIM_FUSED_PUSH", "split rows pulled, then a row sync", "split rows pushed, no row sync");
-}
-
-// EAGLESIM_FUSED_CLUSTER=1: cluster row sync where supported; off = the global-memory rendezvous
-// (measured faster).
-bool fused_cluster_from_env() {
-  return switch_from_env("EAGLESIM_FUSED_CLUSTER", "row rendezvous in global memory",
-                         "thread-block clusters where the GPU supports them");
-}
-
-// How the fused kernel splits rows: chunks per row (1 = one block per row, no split) and the
-// units per chunk. Splitting needs the whole grid resident (row rendezvous), hence
-// tokens * chunks <= limit (<= SM count; kFusedSplitMaxBlocks is far below it anyway), and a
-// chunk must fit in registers (<= 4 units per thread).
-kernels::FusedSplit plan_fused_split(std::size_t tokens, std::size_t row_units, int limit, std::size_t target) {
+// The host plan (comm/fused_split_plan.hpp) in the kernels' terms.
+kernels::FusedSplit plan_split(std::size_t tokens, std::size_t row_units, int limit, std::size_t target) {
+  const FusedSplitPlan plan = plan_fused_split(tokens, row_units, limit, target, kThreads);
   kernels::FusedSplit sp;
-  if (target == 0 || row_units <= target || tokens == 0) return sp;
-  const std::size_t max_grid = std::min<std::size_t>(static_cast<std::size_t>(limit), kFusedSplitMaxBlocks);
-  const std::size_t max_chunks = max_grid / tokens;
-  const std::size_t chunks = std::min((row_units + target - 1) / target, max_chunks);
-  if (chunks < 2) return sp;
-  const std::size_t chunk_units = (row_units + chunks - 1) / chunks;
-  if (chunk_units > 4 * static_cast<std::size_t>(kThreads)) return sp;
-  sp.chunks = static_cast<int>(chunks);
-  sp.chunk_units = chunk_units;
+  sp.chunks = plan.chunks;
+  sp.chunk_units = plan.chunk_units;
   return sp;
 }
 
@@ -239,7 +149,7 @@ template <typename T, int N, int U>
 void launch_fused_split(const RankArgs& a, const T* x, const kernels::FusedRows& rows, const kernels::FusedSplit& sp,
                         T* res, const T* w, T* y, int threads, bool cluster, cudaStream_t s) {
   using kernels::RowSync;
-  const int grid = static_cast<int>(rows.tokens) * sp.chunks;  // <= limit by plan_fused_split
+  const int grid = static_cast<int>(rows.tokens) * sp.chunks;  // <= limit by plan_split
   if (!cluster || sp.chunks > kernels::kMaxClusterChunks) {
     launch_comm(kernels::fused_allreduce_rmsnorm_split<T, N, U, RowSync::rendezvous>, dim3(grid), dim3(threads), s,
                 a, x, rows, sp, res, w, y);
@@ -269,7 +179,7 @@ void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int
     const std::size_t t = (units + per_thread - 1) / per_thread;
     return static_cast<int>(std::max<std::size_t>(32, (t + 31) / 32 * 32));
   };
-  const kernels::FusedSplit sp = plan_fused_split(f.tokens, row_units, limit, chunk_target);
+  const kernels::FusedSplit sp = plan_split(f.tokens, row_units, limit, chunk_target);
   if (sp.chunks > 1) {
     const std::size_t cu = sp.chunk_units;
     // Push: one unit of the own chunk per thread, and the whole row in kPushRowUnitsPerThread
@@ -351,13 +261,20 @@ struct FusedFn {
 bool runs_cluster_code(int device) {
   DeviceGuard guard(device);
   int major = 0;
-  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+  EAGLESIM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   if (major < 9) return false;
   cudaFuncAttributes attrs{};
-  check_cuda(cudaFuncGetAttributes(
-                 &attrs, kernels::fused_allreduce_rmsnorm_split<__nv_bfloat16, 2, 1, kernels::RowSync::cluster>),
-             "cudaFuncGetAttributes (fused cluster kernel)");
+  EAGLESIM_CUDA_CHECK(cudaFuncGetAttributes(
+      &attrs, kernels::fused_allreduce_rmsnorm_split<__nv_bfloat16, 2, 1, kernels::RowSync::cluster>));
   return attrs.ptxVersion >= 90;
+}
+
+// The NCCL element type of an oversize message: only the dtypes our kernels take (bf16, fp16,
+// fp32), so that a dtype fails the same way whatever the message size.
+ncclDataType_t fallback_type(DType t) {
+  if (t != DType::bf16 && t != DType::fp16 && t != DType::fp32)
+    throw DeviceError(std::string("NCCL allreduce: unsupported dtype ") + to_string(t));
+  return nccl_type(t);
 }
 
 class Group;
@@ -397,7 +314,7 @@ void require_one_node(const std::string& strategy) {
   if (world.local_size() != world.size())
     throw DeviceError(strategy + " needs every rank on one node (it maps the peers' buffers through CUDA IPC), but " +
                       std::to_string(world.local_size()) + " of this MPI job's " + std::to_string(world.size()) +
-                      " processes run on this node: use nccl across nodes");
+                      " processes run on this node: use " + nccl_strategy() + " across nodes");
 }
 
 // The CUDA IPC handles one process publishes for its rank's buffers.
@@ -410,11 +327,11 @@ class Group final : public CustomCommGroup {
   explicit Group(const CommGroupConfig& config, Algo algo)
       : config_(config), algo_(algo), words_(1 + group_ranks(config)) {
     if (config.processes) require_one_node(config.strategy);
-    if (algo == Algo::fused) {  // bad values: fail first
-      fused_chunk_units_ = fused_chunk_units_from_env();
-      fused_push_ = fused_push_from_env();
-      fused_cluster_ = fused_cluster_from_env();
-      // Every rank must run the same fused kernel: in processes mode, rank 0's settings.
+    if (algo == Algo::fused) {
+      fused_chunk_units_ = config.fused.chunk_units;
+      fused_push_ = config.fused.push;
+      fused_cluster_ = config.fused.cluster;
+      // Every rank must run the same fused kernel: in processes mode, rank 0's options.
       if (config.processes) {
         std::uint64_t settings[3] = {fused_chunk_units_, fused_push_ ? 1u : 0u, fused_cluster_ ? 1u : 0u};
         MpiWorld::get().broadcast(settings, sizeof(settings), 0);
@@ -436,7 +353,7 @@ class Group final : public CustomCommGroup {
       for (int r = 0; r < n; ++r) ranks_here_.push_back(r);
     }
     int have = 0;
-    check_cuda(cudaGetDeviceCount(&have), "cudaGetDeviceCount");
+    EAGLESIM_CUDA_CHECK(cudaGetDeviceCount(&have));
     for (int d : devices_)
       if (d < 0 || d >= have)
         throw DeviceError(config.strategy + ": GPU " + std::to_string(d) + " requested but " + std::to_string(have) +
@@ -448,12 +365,12 @@ class Group final : public CustomCommGroup {
     limit_ = kernels::kMaxBlocks;
     for (int d : devices_) {
       int sms = 0;
-      check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d), "cudaDeviceGetAttribute");
+      EAGLESIM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d));
       limit_ = std::min(limit_, sms);  // same on every rank: grids must match across ranks
     }
     if (config.processes) limit_ = static_cast<int>(fewest_over_processes(limit_));
     if (algo == Algo::fused) {
-      std::string why = fused_cluster_ ? "" : "EAGLESIM_FUSED_CLUSTER=0";
+      std::string why = fused_cluster_ ? "" : "cluster row sync not asked for";
       for (int d : devices_)
         if (fused_cluster_ && !runs_cluster_code(d)) {
           fused_cluster_ = false;
@@ -468,8 +385,8 @@ class Group final : public CustomCommGroup {
     }
     slot_bytes_ = slot_bytes_for(algo, n, config.max_bytes, fused_push_);
     for (int d : devices_) {
-      data_.emplace_back(d, 2 * slot_bytes_);
-      signals_.emplace_back(d, sizeof(kernels::Signal));
+      data_.push_back(DeviceBuffer::zeroed(d, 2 * slot_bytes_));
+      signals_.push_back(DeviceBuffer::zeroed(d, sizeof(kernels::Signal)));
     }
     std::vector<char*> buffers(n);
     std::vector<kernels::Signal*> signals(n);
@@ -497,7 +414,7 @@ class Group final : public CustomCommGroup {
     if (config.processes) {
       auto& world = MpiWorld::get();
       ncclUniqueId id{};
-      if (world.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      if (world.rank() == 0) EAGLESIM_NCCL_CHECK(ncclGetUniqueId(&id));
       world.broadcast(&id, sizeof(id), 0);
       nccl_ = std::make_unique<NcclComms>(devices_[0], id, world.rank(), n);
     } else {
@@ -568,7 +485,7 @@ class Group final : public CustomCommGroup {
     // exchange, so no peer can signal into a buffer that is not ready yet.
     {
       DeviceGuard guard(devices_[0]);
-      check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (registered buffers zeroed)");
+      EAGLESIM_CUDA_CHECK(cudaDeviceSynchronize());
     }
     const std::vector<char> all = MpiWorld::get().allgather_bytes(&mine, sizeof(mine));
     peer_maps_.reserve(2 * static_cast<std::size_t>(n));
@@ -618,12 +535,11 @@ void Rank::allreduce(const void* in, void* out, std::size_t count, DType dtype, 
   const std::size_t bytes = count * element_bytes(dtype);
   if (bytes > max_bytes()) {
     note_fallback(bytes);
-    check_nccl(ncclAllReduce(in, out, count, nccl_type(dtype), ncclSum, group_.nccl(local_), stream),
-               "ncclAllReduce (custom fallback)");
+    EAGLESIM_NCCL_CHECK(ncclAllReduce(in, out, count, fallback_type(dtype), ncclSum, group_.nccl(local_), stream));
     return;
   }
   dispatch<AllreduceFn>(dtype, ranks(), group_.algo(), group_.args(local_), in, out, count, group_.limit(), stream);
-  check_cuda(cudaGetLastError(), "custom allreduce launch");
+  EAGLESIM_CUDA_CHECK(cudaGetLastError());
 }
 
 void Rank::allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& f, DType dtype, cudaStream_t stream) {
@@ -641,20 +557,20 @@ void Rank::allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& f, DT
     note_fallback(count * element_bytes(dtype));
     // NCCL sums into `normed` (same shape), then the residual + RMSNorm kernel reads it there;
     // each thread reads an element of the sum before it writes that element of the output.
-    check_nccl(ncclAllReduce(in, f.normed, count, nccl_type(dtype), ncclSum, group_.nccl(local_), stream),
-               "ncclAllReduce (fused fallback)");
+    EAGLESIM_NCCL_CHECK(
+        ncclAllReduce(in, f.normed, count, fallback_type(dtype), ncclSum, group_.nccl(local_), stream));
     switch (dtype) {
       case DType::bf16: launch_residual_rmsnorm<__nv_bfloat16>(f.normed, f, group_.limit(), stream); break;
       case DType::fp16: launch_residual_rmsnorm<__half>(f.normed, f, group_.limit(), stream); break;
       case DType::fp32: launch_residual_rmsnorm<float>(f.normed, f, group_.limit(), stream); break;
       default: throw DeviceError(std::string("fused: unsupported dtype ") + to_string(dtype));
     }
-    check_cuda(cudaGetLastError(), "residual_rmsnorm launch");
+    EAGLESIM_CUDA_CHECK(cudaGetLastError());
     return;
   }
   dispatch<FusedFn>(dtype, ranks(), group_.args(local_), in, f, group_.limit(), group_.fused_chunk_units(),
                     group_.fused_push(), group_.fused_row_clusters(), stream);
-  check_cuda(cudaGetLastError(), "fused allreduce launch");
+  EAGLESIM_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace
@@ -664,25 +580,13 @@ void CustomCommGroup::throw_if_failed() const {
   if (!f.empty()) throw DeviceError(f);
 }
 
-bool is_custom_strategy(const std::string& name) {
-  for (const auto& s : kStrategies)
-    if (name == s.name) return true;
-  return false;
-}
-
-std::vector<std::string> custom_strategy_names() {
-  std::vector<std::string> out;
-  for (const auto& s : kStrategies) out.emplace_back(s.name);
-  return out;
-}
-
 std::unique_ptr<CustomCommGroup> make_custom_comm_group(const CommGroupConfig& config) {
-  const StrategyName* found = nullptr;
-  for (const auto& s : kStrategies)
-    if (config.strategy == s.name) found = &s;
-  if (!found) {
+  const StrategyFacts* facts = find_strategy_facts(config.strategy);
+  const std::optional<Algo> algo = facts ? algo_of(facts->kernel) : std::nullopt;
+  if (!algo) {
     std::string known;
-    for (const auto& s : kStrategies) known += (known.empty() ? "" : ", ") + std::string(s.name);
+    for (const StrategyFacts& f : strategy_table())
+      if (algo_of(f.kernel)) known += (known.empty() ? "" : ", ") + std::string(f.name);
     throw InputError("custom allreduce: unknown strategy '" + config.strategy + "' (known: " + known + ")");
   }
   const int ranks = group_ranks(config);
@@ -693,7 +597,7 @@ std::unique_ptr<CustomCommGroup> make_custom_comm_group(const CommGroupConfig& c
     throw InputError(config.strategy + ": " + std::to_string(config.devices.size()) + " devices for " +
                      std::to_string(config.ranks) + " ranks");
   if (config.max_bytes == 0) throw InputError(config.strategy + ": max_bytes must be positive");
-  return std::make_unique<Group>(config, found->algo);
+  return std::make_unique<Group>(config, *algo);
 }
 
 std::unique_ptr<CommGroup> create_custom_comm_group(const CommGroupConfig& config) {

@@ -12,11 +12,10 @@ void note_nccl_fallback(const std::string& strategy, int rank, std::size_t bytes
 
 void note_fused_row_sync(bool push, bool clusters, const std::string& reason) {
   if (push)
-    spdlog::info("fused: split rows are pushed to every rank and read whole locally, no row sync "
-                 "(EAGLESIM_FUSED_PUSH=1)");
+    spdlog::info("fused: split rows are pushed to every rank and read whole locally, no row sync");
   else if (clusters)
     spdlog::info("fused: split rows combine their sums of squares through thread-block clusters (rows of up to "
-                 "8 chunks; EAGLESIM_FUSED_CLUSTER=1)");
+                 "8 chunks)");
   else
     spdlog::info("fused: split rows combine their sums of squares through the global-memory rendezvous ({})",
                  reason);

@@ -1,6 +1,8 @@
 #include "cuda/ideal_comm_group.hpp"
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -11,21 +13,22 @@ namespace {
 
 class IdealRankComm final : public RankComm {
  public:
-  IdealRankComm(int rank, int ranks) : rank_(rank), ranks_(ranks) {}
-  std::string strategy() const override { return "ideal"; }
+  IdealRankComm(std::string strategy, int rank, int ranks) : strategy_(std::move(strategy)), rank_(rank), ranks_(ranks) {}
+  std::string strategy() const override { return strategy_; }
   int rank() const override { return rank_; }
   int ranks() const override { return ranks_; }
   void allreduce(const void*, void*, std::size_t, DType, cudaStream_t) override {}
   std::size_t max_bytes() const override { return SIZE_MAX; }
 
  private:
+  std::string strategy_;
   int rank_, ranks_;
 };
 
 class IdealCommGroup final : public CommGroup {
  public:
-  explicit IdealCommGroup(int ranks) {
-    for (int r = 0; r < ranks; ++r) ranks_.push_back(std::make_unique<IdealRankComm>(r, ranks));
+  IdealCommGroup(const std::string& strategy, int ranks) {
+    for (int r = 0; r < ranks; ++r) ranks_.push_back(std::make_unique<IdealRankComm>(strategy, r, ranks));
   }
   RankComm& rank(int r) override { return *ranks_.at(r); }
   int ranks() const override { return static_cast<int>(ranks_.size()); }
@@ -38,8 +41,8 @@ class IdealCommGroup final : public CommGroup {
 }  // namespace
 
 std::unique_ptr<CommGroup> create_ideal_comm_group(const CommGroupConfig& config) {
-  if (config.ranks < 1) throw InputError("ideal: needs at least one rank");
-  return std::make_unique<IdealCommGroup>(config.ranks);
+  if (config.ranks < 1) throw InputError(config.strategy + ": needs at least one rank");
+  return std::make_unique<IdealCommGroup>(config.strategy, config.ranks);
 }
 
 }  // namespace eaglesim::cuda

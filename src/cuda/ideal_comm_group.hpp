@@ -1,6 +1,7 @@
 #pragma once
-// The "ideal" strategy: allreduces cost nothing (no kernel is launched), the lower bound for
-// what any communicator could achieve on the replayed step. Data is left as it is.
+// The lower bound ("ideal"): allreduces cost nothing (no kernel is launched), the bound for
+// what any communicator could achieve on the replayed step. Data is left as it is. The ranks
+// carry the strategy name of the config they were made from.
 #include <memory>
 
 #include "cuda/rank_comm.hpp"

@@ -1,30 +1,17 @@
 #include "cuda/nccl_comm_group.hpp"
 
 #include <cstdlib>
+#include <memory>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "core/errors.hpp"
 #include "cuda/cuda_check.hpp"
 
 namespace eaglesim::cuda {
 
-namespace {
-ncclDataType_t replay_nccl_type(DType dtype) {
-  switch (dtype) {
-    case DType::bf16: return ncclBfloat16;
-    case DType::fp16: return ncclFloat16;
-    case DType::fp32: return ncclFloat32;
-    case DType::fp8: return ncclFloat8e4m3;
-    case DType::int4: break;
-  }
-  throw InputError("NCCL allreduce: int4 is not an allreduce type");
-}
-}  // namespace
-
 void NcclRankComm::allreduce(const void* in, void* out, std::size_t count, DType dtype, cudaStream_t stream) {
-  EAGLESIM_NCCL_CHECK(ncclAllReduce(in, out, count, replay_nccl_type(dtype), ncclSum, comm_, stream));
+  EAGLESIM_NCCL_CHECK(ncclAllReduce(in, out, count, nccl_type(dtype), ncclSum, comm_, stream));
 }
 
 void apply_nccl_options(const NcclOptions& opts) {
@@ -40,61 +27,27 @@ void apply_nccl_options(const NcclOptions& opts) {
   }
 }
 
-NcclCommGroup::NcclCommGroup(const CommGroupConfig& config) {
+NcclCommGroup::NcclCommGroup(const CommGroupConfig& config) : strategy_(config.strategy) {
   const int n = config.ranks;
   if (n < 1 || static_cast<int>(config.devices.size()) != n)
-    throw InputError(fmt::format("nccl: {} ranks need {} devices, got {}", n, n, config.devices.size()));
+    throw InputError(fmt::format("{}: {} ranks need {} devices, got {}", config.strategy, n, n, config.devices.size()));
   apply_nccl_options(config.nccl);
-  std::vector<ncclComm_t> comms(n, nullptr);
-  EAGLESIM_NCCL_CHECK(ncclCommInitAll(comms.data(), n, config.devices.data()));
-  for (int r = 0; r < n; ++r) ranks_.push_back(std::make_unique<NcclRankComm>(comms[r], r, n, config.devices[r]));
+  comms_ = std::make_unique<NcclComms>(config.devices);
+  for (int r = 0; r < n; ++r) ranks_.push_back(std::make_unique<NcclRankComm>(config.strategy, comms_->at(r), r, n));
 }
 
-NcclCommGroup::NcclCommGroup(const CommGroupConfig& config, const ncclUniqueId& id, int world_rank, int world_size) {
-  if (config.devices.size() != 1) throw InputError("nccl (MPI mode): one device per process");
+NcclCommGroup::NcclCommGroup(const CommGroupConfig& config, const ncclUniqueId& id, int world_rank, int world_size)
+    : strategy_(config.strategy) {
+  if (config.devices.size() != 1) throw InputError(config.strategy + " (MPI mode): one device per process");
   apply_nccl_options(config.nccl);
-  EAGLESIM_CUDA_CHECK(cudaSetDevice(config.devices[0]));
-  ncclComm_t comm = nullptr;
-  EAGLESIM_NCCL_CHECK(ncclCommInitRank(&comm, world_size, id, world_rank));
-  ranks_.push_back(std::make_unique<NcclRankComm>(comm, world_rank, world_size, config.devices[0]));
-}
-
-NcclCommGroup::~NcclCommGroup() {
-  if (aborted_) return;  // aborted communicators are already freed
-  for (auto& r : ranks_) {
-    cudaSetDevice(r->device());
-    ncclCommDestroy(r->comm());
-  }
+  comms_ = std::make_unique<NcclComms>(config.devices[0], id, world_rank, world_size);
+  ranks_.push_back(std::make_unique<NcclRankComm>(config.strategy, comms_->at(0), world_rank, world_size));
 }
 
 RankComm& NcclCommGroup::rank(int r) {
   if (r < 0 || r >= static_cast<int>(ranks_.size()))
-    throw InputError(fmt::format("nccl: rank {} out of range (group has {})", r, ranks_.size()));
+    throw InputError(fmt::format("{}: rank {} out of range (group has {})", strategy_, r, ranks_.size()));
   return *ranks_[r];
-}
-
-void NcclCommGroup::abort() {
-  std::lock_guard<std::mutex> lock(abort_mutex_);
-  if (aborted_) return;
-  aborted_ = true;
-  for (auto& r : ranks_) {
-    // ncclCommAbort makes the comm's kernels (also inside a CUDA graph) return, so a rank
-    // stuck in an allreduce whose peer never arrives gets its stream back.
-    cudaSetDevice(r->device());
-    ncclResult_t res = ncclCommAbort(r->comm());
-    if (res != ncclSuccess) spdlog::warn("ncclCommAbort on rank {}: {}", r->rank(), ncclGetErrorString(res));
-  }
-}
-
-std::string NcclCommGroup::async_error() {
-  std::lock_guard<std::mutex> lock(abort_mutex_);  // never query a comm that abort() is freeing
-  if (aborted_) return "";
-  for (auto& r : ranks_) {
-    ncclResult_t state = ncclSuccess;
-    if (ncclCommGetAsyncError(r->comm(), &state) == ncclSuccess && state != ncclSuccess && state != ncclInProgress)
-      return fmt::format("NCCL reported an asynchronous error on rank {}: {}", r->rank(), ncclGetErrorString(state));
-  }
-  return "";
 }
 
 }  // namespace eaglesim::cuda

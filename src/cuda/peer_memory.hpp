@@ -4,37 +4,18 @@
 //    then a plain DeviceBuffer's pointer is valid on every peer (unified addressing);
 //  * processes mode (one process per GPU, e.g. MPI): the owner exports an IpcHandle of its
 //    DeviceBuffer, ships the 64 bytes to the peers (over MPI or a file), and each peer maps it
-//    with IpcMapping, which closes the mapping on destruction.
-// Both are move-only RAII types: no leaked allocations on an exception during group setup.
+//    with IpcMapping, which closes the mapping on destruction (move-only: no leaked mapping on an
+//    exception during group setup).
 #include <array>
 #include <cstddef>
 #include <vector>
+
+#include "cuda/device_buffer.hpp"
 
 namespace eaglesim::cuda {
 
 // Throws DeviceError naming the pair when some GPU cannot access another one (no P2P).
 void enable_peer_access(const std::vector<int>& devices);
-
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(int device, std::size_t bytes);  // cudaMalloc on `device`, zero-filled
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  void* get() const { return ptr_; }
-  std::size_t bytes() const { return bytes_; }
-  int device() const { return device_; }
-
- private:
-  void release() noexcept;
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-  int device_ = -1;
-};
 
 // The opaque cudaIpcMemHandle_t bytes, so that host code can ship them without CUDA headers.
 using IpcHandle = std::array<char, 64>;

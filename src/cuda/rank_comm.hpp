@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "comm/communicator.hpp"
+#include "comm/fused_split_plan.hpp"
 #include "core/dtype.hpp"
 
 namespace eaglesim::cuda {
@@ -34,14 +35,26 @@ class RankComm {
   // out = sum over ranks of in (count elements of dtype); in and out may alias.
   virtual void allreduce(const void* in, void* out, std::size_t count, DType dtype, cudaStream_t stream) = 0;
   virtual bool supports_fused() const { return false; }
+  // Only where supports_fused(); the one definition for the others (rank_comm.cpp) throws
+  // DeviceError naming the strategy.
   virtual void allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& args, DType dtype,
-                                          cudaStream_t stream);  // default: throws
+                                          cudaStream_t stream);
   // Largest message the registered buffers take; larger ones fall back to NCCL (with a note).
   virtual std::size_t max_bytes() const = 0;
 };
 
+// How the fused strategy spreads a few long rows over several blocks and how the blocks of a split
+// row meet (custom_comm.hpp). The defaults are what measured fastest on NVLink; the GPU tests
+// also run the alternatives, which stay for links where remote reads cost more (not measured).
+struct FusedKernelOptions {
+  std::size_t chunk_units = kFusedChunkUnits;  // split target, 16-byte units per block; 0: one block per row
+  bool push = false;     // split rows pushed to every rank and read whole locally, no row sync
+  bool cluster = false;  // pulled split rows sync through thread-block clusters where every GPU
+                         // runs sm_90+ code (else through a global-memory rendezvous)
+};
+
 struct CommGroupConfig {
-  std::string strategy;          // nccl, oneshot, oneshot_push, twoshot, fused, quant, ideal
+  std::string strategy;          // a name of comm/strategy_facts.hpp's table
   int ranks = 1;
   std::vector<int> devices;      // CUDA device per rank (threads mode); this process's one GPU (processes)
   // Processes mode (custom strategies under mpirun): this process holds only rank
@@ -51,6 +64,7 @@ struct CommGroupConfig {
   std::size_t max_bytes = 64u << 20;
   double timeout_s = 30;
   NcclOptions nccl;
+  FusedKernelOptions fused;      // the fused strategy only
 };
 
 // Created once for all ranks of one process (one thread per GPU). With MPI, each process

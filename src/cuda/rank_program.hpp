@@ -17,13 +17,17 @@
 #include <cuda_runtime.h>
 
 #include "cuda/allreduce_self_check.hpp"
-#include "cuda/replay_buffer.hpp"
+#include "cuda/device_buffer.hpp"
 #include "cuda/lt_gemm.hpp"
 #include "cuda/rank_comm.hpp"
+#include "cuda/replay_kernels.hpp"
 #include "cuda/weight_arena.hpp"
 #include "trace/trace.hpp"
 
 namespace eaglesim::cuda {
+
+struct MatmulChoice;  // rank_program.cpp
+struct ProgramPlan;   // rank_program.cpp
 
 struct ProgramOptions {
   std::uint64_t seed = 1;
@@ -54,15 +58,33 @@ class RankProgram {
   const std::vector<CollectiveUse>& collectives() const { return collectives_; }
 
  private:
+  // The constructor's phases, in order (rank_program.cpp says why).
+  void open_device();
+  ProgramPlan plan_step(const Step& step);
+  void plan_matmul(std::size_t i, const Op& op, ProgramPlan& plan);
+  void plan_grouped_matmul(std::size_t i, const Op& op, ProgramPlan& plan);
+  void plan_attention_op(std::size_t i, const Op& op, ProgramPlan& plan);
+  void plan_rowwise(std::size_t i, const Op& op, ProgramPlan& plan);
+  void allocate(const ProgramPlan& plan);
+  void fill_contents(const Step& step, const ProgramPlan& plan, std::uint64_t program_seed);
+  void build_ops(const Step& step, const ProgramPlan& plan, RankComm& comm, RankComm* fallback,
+                 const ProgramOptions& opts);
+  void build_matmul(std::size_t i, const Op& op, const MatmulChoice& choice);
+  void build_attention(std::size_t i, const Op& op, const AttentionPlan& plan);
+  bool build_allreduce(std::size_t i, const Step& step, RankComm& comm, RankComm* fallback, bool can_fuse,
+                       bool skip_allreduces);
+  void build_rowwise(std::size_t i, const Op& op);
+
   void note(const std::string& text);
   void use_collective(const CollectiveUse& use);  // remembered once
   const LtGemm& gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype);
 
   int device_ = 0;
   int sm_count_ = 0;
+  int compute_capability_ = 0;  // major * 10 + minor
   bool has_fp8_ = false;
   cublasLtHandle_t lt_ = nullptr;
-  ReplayBuffer workspace_, x_, x8_, y_, z_, residual_, part_acc_, part_ml_, ids_, fp8_scales_;
+  DeviceBuffer workspace_, x_, x8_, y_, z_, residual_, part_acc_, part_ml_, ids_, fp8_scales_;
   WeightArena arena_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, std::unique_ptr<LtGemm>> gemms_;
   std::vector<std::function<void(cudaStream_t)>> ops_;

@@ -23,25 +23,32 @@ unsigned grid_for(std::size_t n, unsigned block) {
 }
 }  // namespace
 
-void fill_random(void* p, std::size_t count, DType dtype, std::uint64_t seed, float scale, cudaStream_t stream) {
+void fill_uniform(void* p, std::size_t count, DType dtype, std::uint64_t seed, float scale, cudaStream_t stream) {
   if (count == 0) return;
   const unsigned block = 256, grid = grid_for(count, block);
   switch (dtype) {
     case DType::bf16:
-    case DType::fp16:  // fp16 buffers are replayed as bf16 (same bytes, same speed)
-      k::fill_bf16_kernel<<<grid, block, 0, stream>>>(static_cast<__nv_bfloat16*>(p), count, seed, scale);
+      k::fill_uniform_kernel<<<grid, block, 0, stream>>>(static_cast<__nv_bfloat16*>(p), count, seed, scale);
+      break;
+    case DType::fp16:
+      k::fill_uniform_kernel<<<grid, block, 0, stream>>>(static_cast<__half*>(p), count, seed, scale);
       break;
     case DType::fp8:
-      k::fill_fp8_kernel<<<grid, block, 0, stream>>>(static_cast<__nv_fp8_e4m3*>(p), count, seed, scale);
+      k::fill_uniform_kernel<<<grid, block, 0, stream>>>(static_cast<__nv_fp8_e4m3*>(p), count, seed, scale);
       break;
     case DType::fp32:
-      k::fill_f32_kernel<<<grid, block, 0, stream>>>(static_cast<float*>(p), count, seed, scale);
+      k::fill_uniform_kernel<<<grid, block, 0, stream>>>(static_cast<float*>(p), count, seed, scale);
       break;
     case DType::int4:
       k::fill_bytes_kernel<<<grid, block, 0, stream>>>(static_cast<std::uint8_t*>(p), count, seed);
       break;
   }
   EAGLESIM_CUDA_CHECK_LAUNCH();
+}
+
+void fill_random(void* p, std::size_t count, DType dtype, std::uint64_t seed, float scale, cudaStream_t stream) {
+  // fp16 buffers are replayed as bf16 (same bytes, same speed).
+  fill_uniform(p, count, dtype == DType::fp16 ? DType::bf16 : dtype, seed, scale, stream);
 }
 
 void fill_random_ids(int* p, std::size_t count, int rows, std::uint64_t seed, cudaStream_t stream) {

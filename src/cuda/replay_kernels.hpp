@@ -14,7 +14,11 @@ namespace eaglesim::cuda {
 
 // Uniform values in [-scale, scale) for bf16/fp16-sized bf16, fp8 (e4m3) and fp32 buffers;
 // random bytes for int4 (every nibble is a valid weight). `count` is in elements (int4: bytes).
+// The replay's fill: fp16 data is replayed as bf16.
 void fill_random(void* p, std::size_t count, DType dtype, std::uint64_t seed, float scale, cudaStream_t stream);
+// The same values in the element type itself (fp16 as fp16), for buffers read back as that type
+// (bench-comm's inputs, checked against a host reference).
+void fill_uniform(void* p, std::size_t count, DType dtype, std::uint64_t seed, float scale, cudaStream_t stream);
 void fill_random_ids(int* p, std::size_t count, int rows, std::uint64_t seed, cudaStream_t stream);
 
 void launch_rmsnorm(const void* x, const void* weight, void* out, int tokens, int hidden, float eps,

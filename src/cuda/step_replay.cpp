@@ -4,27 +4,30 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
+#include "core/median.hpp"
 #include "cuda/allreduce_self_check.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_graph.hpp"
+#include "cuda/graph_timer.hpp"
 #include "cuda/host_barrier.hpp"
 #include "cuda/mpi_world.hpp"
 #include "cuda/nccl_comm_group.hpp"
 #include "cuda/rank_comm.hpp"
 #include "cuda/rank_program.hpp"
-#include "cuda/replay_kernels.hpp"
+#include "cuda/stream.hpp"
 #include "cuda/watchdog.hpp"
 
 namespace eaglesim::cuda {
 
 namespace {
-
-constexpr double kPreRollUs = 100;  // > a graph launch's host time for a few thousand nodes
 
 // What one rank measured.
 struct RankOutcome {
@@ -36,48 +39,17 @@ struct RankOutcome {
   bool attribution_in_graph = true;
 };
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+// The events between ops: ev[0] before the first op, ev[i + 1] after op i.
+class OpEvents {
+ public:
+  explicit OpEvents(std::size_t ops) : events_(ops + 1) {}
+  cudaEvent_t operator[](std::size_t i) const { return events_[i].get(); }
 
-// RAII owners for the per-thread CUDA objects (destroyed on the owning thread).
-struct Events {
-  std::vector<cudaEvent_t> ev;
-  explicit Events(std::size_t n) : ev(n, nullptr) {
-    for (auto& e : ev) EAGLESIM_CUDA_CHECK(cudaEventCreate(&e));
-  }
-  ~Events() {
-    for (auto e : ev)
-      if (e) cudaEventDestroy(e);
-  }
-  cudaEvent_t operator[](std::size_t i) const { return ev[i]; }
+ private:
+  std::vector<Event> events_;
 };
 
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { EAGLESIM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~Stream() {
-    if (s) cudaStreamDestroy(s);
-  }
-};
-
-struct Graph {
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  ~Graph() {
-    if (exec) cudaGraphExecDestroy(exec);
-    if (graph) cudaGraphDestroy(graph);
-  }
-};
-
-float elapsed_us(cudaEvent_t a, cudaEvent_t b) {
-  float ms = 0;
-  EAGLESIM_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-  return ms * 1000.f;
-}
+float elapsed_us(cudaEvent_t a, cudaEvent_t b) { return elapsed_ms(a, b) * 1000.f; }
 
 // Everything the rank threads share.
 struct Shared {
@@ -103,15 +75,17 @@ class RankRunner {
     const int device = sh_.config.devices[local_];
     EAGLESIM_CUDA_CHECK(cudaSetDevice(device));
     const RunOptions& opts = sh_.config.opts;
-    Stream stream;
+    const Stream stream_owner;
+    const cudaStream_t stream = stream_owner.get();
     ProgramOptions popts;
     popts.seed = 1 + static_cast<std::uint64_t>(rank_);
     popts.skip_allreduces = rank_ == sh_.config.skip_allreduces_rank;
     RankProgram program(sh_.step, device, sh_.group.rank(local_), sh_.fallback ? &sh_.fallback->rank(local_) : nullptr,
                         popts);
     const std::size_t n = program.size();
-    Events ev(n + 1);
-    Events timing(3);  // replay start, replay end, attribution done
+    const OpEvents ev(n);
+    GraphTimer timer("replay", kStepPreRollUs, opts.timeout_s);  // the step graph's replays
+    const Event attribution_done;
     RankOutcome out;
     out.notes = program.notes();
     for (std::size_t i = 0; i < n; ++i) {
@@ -120,7 +94,7 @@ class RankRunner {
     }
     std::vector<WatchedOp> per_op;
     for (std::size_t i = 0; i < n; ++i) per_op.push_back({ev[i + 1], program.label(i)});
-    const std::vector<WatchedOp> whole_step{{timing[1], fmt::format("the step graph replay ({} ops)", n)}};
+    const std::vector<WatchedOp> whole_step{{timer.stop_event(), fmt::format("the step graph replay ({} ops)", n)}};
 
     sync("setup");
     // 0. Every collective shape of the step once against its reference, before anything is
@@ -130,8 +104,8 @@ class RankRunner {
       AllreduceSelfCheck check(program.collectives(), rank_);
       if (!check.empty()) {
         sh_.watchdog.arm(rank_, device, {{ev[0], "the allreduce self-check"}}, "the allreduce self-check", 1);
-        check.enqueue(stream.s);
-        EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[0], stream.s));
+        check.enqueue(stream);
+        EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[0], stream));
         sh_.watchdog.wait(rank_, ev[0]);
         out.notes.push_back(check.verify());
         sync("the allreduce self-check");
@@ -140,35 +114,21 @@ class RankRunner {
 
     // 1. Eager pass: the step runs at all, and a stuck allreduce is named.
     sh_.watchdog.arm(rank_, device, per_op, "the first (eager) pass", 0);
-    EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[0], stream.s));
-    for (std::size_t i = 0; i < n; ++i) {
-      program.enqueue(i, stream.s);
-      EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[i + 1], stream.s));
-      sh_.watchdog.progress(rank_, i + 1);
-    }
+    enqueue_with_events(program, ev, stream);
     sh_.watchdog.wait(rank_, ev[n]);
 
     // 2. Capture: the step graph, then the attribution graph (external event nodes between ops).
-    Graph step_graph;
-    EAGLESIM_CUDA_CHECK(cudaStreamBeginCapture(stream.s, cudaStreamCaptureModeThreadLocal));
-    try {
-      for (std::size_t i = 0; i < n; ++i) program.enqueue(i, stream.s);
-    } catch (...) {
-      cudaGraph_t g = nullptr;
-      cudaStreamEndCapture(stream.s, &g);
-      if (g) cudaGraphDestroy(g);
-      throw;
-    }
-    EAGLESIM_CUDA_CHECK(cudaStreamEndCapture(stream.s, &step_graph.graph));
-    EAGLESIM_CUDA_CHECK(cudaGraphInstantiate(&step_graph.exec, step_graph.graph, 0));
-    Graph attr_graph;
-    out.attribution_in_graph = capture_attribution(program, ev, stream.s, attr_graph);
+    const CudaGraph step_graph = CudaGraph::capture(stream, [&program, n](cudaStream_t s) {
+      for (std::size_t i = 0; i < n; ++i) program.enqueue(i, s);
+    });
+    const std::optional<CudaGraph> attr_graph = capture_attribution(program, ev, stream);
+    out.attribution_in_graph = attr_graph.has_value();
 
     // 3. Warm-up and timed replays of the step graph, all ranks released together.
-    for (int w = 0; w < opts.warmup; ++w) replay(step_graph, timing, stream.s, whole_step, "warm-up replays");
+    for (int w = 0; w < opts.warmup; ++w) replay(step_graph, timer, stream, whole_step, "warm-up replays");
     for (int it = 0; it < opts.iters; ++it) {
-      replay(step_graph, timing, stream.s, whole_step, "timed replays");
-      out.step_us.push_back(elapsed_us(timing[0], timing[1]));
+      replay(step_graph, timer, stream, whole_step, "timed replays");
+      out.step_us.push_back(timer.elapsed_ms() * 1000.f);
     }
 
     // 4. Attribution: a span per op from the events between ops.
@@ -177,18 +137,10 @@ class RankRunner {
     for (int a = 0; a < attr_iters; ++a) {
       sync("attribution");
       sh_.watchdog.arm(rank_, device, per_op, "attribution replays", out.attribution_in_graph ? n : 0);
-      if (out.attribution_in_graph) {
-        EAGLESIM_CUDA_CHECK(cudaGraphLaunch(attr_graph.exec, stream.s));
-      } else {
-        EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[0], stream.s));
-        for (std::size_t i = 0; i < n; ++i) {
-          program.enqueue(i, stream.s);
-          EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[i + 1], stream.s));
-          sh_.watchdog.progress(rank_, i + 1);
-        }
-      }
-      EAGLESIM_CUDA_CHECK(cudaEventRecord(timing[2], stream.s));
-      sh_.watchdog.wait(rank_, timing[2]);
+      if (attr_graph) attr_graph->launch(stream);
+      else enqueue_with_events(program, ev, stream);
+      EAGLESIM_CUDA_CHECK(cudaEventRecord(attribution_done.get(), stream));
+      sh_.watchdog.wait(rank_, attribution_done.get());
       out.span_start.assign(n, 0);
       out.span_end.assign(n, 0);
       for (std::size_t i = 0; i < n; ++i) {
@@ -219,37 +171,47 @@ class RankRunner {
     return sh_.watchdog.fired() ? sh_.watchdog.message() : fmt::format("rank {}: another rank failed", rank_);
   }
 
-  void replay(const Graph& g, const Events& timing, cudaStream_t s, const std::vector<WatchedOp>& watch,
-              const char* phase) {
-    sync(phase);
-    // Keep the GPU busy while the host submits the graph, so that the timed span holds the
-    // step's GPU work and not the graph's launch latency (tools/torch_reference_step.py does
-    // the same with torch.cuda._sleep).
-    launch_spin(kPreRollUs, s);
-    EAGLESIM_CUDA_CHECK(cudaEventRecord(timing[0], s));
-    EAGLESIM_CUDA_CHECK(cudaGraphLaunch(g.exec, s));
-    EAGLESIM_CUDA_CHECK(cudaEventRecord(timing[1], s));
-    sh_.watchdog.arm(rank_, sh_.config.devices[local_], watch, phase, watch.size());
-    sh_.watchdog.wait(rank_, timing[1]);
+  // Every op eagerly with an event after it (the eager pass, and attribution without its
+  // graph), telling the watchdog how far the host got: a host thread blocked inside an op's
+  // enqueue is named as such.
+  void enqueue_with_events(const RankProgram& program, const OpEvents& ev, cudaStream_t s) {
+    EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[0], s));
+    for (std::size_t i = 0; i < program.size(); ++i) {
+      program.enqueue(i, s);
+      EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[i + 1], s));
+      sh_.watchdog.progress(rank_, i + 1);
+    }
   }
 
-  // True when the attribution graph was captured; false: attribution falls back to eager
-  // launches with events (the spans then include launch gaps).
-  bool capture_attribution(const RankProgram& program, const Events& ev, cudaStream_t s, Graph& g) {
+  // One replay of the step graph, every rank released together, timed by `timer` (a GPU
+  // pre-roll hides the host's submission of the graph) and watched by the watchdog.
+  void replay(const CudaGraph& g, GraphTimer& timer, cudaStream_t s, const std::vector<WatchedOp>& watch,
+              const char* phase) {
+    sync(phase);
+    timer.launch(g, s);
+    sh_.watchdog.arm(rank_, sh_.config.devices[local_], watch, phase, watch.size());
+    sh_.watchdog.wait(rank_, timer.stop_event());
+  }
+
+  // The attribution graph (external event nodes between ops); nothing when it cannot be
+  // captured: attribution then falls back to eager launches with events (the spans then include
+  // launch gaps).
+  std::optional<CudaGraph> capture_attribution(const RankProgram& program, const OpEvents& ev, cudaStream_t s) {
     const std::size_t n = program.size();
-    EAGLESIM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    GraphCapture capture(s, cudaStreamCaptureModeThreadLocal);
     bool ok = cudaEventRecordWithFlags(ev[0], s, cudaEventRecordExternal) == cudaSuccess;
     for (std::size_t i = 0; ok && i < n; ++i) {
       program.enqueue(i, s);
       ok = cudaEventRecordWithFlags(ev[i + 1], s, cudaEventRecordExternal) == cudaSuccess;
     }
-    const cudaError_t end = cudaStreamEndCapture(s, &g.graph);
-    ok = ok && end == cudaSuccess && cudaGraphInstantiate(&g.exec, g.graph, 0) == cudaSuccess;
-    if (!ok) {
+    std::optional<CudaGraph> graph;
+    if (ok) graph = capture.try_finish();
+    else capture.discard();
+    if (!graph) {
       (void)cudaGetLastError();  // clear the sticky-free error of the failed capture
       spdlog::info("rank {}: attribution graph capture failed, using eager attribution", rank_);
     }
-    return ok;
+    return graph;
   }
 
   Shared& sh_;
@@ -397,21 +359,21 @@ StepResult replay_step(const Step& step, const ReplayConfig& config) {
     world_rank0 = world.rank();
     world_size = world.size();
     cc.ranks = 1;
-    if (config.strategy == "nccl") {
+    if (is_nccl(config.strategy)) {
       ncclUniqueId id{};
       if (world.rank() == 0) EAGLESIM_NCCL_CHECK(ncclGetUniqueId(&id));
       world.broadcast(&id, sizeof(id), 0);
       group = std::make_unique<NcclCommGroup>(cc, id, world.rank(), world.size());
     } else {
-      // ideal needs no peer; our own strategies map the peers' buffers through CUDA IPC.
-      cc.processes = config.strategy != "ideal";
+      // The lower bound needs no peer; our own strategies map the peers' buffers through CUDA IPC.
+      cc.processes = !is_lower_bound(config.strategy);
       group = create_comm_group(cc);
     }
   } else {
     group = create_comm_group(cc);
-    if (config.strategy != "nccl" && static_cast<std::size_t>(max_ar_bytes) > group->rank(0).max_bytes()) {
+    if (!is_nccl(config.strategy) && static_cast<std::size_t>(max_ar_bytes) > group->rank(0).max_bytes()) {
       CommGroupConfig nc = cc;
-      nc.strategy = "nccl";
+      nc.strategy = nccl_strategy();
       fallback = create_comm_group(nc);
     }
   }

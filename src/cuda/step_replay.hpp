@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/strategy_facts.hpp"
 #include "engine/backend.hpp"
 #include "domain/step_result.hpp"
 #include "trace/trace.hpp"
@@ -20,7 +21,7 @@ namespace eaglesim::cuda {
 
 struct ReplayConfig {
   std::vector<int> devices;        // CUDA device of each local rank (thread)
-  std::string strategy = "nccl";
+  std::string strategy = nccl_strategy();
   RunOptions opts;
   bool mpi = false;                // one local rank; the world is MpiWorld (devices.size() == 1)
   int skip_allreduces_rank = -1;   // fault injection for tests: this global rank never joins

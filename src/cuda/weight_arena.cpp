@@ -1,8 +1,6 @@
 #include "cuda/weight_arena.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -10,17 +8,13 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "cuda/cuda_check.hpp"
 
 namespace eaglesim::cuda {
 
 namespace {
 constexpr std::size_t kAlign = 256;  // cudaMalloc alignment: keeps every region 16-byte-load friendly
 std::size_t align_up(std::size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
-
-bool single_pool_forced() {
-  const char* v = std::getenv("EAGLESIM_WEIGHT_POOL");
-  return v && std::strcmp(v, "1") == 0;
-}
 
 // The memory of the last arena destroyed on each device (one per device: ranks run in threads,
 // one device each).
@@ -91,9 +85,9 @@ WeightArena::Layout plan_layout(const std::vector<std::size_t>& sizes, std::size
   }
   l.own_index.assign(sizes.size(), -1);
   l.offsets.assign(sizes.size(), 0);
-  // Own allocations per big region unless the pool is forced, or the regions exceed the budget
-  // and plan_reused_own finds no reuse that fits.
-  const bool per_region = !single_pool_forced() && (!l.reused || plan_reused_own(l, sizes, budget));
+  // Own allocations per big region unless the regions exceed the budget and plan_reused_own
+  // finds no reuse that fits.
+  const bool per_region = !l.reused || plan_reused_own(l, sizes, budget);
   if (per_region) {
     l.pool = 0;
     int own = 0;
@@ -136,7 +130,7 @@ WeightArena::WeightArena(const std::vector<std::size_t>& sizes, std::size_t free
   }
   if (adopted_) return;
   mem_.layout = std::move(layout);
-  mem_.pool = ReplayBuffer(mem_.layout.pool);
+  mem_.pool = DeviceBuffer(mem_.layout.pool);
   // Own allocations are numbered in order of first use; a reused layout points later regions at
   // earlier ones.
   for (std::size_t i = 0; i < sizes.size(); ++i)

@@ -9,19 +9,17 @@
 // allocations while the budget lasts and each later one reuses the next earlier allocation large
 // enough (layer k + N reads layer k's memory), and the arena says so (reused()); when even that
 // does not fit, everything is laid out cyclically in one pool of the budget's size.
-// EAGLESIM_WEIGHT_POOL=1 forces the single pool (diagnostic: the layout before per-region
-// allocations).
 //
 // An arena's memory outlives it, parked per device, and the next arena on that device with the
 // same layout takes it over instead of allocating: the strategies of one A/B run (one program
-// each, built one after the other) then stream their weights from the same memory. Measured on
-// 2 x H200 (docs/fidelity.md, "Where the weights live"): the same GEMM ran up to 8 % slower from
-// some allocations than from others, so two strategies with freshly allocated weights could
-// differ by more than their allreduces do. release_parked_weights() frees what is parked.
+// each, built one after the other) then stream their weights from the same memory. The same
+// GEMM runs measurably slower from some allocations than from others (docs/fidelity.md, "Where
+// the weights live"), so two strategies with freshly allocated weights could differ by more
+// than their allreduces do. release_parked_weights() frees what is parked.
 #include <cstddef>
 #include <vector>
 
-#include "cuda/replay_buffer.hpp"
+#include "cuda/device_buffer.hpp"
 
 namespace eaglesim::cuda {
 
@@ -64,8 +62,8 @@ class WeightArena {
   // The arena's memory: what is parked per device and taken over by the next arena.
   struct Memory {
     Layout layout;
-    ReplayBuffer pool;
-    std::vector<ReplayBuffer> own;  // regions with their own allocation
+    DeviceBuffer pool;
+    std::vector<DeviceBuffer> own;  // regions with their own allocation
     std::size_t bytes() const;
   };
 

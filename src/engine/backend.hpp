@@ -24,6 +24,7 @@ struct RunOptions {
   int iters = 20;                    // cuda: timed graph replays
   int warmup = 5;
   double timeout_s = 30;             // cuda: an allreduce not done by then aborts the run (exit 3)
+  bool nccl_prime = true;            // cuda: replay an NCCL step once, untimed, before measuring it
   bool want_timeline = false;
 };
 

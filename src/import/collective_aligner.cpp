@@ -3,18 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/median.hpp"
+
 namespace eaglesim {
-
-namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
 
 CollectiveAlignment align_collectives(const std::vector<std::vector<CollectiveTiming>>& timings) {
   CollectiveAlignment a;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@
 #include "core/errors.hpp"
 #include "cuda/allreduce_self_check.hpp"
 #include "cuda/cuda_backend.hpp"
-#include "cuda/replay_buffer.hpp"
+#include "cuda/device_buffer.hpp"
 #include "cuda/lt_gemm.hpp"
 #include "cuda/replay_kernels.hpp"
 #include "cuda/step_replay.hpp"
@@ -46,7 +47,7 @@ int gpu_count() {
     if (gpu_count() < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), found " << gpu_count(); \
   } while (0)
 
-std::vector<float> download_bf16(const ReplayBuffer& b, std::size_t count) {
+std::vector<float> download_bf16(const DeviceBuffer& b, std::size_t count) {
   std::vector<__nv_bfloat16> h(count);
   EXPECT_EQ(cudaMemcpy(h.data(), b.get(), count * 2, cudaMemcpyDeviceToHost), cudaSuccess);
   std::vector<float> f(count);
@@ -54,14 +55,14 @@ std::vector<float> download_bf16(const ReplayBuffer& b, std::size_t count) {
   return f;
 }
 
-ReplayBuffer random_bf16(std::size_t count, std::uint64_t seed, float scale = 1.f) {
-  ReplayBuffer b(count * 2);
+DeviceBuffer random_bf16(std::size_t count, std::uint64_t seed, float scale = 1.f) {
+  DeviceBuffer b(count * 2);
   fill_random(b.get(), count, DType::bf16, seed, scale, nullptr);
   return b;
 }
 
-ReplayBuffer poisoned(std::size_t bytes) {
-  ReplayBuffer b(bytes);
+DeviceBuffer poisoned(std::size_t bytes) {
+  DeviceBuffer b(bytes);
   EXPECT_EQ(cudaMemset(b.get(), 0xFF, bytes), cudaSuccess);  // 0xFFFF is a bf16 NaN
   return b;
 }
@@ -114,10 +115,10 @@ void check_attention(const AttentionShape& s) {
   const std::size_t q_n = static_cast<std::size_t>(s.q_tokens) * s.heads * s.dk;
   const std::size_t kv_n = static_cast<std::size_t>(s.kv_len) * s.kv_heads * s.dk;
   const std::size_t o_n = static_cast<std::size_t>(s.q_tokens) * s.heads * s.dv;
-  ReplayBuffer q = random_bf16(q_n, 11), k = random_bf16(kv_n, 12);
-  ReplayBuffer v = s.shared_kv ? ReplayBuffer() : random_bf16(kv_n, 13);
-  ReplayBuffer acc(plan.part_acc_floats * 4), ml(plan.part_ml_floats * 4);
-  ReplayBuffer out = poisoned(o_n * 2);
+  DeviceBuffer q = random_bf16(q_n, 11), k = random_bf16(kv_n, 12);
+  DeviceBuffer v = s.shared_kv ? DeviceBuffer() : random_bf16(kv_n, 13);
+  DeviceBuffer acc(plan.part_acc_floats * 4), ml(plan.part_ml_floats * 4);
+  DeviceBuffer out = poisoned(o_n * 2);
   const void* vp = s.shared_kv ? k.get() : v.get();
   launch_attention(s, plan, q.get(), k.get(), vp, s.dk, s.dk, acc.as<float>(), ml.as<float>(), out.get(), nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -200,7 +201,7 @@ TEST(CudaKernels, RmsNormMatchesCpuReference) {
   for (int hidden : {4096, 100}) {  // packed and scalar paths
     const int tokens = 3;
     const std::size_t n = static_cast<std::size_t>(tokens) * hidden;
-    ReplayBuffer x = random_bf16(n, 21), w = random_bf16(hidden, 22), out = poisoned(n * 2);
+    DeviceBuffer x = random_bf16(n, 21), w = random_bf16(hidden, 22), out = poisoned(n * 2);
     launch_rmsnorm(x.get(), w.get(), out.get(), tokens, hidden, 1e-5f, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     auto hx = download_bf16(x, n), hw = download_bf16(w, hidden), got = download_bf16(out, n);
@@ -219,9 +220,9 @@ TEST(CudaKernels, SiluMulAndResidualAddMatchCpu) {
   REQUIRE_GPUS(1);
   const int tokens = 4, hidden = 1000;
   const std::size_t n = static_cast<std::size_t>(tokens) * hidden;
-  ReplayBuffer gu = random_bf16(2 * n, 31), out = poisoned(n * 2);
+  DeviceBuffer gu = random_bf16(2 * n, 31), out = poisoned(n * 2);
   launch_silu_mul(gu.get(), out.get(), tokens, hidden, nullptr);
-  ReplayBuffer res = random_bf16(n, 32), x = random_bf16(n, 33);
+  DeviceBuffer res = random_bf16(n, 32), x = random_bf16(n, 33);
   auto r0 = download_bf16(res, n), hx = download_bf16(x, n);
   launch_residual_add(res.get(), x.get(), n, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -240,10 +241,10 @@ TEST(CudaKernels, SiluMulAndResidualAddMatchCpu) {
 TEST(CudaKernels, Int4GemmMatchesCpuReference) {
   REQUIRE_GPUS(1);
   const int m = 3, n = 70, k = 256;
-  ReplayBuffer x = random_bf16(static_cast<std::size_t>(m) * k, 41);
-  ReplayBuffer w(static_cast<std::size_t>(n) * k / 2), sc = random_bf16(static_cast<std::size_t>(n) * k / 32, 42, 0.05f);
+  DeviceBuffer x = random_bf16(static_cast<std::size_t>(m) * k, 41);
+  DeviceBuffer w(static_cast<std::size_t>(n) * k / 2), sc = random_bf16(static_cast<std::size_t>(n) * k / 32, 42, 0.05f);
   fill_random(w.get(), w.bytes(), DType::int4, 43, 0.f, nullptr);
-  ReplayBuffer y = poisoned(static_cast<std::size_t>(m) * n * 2);
+  DeviceBuffer y = poisoned(static_cast<std::size_t>(m) * n * 2);
   launch_int4_gemm(x.get(), w.get(), sc.get(), y.get(), m, n, k, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<std::uint8_t> hw(w.bytes());
@@ -272,10 +273,10 @@ TEST(CudaGemm, SmallMGemmTimeMatchesWeightBandwidth) {
   const std::size_t wbytes = static_cast<std::size_t>(n) * k * 2;
   cublasLtHandle_t lt;
   ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
-  ReplayBuffer ws(32u << 20);
-  std::vector<ReplayBuffer> weights;  // rotate 3 copies: 350 MB, far beyond L2
+  DeviceBuffer ws(32u << 20);
+  std::vector<DeviceBuffer> weights;  // rotate 3 copies: 350 MB, far beyond L2
   for (int i = 0; i < 3; ++i) weights.push_back(random_bf16(wbytes / 2, 50 + i, 0.05f));
-  ReplayBuffer x = random_bf16(m * k, 60), y = poisoned(m * n * 2);
+  DeviceBuffer x = random_bf16(m * k, 60), y = poisoned(m * n * 2);
   LtGemm gemm(lt, m, n, k, DType::bf16, ws.bytes());
   cudaEvent_t a, b;
   cudaEventCreate(&a);
@@ -412,45 +413,29 @@ TEST(CudaReplay, TinyTraceOnTwoGpus) {
 }
 
 // An NCCL step is replayed once, untimed, before the measured replay (and the notes say so):
-// by default and with EAGLESIM_NCCL_PRIME=1, not with 0; another value is an input error.
-TEST(CudaReplay, NcclPrimingIsNotedAndABadValueIsAnInputError) {
+// by default (RunOptions::nccl_prime), not with --no-nccl-prime (nccl_prime = false), and never
+// for our own kernels.
+TEST(CudaReplay, NcclPrimingIsNotedAndCanBeTurnedOff) {
   REQUIRE_GPUS(2);
   const Trace t = tiny_trace(2);
-  const RunOptions opts = ten_replays();
+  RunOptions opts = ten_replays();
   auto backend = make_cuda_backend();
   auto primed = [](const StepResult& r) {
     return std::any_of(r.notes.begin(), r.notes.end(),
                        [](const std::string& n) { return n.find("untimed") != std::string::npos; });
   };
-  struct Env {
-    explicit Env(const char* v) { setenv("EAGLESIM_NCCL_PRIME", v, 1); }
-    ~Env() { unsetenv("EAGLESIM_NCCL_PRIME"); }
-  };
+  ASSERT_TRUE(opts.nccl_prime) << "priming is the default";
   {
-    Env bad("yes");
-    try {
-      backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
-      FAIL() << "expected InputError";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("EAGLESIM_NCCL_PRIME"), std::string::npos) << e.what();
-    }
-  }
-  {
-    unsetenv("EAGLESIM_NCCL_PRIME");
-    const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
-    check_replay_result(r, t, 2);
-    EXPECT_TRUE(primed(r));
-  }
-  {
-    Env on("1");
     const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
     check_replay_result(r, t, 2);
     EXPECT_TRUE(primed(r));
     EXPECT_FALSE(primed(backend->run_step(t, t.steps[0], "oneshot", nullptr, opts)));  // NCCL only
   }
   {
-    Env off("0");
-    EXPECT_FALSE(primed(backend->run_step(t, t.steps[0], "nccl", nullptr, opts)));
+    opts.nccl_prime = false;
+    const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
+    check_replay_result(r, t, 2);
+    EXPECT_FALSE(primed(r));
   }
 }
 
@@ -594,7 +579,35 @@ int mpirun_eaglesim(int n, const std::string& args, std::string& log) {
 
 bool exists(const std::string& path) { return std::ifstream(path).good(); }
 
+// The notes of every result in a `run --json` report, by strategy.
+std::map<std::string, std::vector<std::string>> notes_by_strategy(const std::string& report) {
+  std::ifstream in(report);
+  std::map<std::string, std::vector<std::string>> out;
+  if (!in.good()) return out;
+  const nlohmann::json j = nlohmann::json::parse(in);
+  for (const auto& r : j.at("results")) out[r.at("strategy")] = r.at("notes").get<std::vector<std::string>>();
+  return out;
+}
+
 }  // namespace
+
+// `run --no-nccl-prime` (shared with `fidelity` through cli/replay_flags) reaches the backend:
+// the NCCL step is measured without the untimed replay first, which the default does.
+TEST(CudaReplayCli, NoNcclPrimeFlagTurnsThePrimingOff) {
+  REQUIRE_GPUS(2);
+  const std::string dir = ::testing::TempDir();
+  const std::string trace = dir + "eaglesim_prime_tiny.json", report = dir + "eaglesim_prime_report.json";
+  write_trace(tiny_trace(2), trace);
+  for (const bool flag : {false, true}) {
+    std::remove(report.c_str());
+    const std::string cmd = std::string(EAGLESIM_EXE) + " run " + trace + " --backend cuda --strategy nccl --iters 3 " +
+                            "--warmup 1 " + (flag ? "--no-nccl-prime " : "") + "--json " + report + " > /dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const auto notes = notes_by_strategy(report);
+    ASSERT_EQ(notes.count("nccl"), 1u) << report;
+    EXPECT_EQ(has_note(notes.at("nccl"), "untimed"), !flag) << (flag ? "with" : "without") << " --no-nccl-prime";
+  }
+}
 
 // Under mpirun (one process per GPU), our own strategies map the peer's buffers through CUDA
 // IPC: every strategy runs, passes the self-check on 2 ranks and reports a step.

@@ -21,9 +21,10 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "cuda/custom_comm.hpp"
-#include "cuda/custom_nccl.hpp"
+#include "cuda/nccl_comms.hpp"
 
 namespace eaglesim::cuda {
 namespace {
@@ -113,13 +114,24 @@ struct Rig {
 };
 
 std::unique_ptr<CustomCommGroup> make_group(const std::string& strategy, int n, std::size_t max_bytes,
-                                            double timeout = timeout_s()) {
+                                            double timeout = timeout_s(), const FusedKernelOptions& fused = {}) {
   CommGroupConfig c;
   c.strategy = strategy;
   c.ranks = n;
   c.max_bytes = max_bytes;
   c.timeout_s = timeout;
+  c.fused = fused;
   return make_custom_comm_group(c);
+}
+
+// The fused kernel's ways to meet split rows (FusedKernelOptions): the default pulls, then syncs
+// the row's blocks through the global-memory rendezvous.
+FusedKernelOptions fused_options(std::size_t chunk_units, bool push, bool cluster) {
+  FusedKernelOptions o;
+  o.chunk_units = chunk_units;
+  o.push = push;
+  o.cluster = cluster;
+  return o;
 }
 
 bool exact(const std::string& s) { return s != "quant"; }
@@ -478,17 +490,6 @@ TEST(CustomAllreduce, FusedResidualRmsNorm) {
   EXPECT_EQ(g->failure(), "");
 }
 
-// Sets (or, for nullptr, unsets) an environment variable for the groups created in its
-// lifetime (the fused knobs are read at group creation); restores the unset state afterwards.
-struct EnvVar {
-  const char* name;
-  EnvVar(const char* n, const char* value) : name(n) {
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-  }
-  ~EnvVar() { unsetenv(name); }
-};
-
 // Whether every GPU of the test's groups is sm_90+ (cluster row sync expected by default;
 // assumes the build holds sm_90 code, as CMAKE_CUDA_ARCHITECTURES=90 does).
 bool all_sm90(int n) {
@@ -501,8 +502,8 @@ bool all_sm90(int n) {
 
 // Few long rows are split over several blocks. Three groups, one per way the split rows meet:
 // pull with a row sync of the blocks' partial sums of squares through the global-memory
-// rendezvous (the default) or thread-block clusters (EAGLESIM_FUSED_CLUSTER=1, sm_90+), and push
-// (EAGLESIM_FUSED_PUSH=1: chunks pushed to every rank, each block reads the whole row locally
+// rendezvous (the default) or thread-block clusters (FusedKernelOptions::cluster, sm_90+), and push
+// (FusedKernelOptions::push: chunks pushed to every rank, each block reads the whole row locally
 // and computes the row's sum of squares itself). Every split target: default (256 units), none (one
 // block per row, the pre-split kernels), 32 (as many chunks as the 16-block cap allows: up to
 // 16 per row, so clusters of <= 8 and the rendezvous for the rest; push while the whole row fits
@@ -526,23 +527,15 @@ TEST(CustomAllreduce, FusedSplitRows) {
   shapes.push_back({8, 7168});
   shapes.push_back({40, 7168});
   if (quick()) shapes = {{1, 7168}, {3, 7168}, {4, 8192}, {2, 7167}, {1, 20000}};
-  for (const char* target : {"", "0", "32", "1000", "2048"}) {
-    EnvVar chunk("EAGLESIM_FUSED_CHUNK_UNITS", target);
-    std::unique_ptr<CustomCommGroup> pushed, clustered, rendezvous;
-    {
-      EnvVar push("EAGLESIM_FUSED_PUSH", "1");
-      pushed = make_group("fused", n, 4u << 20);
-    }
-    {
-      EnvVar push("EAGLESIM_FUSED_PUSH", "0");
-      EnvVar sync("EAGLESIM_FUSED_CLUSTER", "1");
-      clustered = make_group("fused", n, 4u << 20);
-    }
-    {
-      EnvVar push("EAGLESIM_FUSED_PUSH", nullptr);     // the default: pull,
-      EnvVar sync("EAGLESIM_FUSED_CLUSTER", nullptr);  // then the rendezvous
-      rendezvous = make_group("fused", n, 4u << 20);
-    }
+  for (const std::size_t target : {kFusedChunkUnits, std::size_t{0}, std::size_t{32}, std::size_t{1000},
+                                    std::size_t{2048}}) {
+    const std::unique_ptr<CustomCommGroup> pushed =
+        make_group("fused", n, 4u << 20, timeout_s(), fused_options(target, true, false));
+    const std::unique_ptr<CustomCommGroup> clustered =
+        make_group("fused", n, 4u << 20, timeout_s(), fused_options(target, false, true));
+    // The default: pull, then the rendezvous.
+    const std::unique_ptr<CustomCommGroup> rendezvous =
+        make_group("fused", n, 4u << 20, timeout_s(), fused_options(target, false, false));
     EXPECT_TRUE(pushed->fused_push());
     EXPECT_FALSE(clustered->fused_push());
     EXPECT_FALSE(rendezvous->fused_push());
@@ -552,9 +545,8 @@ TEST(CustomAllreduce, FusedSplitRows) {
       if (quick() && t == DType::fp16) continue;
       for (const auto& s : shapes) {
         const std::uint64_t seed = s.tokens * 7 + s.hidden;
-        const std::string what =
-            "target '" + std::string(target) + "' " + to_string(t) + " " + std::to_string(s.tokens) + "x" +
-            std::to_string(s.hidden);
+        const std::string what = "target " + std::to_string(target) + " " + to_string(t) + " " +
+                                 std::to_string(s.tokens) + "x" + std::to_string(s.hidden);
         Bytes by_cluster, by_rendezvous;
         EXPECT_EQ(run_fused(*pushed, rig, t, s.tokens, s.hidden, seed, nullptr), 0) << what << " push";
         EXPECT_EQ(run_fused(*clustered, rig, t, s.tokens, s.hidden, seed, &by_cluster), 0) << what << " cluster";
@@ -563,41 +555,18 @@ TEST(CustomAllreduce, FusedSplitRows) {
         EXPECT_TRUE(by_cluster == by_rendezvous) << what << ": cluster and rendezvous normed outputs differ";
       }
     }
-    EXPECT_EQ(pushed->failure(), "") << "target '" << target << "'";
-    EXPECT_EQ(clustered->failure(), "") << "target '" << target << "'";
-    EXPECT_EQ(rendezvous->failure(), "") << "target '" << target << "'";
+    EXPECT_EQ(pushed->failure(), "") << "target " << target;
+    EXPECT_EQ(clustered->failure(), "") << "target " << target;
+    EXPECT_EQ(rendezvous->failure(), "") << "target " << target;
   }
-  {
-    EnvVar bad("EAGLESIM_FUSED_CHUNK_UNITS", "lots");
-    EXPECT_THROW(make_group("fused", n, 1u << 20), InputError);
-  }
-  for (const char* bad_sync : {"yes", "2", "-1", "0 "}) {
-    {
-      EnvVar bad("EAGLESIM_FUSED_CLUSTER", bad_sync);
-      EXPECT_THROW(make_group("fused", n, 1u << 20), InputError) << "EAGLESIM_FUSED_CLUSTER='" << bad_sync << "'";
-    }
-    EnvVar bad("EAGLESIM_FUSED_PUSH", bad_sync);
-    EXPECT_THROW(make_group("fused", n, 1u << 20), InputError) << "EAGLESIM_FUSED_PUSH='" << bad_sync << "'";
-  }
-  {
-    EnvVar on("EAGLESIM_FUSED_PUSH", "1");
-    EXPECT_TRUE(make_group("fused", n, 1u << 20)->fused_push());
-  }
-  {
-    EnvVar off("EAGLESIM_FUSED_PUSH", "0");
-    EXPECT_FALSE(make_group("fused", n, 1u << 20)->fused_push());
-  }
+  const FusedKernelOptions push_on = fused_options(kFusedChunkUnits, true, false);
+  const FusedKernelOptions cluster_on = fused_options(kFusedChunkUnits, false, true);
+  EXPECT_TRUE(make_group("fused", n, 1u << 20, timeout_s(), push_on)->fused_push());
   EXPECT_FALSE(make_group("fused", n, 1u << 20)->fused_push());
-  EXPECT_FALSE(make_group("oneshot", n, 1u << 20)->fused_push());
-  {
-    EnvVar on("EAGLESIM_FUSED_CLUSTER", "1");
-    EXPECT_EQ(make_group("fused", n, 1u << 20)->fused_row_clusters(), all_sm90(n));
-  }
-  {
-    EnvVar off("EAGLESIM_FUSED_CLUSTER", "0");
-    EXPECT_FALSE(make_group("fused", n, 1u << 20)->fused_row_clusters());
-  }
-  EXPECT_FALSE(make_group("oneshot", n, 1u << 20)->fused_row_clusters());
+  EXPECT_FALSE(make_group("oneshot", n, 1u << 20, timeout_s(), push_on)->fused_push());
+  EXPECT_EQ(make_group("fused", n, 1u << 20, timeout_s(), cluster_on)->fused_row_clusters(), all_sm90(n));
+  EXPECT_FALSE(make_group("fused", n, 1u << 20)->fused_row_clusters());
+  EXPECT_FALSE(make_group("oneshot", n, 1u << 20, timeout_s(), cluster_on)->fused_row_clusters());
 }
 
 // A fused split call whose peers never arrive, pushed and under both pull row syncs: every
@@ -608,11 +577,9 @@ TEST(CustomAllreduce, FusedSplitDeadPeerTimesOut) {
   SKIP_WITHOUT_2_GPUS();
   const int n = rank_count();
   Rig rig(n);
-  for (const char* sync : {"push", "1", "0"}) {
-    const bool push = std::string(sync) == "push";
-    EnvVar pull("EAGLESIM_FUSED_PUSH", push ? "1" : nullptr);
-    EnvVar env("EAGLESIM_FUSED_CLUSTER", push ? nullptr : sync);
-    auto g = make_group("fused", n, 1u << 20, 0.3);
+  for (const char* sync : {"push", "cluster", "rendezvous"}) {
+    const bool push = std::string(sync) == "push", cluster = std::string(sync) == "cluster";
+    auto g = make_group("fused", n, 1u << 20, 0.3, fused_options(kFusedChunkUnits, push, cluster));
     FusedCall call(DType::bf16, 3, 7168, n);  // 3 rows x 4 chunks
     call.upload(17);
     cudaSetDevice(0);
@@ -620,7 +587,7 @@ TEST(CustomAllreduce, FusedSplitDeadPeerTimesOut) {
     g->rank(0).allreduce_residual_rmsnorm(call.din[0]->base, call.args(0), DType::bf16, rig.streams[0]);
     rig.sync();
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_LT(waited, 10.0) << "EAGLESIM_FUSED_CLUSTER=" << sync;
+    EXPECT_LT(waited, 10.0) << sync;
     EXPECT_NE(g->failure().find("timed out"), std::string::npos) << sync << ": " << g->failure();
     EXPECT_THROW(
         g->rank(0).allreduce_residual_rmsnorm(call.din[0]->base, call.args(0), DType::bf16, rig.streams[0]),
@@ -634,19 +601,14 @@ TEST(CustomAllreduce, FusedSplitDeadPeerTimesOut) {
 // then the same calls captured in one graph per rank and replayed with fresh data. A rank that
 // runs ahead, a split grid following a smaller one (epoch entries), and the row sync (cluster
 // launches inside a graph; the rendezvous words, never reset) must all stay consistent. Once per
-// way split rows meet (push_env "1": push; unset: pull, then the row sync of cluster_env:
-// "1" clusters on sm_90+, unset the rendezvous).
-void fused_back_to_back_and_graph_replays(const char* push_env, const char* cluster_env) {
+// way split rows meet (push; else pull, then the row sync: clusters on sm_90+, or the
+// rendezvous).
+void fused_back_to_back_and_graph_replays(bool push, bool cluster) {
   const int n = rank_count();
   Rig rig(n);
-  std::unique_ptr<CustomCommGroup> g;
-  {
-    EnvVar push("EAGLESIM_FUSED_PUSH", push_env);
-    EnvVar sync("EAGLESIM_FUSED_CLUSTER", cluster_env);
-    g = make_group("fused", n, 1u << 20);
-  }
-  SCOPED_TRACE(std::string("EAGLESIM_FUSED_PUSH=") + (push_env ? push_env : "(unset)") +
-               " EAGLESIM_FUSED_CLUSTER=" + (cluster_env ? cluster_env : "(unset)"));
+  const std::unique_ptr<CustomCommGroup> g =
+      make_group("fused", n, 1u << 20, timeout_s(), fused_options(kFusedChunkUnits, push, cluster));
+  SCOPED_TRACE(std::string("push=") + (push ? "yes" : "no") + " cluster=" + (cluster ? "yes" : "no"));
   struct Shape { std::size_t tokens, hidden; };
   const Shape cycle[] = {{3, 7168}, {130, 64}, {1, 8192}, {2, 7167}, {4, 1024}, {3, 7168}};
   const int calls = quick() ? 6 : 30;
@@ -716,9 +678,9 @@ void fused_back_to_back_and_graph_replays(const char* push_env, const char* clus
 
 TEST(CustomAllreduce, FusedBackToBackAndGraphReplays) {
   SKIP_WITHOUT_2_GPUS();
-  fused_back_to_back_and_graph_replays(nullptr, nullptr);
-  fused_back_to_back_and_graph_replays("1", nullptr);
-  fused_back_to_back_and_graph_replays(nullptr, "1");
+  fused_back_to_back_and_graph_replays(false, false);
+  fused_back_to_back_and_graph_replays(true, false);
+  fused_back_to_back_and_graph_replays(false, true);
 }
 
 TEST(CustomAllreduce, OversizeFallsBackToNccl) {
@@ -769,8 +731,12 @@ TEST(CustomAllreduce, RejectsBadConfig) {
   SKIP_WITHOUT_2_GPUS();
   EXPECT_THROW(make_group("ring", 2, 1 << 20), InputError);
   EXPECT_THROW(make_group("oneshot", 3, 1 << 20), InputError);
-  EXPECT_TRUE(is_custom_strategy("twoshot"));
-  EXPECT_FALSE(is_custom_strategy("nccl"));
+  // Strategies that are not ours by the strategy table: NCCL's and the ones without a kernel.
+  EXPECT_THROW(make_group(nccl_strategy(), 2, 1 << 20), InputError);
+  EXPECT_THROW(make_group(lower_bound_strategy(), 2, 1 << 20), InputError);
+  EXPECT_EQ(strategy_facts("twoshot").kernel, StrategyKernel::twoshot);
+  EXPECT_TRUE(uses_p2p_kernels("twoshot"));
+  EXPECT_FALSE(uses_p2p_kernels(nccl_strategy()));
 }
 
 }  // namespace

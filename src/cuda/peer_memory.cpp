@@ -8,7 +8,10 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/custom_check.hpp"
+#include "comm/strategy_facts.hpp"
+#include "core/errors.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_guard.hpp"
 
 namespace eaglesim::cuda {
 
@@ -23,58 +26,25 @@ void enable_peer_access(const std::vector<int>& devices) {
     for (int j : devices) {
       if (i == j || enabled.count({i, j})) continue;
       int can = 0;
-      check_cuda(cudaDeviceCanAccessPeer(&can, i, j), "cudaDeviceCanAccessPeer");
+      EAGLESIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, i, j));
       if (!can)
         throw DeviceError("GPU " + std::to_string(i) + " cannot access GPU " + std::to_string(j) +
-                          " peer-to-peer; the custom allreduce strategies need P2P (use nccl)");
+                          " peer-to-peer; the custom allreduce strategies need P2P (use " + nccl_strategy() + ")");
       cudaError_t rc = cudaDeviceEnablePeerAccess(j, 0);
       if (rc == cudaErrorPeerAccessAlreadyEnabled) {
         cudaGetLastError();  // clear the sticky-free "already enabled" status
       } else {
-        check_cuda(rc, "cudaDeviceEnablePeerAccess");
+        EAGLESIM_CUDA_CHECK(rc);
       }
       enabled.insert({i, j});
     }
   }
 }
 
-DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : bytes_(bytes), device_(device) {
-  DeviceGuard guard(device);
-  check_cuda(cudaMalloc(&ptr_, bytes), "cudaMalloc (registered allreduce buffer)");
-  cudaError_t rc = cudaMemset(ptr_, 0, bytes);
-  if (rc != cudaSuccess) release();
-  check_cuda(rc, "cudaMemset");
-}
-
-DeviceBuffer::~DeviceBuffer() { release(); }
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
-    : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(o.bytes_), device_(o.device_) {}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    release();
-    ptr_ = std::exchange(o.ptr_, nullptr);
-    bytes_ = o.bytes_;
-    device_ = o.device_;
-  }
-  return *this;
-}
-
-void DeviceBuffer::release() noexcept {
-  if (!ptr_) return;
-  int previous = 0;
-  cudaGetDevice(&previous);
-  cudaSetDevice(device_);
-  cudaFree(ptr_);
-  cudaSetDevice(previous);
-  ptr_ = nullptr;
-}
-
 IpcHandle export_ipc_handle(const DeviceBuffer& buffer) {
   DeviceGuard guard(buffer.device());
   cudaIpcMemHandle_t h;
-  check_cuda(cudaIpcGetMemHandle(&h, buffer.get()), "cudaIpcGetMemHandle");
+  EAGLESIM_CUDA_CHECK(cudaIpcGetMemHandle(&h, buffer.get()));
   IpcHandle out{};
   static_assert(sizeof(h) == sizeof(IpcHandle), "cudaIpcMemHandle_t is 64 bytes");
   std::memcpy(out.data(), &h, sizeof(h));
@@ -85,24 +55,20 @@ IpcMapping::IpcMapping(int device, const IpcHandle& handle) : device_(device) {
   DeviceGuard guard(device);
   cudaIpcMemHandle_t h;
   std::memcpy(&h, handle.data(), sizeof(h));
-  check_cuda(cudaIpcOpenMemHandle(&ptr_, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+  EAGLESIM_CUDA_CHECK(cudaIpcOpenMemHandle(&ptr_, h, cudaIpcMemLazyEnablePeerAccess));
 }
 
 IpcMapping::~IpcMapping() {
   if (!ptr_) return;
-  int previous = 0;
-  cudaGetDevice(&previous);
-  cudaSetDevice(device_);
+  QuietDeviceGuard guard(device_);
   cudaIpcCloseMemHandle(ptr_);
-  cudaSetDevice(previous);
 }
 
 IpcMapping::IpcMapping(IpcMapping&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), device_(o.device_) {}
 
 MappedHostWords::MappedHostWords(std::size_t words) : count_(words) {
   void* p = nullptr;
-  check_cuda(cudaHostAlloc(&p, words * sizeof(unsigned), cudaHostAllocMapped | cudaHostAllocPortable),
-             "cudaHostAlloc (mapped abort/error words)");
+  EAGLESIM_CUDA_CHECK(cudaHostAlloc(&p, words * sizeof(unsigned), cudaHostAllocMapped | cudaHostAllocPortable));
   std::memset(p, 0, words * sizeof(unsigned));
   words_ = static_cast<volatile unsigned*>(p);
 }
@@ -113,7 +79,7 @@ MappedHostWords::~MappedHostWords() {
 
 unsigned* MappedHostWords::device_ptr(std::size_t index) const {
   void* d = nullptr;
-  check_cuda(cudaHostGetDevicePointer(&d, const_cast<unsigned*>(words_ + index), 0), "cudaHostGetDevicePointer");
+  EAGLESIM_CUDA_CHECK(cudaHostGetDevicePointer(&d, const_cast<unsigned*>(words_ + index), 0));
   return static_cast<unsigned*>(d);
 }
 
