@@ -10,60 +10,25 @@ namespace eaglesim {
 
 namespace {
 
-StrategyFacts p2p_kernel(std::string_view name, StrategyKernel kernel) {
-  StrategyFacts f;
-  f.name = name;
-  f.calibratable = true;
-  f.needs_p2p = true;
-  f.max_bytes = kMaxCustomBytes;
-  f.byte_multiple = kCustomByteMultiple;
-  f.kernel = kernel;
-  return f;
-}
-
 std::vector<StrategyFacts> build_table() {
-  std::vector<StrategyFacts> t;
-
-  StrategyFacts nccl;
-  nccl.name = "nccl";
-  nccl.calibratable = true;
-  nccl.kernel = StrategyKernel::nccl;
-  t.push_back(nccl);
-
-  t.push_back(p2p_kernel("oneshot", StrategyKernel::oneshot_pull));
-
-  // The push form of the one-shot: measured by bench-comm beside the pull form it replaces.
-  StrategyFacts push = p2p_kernel("oneshot_push", StrategyKernel::oneshot_push);
-  push.runs = false;
-  push.calibratable = false;
-  t.push_back(push);
-
-  t.push_back(p2p_kernel("twoshot", StrategyKernel::twoshot));
-
-  StrategyFacts fused = p2p_kernel("fused", StrategyKernel::fused);
-  fused.fuses_residual_norm = true;
-  t.push_back(fused);
-
-  StrategyFacts quant = p2p_kernel("quant", StrategyKernel::quant);
-  quant.exact = false;
-  t.push_back(quant);
-
-  StrategyFacts ideal;
-  ideal.name = "ideal";
-  ideal.lower_bound = true;
-  t.push_back(ideal);
-
-  StrategyFacts selector;
-  selector.name = "auto";
-  selector.selector = true;
-  t.push_back(selector);
-
-  // bench-comm's correctness baseline: a plain kernel over the same buffers.
-  StrategyFacts reference = p2p_kernel("reference", StrategyKernel::reference);
-  reference.runs = false;
-  reference.calibratable = false;
-  t.push_back(reference);
-  return t;
+  using K = StrategyKernel;
+  constexpr std::int64_t any = 0, max_p2p = kMaxCustomBytes, mult = kCustomByteMultiple;
+  // clang-format off
+  //  name            runs   exact  fuses  bound  select calib  p2p    max_bytes byte_multiple kernel
+  return {
+    {"nccl",          true,  true,  false, false, false, true,  false, any,      1,    K::nccl},
+    {"oneshot",       true,  true,  false, false, false, true,  true,  max_p2p,  mult, K::oneshot_pull},
+    // The push form of the one-shot: measured by bench-comm beside the pull form it replaces.
+    {"oneshot_push",  false, true,  false, false, false, false, true,  max_p2p,  mult, K::oneshot_push},
+    {"twoshot",       true,  true,  false, false, false, true,  true,  max_p2p,  mult, K::twoshot},
+    {"fused",         true,  true,  true,  false, false, true,  true,  max_p2p,  mult, K::fused},
+    {"quant",         true,  false, false, false, false, true,  true,  max_p2p,  mult, K::quant},
+    {"ideal",         true,  true,  false, true,  false, false, false, any,      1,    K::none},
+    {"auto",          true,  true,  false, false, true,  false, false, any,      1,    K::none},
+    // bench-comm's correctness baseline: a plain kernel over the same buffers.
+    {"reference",     false, true,  false, false, false, false, true,  max_p2p,  mult, K::reference},
+  };
+  // clang-format on
 }
 
 template <typename Pred>

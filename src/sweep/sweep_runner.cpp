@@ -136,23 +136,18 @@ class Sweep {
 };
 
 void Sweep::describe_axes() {
-  SweepAxes& ax = out_.axes;
+  std::vector<std::string> models, drafts, topologies;
   for (const SweepModel& m : rq_.models) {
-    ax.models.push_back(m.target.name);
-    ax.draft_models.push_back(m.draft ? m.draft->name : "");
+    models.push_back(m.target.name);
+    drafts.push_back(m.draft ? m.draft->name : "");
     if (!m.draft)
       out_.notes.push_back(fmt::format("{}: no EAGLE-3 head, so the draft forwards are not in the cycle (tok/s is "
                                        "optimistic)",
                                        m.target.name));
   }
-  for (const Topology& t : rq_.topologies) ax.topologies.push_back(t.name);
-  ax.weight_dtypes = rq_.weight_dtypes;
-  ax.tps = rq_.tps;
-  ax.draft_tokens = rq_.draft_tokens;
-  ax.acceptances = rq_.acceptances;
-  ax.strategies = rq_.strategies;
-  ax.kv_len = rq_.kv_len;
-  ax.gpu_mem_util = rq_.gpu_mem_util;
+  for (const Topology& t : rq_.topologies) topologies.push_back(t.name);
+  out_.axes = SweepAxes{models,          drafts,           topologies,     rq_.weight_dtypes, rq_.tps,
+                        rq_.draft_tokens, rq_.acceptances, rq_.strategies, rq_.kv_len,        rq_.gpu_mem_util};
 }
 
 // 1. Feasibility per (model, topology, dtype, TP): GPU count, sharding, memory (cheap, serial).
