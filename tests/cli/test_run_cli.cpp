@@ -171,7 +171,7 @@ TEST(RunCli, SkewShowsUpAsWait) {
 }
 
 TEST(RunCli, CudaBackendWithoutCudaIsExit3) {
-#ifndef EAGLESIM_HAVE_CUDA
+#ifndef EAGLESIM_EXE_HAS_CUDA
   CliResult r = run_cli("run " + kData + "/run_small_trace.json --backend cuda --strategy nccl");
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
