@@ -757,6 +757,55 @@ __global__ void __launch_bounds__(256) verify_combine_kernel(const CombineArgs c
   }
 }
 
+// ------------------------------------------------------------------ kernel arguments
+// From resolved params (resolve_verify_attention_params) and the plan's workspace layout.
+inline DeviceArgs make_device_args(const ::eaglesim::cuda::VerifyAttentionParams& p,
+                                   const ::eaglesim::cuda::VerifyAttentionPlan& plan, void* workspace) {
+  const auto& s = plan.shape;
+  unsigned char* ws = static_cast<unsigned char*>(workspace);
+  DeviceArgs a{};
+  a.q = static_cast<const bf16*>(p.q);
+  a.k = static_cast<const bf16*>(p.k);
+  a.v = static_cast<const bf16*>(p.v);
+  a.out = static_cast<bf16*>(p.out);
+  a.q_token_stride = p.q_token_stride;
+  a.out_token_stride = p.out_token_stride;
+  a.k_token_stride = p.k_token_stride;
+  a.k_head_stride = p.k_head_stride;
+  a.v_token_stride = p.v_token_stride;
+  a.v_head_stride = p.v_head_stride;
+  a.kv_indptr = p.kv_indptr;
+  a.kv_len = p.kv_len;
+  a.mask = p.mask;
+  a.mask_tree = p.mask_kind == ::eaglesim::cuda::VerifyMask::tree ? 1 : 0;
+  a.mask_per_request = p.mask_per_request ? 1 : 0;
+  a.work = reinterpret_cast<const WorkItem*>(ws + plan.work_offset);
+  a.part_o = reinterpret_cast<float*>(ws + plan.part_o_offset);
+  a.part_lse = reinterpret_cast<float*>(ws + plan.part_lse_offset);
+  a.q_tokens = s.q_tokens;
+  a.heads = s.heads;
+  a.kv_heads = s.kv_heads;
+  a.group = s.heads / s.kv_heads;
+  a.rows_total = a.group * s.q_tokens;
+  a.row_chunks = plan.kernel.row_chunks;
+  a.scale_log2 = p.scale * 1.4426950408889634f;
+  return a;
+}
+
+inline CombineArgs make_combine_args(const DeviceArgs& a, const ::eaglesim::cuda::VerifyAttentionPlan& plan,
+                                     void* workspace) {
+  CombineArgs c{};
+  c.items = reinterpret_cast<const CombineItem*>(static_cast<unsigned char*>(workspace) + plan.combine_offset);
+  c.part_o = a.part_o;
+  c.part_lse = a.part_lse;
+  c.out = a.out;
+  c.out_token_stride = a.out_token_stride;
+  c.q_tokens = plan.shape.q_tokens;
+  c.heads = plan.shape.heads;
+  c.rows = static_cast<int>(plan.combine_rows());
+  return c;
+}
+
 #if !defined(EAGLESIM_VA_EMULATE)
 // ------------------------------------------------------------------ host API
 namespace detail {
@@ -810,57 +859,19 @@ inline cudaError_t upload_verify_attention_plan(const ::eaglesim::cuda::VerifyAt
 
 // The op: the attention kernel and, when a request has several splits, the combine. Enqueues
 // kernels only (graph-capturable). params.kv_len must hold the lengths the plan was made from.
-inline cudaError_t launch_verify_attention(const ::eaglesim::cuda::VerifyAttentionParams& p,
+inline cudaError_t launch_verify_attention(const ::eaglesim::cuda::VerifyAttentionParams& params,
                                            const ::eaglesim::cuda::VerifyAttentionPlan& plan, void* workspace,
                                            cudaStream_t stream, bool overlap_combine = true) {
-  using ::eaglesim::cuda::VerifyAttentionKind;
+  using ::eaglesim::cuda::VerifyAttentionCheck;
   using ::eaglesim::cuda::VerifyMask;
   const auto& s = plan.shape;
-  const bool mla = s.kind == VerifyAttentionKind::mla;
-  const void* v = mla && p.v == nullptr ? p.k : p.v;
-  if (p.q == nullptr || p.k == nullptr || v == nullptr || p.out == nullptr || p.kv_indptr == nullptr ||
-      p.kv_len == nullptr || workspace == nullptr || plan.work.empty())
-    return cudaErrorInvalidValue;
-  if (mla && v != p.k) return cudaErrorInvalidValue;  // MLA reads V from the K rows
-  if (p.mask_kind == VerifyMask::tree && p.mask == nullptr) return cudaErrorInvalidValue;
+  if (workspace == nullptr || !detail::aligned16(workspace) || plan.work.empty()) return cudaErrorInvalidValue;
+  ::eaglesim::cuda::VerifyAttentionParams p = params;
+  const VerifyAttentionCheck check = ::eaglesim::cuda::resolve_verify_attention_params(s, p);
+  if (check == VerifyAttentionCheck::invalid_value) return cudaErrorInvalidValue;
+  if (check == VerifyAttentionCheck::misaligned) return cudaErrorMisalignedAddress;
 
-  DeviceArgs a{};
-  a.q = static_cast<const bf16*>(p.q);
-  a.k = static_cast<const bf16*>(p.k);
-  a.v = static_cast<const bf16*>(v);
-  a.out = static_cast<bf16*>(p.out);
-  a.q_token_stride = p.q_token_stride ? p.q_token_stride : static_cast<long long>(s.heads) * s.head_dim_qk;
-  a.out_token_stride = p.out_token_stride ? p.out_token_stride : static_cast<long long>(s.heads) * s.head_dim_v;
-  a.k_token_stride = p.k_token_stride ? p.k_token_stride : static_cast<long long>(s.kv_heads) * s.head_dim_qk;
-  a.k_head_stride = p.k_head_stride ? p.k_head_stride : s.head_dim_qk;
-  a.v_token_stride = p.v_token_stride ? p.v_token_stride : static_cast<long long>(s.kv_heads) * s.head_dim_v;
-  a.v_head_stride = p.v_head_stride ? p.v_head_stride : s.head_dim_v;
-  if (mla) {
-    a.v_token_stride = a.k_token_stride;
-    a.v_head_stride = a.k_head_stride;
-  }
-  // 16-byte loads of every row.
-  if (!detail::aligned16(a.q) || !detail::aligned16(a.k) || !detail::aligned16(a.v) || !detail::aligned16(a.out) ||
-      a.q_token_stride % 8 || a.out_token_stride % 8 || a.k_token_stride % 8 || a.k_head_stride % 8 ||
-      a.v_token_stride % 8 || a.v_head_stride % 8)
-    return cudaErrorMisalignedAddress;
-  a.kv_indptr = p.kv_indptr;
-  a.kv_len = p.kv_len;
-  a.mask = p.mask;
-  a.mask_tree = p.mask_kind == VerifyMask::tree ? 1 : 0;
-  a.mask_per_request = p.mask_per_request ? 1 : 0;
-  unsigned char* ws = static_cast<unsigned char*>(workspace);
-  a.work = reinterpret_cast<const WorkItem*>(ws + plan.work_offset);
-  a.part_o = reinterpret_cast<float*>(ws + plan.part_o_offset);
-  a.part_lse = reinterpret_cast<float*>(ws + plan.part_lse_offset);
-  a.q_tokens = s.q_tokens;
-  a.heads = s.heads;
-  a.kv_heads = s.kv_heads;
-  a.group = s.heads / s.kv_heads;
-  a.rows_total = a.group * s.q_tokens;
-  a.row_chunks = plan.kernel.row_chunks;
-  const float scale = p.scale > 0.f ? p.scale : 1.f / std::sqrt(static_cast<float>(s.head_dim_qk));
-  a.scale_log2 = scale * 1.4426950408889634f;
+  const DeviceArgs a = make_device_args(p, plan, workspace);
 
   const detail::Kernel kern = detail::kernel_for(plan.kernel.variant);
   const long long blocks = plan.grid_blocks();
@@ -869,15 +880,7 @@ inline cudaError_t launch_verify_attention(const ::eaglesim::cuda::VerifyAttenti
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess || plan.combine.empty()) return e;
 
-  CombineArgs c{};
-  c.items = reinterpret_cast<const CombineItem*>(ws + plan.combine_offset);
-  c.part_o = a.part_o;
-  c.part_lse = a.part_lse;
-  c.out = a.out;
-  c.out_token_stride = a.out_token_stride;
-  c.q_tokens = s.q_tokens;
-  c.heads = s.heads;
-  c.rows = static_cast<int>(plan.combine_rows());
+  const CombineArgs c = make_combine_args(a, plan, workspace);
   cudaLaunchConfig_t lc{};
   lc.gridDim = dim3(static_cast<unsigned>((c.rows + 7) / 8));
   lc.blockDim = dim3(256);

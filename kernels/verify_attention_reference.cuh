@@ -118,29 +118,20 @@ __global__ void __launch_bounds__(kRefThreads) verify_attention_reference_kernel
   }
 }
 
-#if !defined(EAGLESIM_VA_EMULATE)
-// Same parameters as launch_verify_attention (strides 0 = packed; MLA: v may be null = k).
-inline cudaError_t launch_verify_attention_reference(const ::eaglesim::cuda::VerifyAttentionParams& p,
-                                                     const ::eaglesim::cuda::VerifyAttentionShape& s,
-                                                     cudaStream_t stream) {
-  const bool mla = s.kind == ::eaglesim::cuda::VerifyAttentionKind::mla;
-  if (s.head_dim_qk > kRefMaxDk || s.head_dim_v > kRefMaxDv || p.q == nullptr || p.k == nullptr || p.out == nullptr)
-    return cudaErrorInvalidValue;
+// From resolved params (resolve_verify_attention_params).
+inline ReferenceArgs make_reference_args(const ::eaglesim::cuda::VerifyAttentionParams& p,
+                                         const ::eaglesim::cuda::VerifyAttentionShape& s) {
   ReferenceArgs a{};
   a.q = static_cast<const __nv_bfloat16*>(p.q);
   a.k = static_cast<const __nv_bfloat16*>(p.k);
-  a.v = static_cast<const __nv_bfloat16*>(p.v != nullptr ? p.v : p.k);
+  a.v = static_cast<const __nv_bfloat16*>(p.v);
   a.out = static_cast<__nv_bfloat16*>(p.out);
-  a.q_token_stride = p.q_token_stride ? p.q_token_stride : static_cast<long long>(s.heads) * s.head_dim_qk;
-  a.out_token_stride = p.out_token_stride ? p.out_token_stride : static_cast<long long>(s.heads) * s.head_dim_v;
-  a.k_token_stride = p.k_token_stride ? p.k_token_stride : static_cast<long long>(s.kv_heads) * s.head_dim_qk;
-  a.k_head_stride = p.k_head_stride ? p.k_head_stride : s.head_dim_qk;
-  a.v_token_stride = p.v_token_stride ? p.v_token_stride : static_cast<long long>(s.kv_heads) * s.head_dim_v;
-  a.v_head_stride = p.v_head_stride ? p.v_head_stride : s.head_dim_v;
-  if (mla) {
-    a.v_token_stride = a.k_token_stride;
-    a.v_head_stride = a.k_head_stride;
-  }
+  a.q_token_stride = p.q_token_stride;
+  a.out_token_stride = p.out_token_stride;
+  a.k_token_stride = p.k_token_stride;
+  a.k_head_stride = p.k_head_stride;
+  a.v_token_stride = p.v_token_stride;
+  a.v_head_stride = p.v_head_stride;
   a.kv_indptr = p.kv_indptr;
   a.kv_len = p.kv_len;
   a.mask = p.mask;
@@ -151,12 +142,25 @@ inline cudaError_t launch_verify_attention_reference(const ::eaglesim::cuda::Ver
   a.kv_heads = s.kv_heads;
   a.dk = s.head_dim_qk;
   a.dv = s.head_dim_v;
-  a.scale = p.scale > 0.f ? p.scale : 1.f / std::sqrt(static_cast<float>(s.head_dim_qk));
+  a.scale = p.scale;
+  return a;
+}
+
+#if !defined(EAGLESIM_VA_EMULATE)
+// Same parameters as launch_verify_attention (strides 0 = packed; MLA: v may be null = k).
+inline cudaError_t launch_verify_attention_reference(const ::eaglesim::cuda::VerifyAttentionParams& params,
+                                                     const ::eaglesim::cuda::VerifyAttentionShape& s,
+                                                     cudaStream_t stream) {
+  if (s.head_dim_qk > kRefMaxDk || s.head_dim_v > kRefMaxDv) return cudaErrorInvalidValue;
+  ::eaglesim::cuda::VerifyAttentionParams p = params;
+  const auto check = ::eaglesim::cuda::resolve_verify_attention_params(s, p);
+  if (check == ::eaglesim::cuda::VerifyAttentionCheck::invalid_value) return cudaErrorInvalidValue;
+  if (check == ::eaglesim::cuda::VerifyAttentionCheck::misaligned) return cudaErrorMisalignedAddress;
+  const ReferenceArgs a = make_reference_args(p, s);
   const long long blocks = static_cast<long long>(s.batch) * s.q_tokens * s.heads;
   verify_attention_reference_kernel<<<static_cast<unsigned>(blocks), kRefThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
-
 #endif  // !EAGLESIM_VA_EMULATE
 
 }  // namespace eaglesim::kernels::verify

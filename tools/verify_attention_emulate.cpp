@@ -339,45 +339,24 @@ inline void wait_for_primary_grid() {}
 #include "verify_attention_reference.cuh"
 
 // ------------------------------------------------------------------ launches on the emulator
-namespace {
+// The same entry points as the CUDA build (upload/launch/reference), for the fake runtime of
+// tools/verify_attention_fake_cudart.cpp; results are VerifyAttentionCheck codes.
+namespace eaglesim::va_emulator {
 using namespace eaglesim::cuda;
 namespace kv = eaglesim::kernels::verify;
-using bf16 = __nv_bfloat16;
 
-void emulate_op(const VerifyAttentionParams& p, const VerifyAttentionPlan& plan, std::vector<unsigned char>& ws) {
-  const auto& s = plan.shape;
-  std::memcpy(ws.data(), plan.metadata.data(), plan.metadata.size());
-  kv::DeviceArgs a{};
-  a.q = static_cast<const bf16*>(p.q);
-  a.k = static_cast<const bf16*>(p.k);
-  a.v = static_cast<const bf16*>(s.kind == VerifyAttentionKind::mla ? p.k : p.v);
-  a.out = static_cast<bf16*>(p.out);
-  a.q_token_stride = p.q_token_stride ? p.q_token_stride : static_cast<long long>(s.heads) * s.head_dim_qk;
-  a.out_token_stride = p.out_token_stride ? p.out_token_stride : static_cast<long long>(s.heads) * s.head_dim_v;
-  a.k_token_stride = p.k_token_stride ? p.k_token_stride : static_cast<long long>(s.kv_heads) * s.head_dim_qk;
-  a.k_head_stride = p.k_head_stride ? p.k_head_stride : s.head_dim_qk;
-  a.v_token_stride = p.v_token_stride ? p.v_token_stride : static_cast<long long>(s.kv_heads) * s.head_dim_v;
-  a.v_head_stride = p.v_head_stride ? p.v_head_stride : s.head_dim_v;
-  if (s.kind == VerifyAttentionKind::mla) {
-    a.v_token_stride = a.k_token_stride;
-    a.v_head_stride = a.k_head_stride;
-  }
-  a.kv_indptr = p.kv_indptr;
-  a.kv_len = p.kv_len;
-  a.mask = p.mask;
-  a.mask_tree = p.mask_kind == VerifyMask::tree;
-  a.mask_per_request = p.mask_per_request;
-  a.work = reinterpret_cast<const VerifyAttentionWorkItem*>(ws.data() + plan.work_offset);
-  a.part_o = reinterpret_cast<float*>(ws.data() + plan.part_o_offset);
-  a.part_lse = reinterpret_cast<float*>(ws.data() + plan.part_lse_offset);
-  a.q_tokens = s.q_tokens;
-  a.heads = s.heads;
-  a.kv_heads = s.kv_heads;
-  a.group = s.heads / s.kv_heads;
-  a.rows_total = a.group * s.q_tokens;
-  a.row_chunks = plan.kernel.row_chunks;
-  const float scale = p.scale > 0 ? p.scale : 1.f / std::sqrt(static_cast<float>(s.head_dim_qk));
-  a.scale_log2 = scale * 1.4426950408889634f;
+void add_global(const void* p, std::size_t n) { emu::g_global.push_back({static_cast<const unsigned char*>(p), n}); }
+void remove_global(const void* p) {
+  auto& g = emu::g_global;
+  g.erase(std::remove_if(g.begin(), g.end(), [&](const emu::Range& r) { return r.p == p; }), g.end());
+}
+
+int launch(const VerifyAttentionParams& params, const VerifyAttentionPlan& plan, void* ws) {
+  VerifyAttentionParams p = params;
+  const auto check = resolve_verify_attention_params(plan.shape, p);
+  if (check != VerifyAttentionCheck::ok) return static_cast<int>(check);
+  if (ws == nullptr || plan.work.empty()) return static_cast<int>(VerifyAttentionCheck::invalid_value);
+  const kv::DeviceArgs a = kv::make_device_args(p, plan, ws);
   std::function<void(const kv::DeviceArgs&)> k;
   using V = VerifyAttentionVariant;
   switch (plan.kernel.variant) {
@@ -393,56 +372,35 @@ void emulate_op(const VerifyAttentionParams& p, const VerifyAttentionPlan& plan,
   // Blocks in reverse order: an order the kernels must not depend on.
   for (long long b = plan.grid_blocks() - 1; b >= 0; --b)
     emu::run_block(plan.kernel.threads, plan.kernel.smem_bytes, static_cast<unsigned>(b), [&] { k(a); });
-  if (plan.combine.empty()) return;
-  kv::CombineArgs c{};
-  c.items = reinterpret_cast<const VerifyAttentionCombineItem*>(ws.data() + plan.combine_offset);
-  c.part_o = a.part_o;
-  c.part_lse = a.part_lse;
-  c.out = a.out;
-  c.out_token_stride = a.out_token_stride;
-  c.q_tokens = s.q_tokens;
-  c.heads = s.heads;
-  c.rows = static_cast<int>(plan.combine_rows());
+  if (plan.combine.empty()) return 0;
+  const kv::CombineArgs c = kv::make_combine_args(a, plan, ws);
   const int blocks = (c.rows + 7) / 8;
+  const int dv = plan.shape.head_dim_v;
   for (int b = 0; b < blocks; ++b) {
     emu::run_block(256, 0, b, [&] {
-      if (s.head_dim_v == 64) kv::verify_combine_kernel<64>(c);
-      else if (s.head_dim_v == 128) kv::verify_combine_kernel<128>(c);
+      if (dv == 64) kv::verify_combine_kernel<64>(c);
+      else if (dv == 128) kv::verify_combine_kernel<128>(c);
       else kv::verify_combine_kernel<512>(c);
     });
   }
+  return 0;
 }
 
-void emulate_reference(const VerifyAttentionParams& p, const VerifyAttentionShape& s) {
-  kv::ReferenceArgs a{};
-  a.q = static_cast<const bf16*>(p.q);
-  a.k = static_cast<const bf16*>(p.k);
-  a.v = static_cast<const bf16*>(p.v ? p.v : p.k);
-  a.out = static_cast<bf16*>(p.out);
-  a.q_token_stride = p.q_token_stride ? p.q_token_stride : static_cast<long long>(s.heads) * s.head_dim_qk;
-  a.out_token_stride = p.out_token_stride ? p.out_token_stride : static_cast<long long>(s.heads) * s.head_dim_v;
-  a.k_token_stride = p.k_token_stride ? p.k_token_stride : static_cast<long long>(s.kv_heads) * s.head_dim_qk;
-  a.k_head_stride = p.k_head_stride ? p.k_head_stride : s.head_dim_qk;
-  a.v_token_stride = p.v_token_stride ? p.v_token_stride : static_cast<long long>(s.kv_heads) * s.head_dim_v;
-  a.v_head_stride = p.v_head_stride ? p.v_head_stride : s.head_dim_v;
-  if (s.kind == VerifyAttentionKind::mla) {
-    a.v_token_stride = a.k_token_stride;
-    a.v_head_stride = a.k_head_stride;
-  }
-  a.kv_indptr = p.kv_indptr;
-  a.kv_len = p.kv_len;
-  a.mask = p.mask;
-  a.mask_tree = p.mask_kind == VerifyMask::tree;
-  a.mask_per_request = p.mask_per_request;
-  a.q_tokens = s.q_tokens;
-  a.heads = s.heads;
-  a.kv_heads = s.kv_heads;
-  a.dk = s.head_dim_qk;
-  a.dv = s.head_dim_v;
-  a.scale = p.scale > 0 ? p.scale : 1.f / std::sqrt(static_cast<float>(s.head_dim_qk));
+int reference(const VerifyAttentionParams& params, const VerifyAttentionShape& s) {
+  VerifyAttentionParams p = params;
+  const auto check = resolve_verify_attention_params(s, p);
+  if (check != VerifyAttentionCheck::ok) return static_cast<int>(check);
+  const kv::ReferenceArgs a = kv::make_reference_args(p, s);
   const int blocks = s.batch * s.q_tokens * s.heads;
   for (int b = 0; b < blocks; ++b) emu::run_block(kv::kRefThreads, 0, b, [&] { kv::verify_attention_reference_kernel(a); });
+  return 0;
 }
+}  // namespace eaglesim::va_emulator
+
+#if !defined(EAGLESIM_VA_EMULATE_NO_MAIN)
+namespace {
+using namespace eaglesim::cuda;
+using bf16 = __nv_bfloat16;
 
 // ------------------------------------------------------------------ one check
 std::uint16_t to_bf(float f) { return __float2bfloat16(f).x; }
@@ -533,17 +491,19 @@ bool run_case(const Case& cs, std::mt19937_64& rng) {
   p.mask_kind = cs.mask;
   p.mask = mask.empty() ? nullptr : mask.data();
   p.mask_per_request = cs.per_request;
-  emu::g_global = {{reinterpret_cast<const unsigned char*>(k.data()), k.size() * 2},
-                   {reinterpret_cast<const unsigned char*>(v.data()), v.size() * 2}};
+  emu::g_global.clear();
+  eaglesim::va_emulator::add_global(k.data(), k.size() * 2);
+  eaglesim::va_emulator::add_global(v.data(), v.size() * 2);
 
   VerifyAttentionPlanOptions opt;
   opt.chunk_tokens = cs.chunk;
   const VerifyAttentionPlan plan = plan_verify_attention(s, cs.kv_len, {}, opt);
   std::vector<unsigned char> ws(plan.workspace_bytes, 0xff);
+  std::memcpy(ws.data(), plan.metadata.data(), plan.metadata.size());
   p.out = out.data();
-  emulate_op(p, plan, ws);
+  if (eaglesim::va_emulator::launch(p, plan, ws.data()) != 0) emu::die("launch refused the params");
   p.out = out_ref.data();
-  emulate_reference(p, s);
+  if (eaglesim::va_emulator::reference(p, s) != 0) emu::die("reference refused the params");
 
   auto err = [&](const std::vector<std::uint16_t>& got, int& nan) {
     double num = 0, den = 0;
@@ -618,3 +578,4 @@ int main(int argc, char** argv) {
   std::printf("%zu passed, %d failed\n", cases.size() - failed, failed);
   return failed ? 1 : 0;
 }
+#endif  // !EAGLESIM_VA_EMULATE_NO_MAIN

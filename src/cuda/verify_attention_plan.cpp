@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -68,7 +69,8 @@ double simulate(const CostModel& m, const std::vector<VerifyAttentionWorkItem>& 
                 const std::vector<std::int32_t>& splits, int blocks_per_item) {
   const long long total = static_cast<long long>(items_sorted.size()) * blocks_per_item;
   const double concurrent = static_cast<double>(std::min<long long>(total, m.slots));
-  const double bw = std::min(m.block_bw_cap, m.dev->hbm_bytes_per_s / concurrent);
+  const double per_sm = std::ceil(concurrent / m.sms);  // the scheduler spreads blocks over SMs first
+  const double bw = std::min({m.block_bw_cap, m.dev->sm_bytes_per_s / per_sm, m.dev->hbm_bytes_per_s / concurrent});
   const double flops = m.dev->mma_flops_per_s / std::max<double>(m.sms, concurrent);
   const double per_token_us = 1e6 * std::max(m.bytes_per_token / bw, m.flops_per_token / flops);
   const double partial_us = 1e6 * m.partial_bytes / bw;
@@ -254,6 +256,33 @@ VerifyAttentionPlan plan_verify_attention(const VerifyAttentionShape& shape, con
   if (work_bytes) std::memcpy(plan.metadata.data() + plan.work_offset, plan.work.data(), work_bytes);
   if (combine_bytes) std::memcpy(plan.metadata.data() + plan.combine_offset, plan.combine.data(), combine_bytes);
   return plan;
+}
+
+VerifyAttentionCheck resolve_verify_attention_params(const VerifyAttentionShape& s, VerifyAttentionParams& p) {
+  const bool mla = s.kind == VerifyAttentionKind::mla;
+  if (mla && p.v == nullptr) p.v = p.k;
+  if (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.out == nullptr || p.kv_indptr == nullptr ||
+      p.kv_len == nullptr)
+    return VerifyAttentionCheck::invalid_value;
+  if (mla && p.v != p.k) return VerifyAttentionCheck::invalid_value;
+  if (p.mask_kind == VerifyMask::tree && p.mask == nullptr) return VerifyAttentionCheck::invalid_value;
+  if (p.q_token_stride == 0) p.q_token_stride = static_cast<std::int64_t>(s.heads) * s.head_dim_qk;
+  if (p.out_token_stride == 0) p.out_token_stride = static_cast<std::int64_t>(s.heads) * s.head_dim_v;
+  if (p.k_token_stride == 0) p.k_token_stride = static_cast<std::int64_t>(s.kv_heads) * s.head_dim_qk;
+  if (p.k_head_stride == 0) p.k_head_stride = s.head_dim_qk;
+  if (p.v_token_stride == 0) p.v_token_stride = static_cast<std::int64_t>(s.kv_heads) * s.head_dim_v;
+  if (p.v_head_stride == 0) p.v_head_stride = s.head_dim_v;
+  if (mla) {  // one latent row per token serves as K and V
+    p.v_token_stride = p.k_token_stride;
+    p.v_head_stride = p.k_head_stride;
+  }
+  if (!(p.scale > 0.f)) p.scale = 1.f / std::sqrt(static_cast<float>(s.head_dim_qk));
+  auto aligned = [](const void* x) { return (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0; };
+  if (!aligned(p.q) || !aligned(p.k) || !aligned(p.v) || !aligned(p.out) || p.q_token_stride % 8 ||
+      p.out_token_stride % 8 || p.k_token_stride % 8 || p.k_head_stride % 8 || p.v_token_stride % 8 ||
+      p.v_head_stride % 8)
+    return VerifyAttentionCheck::misaligned;
+  return VerifyAttentionCheck::ok;
 }
 
 std::vector<std::uint32_t> tree_mask_from_parents(const std::vector<int>& parent) {

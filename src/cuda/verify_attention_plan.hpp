@@ -67,6 +67,12 @@ struct VerifyAttentionParams {
   float scale = 0;  // softmax scale; 0 means 1 / sqrt(head_dim_qk)
 };
 
+// Fills in what params leaves to defaults (strides, MLA's V, the scale) and says whether the
+// kernels can take it: every row must start on 16 bytes (pointers 16-byte aligned, strides
+// multiples of 8 elements), MLA reads V from the K rows, a tree mask needs its words.
+enum class VerifyAttentionCheck : int { ok = 0, invalid_value = 1, misaligned = 2 };
+VerifyAttentionCheck resolve_verify_attention_params(const VerifyAttentionShape& shape, VerifyAttentionParams& params);
+
 // The kernel configurations; their shared-memory sizes come from one place (the .cuh asserts
 // that its layout fits). Usable from device code when compiled by nvcc.
 #if defined(__CUDACC__)
@@ -131,9 +137,10 @@ struct VerifyAttentionDevice {
   int sms = 132;
   double hbm_bytes_per_s = 4.0e12;
   double mma_flops_per_s = 4.0e14;
-  double block_start_us = 1.5;   // per block: work item, Q, pipeline fill (one memory latency)
-  double launch_us = 2.0;        // a kernel in a graph, start to finish of an empty grid
-  double memory_latency_us = 1.0;
+  double block_start_us = 1.5;     // per block: work item, Q, pipeline fill (one memory latency)
+  double launch_us = 2.0;          // a kernel in a graph, start to finish of an empty grid
+  double memory_latency_us = 3.0;  // loaded latency: a block streams at most its bytes in flight per latency
+  double sm_bytes_per_s = 60e9;    // what one SM's blocks together can stream from HBM
 };
 
 struct VerifyAttentionPlanOptions {
