@@ -269,6 +269,15 @@ def main():
         todo = [s for s in todo if s["batch"] != 64 and s["kv"] != 512]
     best = {}
     tried = {s["key"]: set() for s in todo}
+
+    def write_best():  # rewritten after every shape, so a run cut short keeps what it measured
+        with open(args.out, "w") as out:
+            for s in todo:
+                if s["key"] in best:
+                    us, label, err = best[s["key"]]
+                    out.write(json.dumps({"shape": s["key"], "backend": label, "us": round(us, 3),
+                                          "rel_err": float(f"{err:.3e}")}) + "\n")
+
     # Pass 1: every shape gets one working configuration; pass 2: the rest, while time lasts.
     for pass_no in (1, 2):
         for s in todo:
@@ -290,13 +299,12 @@ def main():
                     break
             del case
             torch.cuda.empty_cache()
-    with open(args.out, "w") as out:
-        for s in todo:
-            if s["key"] in best:
-                us, label, err = best[s["key"]]
-                out.write(json.dumps({"shape": s["key"], "backend": label, "us": round(us, 3),
-                                      "rel_err": float(f"{err:.3e}")}) + "\n")
-                log(f"best {s['key']:40s} {label:42s} {us:10.2f} us")
+            write_best()
+    write_best()
+    for s in todo:
+        if s["key"] in best:
+            us, label, _ = best[s["key"]]
+            log(f"best {s['key']:40s} {label:42s} {us:10.2f} us")
     missing = [s["key"] for s in todo if s["key"] not in best]
     partial = [s["key"] for s in todo if s["key"] in best and len(tried[s["key"]]) < len(configs(s))]
     if missing:
