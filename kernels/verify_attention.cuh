@@ -890,7 +890,10 @@ inline cudaError_t launch_verify_attention(const ::eaglesim::cuda::VerifyAttenti
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   lc.attrs = attr;
-  lc.numAttrs = overlap_combine ? 1 : 0;
+  // Programmatic serialization only on explicit streams: the legacy NULL stream synchronises
+  // implicitly with every other stream, which this overlap has no business relaxing.
+  const bool legacy = stream == nullptr || stream == cudaStreamLegacy;
+  lc.numAttrs = overlap_combine && !legacy ? 1 : 0;
   switch (s.head_dim_v) {
     case 64: e = cudaLaunchKernelEx(&lc, verify_combine_kernel<64>, c); break;
     case 128: e = cudaLaunchKernelEx(&lc, verify_combine_kernel<128>, c); break;

@@ -353,6 +353,39 @@ int main(int argc, char** argv) {
       }
       std::printf("    plan %s (%d K/V copies)\n", describe(plan).c_str(), sets);
 
+      // Calibration rows on a subset: the combine launched without PDL (what the overlap buys),
+      // and the split length halved and doubled (whether the planner's choice is the best nearby).
+      const double kv_only = bytes - 2.0 * B * s.q_tokens * s.heads * (s.head_dim_qk + s.head_dim_v);
+      if (!plan.combine.empty() && kv_only < 64e6) {
+        int c3 = 0;
+        bench::BenchRow nr = row;
+        nr.kernel = "  combine no-pdl";
+        nr.us = bench::time_in_graph_us(
+            [&](cudaStream_t st) { CHECK(kv::launch_verify_attention(params_for(c3++ % sets, out), plan, ws, st, false)); },
+            per_graph, 15, 3);
+        bench::print_row(nr);
+      }
+      if (B <= 8 && s.q_tokens <= 4 && (sh.kv == 8192 || sh.kv == 0)) {
+        for (const double f : {0.5, 2.0}) {
+          VerifyAttentionPlanOptions opt;
+          opt.chunk_tokens = std::max(64, static_cast<int>(plan.chunk_tokens * f));
+          const VerifyAttentionPlan alt = plan_verify_attention(s, sh.kv_len, {}, opt);
+          void* ws2 = nullptr;
+          CHECK(cudaMalloc(&ws2, std::max<std::size_t>(alt.workspace_bytes, 256)));
+          CHECK(kv::upload_verify_attention_plan(alt, ws2, nullptr));
+          CHECK(cudaDeviceSynchronize());
+          int c4 = 0;
+          bench::BenchRow ar = row;
+          ar.kernel = f < 1 ? "  split x0.5" : "  split x2";
+          ar.us = bench::time_in_graph_us(
+              [&](cudaStream_t st) { CHECK(kv::launch_verify_attention(params_for(c4++ % sets, out), alt, ws2, st)); },
+              per_graph, 15, 3);
+          bench::print_row(ar);
+          std::printf("    plan %s\n", describe(alt).c_str());
+          CHECK(cudaFree(ws2));
+        }
+      }
+
       if (run_plain) {
         int c2 = 0;
         const double pus = bench::time_in_graph_us(
