@@ -1,0 +1,479 @@
+// bench_attention: verify attention (kernels/verify_attention.cuh) on the shapes of the issue's
+// table, against the memory floor measured in this run, the plain kernel
+// (kernels/verify_attention_reference.cuh) and PyTorch's best SDPA backend
+// (tools/torch_attention_bench.py --out FILE, read with --torch FILE).
+//
+// Shapes: Llama-3.1-8B TP1 (32/8 heads, D 128) and Llama-3.1-70B TP1 (64/8) over B 1/8/32/64 x
+// q 1/4/16/32 x kv 512/2048/8192/32768/ragged (512..32768 spread evenly over the batch); Kimi-K2
+// TP8 (8 heads) and DeepSeek-V3 TP8 (16 heads), absorbed MLA 576/512, over B 1/8/32 x q 1/4 x kv
+// 2048/8192/32768. q > 1 uses a tree mask per request (a binary tree), q = 1 is plain decode.
+// The shape strings are the keys of the torch JSON; tools/torch_attention_bench.py makes the
+// same list.
+//
+// Timing: kernel_bench.cuh's graph timer (median replay). K/V rotate over enough copies that one
+// graph touches >= 1 GiB (L2 is 60 MB), so small shapes are timed from HBM. Before timing, each
+// shape's output is compared with the plain kernel's on the same inputs.
+//
+// Build (the CUDA part of the repo is not needed): nvcc -std=c++17 -O3 -arch=sm_90 -Isrc -Ikernels \
+//   bench/gpu/attention_bench.cu src/cuda/verify_attention_plan.cpp -o bench_attention
+// Run: bench_attention [--torch FILE] [--json FILE] [--filter TEXT] [--no-plain] [--quick] [--budget-s S]
+// (--budget-s: no new shape starts after S seconds; the summary says how many were left)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cuda/verify_attention_plan.hpp"
+#include "kernel_bench.cuh"
+#include "verify_attention.cuh"
+#include "verify_attention_reference.cuh"
+
+namespace {
+using namespace eaglesim::cuda;
+namespace bench = eaglesim::bench;
+namespace kv = eaglesim::kernels::verify;
+#define CHECK(call) EAGLESIM_BENCH_CHECK(call)
+
+struct Model {
+  const char* name;
+  bool mla;
+  int heads, kv_heads;
+};
+const Model kModels[] = {{"8b", false, 32, 8}, {"70b", false, 64, 8}, {"kimi", true, 8, 1}, {"dsv3", true, 16, 1}};
+
+struct Shape {
+  const Model* model;
+  int batch, q;
+  int kv;  // 0: ragged
+  std::string key;
+  VerifyAttentionShape shape;
+  std::vector<std::int32_t> kv_len;
+};
+
+// The ragged rows: request r of B gets 512 + 32256 * (2r + 1) / (2B) tokens (integer division).
+std::vector<std::int32_t> lengths(int batch, int kv) {
+  std::vector<std::int32_t> v(batch);
+  for (int r = 0; r < batch; ++r)
+    v[r] = kv ? kv : 512 + static_cast<int>((32256LL * (2 * r + 1)) / (2 * batch));
+  return v;
+}
+
+std::vector<Shape> all_shapes() {
+  std::vector<Shape> out;
+  for (const Model& m : kModels) {
+    const std::vector<int> batches = m.mla ? std::vector<int>{1, 8, 32} : std::vector<int>{1, 8, 32, 64};
+    const std::vector<int> qs = m.mla ? std::vector<int>{1, 4} : std::vector<int>{1, 4, 16, 32};
+    const std::vector<int> kvs = m.mla ? std::vector<int>{2048, 8192, 32768} : std::vector<int>{512, 2048, 8192, 32768, 0};
+    for (int b : batches)
+      for (int q : qs)
+        for (int kvl : kvs) {
+          Shape s;
+          s.model = &m;
+          s.batch = b;
+          s.q = q;
+          s.kv = kvl;
+          s.key = std::string(m.name) + " B=" + std::to_string(b) + " q=" + std::to_string(q) +
+                  " kv=" + (kvl ? std::to_string(kvl) : std::string("ragged")) + (q > 1 ? " tree" : " decode");
+          s.shape.kind = m.mla ? VerifyAttentionKind::mla : VerifyAttentionKind::gqa;
+          s.shape.batch = b;
+          s.shape.q_tokens = q;
+          s.shape.heads = m.heads;
+          s.shape.kv_heads = m.kv_heads;
+          s.shape.head_dim_qk = m.mla ? 576 : 128;
+          s.shape.head_dim_v = m.mla ? 512 : 128;
+          s.kv_len = lengths(b, kvl);
+          out.push_back(std::move(s));
+        }
+  }
+  return out;
+}
+
+// The draft tree of every benchmark row: a binary tree (parent of i is (i - 1) / 2).
+std::vector<std::uint32_t> bench_tree(int q) {
+  std::vector<int> parent(q);
+  for (int i = 0; i < q; ++i) parent[i] = i == 0 ? -1 : (i - 1) / 2;
+  return tree_mask_from_parents(parent);
+}
+
+__global__ void fill_random_bf16(__nv_bfloat16* p, std::size_t n, std::uint32_t seed, float amp) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    std::uint32_t h = static_cast<std::uint32_t>(i) * 0x9e3779b1u ^ static_cast<std::uint32_t>(i >> 32) * 0x85ebca77u ^ seed;
+    h ^= h >> 15;
+    h *= 0x2c1b3c6du;
+    h ^= h >> 12;
+    h *= 0x297a2d39u;
+    h ^= h >> 15;
+    p[i] = __float2bfloat16(amp * (static_cast<float>(h >> 8) * (2.f / 16777216.f) - 1.f));
+  }
+}
+
+struct TorchRef {
+  double us = 0;
+  std::string backend;
+};
+
+// JSON lines {"shape": "...", "backend": "...", "us": N, ...}; the fastest line per shape wins.
+std::map<std::string, TorchRef> load_torch(const std::string& path) {
+  std::map<std::string, TorchRef> out;
+  std::ifstream f(path);
+  if (!f) {
+    std::fprintf(stderr, "bench_attention: cannot read %s (no torch column)\n", path.c_str());
+    return out;
+  }
+  auto field = [](const std::string& line, const std::string& key) -> std::string {
+    const std::string k = "\"" + key + "\"";
+    std::size_t at = line.find(k);
+    if (at == std::string::npos) return "";
+    at = line.find(':', at + k.size());
+    if (at == std::string::npos) return "";
+    ++at;
+    while (at < line.size() && line[at] == ' ') ++at;
+    if (at < line.size() && line[at] == '"') {
+      const std::size_t end = line.find('"', at + 1);
+      return end == std::string::npos ? "" : line.substr(at + 1, end - at - 1);
+    }
+    std::size_t end = at;
+    while (end < line.size() && line[end] != ',' && line[end] != '}') ++end;
+    return line.substr(at, end - at);
+  };
+  std::string line;
+  while (std::getline(f, line)) {
+    const std::string shape = field(line, "shape"), backend = field(line, "backend"), us = field(line, "us");
+    if (shape.empty() || us.empty()) continue;
+    const double t = std::atof(us.c_str());
+    if (!(t > 0)) continue;
+    auto it = out.find(shape);
+    if (it == out.end() || t < it->second.us) out[shape] = {t, backend};
+  }
+  return out;
+}
+
+double rel_error(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b, long long* nan) {
+  double num = 0, den = 0;
+  *nan = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    float x, y;
+    const std::uint32_t ux = static_cast<std::uint32_t>(a[i]) << 16, uy = static_cast<std::uint32_t>(b[i]) << 16;
+    std::memcpy(&x, &ux, 4);
+    std::memcpy(&y, &uy, 4);
+    if (std::isnan(x) || std::isnan(y)) {
+      ++*nan;
+      continue;
+    }
+    num += (double(x) - y) * (double(x) - y);
+    den += double(y) * y;
+  }
+  return den > 0 ? std::sqrt(num / den) : 0;
+}
+
+struct Summary {
+  std::string cls;
+  int shapes = 0, big = 0, big_below_60 = 0, small_over_4us = 0, slower_than_2x_torch = 0, with_torch = 0;
+  double worst_big_pct = 1e9, worst_small_gap = 0, min_speedup = 1e9;
+  std::string worst_big_shape, worst_small_shape, min_speedup_shape;
+  std::vector<double> big_pcts;
+};
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string torch_path, json_path, filter;
+  bool plain = true, quick = false;
+  double budget_s = 1e9;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_attention: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--torch") torch_path = next();
+    else if (a == "--json") json_path = next();
+    else if (a == "--filter") filter = next();
+    else if (a == "--no-plain") plain = false;
+    else if (a == "--quick") quick = true;
+    else if (a == "--budget-s") budget_s = std::atof(next().c_str());
+    else {
+      std::fprintf(stderr,
+                   "usage: bench_attention [--torch FILE] [--json FILE] [--filter TEXT] [--no-plain] [--quick] [--budget-s S]\n");
+      return 2;
+    }
+  }
+  const auto t_start = std::chrono::steady_clock::now();
+  try {
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("device: %s, %d SMs, L2 %.0f MB, %.0f MB shared/SM\n", prop.name, prop.multiProcessorCount,
+                prop.l2CacheSize / 1e6, prop.sharedMemPerMultiprocessor / 1e6);
+    const double read_gbps = bench::measure_read_gbps(std::size_t(1) << 30);  // 16x the L2
+    std::printf("floor: streaming read %.0f GB/s (1 GiB, this run)\n", read_gbps);
+
+    std::vector<Shape> shapes = all_shapes();
+    if (!filter.empty())
+      shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [&](const Shape& s) { return s.key.find(filter) == std::string::npos; }),
+                   shapes.end());
+    if (quick)
+      shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [](const Shape& s) { return s.batch == 64 || s.kv == 512; }),
+                   shapes.end());
+    const auto torch = torch_path.empty() ? std::map<std::string, TorchRef>{} : load_torch(torch_path);
+
+    // One pool for every shape's K/V copies, the largest shape's K/V once or 1 GiB of copies.
+    std::size_t pool_bytes = std::size_t(1) << 30;
+    std::size_t max_rows = 0;
+    for (const auto& s : shapes) {
+      const double kvb = verify_attention_min_bytes(s.shape, s.kv_len);
+      pool_bytes = std::max(pool_bytes, static_cast<std::size_t>(kvb) + (std::size_t(64) << 20));
+      max_rows = std::max(max_rows, static_cast<std::size_t>(s.batch) * s.q * s.shape.heads * 576);
+    }
+    __nv_bfloat16* pool = nullptr;
+    __nv_bfloat16 *q = nullptr, *out = nullptr, *out_plain = nullptr;
+    CHECK(cudaMalloc(&pool, pool_bytes));
+    CHECK(cudaMalloc(&q, max_rows * 2));
+    CHECK(cudaMalloc(&out, max_rows * 2));
+    CHECK(cudaMalloc(&out_plain, max_rows * 2));
+    fill_random_bf16<<<prop.multiProcessorCount * 8, 256>>>(pool, pool_bytes / 2, 0x1234567u, 1.f);
+    fill_random_bf16<<<prop.multiProcessorCount * 8, 256>>>(q, max_rows, 0x7654321u, 2.f);
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+
+    std::FILE* jf = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
+    if (!json_path.empty() && jf == nullptr) throw std::runtime_error("cannot write " + json_path);
+    bench::print_header();
+    std::map<std::string, Summary> summary;
+    double worst_check = 0;
+    long long check_nan = 0;
+    int checked = 0, plain_skipped = 0, over_budget = 0;
+
+    for (const Shape& sh : shapes) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count() > budget_s) {
+        ++over_budget;
+        continue;
+      }
+      const auto& s = sh.shape;
+      const bool mla = s.kind == VerifyAttentionKind::mla;
+      const int B = s.batch;
+      long long total = 0;
+      std::vector<std::int32_t> indptr(B + 1, 0);
+      for (int r = 0; r < B; ++r) indptr[r + 1] = indptr[r] + sh.kv_len[r];
+      total = indptr[B];
+      const std::size_t k_elems = static_cast<std::size_t>(total) * (mla ? 576 : s.kv_heads * 128);
+      const std::size_t set_elems = mla ? k_elems : 2 * k_elems;  // GQA: K then V
+      const std::size_t set_bytes = (set_elems * 2 + 255) / 256 * 256;
+      const int sets = static_cast<int>(std::clamp<std::size_t>(((std::size_t(1) << 30) + set_bytes - 1) / set_bytes, 1,
+                                                                std::min<std::size_t>(256, pool_bytes / set_bytes)));
+
+      int32_t *d_indptr = nullptr, *d_len = nullptr;
+      std::uint32_t* d_mask = nullptr;
+      CHECK(cudaMalloc(&d_indptr, indptr.size() * 4));
+      CHECK(cudaMalloc(&d_len, sh.kv_len.size() * 4));
+      CHECK(cudaMemcpy(d_indptr, indptr.data(), indptr.size() * 4, cudaMemcpyHostToDevice));
+      CHECK(cudaMemcpy(d_len, sh.kv_len.data(), sh.kv_len.size() * 4, cudaMemcpyHostToDevice));
+      if (s.q_tokens > 1) {
+        const auto one = bench_tree(s.q_tokens);
+        std::vector<std::uint32_t> m;
+        for (int r = 0; r < B; ++r) m.insert(m.end(), one.begin(), one.end());
+        CHECK(cudaMalloc(&d_mask, m.size() * 4));
+        CHECK(cudaMemcpy(d_mask, m.data(), m.size() * 4, cudaMemcpyHostToDevice));
+      }
+      const VerifyAttentionPlan plan = plan_verify_attention(s, sh.kv_len);
+      void* ws = nullptr;
+      CHECK(cudaMalloc(&ws, std::max<std::size_t>(plan.workspace_bytes, 256)));
+      CHECK(kv::upload_verify_attention_plan(plan, ws, nullptr));
+      CHECK(cudaDeviceSynchronize());
+
+      auto params_for = [&](int set, __nv_bfloat16* o) {
+        VerifyAttentionParams p;
+        const __nv_bfloat16* base = pool + static_cast<std::size_t>(set) * (set_bytes / 2);
+        p.q = q;
+        p.k = base;
+        p.v = mla ? base : base + k_elems;
+        p.out = o;
+        p.kv_indptr = d_indptr;
+        p.kv_len = d_len;
+        p.mask_kind = s.q_tokens > 1 ? VerifyMask::tree : VerifyMask::chain;
+        p.mask = d_mask;
+        p.mask_per_request = true;
+        return p;
+      };
+
+      // The check: the optimised op against the plain kernel on copy 0, both outputs poisoned first.
+      const std::size_t out_elems = static_cast<std::size_t>(B) * s.q_tokens * s.heads * s.head_dim_v;
+      const double plain_traffic = verify_attention_min_bytes(s, sh.kv_len) * (s.heads / s.kv_heads) * s.q_tokens;
+      const bool run_plain = plain && plain_traffic <= 4e9;  // its blocks each re-read a KV head
+      if (run_plain) {
+        CHECK(cudaMemset(out, 0xff, out_elems * 2));
+        CHECK(cudaMemset(out_plain, 0xff, out_elems * 2));
+        CHECK(kv::launch_verify_attention(params_for(0, out), plan, ws, nullptr));
+        CHECK(kv::launch_verify_attention_reference(params_for(0, out_plain), s, nullptr));
+        CHECK(cudaDeviceSynchronize());
+        std::vector<std::uint16_t> a(out_elems), b(out_elems);
+        CHECK(cudaMemcpy(a.data(), out, out_elems * 2, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(b.data(), out_plain, out_elems * 2, cudaMemcpyDeviceToHost));
+        long long nan = 0;
+        const double e = rel_error(a, b, &nan);
+        ++checked;
+        check_nan += nan;
+        worst_check = std::max(worst_check, e);
+        if (nan || e > 1e-2) std::printf("CHECK FAILED %s: ||opt - plain|| / ||plain|| = %.3e, %lld NaN\n", sh.key.c_str(), e, nan);
+      }
+
+      const double bytes = verify_attention_min_bytes(s, sh.kv_len);
+      const double floor_us = bytes / (read_gbps * 1e3);
+      const double est = std::max(plan.estimated_us, 1.0);
+      int counter = 0;
+      const int per_graph = std::clamp(std::max(sets, static_cast<int>(std::ceil(1500.0 / est))), 1, 256);
+      const double us = bench::time_in_graph_us(
+          [&](cudaStream_t st) { CHECK(kv::launch_verify_attention(params_for(counter++ % sets, out), plan, ws, st)); },
+          per_graph, 15, 3);
+
+      bench::BenchRow row;
+      row.kernel = mla ? "verify mla" : "verify gqa";
+      row.shape = sh.key;
+      row.bytes = bytes;
+      row.us = us;
+      row.floor_us = floor_us;
+      const auto t = torch.find(sh.key);
+      if (t != torch.end()) {
+        row.reference_us = t->second.us;
+        row.reference = "torch sdpa " + t->second.backend;
+      }
+      bench::print_row(row);
+      if (jf) {
+        bench::print_json_row(jf, row);
+        std::fflush(jf);  // what a timeout cuts short stays on disk
+      }
+      std::printf("    plan %s (%d K/V copies)\n", describe(plan).c_str(), sets);
+
+      // Calibration rows on a subset: the combine launched without PDL (what the overlap buys),
+      // and the split length halved and doubled (whether the planner's choice is the best nearby).
+      const double kv_only = bytes - 2.0 * B * s.q_tokens * s.heads * (s.head_dim_qk + s.head_dim_v);
+      if (!plan.combine.empty() && kv_only < 64e6) {
+        int c3 = 0;
+        bench::BenchRow nr = row;
+        nr.kernel = "  combine no-pdl";
+        nr.us = bench::time_in_graph_us(
+            [&](cudaStream_t st) { CHECK(kv::launch_verify_attention(params_for(c3++ % sets, out), plan, ws, st, false)); },
+            per_graph, 15, 3);
+        bench::print_row(nr);
+      }
+      if (B <= 8 && s.q_tokens <= 4 && (sh.kv == 8192 || sh.kv == 0)) {
+        for (const double f : {0.5, 2.0}) {
+          VerifyAttentionPlanOptions opt;
+          opt.chunk_tokens = std::max(64, static_cast<int>(plan.chunk_tokens * f));
+          const VerifyAttentionPlan alt = plan_verify_attention(s, sh.kv_len, {}, opt);
+          void* ws2 = nullptr;
+          CHECK(cudaMalloc(&ws2, std::max<std::size_t>(alt.workspace_bytes, 256)));
+          CHECK(kv::upload_verify_attention_plan(alt, ws2, nullptr));
+          CHECK(cudaDeviceSynchronize());
+          int c4 = 0;
+          bench::BenchRow ar = row;
+          ar.kernel = f < 1 ? "  split x0.5" : "  split x2";
+          ar.us = bench::time_in_graph_us(
+              [&](cudaStream_t st) { CHECK(kv::launch_verify_attention(params_for(c4++ % sets, out), alt, ws2, st)); },
+              per_graph, 15, 3);
+          bench::print_row(ar);
+          std::printf("    plan %s\n", describe(alt).c_str());
+          CHECK(cudaFree(ws2));
+        }
+      }
+
+      if (run_plain) {
+        int c2 = 0;
+        const double pus = bench::time_in_graph_us(
+            [&](cudaStream_t st) { CHECK(kv::launch_verify_attention_reference(params_for(c2++ % sets, out_plain), s, st)); },
+            std::min(sets, 8), 5, 1);
+        bench::BenchRow pr = row;
+        pr.kernel = mla ? "plain mla" : "plain gqa";
+        pr.us = pus;
+        bench::print_row(pr);
+        if (jf) {
+          bench::print_json_row(jf, pr);
+          std::fflush(jf);
+        }
+      } else {
+        ++plain_skipped;
+      }
+
+      Summary& sm = summary[std::string(sh.model->name) + (s.q_tokens > 1 ? " q" + std::to_string(s.q_tokens) : " q1")];
+      sm.cls = std::string(sh.model->name) + " q=" + std::to_string(s.q_tokens);
+      ++sm.shapes;
+      const double kv_bytes = bytes - 2.0 * B * s.q_tokens * s.heads * (s.head_dim_qk + s.head_dim_v);
+      if (kv_bytes >= 16e6) {
+        const double pct = 100.0 * floor_us / us;
+        ++sm.big;
+        sm.big_pcts.push_back(pct);
+        if (pct < 60) ++sm.big_below_60;
+        if (pct < sm.worst_big_pct) {
+          sm.worst_big_pct = pct;
+          sm.worst_big_shape = sh.key;
+        }
+      } else {
+        const double gap = us - floor_us;
+        if (gap > 4) ++sm.small_over_4us;
+        if (gap > sm.worst_small_gap) {
+          sm.worst_small_gap = gap;
+          sm.worst_small_shape = sh.key;
+        }
+      }
+      if (row.reference_us > 0) {
+        ++sm.with_torch;
+        const double sp = row.reference_us / us;
+        if (sp < 2) ++sm.slower_than_2x_torch;
+        if (sp < sm.min_speedup) {
+          sm.min_speedup = sp;
+          sm.min_speedup_shape = sh.key;
+        }
+      }
+      std::fflush(stdout);
+      CHECK(cudaFree(ws));
+      CHECK(cudaFree(d_indptr));
+      CHECK(cudaFree(d_len));
+      if (d_mask) CHECK(cudaFree(d_mask));
+    }
+    if (jf) std::fclose(jf);
+
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    std::printf("\n== summary (%zu shapes, %.0f s; read floor %.0f GB/s)\n", shapes.size() - over_budget, secs, read_gbps);
+    if (over_budget) std::printf("NOT RUN: %d shapes left when the %.0f s budget ran out\n", over_budget, budget_s);
+    std::printf("check vs plain kernel: %d shapes, worst ||opt - plain|| / ||plain|| = %.2e, NaN %lld%s\n", checked,
+                worst_check, check_nan, plain_skipped ? (", plain kernel skipped on " + std::to_string(plain_skipped) +
+                                                         " shapes (> 4 GB of re-reads)").c_str() : "");
+    std::printf("%-10s %6s | %-34s | %-30s | %-22s\n", "class", "shapes", ">=16MB KV: n, <60%, median, worst %floor",
+                "<16MB: n over floor+4us, worst", "torch: n, <2x, min x");
+    for (auto& [k, sm] : summary) {
+      double med = 0;
+      if (!sm.big_pcts.empty()) {
+        std::sort(sm.big_pcts.begin(), sm.big_pcts.end());
+        med = sm.big_pcts[sm.big_pcts.size() / 2];
+      }
+      char big[64], small[64], tr[64];
+      if (sm.big)
+        std::snprintf(big, sizeof big, "%2d, %2d, %5.1f%%, %5.1f%%", sm.big, sm.big_below_60, med, sm.worst_big_pct);
+      else
+        std::snprintf(big, sizeof big, "-");
+      std::snprintf(small, sizeof small, "%2d over, +%.1f us", sm.small_over_4us, sm.worst_small_gap);
+      if (sm.with_torch)
+        std::snprintf(tr, sizeof tr, "%2d, %2d, %.2fx", sm.with_torch, sm.slower_than_2x_torch, sm.min_speedup);
+      else
+        std::snprintf(tr, sizeof tr, "-");
+      std::printf("%-10s %6d | %-34s | %-30s | %-22s\n", sm.cls.c_str(), sm.shapes, big, small, tr);
+    }
+    cudaFree(pool);
+    cudaFree(q);
+    cudaFree(out);
+    cudaFree(out_plain);
+    return (check_nan || worst_check > 1e-2) ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_attention: %s\n", e.what());
+    return 1;
+  }
+}

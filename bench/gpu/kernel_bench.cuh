@@ -1,0 +1,137 @@
+#pragma once
+// What every kernel benchmark of bench/gpu shares: the memory floor measured in the same run, a
+// CUDA-graph timer that reports the median over replays, and a table/JSON row format. Header-only
+// (the benchmarks are single translation units built with nvcc).
+//
+// The floor is the bytes an op must move over the device's achieved read bandwidth, measured here
+// by a streaming read of a buffer far larger than L2 (16-byte loads, every byte read once), so a
+// kernel's "% of floor" compares it with what this very GPU streams, not with a datasheet.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+namespace eaglesim::bench {
+
+inline void check(cudaError_t e, const char* what, const char* file, int line) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + what + ": " +
+                             cudaGetErrorString(e));
+}
+#define EAGLESIM_BENCH_CHECK(call) ::eaglesim::bench::check((call), #call, __FILE__, __LINE__)
+
+// Reads every 16-byte vector once; the xor keeps the loads from being optimised away.
+__global__ void stream_read_kernel(const uint4* __restrict__ p, std::size_t n, unsigned* __restrict__ sink) {
+  unsigned acc = 0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;  // practically never true; the compiler cannot know that
+}
+
+// Median of a sample (copied: the caller's order is kept).
+inline double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Times `launch` (which enqueues one op on the stream it is given) as `per_graph` back-to-back
+// launches captured in one CUDA graph, replayed `replays` times after `warmup` replays; returns
+// the median replay time divided by per_graph, in µs. Launch gaps inside a graph are what a
+// replayed serving step pays, so they are part of the figure.
+inline double time_in_graph_us(const std::function<void(cudaStream_t)>& launch, int per_graph = 20, int replays = 15,
+                               int warmup = 3) {
+  cudaStream_t s;
+  EAGLESIM_BENCH_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t g;
+  cudaGraphExec_t exec;
+  EAGLESIM_BENCH_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < per_graph; ++i) launch(s);
+  EAGLESIM_BENCH_CHECK(cudaStreamEndCapture(s, &g));
+  EAGLESIM_BENCH_CHECK(cudaGraphInstantiate(&exec, g, 0));
+  cudaEvent_t a, b;
+  EAGLESIM_BENCH_CHECK(cudaEventCreate(&a));
+  EAGLESIM_BENCH_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < warmup; ++i) EAGLESIM_BENCH_CHECK(cudaGraphLaunch(exec, s));
+  std::vector<double> us;
+  for (int i = 0; i < replays; ++i) {
+    EAGLESIM_BENCH_CHECK(cudaEventRecord(a, s));
+    EAGLESIM_BENCH_CHECK(cudaGraphLaunch(exec, s));
+    EAGLESIM_BENCH_CHECK(cudaEventRecord(b, s));
+    EAGLESIM_BENCH_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    EAGLESIM_BENCH_CHECK(cudaEventElapsedTime(&ms, a, b));
+    us.push_back(1000.0 * ms / per_graph);
+  }
+  EAGLESIM_BENCH_CHECK(cudaGetLastError());
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(g);
+  cudaStreamDestroy(s);
+  return median_of(us);
+}
+
+// The device's achieved HBM read bandwidth in GB/s (1e9 B/s): a streaming read of `bytes`
+// (default 4 GiB, many times any L2), timed in a graph like every kernel.
+inline double measure_read_gbps(std::size_t bytes = std::size_t(4) << 30) {
+  void* buf = nullptr;
+  unsigned* sink = nullptr;
+  EAGLESIM_BENCH_CHECK(cudaMalloc(&buf, bytes));
+  EAGLESIM_BENCH_CHECK(cudaMalloc(&sink, sizeof(unsigned)));
+  EAGLESIM_BENCH_CHECK(cudaMemset(buf, 0x5a, bytes));  // a pattern, not zeros
+  int sms = 0;
+  EAGLESIM_BENCH_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const std::size_t n = bytes / sizeof(uint4);
+  const double us = time_in_graph_us(
+      [&](cudaStream_t s) { stream_read_kernel<<<sms * 8, 512, 0, s>>>(static_cast<const uint4*>(buf), n, sink); }, 4,
+      9, 2);
+  cudaFree(buf);
+  cudaFree(sink);
+  return static_cast<double>(bytes) / (us * 1e-6) / 1e9;
+}
+
+// One benchmark row: what was timed, its bytes and time, and the floor they imply.
+struct BenchRow {
+  std::string kernel;  // e.g. "attention gqa"
+  std::string shape;   // e.g. "B=8 q=4 kv=8192 H=64/8 D=128 tree"
+  double bytes = 0;    // the fewest bytes the op must read and write
+  double us = 0;       // median per op
+  double floor_us = 0; // bytes / measured read bandwidth
+  double reference_us = 0;  // the best public alternative on the same shape (0: none measured)
+  std::string reference;    // which alternative ("torch sdpa (flash)")
+};
+
+inline void print_header() {
+  std::printf("%-16s %-44s %10s %9s %9s %7s %11s %8s\n", "kernel", "shape", "MB", "us", "floor_us", "%floor", "ref_us",
+              "speedup");
+}
+
+inline void print_row(const BenchRow& r) {
+  std::printf("%-16s %-44s %10.2f %9.2f %9.2f %6.1f%% ", r.kernel.c_str(), r.shape.c_str(), r.bytes / 1e6, r.us,
+              r.floor_us, 100.0 * r.floor_us / r.us);
+  if (r.reference_us > 0)
+    std::printf("%11.2f %7.2fx\n", r.reference_us, r.reference_us / r.us);
+  else
+    std::printf("%11s %8s\n", "-", "-");
+}
+
+// One JSON object per row (JSON lines), for docs and for joining with tools/ reference timings.
+inline void print_json_row(std::FILE* f, const BenchRow& r) {
+  std::fprintf(f,
+               "{\"kernel\": \"%s\", \"shape\": \"%s\", \"bytes\": %.0f, \"us\": %.3f, \"floor_us\": %.3f, "
+               "\"pct_floor\": %.2f, \"gbps\": %.1f, \"reference\": \"%s\", \"reference_us\": %.3f}\n",
+               r.kernel.c_str(), r.shape.c_str(), r.bytes, r.us, r.floor_us, 100.0 * r.floor_us / r.us,
+               r.bytes / (r.us * 1e-6) / 1e9, r.reference.c_str(), r.reference_us);
+}
+
+}  // namespace eaglesim::bench
