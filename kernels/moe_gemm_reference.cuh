@@ -6,7 +6,9 @@
 // reference built from the unpacked weights), and the benchmark's "how far did tiling get us".
 #include <cstdint>
 
+#if !defined(EAGLESIM_MOE_EMULATE)
 #include <cuda_bf16.h>
+#endif
 
 #include "moe_gemm_layout.cuh"
 #include "moe_grouped_gemm.cuh"

@@ -27,7 +27,11 @@
 // first launch; every launch leaves them zero.
 #include <cstdint>
 
+#if !defined(EAGLESIM_MOE_EMULATE)
 #include <cuda_bf16.h>
+// The dynamic shared memory of a block (tools/moe_gemm_emulate.cpp maps it to its own buffer).
+#define EAGLESIM_MOE_DYNAMIC_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
+#endif
 
 #include "moe_gemm_layout.cuh"
 
@@ -49,10 +53,16 @@ struct GemmParams {
 
 namespace detail {
 
+// The PTX primitives. tools/moe_gemm_emulate.cpp defines EAGLESIM_MOE_EMULATE and supplies each
+// of them with the PTX ISA's semantics to run this file's kernels on a CPU.
+#if !defined(EAGLESIM_MOE_EMULATE)
 __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
 __device__ __forceinline__ void mbar_init(std::uint32_t bar, std::uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
@@ -128,6 +138,7 @@ __device__ __forceinline__ std::uint32_t bf2_mul(std::uint32_t a, std::uint32_t 
   asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
   return d;
 }
+#endif  // !EAGLESIM_MOE_EMULATE
 
 // One int4 word = one k16 step: register r from the nibbles at bits 4r and 16+4r.
 // (0x4300 | u) is 128 + u in bf16, exactly; minus 136 gives u - 8 exactly; one rounding for the
@@ -290,7 +301,7 @@ __global__ void __launch_bounds__(kThreads, 2) moe_grouped_gemm_kernel(const Gem
   using namespace detail;
   constexpr int S = Cfg::kStages, TK = Cfg::kTK, AK = Cfg::kAtomK;
   constexpr int kRowsPerBlock = 8 * R;
-  extern __shared__ __align__(128) unsigned char smem[];
+  EAGLESIM_MOE_DYNAMIC_SMEM(smem);
   const std::uint32_t smem0 = smem_u32(smem);
   const std::uint32_t full0 = smem0 + Cfg::kBarrierOff, empty0 = full0 + 8 * S;
   int* s_off = reinterpret_cast<int*>(smem + Cfg::kTableOff);
@@ -307,7 +318,7 @@ __global__ void __launch_bounds__(kThreads, 2) moe_grouped_gemm_kernel(const Gem
       mbar_init(full0 + 8 * s, 1);
       mbar_init(empty0 + 8 * s, kConsumerWarps);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    fence_mbarrier_init();
   }
   __syncthreads();
   if (warp == 0) {
