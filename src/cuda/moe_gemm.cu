@@ -2,8 +2,8 @@
 // of its reference (kernels/moe_gemm_reference.cuh). The plan (moe_gemm_plan.cpp) picks the
 // instantiation; this file owns the template instances and the launch checks.
 #include <cstdint>
+#include <map>
 #include <mutex>
-#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -54,15 +54,13 @@ void dispatch(const GroupedGemmPlan& plan, Fn&& fn) {
   }
 }
 
-// (device, format, row tile, smem) already opted in: the attribute is per device, and threads may
-// drive several devices.
+// The shared-memory opt-in of each (device, kernel instance): the largest any plan needed so far.
+// The attribute is per device (threads may drive several), and it only ever grows, so a plan
+// with fewer experts (smaller tables) never lowers it under a plan with more.
 std::mutex g_prepared_mu;
-std::set<std::pair<int, std::int64_t>> g_prepared;
+std::map<std::pair<int, int>, std::size_t> g_prepared;
 
-std::int64_t prepared_key(const GroupedGemmPlan& plan) {
-  return (static_cast<std::int64_t>(plan.shape.format) << 48) | (static_cast<std::int64_t>(plan.row_tile) << 32) |
-         static_cast<std::int64_t>(plan.smem_bytes);
-}
+int instance_key(const GroupedGemmPlan& plan) { return static_cast<int>(plan.shape.format) * 1000 + plan.row_tile; }
 
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
@@ -104,11 +102,12 @@ void check_args(const GroupedGemmPlan& plan, const GroupedGemmArgs& a) {
 void prepare_grouped_gemm(const GroupedGemmPlan& plan) {
   int device = 0;
   EAGLESIM_CUDA_CHECK(cudaGetDevice(&device));
-  const auto key = std::make_pair(device, prepared_key(plan));
+  const auto key = std::make_pair(device, instance_key(plan));
   std::lock_guard<std::mutex> lock(g_prepared_mu);
-  if (g_prepared.count(key)) return;
+  const auto it = g_prepared.find(key);
+  if (it != g_prepared.end() && it->second >= plan.smem_bytes) return;
   dispatch(plan, [&](auto inst) { decltype(inst)::prepare(plan.smem_bytes); });
-  g_prepared.insert(key);
+  g_prepared[key] = plan.smem_bytes;
 }
 
 void launch_grouped_gemm(const GroupedGemmPlan& plan, const GroupedGemmArgs& args, void* workspace,
