@@ -321,25 +321,34 @@ __global__ void __launch_bounds__(kThreads, 2) moe_grouped_gemm_kernel(const Gem
     fence_mbarrier_init();
   }
   __syncthreads();
-  if (warp == 0) {
-    int carry = 0;
-    for (int base = 0; base < E; base += 32) {
-      const int e = base + lane;
-      int cnt = 0;
-      if (e < E) {
-        const int rows = s_off[e + 1] - s_off[e];
-        cnt = rows > 0 ? (rows + kRowsPerBlock - 1) / kRowsPerBlock * n_tiles : 0;
-      }
-      int incl = cnt;
+  {
+    // Items per expert and their exclusive prefix, by the whole block (it stands between the
+    // launch and the first bulk copy): each thread sums a run of experts, a shuffle scan per
+    // warp, then the warp totals.
+    __shared__ int s_warp_total[kThreads / 32];
+    const int per = (E + kThreads - 1) / kThreads;
+    const int e0 = min(E, static_cast<int>(threadIdx.x) * per), e1 = min(E, e0 + per);
+    auto items_of = [&](int e) {
+      const int rows = s_off[e + 1] - s_off[e];
+      return rows > 0 ? (rows + kRowsPerBlock - 1) / kRowsPerBlock * n_tiles : 0;
+    };
+    int local = 0;
+    for (int e = e0; e < e1; ++e) local += items_of(e);
+    int incl = local;
 #pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const int v = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= o) incl += v;
-      }
-      if (e < E) s_items[e] = carry + incl - cnt;
-      carry += __shfl_sync(0xffffffffu, incl, 31);
+    for (int o = 1; o < 32; o <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += v;
     }
-    if (lane == 0) s_items[E] = carry;
+    if (lane == 31) s_warp_total[warp] = incl;
+    __syncthreads();
+    int run = incl - local;
+    for (int w = 0; w < warp; ++w) run += s_warp_total[w];
+    for (int e = e0; e < e1; ++e) {
+      s_items[e] = run;
+      run += items_of(e);
+    }
+    if (threadIdx.x == kThreads - 1) s_items[E] = run;
   }
   __syncthreads();
   const int total_items = s_items[E];

@@ -41,6 +41,7 @@
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __shared__ static  // blocks run one after another, so a static is one block's
 
 struct __nv_bfloat16 {
   std::uint16_t x;
@@ -646,6 +647,9 @@ int main(int argc, char** argv) {
     run_case(f, 24, 128, {0, 0, 5}, ++seed, 1);       // one CTA does everything
     run_case(f, 152, 256, {30, 17, 0, 25}, ++seed, 6);  // r32
     run_case(f, 16, 128, {2, 1}, ++seed, 40);         // more CTAs than chunks
+    std::vector<int> many(600);                       // more experts than threads: the block scan
+    for (std::size_t e = 0; e < many.size(); ++e) many[e] = (e * 7919) % 5 == 0 ? 1 + e % 3 : 0;
+    run_case(f, 32, 128, many, ++seed, 12);
   }
   std::printf("emulated: %lld bulk copies, %lld warp mma; %d failing case(s)\n",
               static_cast<long long>(emu::g_bulk_copies), static_cast<long long>(emu::g_mmas), g_failures);
