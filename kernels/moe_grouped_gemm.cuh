@@ -19,9 +19,10 @@
 //  * Eight consumer warps each own 16 output channels. Weights are the A operand of
 //    mma.m16n8k16 (bf16, fp32 accumulate) and the rows are N, so rows pad to 8, not 16. A lane
 //    reads its A fragment straight from the packed atom (one 16-byte shared load), converts
-//    fp8/int4 to bf16 in registers (int4: lop3 + sub + mul per pair; fp8: shifts/masks + one
-//    mul that also applies 2^120 and the block scale), and takes the activations with ldmatrix
-//    from a padded (conflict-free) stage buffer.
+//    fp8/int4 to bf16 in registers (int4: lop3 + sub per pair, and either one mul by the group
+//    scale per pair or, at <= 16 rows, one fp32 FMA per accumulator and group on the group's
+//    partial sum; fp8: shifts/masks + one mul that also applies 2^120 and the block scale), and
+//    takes the activations with ldmatrix from a padded (conflict-free) stage buffer.
 // Requirements (checked on the host by plan_grouped_gemm): k % 64 == 0, x and W 16-byte aligned,
 // sm_90 (bulk copies, mbarrier tx-counts). The workspace's counters must be zero before the
 // first launch; every launch leaves them zero.
@@ -153,6 +154,13 @@ __device__ __forceinline__ void int4_step(std::uint32_t q, std::uint32_t s_lo, s
   }
 }
 
+// The same without the scale: exact u - 8 for the post-scaled path.
+__device__ __forceinline__ void int4_step_unscaled(std::uint32_t q, std::uint32_t (&a)[4]) {
+  constexpr std::uint32_t kMask = 0x000F000Fu, kMagic = 0x43004300u, k136 = 0x43084308u;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) a[r] = bf2_sub(lop3<(0xF0 & 0xCC) | 0xAA>(q >> (4 * r), kMask, kMagic), k136);
+}
+
 // One fp8 word = two registers: bytes 0,2 -> `lo`, bytes 1,3 -> `hi`. An e4m3 byte moved to bf16
 // bits {15, 10..4} is its value times 2^-120 (also for e4m3 subnormals, which become bf16
 // subnormals); `bias` multiplies that back (2^120, times the block scale where there is one).
@@ -222,21 +230,59 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
   } else {
     constexpr int G = int4_group(F);
     const unsigned char* sblk = stage + Cfg::kScaleOff + warp * Cfg::kBlockScaleBytes + (lane >> 2) * 4;
+    if constexpr (R <= 2) {
+      // Few rows: the group scale multiplies the fp32 partial sum of its group (4R FFMA per group)
+      // instead of every weight pair (8 HMUL2 per 32 k); the mma then sees u - 8 exactly.
+      constexpr int kPairsPerGroup = G / 32;
+      static_assert(Cfg::kTK % G == 0, "a stage holds whole scale groups");
+      float part[R][4];
 #pragma unroll
-    for (int at = 0; at < Cfg::kTK / 64; ++at) {
-      if (at * 64 < klen) {
-        const uint4 raw = *reinterpret_cast<const uint4*>(wblk + at * kAtomBytes);
-        const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+      for (int at = 0; at < Cfg::kTK / 64; ++at) {
+        if (at * 64 < klen) {
+          const uint4 raw = *reinterpret_cast<const uint4*>(wblk + at * kAtomBytes);
+          const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int q = 2 * at + h;  // 32 k: one scale group for both group sizes
-          const int g_rel = G == 32 ? q : ((k0 % 128) + 32 * q) / 128;
-          const std::uint32_t sw = *reinterpret_cast<const std::uint32_t*>(sblk + g_rel * 32);
-          const std::uint32_t s_lo = __byte_perm(sw, 0, 0x1010), s_hi = __byte_perm(sw, 0, 0x3232);
-          std::uint32_t a0[4], a1[4];
-          int4_step(words[2 * h], s_lo, s_hi, a0);
-          int4_step(words[2 * h + 1], s_lo, s_hi, a1);
-          mma_pair<R>(acc, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
+          for (int h = 0; h < 2; ++h) {
+            const int q = 2 * at + h;
+            if (q % kPairsPerGroup == 0) {
+#pragma unroll
+              for (int r = 0; r < R; ++r) part[r][0] = part[r][1] = part[r][2] = part[r][3] = 0.f;
+            }
+            std::uint32_t a0[4], a1[4];
+            int4_step_unscaled(words[2 * h], a0);
+            int4_step_unscaled(words[2 * h + 1], a1);
+            mma_pair<R>(part, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
+            if (q % kPairsPerGroup == kPairsPerGroup - 1) {
+              const std::uint32_t sw = *reinterpret_cast<const std::uint32_t*>(sblk + (q / kPairsPerGroup) * 32);
+              const float s_lo = __uint_as_float(sw << 16), s_hi = __uint_as_float(sw & 0xffff0000u);
+#pragma unroll
+              for (int r = 0; r < R; ++r) {
+                acc[r][0] = fmaf(part[r][0], s_lo, acc[r][0]);
+                acc[r][1] = fmaf(part[r][1], s_lo, acc[r][1]);
+                acc[r][2] = fmaf(part[r][2], s_hi, acc[r][2]);
+                acc[r][3] = fmaf(part[r][3], s_hi, acc[r][3]);
+              }
+            }
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int at = 0; at < Cfg::kTK / 64; ++at) {
+        if (at * 64 < klen) {
+          const uint4 raw = *reinterpret_cast<const uint4*>(wblk + at * kAtomBytes);
+          const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int q = 2 * at + h;  // 32 k: one scale group for both group sizes
+            const int g_rel = G == 32 ? q : ((k0 % 128) + 32 * q) / 128;
+            const std::uint32_t sw = *reinterpret_cast<const std::uint32_t*>(sblk + g_rel * 32);
+            const std::uint32_t s_lo = __byte_perm(sw, 0, 0x1010), s_hi = __byte_perm(sw, 0, 0x3232);
+            std::uint32_t a0[4], a1[4];
+            int4_step(words[2 * h], s_lo, s_hi, a0);
+            int4_step(words[2 * h + 1], s_lo, s_hi, a1);
+            mma_pair<R>(acc, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
+          }
         }
       }
     }

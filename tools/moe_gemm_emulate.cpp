@@ -308,6 +308,11 @@ inline int __shfl_sync(unsigned, int v, int src) {
   return out;
 }
 inline void __threadfence() {}
+inline float __uint_as_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 inline int atomicAdd(int* p, int v) {
   const int old = *p;
   *p = old + v;
