@@ -286,7 +286,12 @@ def main():
     todo = [s for s in shapes(args.quick) if args.filter in s["label"] + " " + s["format"]]
     with open(args.out, "w") as f:
         for i, sh in enumerate(todo):
-            row = bench_shape(sh, dev)
+            try:
+                row = bench_shape(sh, dev)
+            except Exception as e:  # noqa: BLE001 - one shape's failure (e.g. memory) must not end the run
+                row = dict(key=sh["key"], label=sh["label"], us=0.0, what="none",
+                           methods={"setup": "error: " + str(e).splitlines()[0][:160]})
+            torch.cuda.empty_cache()
             f.write(json.dumps(row) + "\n")
             f.flush()
             print(f"[{i + 1}/{len(todo)} {time.time() - t0:6.1f}s] {sh['label']:32s} {sh['format']:12s} "
