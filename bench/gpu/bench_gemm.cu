@@ -1,0 +1,441 @@
+// Benchmark of the grouped MoE GEMM and the dense weight-only GEMM (src/cuda/moe_gemm_plan.hpp)
+// on the verify-step shapes of Kimi-K2, DeepSeek-V3, Qwen3-235B-A22B, GLM-4.5 and Llama-3.1-70B.
+// Per shape: median µs in a CUDA graph (weight sets rotated so L2 does not serve weights), the
+// bytes the op must move (active experts' packed weights + scales, activations in, outputs out),
+// GB/s, % of the floor (bytes over the read bandwidth measured in this run), the plain reference
+// kernel, and the best public alternative from --torch (tools/torch_gemm_bench.py on the same
+// machine). Routing: tokens x top-8 over the experts uniformly at random with splitmix64 from a
+// seed per (experts, tokens), the generator tools/torch_gemm_bench.py repeats.
+//
+//   bench_gemm [--torch torch.json] [--json out.jsonl] [--quick] [--no-reference] [--filter SUBSTR]
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "bench/gpu/kernel_bench.cuh"
+#include "cuda/moe_gemm_plan.hpp"
+
+namespace {
+
+namespace eb = eaglesim::bench;
+using eaglesim::cuda::GemmWeightFormat;
+using F = GemmWeightFormat;
+
+// ---------------------------------------------------------------- fills (never zeros)
+
+__device__ __forceinline__ std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+__device__ __forceinline__ float uniform_pm1(std::uint64_t seed, std::uint64_t i) {
+  return static_cast<float>(static_cast<std::uint32_t>(mix64(seed ^ (i * 0xD1B54A32D192ED03ull)) >> 40)) *
+             (2.0f / 16777216.0f) -
+         1.0f;
+}
+// Random bytes; fp8 mode maps the two NaN codes to finite values.
+__global__ void fill_bytes(std::uint8_t* p, std::size_t n, std::uint64_t seed, bool fp8) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    std::uint8_t b = static_cast<std::uint8_t>(mix64(seed ^ (i * 0xD1B54A32D192ED03ull)) >> 56);
+    if (fp8 && (b & 0x7f) == 0x7f) b ^= 1;
+    p[i] = b;
+  }
+}
+__global__ void fill_bf16(__nv_bfloat16* p, std::size_t n, std::uint64_t seed, float scale, float offset) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    p[i] = __float2bfloat16(offset + scale * uniform_pm1(seed, i));
+}
+__global__ void fill_f32(float* p, std::size_t n, std::uint64_t seed, float scale, float offset) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    p[i] = offset + scale * uniform_pm1(seed, i);
+}
+
+void fill_weights(F f, void* w, std::size_t wbytes, void* s, std::size_t sbytes, std::uint64_t seed) {
+  const unsigned grid = 4096, block = 256;
+  if (f == F::bf16) {
+    fill_bf16<<<grid, block>>>(static_cast<__nv_bfloat16*>(w), wbytes / 2, seed, 0.05f, 0.f);
+  } else {
+    fill_bytes<<<grid, block>>>(static_cast<std::uint8_t*>(w), wbytes, seed, f == F::fp8_channel || f == F::fp8_block);
+    if (f == F::int4_g32 || f == F::int4_g128)
+      fill_bf16<<<grid, block>>>(static_cast<__nv_bfloat16*>(s), sbytes / 2, seed + 1, 0.005f, 0.01f);
+    else
+      fill_f32<<<grid, block>>>(static_cast<float*>(s), sbytes / 4, seed + 1, 5e-4f, 1e-3f);
+  }
+  EAGLESIM_BENCH_CHECK(cudaGetLastError());
+}
+
+// ---------------------------------------------------------------- routing (same as the python tool)
+
+std::uint64_t splitmix_next(std::uint64_t& state) {
+  state += 0x9E3779B97F4A7C15ull;
+  std::uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Rows per expert for `tokens` tokens each routed to `topk` distinct experts, uniformly.
+std::vector<int> route(int experts, int tokens, int topk) {
+  std::uint64_t state = 0x5EEDull * 1000003ull + static_cast<std::uint64_t>(experts) * 7919ull +
+                        static_cast<std::uint64_t>(tokens);
+  std::vector<int> counts(experts, 0);
+  for (int t = 0; t < tokens; ++t) {
+    std::vector<int> chosen;
+    while (static_cast<int>(chosen.size()) < topk) {
+      const int e = static_cast<int>(splitmix_next(state) % static_cast<std::uint64_t>(experts));
+      if (std::find(chosen.begin(), chosen.end(), e) == chosen.end()) chosen.push_back(e);
+    }
+    for (int e : chosen) ++counts[e];
+  }
+  return counts;
+}
+
+// ---------------------------------------------------------------- shapes
+
+struct Shape {
+  std::string key;     // joins with the torch tool's rows
+  std::string label;   // table column
+  std::string kernel;  // table column
+  F format;
+  int experts, n, k, tokens;  // tokens: verify rows (grouped) or m (dense)
+  bool dense;
+};
+
+struct MoeModel {
+  const char* name;
+  int experts, hidden, inter;
+  std::vector<int> tps;
+  F fp8, int4;
+};
+
+std::vector<Shape> all_shapes(bool quick) {
+  std::vector<Shape> v;
+  const std::vector<MoeModel> moe = {
+      {"kimi-k2", 384, 7168, 2048, {8}, F::fp8_block, F::int4_g32},
+      {"deepseek-v3", 256, 7168, 2048, {8}, F::fp8_block, F::int4_g32},
+      {"qwen3-235b", 128, 4096, 1536, {1, 4, 8}, F::fp8_channel, F::int4_g128},
+      {"glm-4.5", 160, 5120, 1536, {8}, F::fp8_channel, F::int4_g128},
+  };
+  const std::vector<int> tokens = quick ? std::vector<int>{4, 128} : std::vector<int>{4, 32, 128, 512};
+  for (const MoeModel& m : moe)
+    for (int tp : m.tps)
+      for (int gemm = 0; gemm < 2; ++gemm) {
+        const int n = gemm == 0 ? 2 * m.inter / tp : m.hidden, k = gemm == 0 ? m.hidden : m.inter / tp;
+        for (F f : {F::bf16, m.fp8, m.int4}) {
+          F ff = f;
+          if (ff == F::int4_g128 && k % 128 != 0) ff = F::int4_g32;  // k = 192: no whole 128-groups
+          for (int t : tokens) {
+            Shape s;
+            s.format = ff;
+            s.experts = m.experts;
+            s.n = n;
+            s.k = k;
+            s.tokens = t;
+            s.dense = false;
+            s.key = "moe|" + std::string(to_string(ff)) + "|E" + std::to_string(m.experts) + "|n" + std::to_string(n) +
+                    "|k" + std::to_string(k) + "|T" + std::to_string(t);
+            s.label = std::string(m.name) + "/tp" + std::to_string(tp) + (gemm == 0 ? " gate_up" : " down") + " T" +
+                      std::to_string(t) + " (" + std::to_string(n) + "x" + std::to_string(k) + ")";
+            s.kernel = std::string("moe ") + to_string(ff);
+            v.push_back(s);
+          }
+        }
+      }
+  struct Dense {
+    const char* model;
+    const char* proj;
+    int n, k;
+    F fp8, int4;
+  };
+  const std::vector<Dense> dense = {
+      {"llama-70b/tp1", "qkv", 10240, 8192, F::fp8_channel, F::int4_g128},
+      {"llama-70b/tp1", "o", 8192, 8192, F::fp8_channel, F::int4_g128},
+      {"llama-70b/tp1", "gate_up", 57344, 8192, F::fp8_channel, F::int4_g128},
+      {"llama-70b/tp1", "down", 8192, 28672, F::fp8_channel, F::int4_g128},
+      {"llama-70b/tp8", "qkv", 1280, 8192, F::fp8_channel, F::int4_g128},
+      {"llama-70b/tp8", "o", 8192, 1024, F::fp8_channel, F::int4_g128},
+      {"llama-70b/tp8", "gate_up", 7168, 8192, F::fp8_channel, F::int4_g128},
+      {"llama-70b/tp8", "down", 8192, 3584, F::fp8_channel, F::int4_g128},
+      {"kimi-k2/tp8", "q_a+kv_a", 2112, 7168, F::fp8_block, F::int4_g32},
+      {"kimi-k2/tp8", "q_b", 1536, 1536, F::fp8_block, F::int4_g32},
+      {"kimi-k2/tp8", "kv_b", 2048, 512, F::fp8_block, F::int4_g32},
+      {"kimi-k2/tp8", "o", 7168, 1024, F::fp8_block, F::int4_g32},
+      {"kimi-k2/tp8", "mlp gate_up", 4608, 7168, F::fp8_block, F::int4_g32},
+      {"kimi-k2/tp8", "mlp down", 7168, 2304, F::fp8_block, F::int4_g32},
+  };
+  const std::vector<int> ms = quick ? std::vector<int>{1, 16} : std::vector<int>{1, 4, 16, 64, 256};
+  for (const Dense& d : dense)
+    for (F f : {d.int4, d.fp8})
+      for (int m : ms) {
+        Shape s;
+        s.format = f;
+        s.experts = 1;
+        s.n = d.n;
+        s.k = d.k;
+        s.tokens = m;
+        s.dense = true;
+        s.key = "dense|" + std::string(to_string(f)) + "|n" + std::to_string(d.n) + "|k" + std::to_string(d.k) + "|m" +
+                std::to_string(m);
+        s.label = std::string(d.model) + " " + d.proj + " m" + std::to_string(m) + " (" + std::to_string(d.n) + "x" +
+                  std::to_string(d.k) + ")";
+        s.kernel = std::string("dense ") + to_string(f);
+        v.push_back(s);
+      }
+  return v;
+}
+
+// ---------------------------------------------------------------- torch rows
+
+struct TorchRow {
+  double us = 0;
+  std::string what;
+};
+
+std::string json_string_field(const std::string& line, const std::string& name) {
+  const std::string tag = "\"" + name + "\": \"";
+  const std::size_t a = line.find(tag);
+  if (a == std::string::npos) return {};
+  const std::size_t b = line.find('"', a + tag.size());
+  return b == std::string::npos ? std::string() : line.substr(a + tag.size(), b - a - tag.size());
+}
+double json_number_field(const std::string& line, const std::string& name) {
+  const std::string tag = "\"" + name + "\": ";
+  const std::size_t a = line.find(tag);
+  if (a == std::string::npos) return 0;
+  return std::atof(line.c_str() + a + tag.size());
+}
+
+// tools/torch_gemm_bench.py writes one JSON object per line: {"key": ..., "us": ..., "what": ...}.
+std::map<std::string, TorchRow> read_torch(const std::string& path) {
+  std::map<std::string, TorchRow> rows;
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "bench_gemm: cannot read %s (no torch column)\n", path.c_str());
+    return rows;
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string key = json_string_field(line, "key");
+    const double us = json_number_field(line, "us");
+    if (key.empty() || us <= 0) continue;
+    rows[key] = {us, json_string_field(line, "what")};
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------- one shape
+
+struct DevPool {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  void* get(std::size_t want) {
+    if (want > bytes) {
+      if (p) EAGLESIM_BENCH_CHECK(cudaFree(p));
+      p = nullptr;
+      EAGLESIM_BENCH_CHECK(cudaMalloc(&p, want));
+      bytes = want;
+    }
+    return p;
+  }
+};
+
+struct Result {
+  eb::BenchRow row;
+  double ref_kernel_us = 0;
+  double mma_floor_us = 0;  // the FLOPs at a dense bf16 mma.sync rate, for the compute-bound rows
+  int active = 0;
+  std::string variant;
+};
+
+constexpr double kRotateBytes = 256e6;        // several times the 60 MB L2
+constexpr double kMaxWeightAlloc = 8e9;
+constexpr double kMmaSyncTflops = 600;        // what mma.sync reaches on an H100/H200 (about 60% of wgmma)
+constexpr double kReferenceMaxMacs = 2e10;    // larger shapes skip the slow reference
+
+Result run_shape(const Shape& s, double read_gbps, int sms, bool with_reference, DevPool& wpool, DevPool& xpool,
+                 DevPool& ws_pool, const std::map<std::string, TorchRow>& torch) {
+  using namespace eaglesim::cuda;
+  std::vector<int> counts = s.dense ? std::vector<int>{s.tokens} : route(s.experts, s.tokens, 8);
+  std::vector<int> off(counts.size() + 1, 0);
+  for (std::size_t e = 0; e < counts.size(); ++e) off[e + 1] = off[e] + counts[e];
+  const int rows = off.back();
+  const int busiest = *std::max_element(counts.begin(), counts.end());
+  int active = 0;
+  for (int c : counts) active += c > 0;
+
+  GroupedGemmShape gs;
+  gs.format = s.format;
+  gs.experts = s.experts;
+  gs.n = s.n;
+  gs.k = s.k;
+  gs.max_rows = rows;
+  gs.rows_per_expert = busiest;
+  const GroupedGemmPlan plan = s.dense ? plan_weight_only_gemm(s.format, rows, s.n, s.k, sms) : plan_grouped_gemm(gs, sms);
+  prepare_grouped_gemm(plan);
+
+  const double per_expert = static_cast<double>(plan.weight_bytes_per_expert + plan.scale_bytes_per_expert);
+  const double touched = per_expert * active;
+  const double set_bytes = per_expert * s.experts;
+  int sets = static_cast<int>(std::ceil(kRotateBytes / touched));
+  sets = std::max(1, std::min({sets, 16, static_cast<int>(kMaxWeightAlloc / set_bytes)}));
+  const std::size_t wset = static_cast<std::size_t>(plan.weight_bytes_per_expert) * s.experts;
+  const std::size_t sset = (static_cast<std::size_t>(plan.scale_bytes_per_expert) * s.experts + 255) / 256 * 256;
+  const std::size_t set_stride = (wset + 255) / 256 * 256 + sset;
+  auto* wbase = static_cast<unsigned char*>(wpool.get(set_stride * sets));
+  for (int i = 0; i < sets; ++i)
+    fill_weights(s.format, wbase + set_stride * i, wset, wbase + set_stride * i + (wset + 255) / 256 * 256,
+                 sset, 1000 + i);
+
+  const std::size_t xbytes = static_cast<std::size_t>(rows) * s.k * 2, ybytes = static_cast<std::size_t>(rows) * s.n * 2;
+  const std::size_t xoff = 0, yoff = (xbytes + 255) / 256 * 256, ooff = yoff + (ybytes + 255) / 256 * 256;
+  auto* xb = static_cast<unsigned char*>(xpool.get(ooff + off.size() * sizeof(int) + 256));
+  fill_bf16<<<1024, 256>>>(reinterpret_cast<__nv_bfloat16*>(xb + xoff), xbytes / 2, 77, 1.f, 0.f);
+  EAGLESIM_BENCH_CHECK(cudaMemcpy(xb + ooff, off.data(), off.size() * sizeof(int), cudaMemcpyHostToDevice));
+  void* ws = ws_pool.get(plan.workspace_bytes);
+  EAGLESIM_BENCH_CHECK(cudaMemset(ws, 0, plan.workspace_bytes));
+  EAGLESIM_BENCH_CHECK(cudaDeviceSynchronize());
+
+  auto args_for = [&](int set) {
+    GroupedGemmArgs a;
+    a.x = xb + xoff;
+    a.expert_offsets = s.dense ? nullptr : reinterpret_cast<const int*>(xb + ooff);
+    a.rows = rows;
+    a.weights = wbase + set_stride * set;
+    a.scales = s.format == F::bf16 ? nullptr : wbase + set_stride * set + (wset + 255) / 256 * 256;
+    a.y = xb + yoff;
+    return a;
+  };
+
+  const double bytes = touched + xbytes + ybytes;
+  const double floor_us = bytes / (read_gbps * 1e9) * 1e6;
+  const int per_graph = std::max(2, std::min(20, static_cast<int>(2000.0 / std::max(floor_us, 1.0))));
+  int next = 0;
+  const double us = eb::time_in_graph_us(
+      [&](cudaStream_t st) { launch_grouped_gemm(plan, args_for(next++ % sets), ws, st); }, per_graph, 15, 3);
+
+  Result r;
+  r.active = active;
+  r.variant = plan.variant;
+  r.row.kernel = s.kernel;
+  r.row.shape = s.label;
+  r.row.bytes = bytes;
+  r.row.us = us;
+  r.row.floor_us = floor_us;
+  r.mma_floor_us = 2.0 * rows * static_cast<double>(s.n) * s.k / (kMmaSyncTflops * 1e12) * 1e6;
+  const auto t = torch.find(s.key);
+  if (t != torch.end()) {
+    r.row.reference_us = t->second.us;
+    r.row.reference = t->second.what;
+  }
+  const double macs = static_cast<double>(rows) * s.n * s.k;
+  if (with_reference && macs <= kReferenceMaxMacs) {
+    int next_ref = 0;
+    r.ref_kernel_us = eb::time_in_graph_us(
+        [&](cudaStream_t st) { launch_grouped_gemm_reference(plan, args_for(next_ref++ % sets), st); }, 1, 3, 1);
+  }
+  return r;
+}
+
+std::string arg_value(int argc, char** argv, const char* name) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  return {};
+}
+bool has_flag(int argc, char** argv, const char* name) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const bool quick = has_flag(argc, argv, "--quick");
+    const bool with_reference = !has_flag(argc, argv, "--no-reference");
+    const std::string torch_path = arg_value(argc, argv, "--torch"), json_path = arg_value(argc, argv, "--json");
+    const std::string filter = arg_value(argc, argv, "--filter");
+    int device_count = 0;
+    if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count < 1) {
+      std::fprintf(stderr, "bench_gemm: no CUDA device\n");
+      return 3;
+    }
+    cudaDeviceProp prop{};
+    EAGLESIM_BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
+    const std::map<std::string, TorchRow> torch = torch_path.empty() ? std::map<std::string, TorchRow>{}
+                                                                     : read_torch(torch_path);
+    std::FILE* jf = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
+    if (!json_path.empty() && !jf) {
+      std::fprintf(stderr, "bench_gemm: cannot write %s\n", json_path.c_str());
+      return 2;
+    }
+    const double gbps = eb::measure_read_gbps();
+    std::printf("device: %s, %d SMs, L2 %d MB; read bandwidth measured %.0f GB/s; torch rows: %zu\n", prop.name,
+                prop.multiProcessorCount, prop.l2CacheSize >> 20, gbps, torch.size());
+    eb::print_header();
+    DevPool wpool, xpool, wspool;
+    std::vector<Result> results;
+    for (const Shape& s : all_shapes(quick)) {
+      if (!filter.empty() && (s.label + " " + s.kernel).find(filter) == std::string::npos) continue;
+      Result r = run_shape(s, gbps, prop.multiProcessorCount, with_reference, wpool, xpool, wspool, torch);
+      eb::print_row(r.row);
+      if (jf) {
+        eb::print_json_row(jf, r.row);
+        eb::BenchRow ref = r.row;  // the plain reference kernel on the same shape, as its own row
+        ref.kernel = r.row.kernel + " reference";
+        ref.us = r.ref_kernel_us;
+        ref.reference.clear();
+        ref.reference_us = 0;
+        if (r.ref_kernel_us > 0) eb::print_json_row(jf, ref);
+        std::fprintf(jf,
+                     "{\"kernel\": \"%s\", \"shape\": \"%s\", \"variant\": \"%s\", \"active_experts\": %d, "
+                     "\"reference_kernel_us\": %.3f, \"mma_floor_us\": %.3f, \"torch\": \"%s\", \"torch_us\": %.3f}\n",
+                     r.row.kernel.c_str(), r.row.shape.c_str(), r.variant.c_str(), r.active, r.ref_kernel_us,
+                     r.mma_floor_us, r.row.reference.c_str(), r.row.reference_us);
+        std::fflush(jf);
+      }
+      results.push_back(r);
+    }
+    if (jf) std::fclose(jf);
+
+    // Summary per class: rows reading >= 16 MB are the ones the 60% target applies to; "mma-bound"
+    // rows are those whose FLOPs at mma.sync speed exceed the byte floor.
+    std::printf("\nsummary (ops >= 16 MB): class, rows, median %%floor, min %%floor, median speedup vs torch, "
+                "mma-bound rows\n");
+    std::map<std::string, std::vector<const Result*>> by_class;
+    for (const Result& r : results)
+      if (r.row.bytes >= 16e6) by_class[r.row.kernel].push_back(&r);
+    for (auto& [cls, rs] : by_class) {
+      std::vector<double> pct, sp;
+      int mma_bound = 0;
+      for (const Result* r : rs) {
+        pct.push_back(100.0 * r->row.floor_us / r->row.us);
+        if (r->row.reference_us > 0) sp.push_back(r->row.reference_us / r->row.us);
+        mma_bound += r->mma_floor_us > r->row.floor_us;
+      }
+      std::printf("  %-18s %4zu  %6.1f%%  %6.1f%%  %8s  %d\n", cls.c_str(), rs.size(), eb::median_of(pct),
+                  *std::min_element(pct.begin(), pct.end()),
+                  sp.empty() ? "-" : (std::to_string(eb::median_of(sp)).substr(0, 5) + "x").c_str(), mma_bound);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_gemm: %s\n", e.what());
+    return 1;
+  }
+}

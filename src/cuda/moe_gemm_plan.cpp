@@ -1,0 +1,203 @@
+#include "cuda/moe_gemm_plan.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "moe_gemm_layout.cuh"
+
+namespace eaglesim::cuda {
+
+namespace km = eaglesim::kernels::moe;
+
+namespace {
+
+km::WFormat kf(GemmWeightFormat f) { return static_cast<km::WFormat>(static_cast<int>(f)); }
+
+std::size_t align256(std::size_t v) { return (v + 255) / 256 * 256; }
+
+struct Cfg {
+  int tk, stages;
+  std::size_t smem;
+};
+
+template <km::WFormat F, int R>
+Cfg cfg_of(int experts) {
+  using C = km::TileConfig<F, R>;
+  return {C::kTK, C::kStages, C::smem_bytes(experts)};
+}
+
+template <km::WFormat F>
+Cfg cfg_rows(int r, int experts) {
+  switch (r) {
+    case 1: return cfg_of<F, 1>(experts);
+    case 2: return cfg_of<F, 2>(experts);
+    case 4: return cfg_of<F, 4>(experts);
+    default: return cfg_of<F, 8>(experts);
+  }
+}
+
+Cfg cfg_for(GemmWeightFormat f, int r, int experts) {
+  switch (f) {
+    case GemmWeightFormat::bf16: return cfg_rows<km::WFormat::bf16>(r, experts);
+    case GemmWeightFormat::fp8_channel: return cfg_rows<km::WFormat::fp8_channel>(r, experts);
+    case GemmWeightFormat::fp8_block: return cfg_rows<km::WFormat::fp8_block>(r, experts);
+    case GemmWeightFormat::int4_g32: return cfg_rows<km::WFormat::int4_g32>(r, experts);
+    case GemmWeightFormat::int4_g128: return cfg_rows<km::WFormat::int4_g128>(r, experts);
+  }
+  return cfg_rows<km::WFormat::bf16>(r, experts);
+}
+
+constexpr int kMaxExperts = 4096;             // the work-list tables live in shared memory
+constexpr std::size_t kSmemPerSm = 228 * 1024;  // H100/H200; 1 KB of it is reserved per CTA
+constexpr std::size_t kSmemPerCtaMax = 227 * 1024;
+
+}  // namespace
+
+const char* to_string(GemmWeightFormat f) {
+  switch (f) {
+    case GemmWeightFormat::bf16: return "bf16";
+    case GemmWeightFormat::fp8_channel: return "fp8_channel";
+    case GemmWeightFormat::fp8_block: return "fp8_block";
+    case GemmWeightFormat::int4_g32: return "int4_g32";
+    case GemmWeightFormat::int4_g128: return "int4_g128";
+  }
+  return "?";
+}
+
+bool parse_gemm_weight_format(const std::string& name, GemmWeightFormat& out) {
+  for (int i = 0; i <= 4; ++i) {
+    const auto f = static_cast<GemmWeightFormat>(i);
+    if (name == to_string(f)) {
+      out = f;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::int64_t packed_gemm_weight_bytes(GemmWeightFormat format, int n, int k) {
+  return km::packed_weight_bytes(kf(format), n, k);
+}
+std::int64_t packed_gemm_scale_bytes(GemmWeightFormat format, int n, int k) {
+  return km::packed_scale_bytes(kf(format), n, k);
+}
+
+std::string grouped_gemm_unsupported_reason(const GroupedGemmShape& s) {
+  if (s.experts < 1 || s.experts > kMaxExperts)
+    return fmt::format("experts must be in [1, {}] (got {})", kMaxExperts, s.experts);
+  if (s.n < 1) return fmt::format("n must be >= 1 (got {})", s.n);
+  if (s.k < km::kKAlign || s.k % km::kKAlign != 0)
+    return fmt::format("k must be a positive multiple of {} (got {})", km::kKAlign, s.k);
+  if (s.max_rows < 1) return fmt::format("max_rows must be >= 1 (got {})", s.max_rows);
+  if (s.format == GemmWeightFormat::int4_g128 && s.k % 128 != 0)
+    return fmt::format("int4 with group 128 needs k % 128 == 0 (got k={}); use int4_g32", s.k);
+  return {};
+}
+
+GroupedGemmPlan plan_grouped_gemm(const GroupedGemmShape& shape, int sm_count) {
+  if (const std::string why = grouped_gemm_unsupported_reason(shape); !why.empty())
+    throw InputError("grouped GEMM: " + why);
+  if (sm_count < 1) throw InputError(fmt::format("grouped GEMM: sm_count must be >= 1 (got {})", sm_count));
+  GroupedGemmPlan p;
+  p.shape = shape;
+  // Row tile: the smallest that holds the busiest expert's rows in one item (weights then stream
+  // once per item); padding rows cost mma issue slots, which this memory-bound op has spare.
+  const int hint = shape.rows_per_expert > 0 ? std::min(shape.rows_per_expert, shape.max_rows) : shape.max_rows;
+  const int r = hint <= 8 ? 1 : hint <= 16 ? 2 : hint <= 32 ? 4 : 8;
+  const Cfg c = cfg_for(shape.format, r, shape.experts);
+  p.row_tile = 8 * r;
+  p.tile_n = km::kTileN;
+  p.k_tile = c.tk;
+  p.stages = c.stages;
+  p.threads = km::kThreads;
+  p.smem_bytes = c.smem;
+  if (p.smem_bytes > kSmemPerCtaMax)
+    throw InputError(fmt::format("grouped GEMM: {} experts need {} B of shared memory per CTA", shape.experts,
+                                 p.smem_bytes));
+  p.ctas_per_sm = static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(2, kSmemPerSm / (p.smem_bytes + 1024))));
+  p.grid = sm_count * p.ctas_per_sm;
+  const int n_tiles = (shape.n + km::kTileN - 1) / km::kTileN;
+  // Items: sum over experts of ceil(rows_e / row_tile) tiles <= active experts + rows / row_tile.
+  const std::int64_t row_blocks = std::min(shape.experts, shape.max_rows) + shape.max_rows / p.row_tile;
+  p.max_items = static_cast<int>(std::min<std::int64_t>(row_blocks * n_tiles, 1 << 30));
+  p.counter_bytes = align256(static_cast<std::size_t>(p.max_items) * km::kConsumerWarps * sizeof(int));
+  p.partial_bytes = static_cast<std::size_t>(p.grid) * 2 * km::kConsumerWarps * r * 32 * 4 * sizeof(float);
+  p.workspace_bytes = p.counter_bytes + p.partial_bytes;
+  p.weight_bytes_per_expert = packed_gemm_weight_bytes(shape.format, shape.n, shape.k);
+  p.scale_bytes_per_expert = packed_gemm_scale_bytes(shape.format, shape.n, shape.k);
+  p.variant = fmt::format("{} r{} tk{} s{}", to_string(shape.format), p.row_tile, p.k_tile, p.stages);
+  return p;
+}
+
+GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int k, int sm_count) {
+  GroupedGemmShape s;
+  s.format = format;
+  s.experts = 1;
+  s.n = n;
+  s.k = k;
+  s.max_rows = m;
+  s.rows_per_expert = m;
+  return plan_grouped_gemm(s, sm_count);
+}
+
+PackedGemmWeights pack_grouped_weights(GemmWeightFormat format, int experts, int n, int k, const void* weights,
+                                       const void* scales) {
+  GroupedGemmShape s;
+  s.format = format;
+  s.experts = experts;
+  s.n = n;
+  s.k = k;
+  s.max_rows = 1;
+  if (const std::string why = grouped_gemm_unsupported_reason(s); !why.empty())
+    throw InputError("pack_grouped_weights: " + why);
+  if (!weights) throw InputError("pack_grouped_weights: no weights");
+  const km::WFormat f = kf(format);
+  if (f != km::WFormat::bf16 && !scales) throw InputError("pack_grouped_weights: this format needs scales");
+  const std::int64_t wb = km::packed_weight_bytes(f, n, k), sb = km::packed_scale_bytes(f, n, k);
+  PackedGemmWeights out;
+  out.weights.assign(static_cast<std::size_t>(wb * experts), 0);  // zero: the padding channels
+  out.scales.assign(static_cast<std::size_t>(sb * experts), 0);
+  const auto* w8 = static_cast<const std::uint8_t*>(weights);
+  for (int e = 0; e < experts; ++e) {
+    std::uint8_t* dst = out.weights.data() + wb * e;
+    for (int row = 0; row < n; ++row) {
+      const std::int64_t src_row = static_cast<std::int64_t>(e) * n + row;
+      for (int col = 0; col < k; ++col) {
+        const km::PackedPos pos = km::packed_weight_pos(f, k, row, col);
+        if (f == km::WFormat::bf16) {
+          std::memcpy(dst + pos.byte, w8 + (src_row * k + col) * 2, 2);
+        } else if (km::is_fp8(f)) {
+          const std::uint8_t b = w8[src_row * k + col];
+          if ((b & 0x7f) == 0x7f)
+            throw InputError(fmt::format("pack_grouped_weights: NaN fp8 weight at expert {} [{}, {}]", e, row, col));
+          dst[pos.byte] = b;
+        } else {
+          const std::uint8_t b = w8[src_row * (k / 2) + col / 2];
+          const int nibble = (col % 2) ? (b >> 4) : (b & 15);
+          dst[pos.byte] = static_cast<std::uint8_t>(dst[pos.byte] | (nibble << pos.shift));
+        }
+      }
+    }
+    std::uint8_t* sdst = out.scales.data() + sb * e;
+    if (f == km::WFormat::fp8_channel) {
+      std::memcpy(sdst, static_cast<const float*>(scales) + static_cast<std::int64_t>(e) * n, sizeof(float) * n);
+    } else if (f == km::WFormat::fp8_block) {
+      const std::int64_t blocks = km::ceil_div(n, 128) * km::ceil_div(k, 128);
+      std::memcpy(sdst, static_cast<const float*>(scales) + e * blocks, sizeof(float) * blocks);
+    } else if (km::is_int4(f)) {
+      const int groups = k / km::int4_group(f);
+      const auto* s16 = static_cast<const std::uint16_t*>(scales);
+      auto* d16 = reinterpret_cast<std::uint16_t*>(sdst);
+      for (int row = 0; row < n; ++row)
+        for (int q = 0; q < groups; ++q)
+          d16[km::packed_int4_scale_index(f, k, row, q)] =
+              s16[(static_cast<std::int64_t>(e) * n + row) * groups + q];
+    }
+  }
+  return out;
+}
+
+}  // namespace eaglesim::cuda

@@ -1,0 +1,439 @@
+// Correctness of the grouped MoE GEMM and the dense weight-only GEMM (kernels/moe_grouped_gemm.cuh,
+// src/cuda/moe_gemm_plan.hpp) and of their plain reference kernel, against a CPU double reference
+// built from the unpacked weights. Fresh random inputs per case (never zeros), outputs poisoned
+// with NaN before every launch (so an unwritten element fails), ||out - ref|| / ||ref|| < 1e-2,
+// no NaN, two launches bitwise equal (the split-K sum is deterministic) and the workspace
+// counters left zero. CPU-only cases (schedule and packing) run without a GPU; the rest skip.
+// EAGLESIM_TEST_QUICK=1 keeps only small shapes (for compute-sanitizer runs).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include "cuda/moe_gemm_plan.hpp"
+#include "moe_gemm_layout.cuh"
+
+namespace eaglesim::cuda {
+namespace {
+
+namespace km = eaglesim::kernels::moe;
+using F = GemmWeightFormat;
+
+bool quick() { return std::getenv("EAGLESIM_TEST_QUICK") != nullptr; }
+
+bool have_sm90() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) return false;
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return false;
+  return prop.major >= 9;
+}
+
+#define SKIP_WITHOUT_SM90() \
+  if (!have_sm90()) GTEST_SKIP() << "needs a GPU of compute capability 9.0 or newer"
+
+void ok(cudaError_t rc) { ASSERT_EQ(rc, cudaSuccess) << cudaGetErrorString(rc); }
+
+std::uint16_t to_bf16(float f) {  // round to nearest even, as the device does
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+float from_bf16(std::uint16_t h) { return km::bf16_bits_to_float(h); }
+
+int sm_count() {
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  return sms > 0 ? sms : 132;
+}
+
+// Logical (unpacked) weights of E experts and their exact values for the CPU reference.
+struct Logical {
+  std::vector<std::uint8_t> w;     // format-specific, see pack_grouped_weights
+  std::vector<std::uint8_t> s;     // format-specific scales
+  std::vector<float> channel;      // fp8_channel: scale per (expert, channel)
+  // value of weight (e, n, k) including every scale
+  F f;
+  int E, n, k;
+  double at(int e, int row, int col) const {
+    const std::int64_t rn = static_cast<std::int64_t>(e) * n + row;
+    switch (f) {
+      case F::bf16: {
+        std::uint16_t h;
+        std::memcpy(&h, w.data() + (rn * k + col) * 2, 2);
+        return from_bf16(h);
+      }
+      case F::fp8_channel:
+        return static_cast<double>(km::e4m3_to_float(w[rn * k + col])) * channel[rn];
+      case F::fp8_block: {
+        const std::int64_t kb = (k + 127) / 128, nb = (n + 127) / 128;
+        float sc;
+        std::memcpy(&sc, s.data() + ((e * nb + row / 128) * kb + col / 128) * 4, 4);
+        return static_cast<double>(km::e4m3_to_float(w[rn * k + col])) * sc;
+      }
+      default: {
+        const int g = f == F::int4_g32 ? 32 : 128;
+        const std::uint8_t b = w[rn * (k / 2) + col / 2];
+        const int nib = (col % 2) ? (b >> 4) : (b & 15);
+        std::uint16_t sh;
+        std::memcpy(&sh, s.data() + (rn * (k / g) + col / g) * 2, 2);
+        return static_cast<double>(nib - 8) * from_bf16(sh);
+      }
+    }
+  }
+};
+
+Logical make_weights(F f, int E, int n, int k, std::mt19937_64& rng) {
+  Logical L;
+  L.f = f;
+  L.E = E;
+  L.n = n;
+  L.k = k;
+  std::uniform_real_distribution<float> u(-1.f, 1.f), pos(0.5f, 1.5f);
+  const std::int64_t count = static_cast<std::int64_t>(E) * n * k;
+  if (f == F::bf16) {
+    L.w.resize(count * 2);
+    for (std::int64_t i = 0; i < count; ++i) {
+      const std::uint16_t h = to_bf16(0.05f * u(rng));
+      std::memcpy(L.w.data() + i * 2, &h, 2);
+    }
+  } else if (f == F::fp8_channel || f == F::fp8_block) {
+    L.w.resize(count);
+    for (auto& b : L.w) {
+      do b = static_cast<std::uint8_t>(rng() >> 56);
+      while ((b & 0x7f) == 0x7f);  // NaN codes
+    }
+    if (f == F::fp8_channel) {
+      L.channel.resize(static_cast<std::size_t>(E) * n);
+      for (auto& c : L.channel) c = 1e-3f * pos(rng);
+      L.s.resize(L.channel.size() * 4);
+      std::memcpy(L.s.data(), L.channel.data(), L.s.size());
+    } else {
+      const std::int64_t blocks = static_cast<std::int64_t>(E) * ((n + 127) / 128) * ((k + 127) / 128);
+      std::vector<float> sc(blocks);
+      for (auto& c : sc) c = 1e-3f * pos(rng);
+      L.s.resize(blocks * 4);
+      std::memcpy(L.s.data(), sc.data(), L.s.size());
+    }
+  } else {
+    const int g = f == F::int4_g32 ? 32 : 128;
+    L.w.resize(count / 2);
+    for (auto& b : L.w) b = static_cast<std::uint8_t>(rng() >> 56);
+    const std::int64_t scales = count / g;
+    L.s.resize(scales * 2);
+    for (std::int64_t i = 0; i < scales; ++i) {
+      const std::uint16_t h = to_bf16(0.01f * pos(rng));
+      std::memcpy(L.s.data() + i * 2, &h, 2);
+    }
+  }
+  return L;
+}
+
+template <typename T>
+struct Dev {
+  T* p = nullptr;
+  std::size_t count = 0;
+  explicit Dev(std::size_t n) : count(n) { EXPECT_EQ(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T)), cudaSuccess); }
+  ~Dev() { cudaFree(p); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  void put(const std::vector<T>& v) { ASSERT_EQ(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess); }
+  std::vector<T> get() const {
+    std::vector<T> v(count);
+    EXPECT_EQ(cudaMemcpy(v.data(), p, count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  }
+};
+
+struct Outcome {
+  double rel = 0;
+  std::int64_t nan = 0;
+};
+
+Outcome compare(const std::vector<std::uint16_t>& y, const std::vector<double>& ref) {
+  Outcome o;
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double v = from_bf16(y[i]);
+    if (std::isnan(v)) {
+      ++o.nan;
+      continue;
+    }
+    num += (v - ref[i]) * (v - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  o.rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return o;
+}
+
+// One grouped GEMM case: experts with the given row counts (zeros allowed), fresh random data.
+// rows_hint picks the plan's row tile (0: the largest count), so a hint below the busiest
+// expert exercises several row blocks per expert.
+void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t seed, int rows_hint = 0,
+              bool dense = false) {
+  SCOPED_TRACE(::testing::Message() << to_string(f) << " n=" << n << " k=" << k << " experts=" << counts.size()
+                                    << " seed=" << seed << (dense ? " dense" : ""));
+  std::mt19937_64 rng(seed);
+  const int E = static_cast<int>(counts.size());
+  std::vector<int> off(E + 1, 0);
+  for (int e = 0; e < E; ++e) off[e + 1] = off[e] + counts[e];
+  const int rows = off[E];
+  const int busiest = *std::max_element(counts.begin(), counts.end());
+
+  GroupedGemmShape shape;
+  shape.format = f;
+  shape.experts = E;
+  shape.n = n;
+  shape.k = k;
+  shape.max_rows = std::max(rows, 1);
+  shape.rows_per_expert = rows_hint > 0 ? rows_hint : std::max(busiest, 1);
+  const GroupedGemmPlan plan = dense ? plan_weight_only_gemm(f, rows, n, k, sm_count())
+                                     : plan_grouped_gemm(shape, sm_count());
+  SCOPED_TRACE(plan.variant);
+
+  const Logical L = make_weights(f, E, n, k, rng);
+  const PackedGemmWeights packed = pack_grouped_weights(f, E, n, k, L.w.data(), L.s.empty() ? nullptr : L.s.data());
+  std::vector<std::uint16_t> x(static_cast<std::size_t>(rows) * k);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (auto& v : x) v = to_bf16(u(rng));
+
+  std::vector<double> ref(static_cast<std::size_t>(rows) * n);
+  std::vector<double> wrow(k);
+  for (int e = 0; e < E; ++e)
+    for (int c = 0; c < n; ++c) {
+      for (int kk = 0; kk < k; ++kk) wrow[kk] = L.at(e, c, kk);
+      for (int r = off[e]; r < off[e + 1]; ++r) {
+        double acc = 0;
+        const std::uint16_t* xr = x.data() + static_cast<std::size_t>(r) * k;
+        for (int kk = 0; kk < k; ++kk) acc += static_cast<double>(from_bf16(xr[kk])) * wrow[kk];
+        ref[static_cast<std::size_t>(r) * n + c] = acc;
+      }
+    }
+
+  Dev<std::uint16_t> dx(x.size()), dy(ref.size());
+  Dev<std::uint8_t> dw(packed.weights.size()), ds(std::max<std::size_t>(packed.scales.size(), 16));
+  Dev<int> doff(off.size());
+  Dev<unsigned char> ws(plan.workspace_bytes);
+  dx.put(x);
+  dw.put(packed.weights);
+  if (!packed.scales.empty()) ds.put(packed.scales);
+  doff.put(off);
+  ok(cudaMemset(ws.p, 0, plan.workspace_bytes));
+
+  GroupedGemmArgs a;
+  a.x = dx.p;
+  a.expert_offsets = dense ? nullptr : doff.p;
+  a.rows = rows;
+  a.weights = dw.p;
+  a.scales = packed.scales.empty() ? nullptr : ds.p;
+  a.y = dy.p;
+
+  std::vector<std::uint16_t> first;
+  for (int rep = 0; rep < 2; ++rep) {
+    ok(cudaMemset(dy.p, 0xff, dy.count * 2));  // NaN
+    launch_grouped_gemm(plan, a, ws.p, nullptr);
+    ok(cudaDeviceSynchronize());
+    const std::vector<std::uint16_t> y = dy.get();
+    const Outcome o = compare(y, ref);
+    EXPECT_EQ(o.nan, 0) << "rep " << rep;
+    EXPECT_LT(o.rel, 1e-2) << "rep " << rep;
+    if (rep == 0) first = y;
+    else EXPECT_TRUE(first == y) << "two launches differ: the split-K sum must be deterministic";
+  }
+  const std::vector<unsigned char> w_after = ws.get();
+  const bool counters_zero = std::all_of(w_after.begin(), w_after.begin() + plan.counter_bytes,
+                                         [](unsigned char b) { return b == 0; });
+  EXPECT_TRUE(counters_zero) << "the kernel must leave its counters zero";
+
+  ok(cudaMemset(dy.p, 0xff, dy.count * 2));
+  launch_grouped_gemm_reference(plan, a, nullptr);
+  ok(cudaDeviceSynchronize());
+  const Outcome r = compare(dy.get(), ref);
+  EXPECT_EQ(r.nan, 0) << "reference kernel";
+  EXPECT_LT(r.rel, 1e-2) << "reference kernel";
+}
+
+std::vector<int> uniform_counts(int experts, int rows) { return std::vector<int>(experts, rows); }
+
+// Routed top-k over `experts` for `tokens` tokens: each token picks topk distinct experts.
+std::vector<int> routed_counts(int experts, int tokens, int topk, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int> c(experts, 0);
+  for (int t = 0; t < tokens; ++t) {
+    std::set<int> chosen;
+    while (static_cast<int>(chosen.size()) < std::min(topk, experts)) chosen.insert(static_cast<int>(rng() % experts));
+    for (int e : chosen) ++c[e];
+  }
+  return c;
+}
+
+const F kAllFormats[] = {F::bf16, F::fp8_channel, F::fp8_block, F::int4_g32, F::int4_g128};
+
+// ---------------------------------------------------------------- CPU-only checks
+
+// Stream-K bookkeeping: for every item the owner formula names exactly the CTAs whose ranges
+// meet it, and no two pieces share a partial slot.
+TEST(MoeGemmSchedule, OwnersAndSlotsMatchTheRanges) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::int64_t kc = 1 + rng() % 40, items = 1 + rng() % 300, T = items * kc;
+    const std::int64_t G = 1 + static_cast<std::int64_t>(rng() % std::min<std::int64_t>(T, 600));
+    std::set<std::pair<std::int64_t, int>> used;
+    for (std::int64_t c = 0; c < G; ++c) {
+      const std::int64_t b = km::sk_begin(c, T, G), e = km::sk_begin(c + 1, T, G);
+      ASSERT_LT(b, e) << "empty range with G <= T";
+      for (std::int64_t p = b; p < e; ++p) ASSERT_EQ(km::sk_owner(p, T, G), c);
+      for (std::int64_t pos = b; pos < e;) {
+        const std::int64_t item = pos / kc, c0 = pos % kc, c1 = std::min(kc, c0 + (e - pos));
+        if (!(c0 == 0 && c1 == kc)) {
+          const int slot = pos == b ? 0 : 1;
+          ASSERT_EQ(slot, km::sk_slot(c, item, kc, T, G));
+          ASSERT_TRUE(used.insert({c, slot}).second);
+          const std::int64_t cf = km::sk_owner(item * kc, T, G), cl = km::sk_owner((item + 1) * kc - 1, T, G);
+          ASSERT_TRUE(cf <= c && c <= cl);
+          ASSERT_GT(cl, cf) << "a split item has at least two pieces";
+        }
+        pos += c1 - c0;
+      }
+    }
+  }
+}
+
+// The packed layout is a bijection onto the expert's bytes (nibbles for int4), and each weight
+// lands where the mma A fragment of the PTX ISA expects it.
+TEST(MoeGemmLayout, PackedPositionsFormTheFragments) {
+  for (F f : kAllFormats) {
+    const km::WFormat kf = static_cast<km::WFormat>(static_cast<int>(f));
+    const int n = 48, k = 256;
+    const std::int64_t bytes = km::packed_weight_bytes(kf, n, k);
+    const int bits = km::weight_bits(kf);
+    std::vector<int> hits(bytes * 8 / bits, 0);
+    for (int row = 0; row < n; ++row)
+      for (int col = 0; col < k; ++col) {
+        const km::PackedPos p = km::packed_weight_pos(kf, k, row, col);
+        ASSERT_GE(p.byte, 0);
+        ASSERT_LT(p.byte, bytes);
+        const std::int64_t slot = (p.byte * 8 + p.shift) / bits;
+        ++hits[slot];
+        // the fragment view: lane, register, element of the 16x16 step
+        const std::int64_t in_atom = p.byte % km::kAtomBytes;
+        const int lane = static_cast<int>(in_atom / 16);
+        const int r_local = row % 16, c_local = col % 16;
+        ASSERT_EQ(lane, (r_local % 8) * 4 + (c_local % 8) / 2);
+        ASSERT_EQ((row / 16) * (k / km::atom_k(kf)) + col / km::atom_k(kf), p.byte / km::kAtomBytes);
+      }
+    for (int h : hits) ASSERT_EQ(h, 1) << to_string(f);
+  }
+}
+
+TEST(MoeGemmPlan, RefusesWhatTheKernelCannotDo) {
+  GroupedGemmShape s;
+  s.format = F::int4_g128;
+  s.experts = 8;
+  s.n = 4096;
+  s.k = 192;
+  s.max_rows = 64;
+  EXPECT_NE(grouped_gemm_unsupported_reason(s), "");  // k % 128
+  s.format = F::int4_g32;
+  EXPECT_EQ(grouped_gemm_unsupported_reason(s), "");
+  s.k = 100;
+  EXPECT_NE(grouped_gemm_unsupported_reason(s), "");
+  s.k = 256;
+  const GroupedGemmPlan p = plan_grouped_gemm(s, 132);
+  EXPECT_EQ(p.row_tile, 64);
+  EXPECT_GT(p.workspace_bytes, 0u);
+  EXPECT_LE(p.smem_bytes, 113u * 1024);  // two CTAs per SM
+  EXPECT_EQ(p.grid, 264);
+}
+
+// ---------------------------------------------------------------- GPU: grouped
+
+// Every format at the row counts of a verify step, one expert with no rows among them.
+TEST(MoeGemmGrouped, RowsPerExpertAcrossFormats) {
+  SKIP_WITHOUT_SM90();
+  const std::vector<int> per_expert = quick() ? std::vector<int>{1, 3, 8} : std::vector<int>{1, 3, 8, 16, 64};
+  std::uint64_t seed = 100;
+  for (F f : kAllFormats)
+    for (int rows : per_expert) {
+      std::vector<int> counts = uniform_counts(quick() ? 3 : 5, rows);
+      counts[1] = 0;
+      run_case(f, quick() ? 160 : 512, quick() ? 512 : 2048, counts, ++seed);
+    }
+}
+
+// The real models' expert shapes (few experts, so the CPU reference stays quick).
+TEST(MoeGemmGrouped, RealModelShapes) {
+  SKIP_WITHOUT_SM90();
+  if (quick()) GTEST_SKIP() << "EAGLESIM_TEST_QUICK";
+  struct Case {
+    const char* what;
+    F f;
+    int n, k;
+    std::vector<int> counts;
+  };
+  const std::vector<Case> cases = {
+      {"kimi-k2 tp8 gate_up", F::int4_g32, 512, 7168, {1, 0, 2, 1}},
+      {"kimi-k2 tp8 down", F::int4_g32, 7168, 256, {3, 1, 0, 9}},
+      {"deepseek-v3 tp8 gate_up", F::fp8_block, 512, 7168, {2, 1, 0, 1}},
+      {"deepseek-v3 tp8 down", F::fp8_block, 7168, 256, {1, 12, 4}},
+      {"qwen3-235b tp1 gate_up", F::int4_g128, 3072, 4096, {1, 2}},
+      {"qwen3-235b tp4 down", F::fp8_channel, 4096, 384, {5, 0, 17, 33}},
+      {"qwen3-235b tp8 down", F::int4_g32, 4096, 192, {2, 7, 1}},
+      {"glm-4.5 tp8 gate_up", F::bf16, 384, 5120, {4, 1, 0, 6}},
+      {"glm-4.5 tp8 down", F::bf16, 5120, 192, {1, 1, 3}},
+  };
+  std::uint64_t seed = 200;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    run_case(c.f, c.n, c.k, c.counts, ++seed);
+  }
+}
+
+// Uneven routed counts (zeros among them), n not a multiple of 16 or of the 128-channel tile,
+// and a row-tile hint below the busiest expert (several row blocks per expert).
+TEST(MoeGemmGrouped, UnevenRoutingAndOddShapes) {
+  SKIP_WITHOUT_SM90();
+  std::uint64_t seed = 300;
+  const int n_odd[] = {40, 200, 392};
+  for (F f : kAllFormats) {
+    const std::vector<int> routed = routed_counts(24, quick() ? 6 : 20, 8, seed);
+    const int n = n_odd[seed % 3];
+    run_case(f, n, 320 - (f == F::int4_g128 ? 64 : 0), routed, ++seed);
+    run_case(f, 136, 384, {0, 37, 2, 0, 70, 1}, ++seed, /*rows_hint=*/16);
+    run_case(f, 24, 128, {0, 0, 5}, ++seed);
+  }
+}
+
+// ---------------------------------------------------------------- GPU: dense
+
+TEST(WeightOnlyGemm, DenseRowsAcrossFormats) {
+  SKIP_WITHOUT_SM90();
+  const std::vector<int> ms = quick() ? std::vector<int>{1, 4, 16} : std::vector<int>{1, 4, 16, 64, 256};
+  std::uint64_t seed = 400;
+  for (F f : {F::int4_g128, F::int4_g32, F::fp8_channel, F::fp8_block, F::bf16})
+    for (int m : ms) {
+      const int n = m >= 64 ? 392 : (quick() ? 200 : 1280), k = m >= 64 ? 1024 : (quick() ? 512 : 2048);
+      run_case(f, n, k, {m}, ++seed, 0, /*dense=*/true);
+    }
+}
+
+// Few 128-channel tiles and a long k: the stream-K split carries nearly all of the work.
+TEST(WeightOnlyGemm, SplitKOnNarrowOutputs) {
+  SKIP_WITHOUT_SM90();
+  if (quick()) GTEST_SKIP() << "EAGLESIM_TEST_QUICK";
+  run_case(F::int4_g128, 256, 8192, {4}, 501, 0, true);
+  run_case(F::fp8_channel, 128, 14336, {1}, 502, 0, true);
+  run_case(F::int4_g32, 2112, 7168, {16}, 503, 0, true);  // Kimi-K2 fused q_a + kv_a
+}
+
+}  // namespace
+}  // namespace eaglesim::cuda

@@ -1,0 +1,662 @@
+// Runs the grouped MoE / weight-only GEMM kernels' own source (kernels/moe_grouped_gemm.cuh and
+// moe_gemm_reference.cuh) on the CPU against a double reference, for machines without a GPU.
+// Every CUDA thread is a ucontext coroutine; a block's threads run one at a time up to their next
+// barrier, warp collective or unsatisfied mbarrier wait. Collectives follow the PTX ISA:
+// mma.sync m16n8k16 bf16 (fp32 accumulate), ldmatrix x4, shfl, syncwarp; mbarriers count arrivals
+// and transaction bytes and flip phase; cp.async.bulk checks alignment and bounds, copies, then
+// completes its bytes. Shared memory starts as NaN bytes, so a read of anything no copy wrote
+// shows in the outputs. Blocks run one after another (the kernel never waits on another block).
+// A block in which no thread can move is reported as a deadlock (e.g. a wrong tx count).
+//
+// Not a CMake target; build and run by hand (about a minute):
+//   g++ -std=c++17 -O2 -Isrc -Ikernels -I/usr/local/cuda/include tools/moe_gemm_emulate.cpp \
+//       src/cuda/moe_gemm_plan.cpp -lfmt -o /tmp/moe_emulate && /tmp/moe_emulate [--quick]
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+// The host API first: it brings cuda_runtime.h (uint4, float4, make_float4 for host code).
+#include "cuda/moe_gemm_plan.hpp"
+
+// ------------------------------------------------------------------ CUDA surface for host C++
+#define EAGLESIM_MOE_EMULATE 1
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __forceinline__
+#undef __launch_bounds__
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static  // blocks run one after another, so a static is one block's
+
+struct __nv_bfloat16 {
+  std::uint16_t x;
+};
+struct __nv_bfloat162 {
+  __nv_bfloat16 x, y;
+};
+inline float __bfloat162float(__nv_bfloat16 b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b.x) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline __nv_bfloat16 __float2bfloat16(float f) {  // round to nearest even
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return {0x7fc0};
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return {static_cast<std::uint16_t>(u >> 16)};
+}
+inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return {__float2bfloat16(a), __float2bfloat16(b)}; }
+template <class T>
+inline T min(T a, T b) {
+  return a < b ? a : b;
+}
+
+namespace emu {
+
+struct Dim {
+  unsigned x = 0, y = 0, z = 0;
+};
+enum class Op { none, sync, syncwarp, shfl, ldsm, mma, spin };
+
+struct Thread {
+  ucontext_t ctx;
+  Dim tid;
+  bool done = false;
+  Op op = Op::none;
+  int shfl_val = 0, shfl_src = 0;
+  bool shfl_up = false;
+  int* shfl_out = nullptr;
+  std::uint32_t ldsm_addr = 0;
+  std::uint32_t* ldsm_out = nullptr;
+  float* mma_d = nullptr;
+  std::uint32_t mma_a[4] = {}, mma_b[2] = {};
+};
+
+struct Barrier {
+  int count = 0, pending = 0;
+  std::int64_t tx = 0;
+  std::uint64_t completed = 0;
+};
+
+inline std::vector<Thread> g_threads;
+inline std::vector<std::unique_ptr<char[]>> g_stacks;
+inline std::vector<unsigned char> g_smem;
+inline std::map<std::uint32_t, Barrier> g_bars;
+inline Dim g_bid, g_grid, g_block;
+inline Thread* g_cur = nullptr;
+inline ucontext_t g_sched;
+inline std::function<void()> g_body;
+struct Range {
+  const unsigned char* p;
+  std::size_t n;
+};
+inline std::vector<Range> g_global;  // what bulk copies may read
+inline std::int64_t g_bulk_copies = 0, g_mmas = 0;
+constexpr std::size_t kStack = 128 * 1024;
+
+[[noreturn]] inline void die(const std::string& what) {
+  std::fprintf(stderr, "emulator: block %u thread %u: %s\n", g_bid.x, g_cur ? g_cur->tid.x : 0u, what.c_str());
+  std::exit(2);
+}
+inline void yield_op(Op op) {
+  g_cur->op = op;
+  swapcontext(&g_cur->ctx, &g_sched);
+}
+inline void entry() {
+  g_body();
+  g_cur->done = true;
+  swapcontext(&g_cur->ctx, &g_sched);
+}
+inline unsigned char* smem_at(std::uint32_t addr, std::size_t bytes) {
+  if (addr + bytes > g_smem.size()) die("shared access out of range");
+  return g_smem.data() + addr;
+}
+inline std::uint32_t smem_word(std::uint32_t addr) {
+  std::uint32_t v;
+  std::memcpy(&v, smem_at(addr, 4), 4);
+  return v;
+}
+inline bool in_global(const void* p, std::size_t n) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  for (const Range& r : g_global)
+    if (c >= r.p && c + n <= r.p + r.n) return true;
+  return false;
+}
+inline void complete_if_done(Barrier& b) {
+  if (b.pending == 0 && b.tx == 0) {
+    ++b.completed;
+    b.pending = b.count;
+  }
+}
+inline Barrier& bar(std::uint32_t addr) {
+  auto it = g_bars.find(addr);
+  if (it == g_bars.end()) die("mbarrier used before init");
+  return it->second;
+}
+
+inline float bf(std::uint16_t h) { return __bfloat162float({h}); }
+inline std::uint16_t lo16(std::uint32_t v) { return static_cast<std::uint16_t>(v & 0xffff); }
+inline std::uint16_t hi16(std::uint32_t v) { return static_cast<std::uint16_t>(v >> 16); }
+
+// Warp collectives, once every lane of the warp is at the same one.
+inline void perform_warp(std::vector<Thread*>& lanes) {
+  const Op op = lanes[0]->op;
+  for (Thread* t : lanes)
+    if (t->op != op) die("warp divergence at a collective");
+  if (op == Op::shfl) {
+    int vals[32];
+    for (int l = 0; l < 32; ++l) vals[l] = lanes[l]->shfl_val;
+    for (int l = 0; l < 32; ++l) {
+      Thread* t = lanes[l];
+      const int src = t->shfl_up ? (l >= t->shfl_src ? l - t->shfl_src : l) : (t->shfl_src & 31);
+      *t->shfl_out = vals[src];
+    }
+  } else if (op == Op::ldsm) {
+    // matrix m's 8 rows come from lanes 8m..8m+7; lane l gets row l/4, elements 2(l%4), 2(l%4)+1
+    for (int l = 0; l < 32; ++l)
+      for (int m = 0; m < 4; ++m) {
+        const std::uint32_t row_addr = lanes[8 * m + l / 4]->ldsm_addr;
+        if (row_addr % 16) die("ldmatrix row address not 16-byte aligned");
+        lanes[l]->ldsm_out[m] = smem_word(row_addr + 4 * (l % 4));
+      }
+  } else if (op == Op::mma) {
+    // m16n8k16 .row.col bf16 -> f32 (PTX ISA fragment layouts)
+    float A[16][16], B[16][8], C[16][8];
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      for (int r = 0; r < 4; ++r)
+        for (int e = 0; e < 2; ++e) {
+          const std::uint32_t w = lanes[l]->mma_a[r];
+          A[g + 8 * (r & 1)][2 * t + 8 * (r >> 1) + e] = bf(e ? hi16(w) : lo16(w));
+        }
+      for (int r = 0; r < 2; ++r)
+        for (int e = 0; e < 2; ++e) {
+          const std::uint32_t w = lanes[l]->mma_b[r];
+          B[2 * t + e + 8 * r][g] = bf(e ? hi16(w) : lo16(w));
+        }
+      for (int j = 0; j < 4; ++j) C[g + 8 * (j >> 1)][2 * t + (j & 1)] = lanes[l]->mma_d[j];
+    }
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      for (int j = 0; j < 4; ++j) {
+        const int row = g + 8 * (j >> 1), col = 2 * t + (j & 1);
+        double acc = C[row][col];
+        for (int kk = 0; kk < 16; ++kk) acc += static_cast<double>(A[row][kk]) * B[kk][col];
+        lanes[l]->mma_d[j] = static_cast<float>(acc);
+      }
+    }
+    ++g_mmas;
+  }
+  for (Thread* t : lanes) t->op = Op::none;
+}
+
+// Runs one block to completion; dies on deadlock or divergence.
+inline void run_block(const std::function<void()>& body, std::size_t smem_bytes) {
+  const int n = static_cast<int>(g_block.x);
+  g_threads.assign(n, Thread{});
+  if (g_stacks.size() < static_cast<std::size_t>(n))
+    for (std::size_t i = g_stacks.size(); i < static_cast<std::size_t>(n); ++i)
+      g_stacks.emplace_back(new char[kStack]);
+  g_smem.assign(smem_bytes, 0xff);  // NaN in bf16 and fp32
+  g_bars.clear();
+  g_body = body;
+  for (int i = 0; i < n; ++i) {
+    Thread& t = g_threads[i];
+    t.tid.x = i;
+    getcontext(&t.ctx);
+    t.ctx.uc_stack.ss_sp = g_stacks[i].get();
+    t.ctx.uc_stack.ss_size = kStack;
+    t.ctx.uc_link = nullptr;
+    makecontext(&t.ctx, entry, 0);
+  }
+  for (;;) {
+    bool progress = false, all_done = true;
+    for (int i = 0; i < n; ++i) {
+      Thread& t = g_threads[i];
+      if (t.done) continue;
+      all_done = false;
+      if (t.op != Op::none && t.op != Op::spin) continue;  // parked at a collective
+      const bool was_spin = t.op == Op::spin;
+      t.op = Op::none;
+      g_cur = &t;
+      swapcontext(&g_sched, &t.ctx);
+      g_cur = nullptr;
+      if (!(was_spin && t.op == Op::spin)) progress = true;
+    }
+    if (all_done) return;
+    // warps whose live lanes are all at a collective
+    for (int w = 0; w * 32 < n; ++w) {
+      std::vector<Thread*> lanes;
+      bool ready = true, any = false;
+      for (int l = 0; l < 32; ++l) {
+        Thread& t = g_threads[w * 32 + l];
+        if (t.done) continue;
+        any = true;
+        if (t.op == Op::none || t.op == Op::spin || t.op == Op::sync) ready = false;
+        lanes.push_back(&t);
+      }
+      if (!any || !ready) continue;
+      if (lanes.size() != 32) die("warp collective with exited lanes");
+      if (lanes[0]->op == Op::syncwarp) {
+        for (Thread* t : lanes)
+          if (t->op != Op::syncwarp) die("warp divergence at __syncwarp");
+        for (Thread* t : lanes) t->op = Op::none;
+      } else {
+        perform_warp(lanes);
+      }
+      progress = true;
+    }
+    // block barrier
+    bool all_sync = true, any_live = false;
+    for (Thread& t : g_threads) {
+      if (t.done) continue;
+      any_live = true;
+      if (t.op != Op::sync) all_sync = false;
+    }
+    if (any_live && all_sync) {
+      for (Thread& t : g_threads) t.op = Op::none;
+      progress = true;
+    }
+    if (!progress) die("deadlock: no thread can move (mbarrier never completes?)");
+  }
+}
+
+}  // namespace emu
+
+// The names the kernels use.
+#define threadIdx (::emu::g_cur->tid)
+#define blockIdx (::emu::g_bid)
+#define gridDim (::emu::g_grid)
+#define blockDim (::emu::g_block)
+#define EAGLESIM_MOE_DYNAMIC_SMEM(name) unsigned char* name = ::emu::g_smem.data()
+
+inline void __syncthreads() { emu::yield_op(emu::Op::sync); }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu::yield_op(emu::Op::syncwarp); }
+inline int __shfl_up_sync(unsigned, int v, int d) {
+  int out = 0;
+  emu::g_cur->shfl_val = v;
+  emu::g_cur->shfl_src = d;
+  emu::g_cur->shfl_up = true;
+  emu::g_cur->shfl_out = &out;
+  emu::yield_op(emu::Op::shfl);
+  return out;
+}
+inline int __shfl_sync(unsigned, int v, int src) {
+  int out = 0;
+  emu::g_cur->shfl_val = v;
+  emu::g_cur->shfl_src = src;
+  emu::g_cur->shfl_up = false;
+  emu::g_cur->shfl_out = &out;
+  emu::yield_op(emu::Op::shfl);
+  return out;
+}
+inline void __threadfence() {}
+inline float __uint_as_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline int atomicAdd(int* p, int v) {
+  const int old = *p;
+  *p = old + v;
+  return old;
+}
+template <class T>
+inline T __ldcg(const T* p) {
+  return *p;
+}
+[[noreturn]] inline void __trap() { emu::die("__trap()"); }
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const std::uint64_t v = (static_cast<std::uint64_t>(y) << 32) | x;
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i) r |= static_cast<unsigned>((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+  return r;
+}
+
+namespace eaglesim::kernels::moe::detail {
+inline std::uint32_t smem_u32(const void* p) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  if (c < emu::g_smem.data() || c > emu::g_smem.data() + emu::g_smem.size()) emu::die("smem_u32 of a non-shared pointer");
+  return static_cast<std::uint32_t>(c - emu::g_smem.data());
+}
+inline void fence_mbarrier_init() {}
+inline void mbar_init(std::uint32_t b, std::uint32_t count) {
+  if (b % 8) emu::die("mbarrier not 8-byte aligned");
+  emu::smem_at(b, 8);
+  emu::Barrier& x = emu::g_bars[b];
+  x.count = x.pending = static_cast<int>(count);
+  x.tx = 0;
+  x.completed = 0;
+}
+inline void mbar_arrive_expect_tx(std::uint32_t b, std::uint32_t bytes) {
+  emu::Barrier& x = emu::bar(b);
+  x.tx += bytes;
+  if (--x.pending < 0) emu::die("mbarrier over-arrived");
+  emu::complete_if_done(x);
+}
+inline void mbar_arrive(std::uint32_t b) {
+  emu::Barrier& x = emu::bar(b);
+  if (--x.pending < 0) emu::die("mbarrier over-arrived");
+  emu::complete_if_done(x);
+}
+// try_wait.parity(P) succeeds once the phase of parity P has completed: (completed & 1) != P.
+inline void mbar_wait(std::uint32_t b, std::uint32_t parity) {
+  for (;;) {
+    emu::Barrier& x = emu::bar(b);
+    if ((x.completed & 1u) != parity) return;
+    emu::yield_op(emu::Op::spin);
+  }
+}
+inline std::uint64_t l2_evict_first_policy() { return 0x1234; }
+inline void bulk_load(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t b) {
+  if (dst % 16 || reinterpret_cast<std::uintptr_t>(src) % 16 || bytes % 16 || bytes == 0)
+    emu::die("cp.async.bulk: address or size not a multiple of 16");
+  if (!emu::in_global(src, bytes)) {
+    std::string where;
+    for (const emu::Range& r : emu::g_global)
+      where += " [" + std::to_string(static_cast<const unsigned char*>(src) - r.p) + " of " + std::to_string(r.n) + "]";
+    emu::die("cp.async.bulk of " + std::to_string(bytes) + " B reads outside every allocation:" + where);
+  }
+  std::memcpy(emu::smem_at(dst, bytes), src, bytes);
+  emu::Barrier& x = emu::bar(b);
+  x.tx -= bytes;
+  if (x.tx < 0) emu::die("cp.async.bulk completed more bytes than expected");
+  emu::complete_if_done(x);
+  ++emu::g_bulk_copies;
+}
+inline void bulk_load_evict_first(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t b,
+                                  std::uint64_t) {
+  bulk_load(dst, src, bytes, b);
+}
+inline void ldsm_x4(std::uint32_t addr, std::uint32_t (&r)[4]) {
+  emu::g_cur->ldsm_addr = addr;
+  emu::g_cur->ldsm_out = r;
+  emu::yield_op(emu::Op::ldsm);
+}
+inline void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  for (int i = 0; i < 4; ++i) emu::g_cur->mma_a[i] = a[i];
+  emu::g_cur->mma_b[0] = b0;
+  emu::g_cur->mma_b[1] = b1;
+  emu::g_cur->mma_d = d;
+  emu::yield_op(emu::Op::mma);
+}
+template <int LUT>
+inline std::uint32_t lop3(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+  std::uint32_t r = 0;
+  for (int i = 0; i < 8; ++i)
+    if ((LUT >> i) & 1) r |= ((i & 4) ? a : ~a) & ((i & 2) ? b : ~b) & ((i & 1) ? c : ~c);
+  return r;
+}
+inline std::uint32_t bf2_op(std::uint32_t a, std::uint32_t b, bool mul) {
+  auto one = [&](std::uint16_t x, std::uint16_t y) {
+    const float fx = emu::bf(x), fy = emu::bf(y);
+    return __float2bfloat16(mul ? fx * fy : fx - fy).x;
+  };
+  return static_cast<std::uint32_t>(one(emu::lo16(a), emu::lo16(b))) |
+         (static_cast<std::uint32_t>(one(emu::hi16(a), emu::hi16(b))) << 16);
+}
+inline std::uint32_t bf2_sub(std::uint32_t a, std::uint32_t b) { return bf2_op(a, b, false); }
+inline std::uint32_t bf2_mul(std::uint32_t a, std::uint32_t b) { return bf2_op(a, b, true); }
+}  // namespace eaglesim::kernels::moe::detail
+
+#include "moe_gemm_reference.cuh"
+#include "moe_grouped_gemm.cuh"
+
+// ------------------------------------------------------------------ cases
+
+namespace {
+
+namespace km = eaglesim::kernels::moe;
+using eaglesim::cuda::GemmWeightFormat;
+using eaglesim::cuda::GroupedGemmPlan;
+using F = GemmWeightFormat;
+
+std::uint16_t to_bf16(float f) { return __float2bfloat16(f).x; }
+
+template <km::WFormat KF, int R>
+void launch_fast(const km::GemmParams& p, int grid, std::size_t smem) {
+  emu::g_grid = {static_cast<unsigned>(grid), 1, 1};
+  emu::g_block = {static_cast<unsigned>(km::kThreads), 1, 1};
+  for (int b = 0; b < grid; ++b) {
+    emu::g_bid = {static_cast<unsigned>(b), 0, 0};
+    emu::run_block([&] { km::moe_grouped_gemm_kernel<KF, R>(p); }, smem);
+  }
+}
+
+template <km::WFormat KF>
+void launch_fast_rows(int row_tile, const km::GemmParams& p, int grid, std::size_t smem) {
+  switch (row_tile) {
+    case 8: launch_fast<KF, 1>(p, grid, smem); break;
+    case 16: launch_fast<KF, 2>(p, grid, smem); break;
+    case 32: launch_fast<KF, 4>(p, grid, smem); break;
+    default: launch_fast<KF, 8>(p, grid, smem); break;
+  }
+}
+
+void launch_any(F f, int row_tile, const km::GemmParams& p, int grid, std::size_t smem) {
+  switch (f) {
+    case F::bf16: launch_fast_rows<km::WFormat::bf16>(row_tile, p, grid, smem); break;
+    case F::fp8_channel: launch_fast_rows<km::WFormat::fp8_channel>(row_tile, p, grid, smem); break;
+    case F::fp8_block: launch_fast_rows<km::WFormat::fp8_block>(row_tile, p, grid, smem); break;
+    case F::int4_g32: launch_fast_rows<km::WFormat::int4_g32>(row_tile, p, grid, smem); break;
+    case F::int4_g128: launch_fast_rows<km::WFormat::int4_g128>(row_tile, p, grid, smem); break;
+  }
+}
+
+template <km::WFormat KF>
+void launch_ref_t(const km::GemmParams& p, int rows) {
+  emu::g_grid = {static_cast<unsigned>((p.n + 127) / 128), static_cast<unsigned>(rows), 1};
+  emu::g_block = {128, 1, 1};
+  for (int y = 0; y < rows; ++y)
+    for (unsigned x = 0; x < emu::g_grid.x; ++x) {
+      emu::g_bid = {x, static_cast<unsigned>(y), 0};
+      emu::run_block([&] { km::moe_gemm_reference_kernel<KF>(p); }, 16);
+    }
+}
+void launch_ref(F f, const km::GemmParams& p, int rows) {
+  switch (f) {
+    case F::bf16: launch_ref_t<km::WFormat::bf16>(p, rows); break;
+    case F::fp8_channel: launch_ref_t<km::WFormat::fp8_channel>(p, rows); break;
+    case F::fp8_block: launch_ref_t<km::WFormat::fp8_block>(p, rows); break;
+    case F::int4_g32: launch_ref_t<km::WFormat::int4_g32>(p, rows); break;
+    case F::int4_g128: launch_ref_t<km::WFormat::int4_g128>(p, rows); break;
+  }
+}
+
+struct Outcome {
+  double rel = 0;
+  long nan = 0;
+};
+Outcome compare(const std::vector<__nv_bfloat16>& y, const std::vector<double>& ref) {
+  Outcome o;
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double v = __bfloat162float(y[i]);
+    if (std::isnan(v)) {
+      ++o.nan;
+      continue;
+    }
+    num += (v - ref[i]) * (v - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  o.rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return o;
+}
+
+int g_failures = 0;
+
+// One case: random logical weights, host packer, the kernel through the emulator with `grid`
+// CTAs (small, so items split across CTAs), the double reference.
+void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t seed, int grid, int rows_hint = 0,
+              bool dense = false, bool with_reference = false) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f), pos(0.5f, 1.5f);
+  const int E = static_cast<int>(counts.size());
+  std::vector<int> off(E + 1, 0);
+  for (int e = 0; e < E; ++e) off[e + 1] = off[e] + counts[e];
+  const int rows = off[E];
+  const int busiest = *std::max_element(counts.begin(), counts.end());
+  eaglesim::cuda::GroupedGemmShape shape;
+  shape.format = f;
+  shape.experts = E;
+  shape.n = n;
+  shape.k = k;
+  shape.max_rows = std::max(rows, 1);
+  shape.rows_per_expert = rows_hint > 0 ? rows_hint : std::max(busiest, 1);
+  GroupedGemmPlan plan = eaglesim::cuda::plan_grouped_gemm(shape, (grid + 1) / 2);  // partials for >= grid CTAs
+  if (plan.grid < grid) emu::die("plan grid below the emulated grid");
+  plan.grid = grid;
+
+  // logical weights and their exact values
+  const std::int64_t count = static_cast<std::int64_t>(E) * n * k;
+  std::vector<std::uint8_t> lw, ls;
+  std::vector<double> wv(count);
+  const int g = f == F::int4_g32 ? 32 : 128;
+  const std::int64_t nb = (n + 127) / 128, kb = (k + 127) / 128;
+  if (f == F::bf16) {
+    lw.resize(count * 2);
+    for (std::int64_t i = 0; i < count; ++i) {
+      const std::uint16_t h = to_bf16(0.05f * u(rng));
+      std::memcpy(lw.data() + 2 * i, &h, 2);
+      wv[i] = emu::bf(h);
+    }
+  } else if (f == F::fp8_channel || f == F::fp8_block) {
+    lw.resize(count);
+    for (auto& b : lw) {
+      do b = static_cast<std::uint8_t>(rng() >> 56);
+      while ((b & 0x7f) == 0x7f);
+    }
+    std::vector<float> sc(f == F::fp8_channel ? E * n : E * nb * kb);
+    for (auto& c : sc) c = 1e-3f * pos(rng);
+    ls.resize(sc.size() * 4);
+    std::memcpy(ls.data(), sc.data(), ls.size());
+    for (int e = 0; e < E; ++e)
+      for (int r = 0; r < n; ++r)
+        for (int c = 0; c < k; ++c) {
+          const std::int64_t i = (static_cast<std::int64_t>(e) * n + r) * k + c;
+          const float s = f == F::fp8_channel ? sc[e * n + r] : sc[(e * nb + r / 128) * kb + c / 128];
+          wv[i] = static_cast<double>(km::e4m3_to_float(lw[i])) * s;
+        }
+  } else {
+    lw.resize(count / 2);
+    for (auto& b : lw) b = static_cast<std::uint8_t>(rng() >> 56);
+    std::vector<std::uint16_t> sc(count / g);
+    for (auto& c : sc) c = to_bf16(0.01f * pos(rng));
+    ls.resize(sc.size() * 2);
+    std::memcpy(ls.data(), sc.data(), ls.size());
+    for (std::int64_t i = 0; i < count; ++i) {
+      const int nib = (i % 2) ? (lw[i / 2] >> 4) : (lw[i / 2] & 15);
+      wv[i] = (nib - 8) * static_cast<double>(emu::bf(sc[i / g]));
+    }
+  }
+  const auto packed = eaglesim::cuda::pack_grouped_weights(f, E, n, k, lw.data(), ls.empty() ? nullptr : ls.data());
+  std::vector<__nv_bfloat16> x(static_cast<std::size_t>(rows) * k), y(static_cast<std::size_t>(rows) * n);
+  for (auto& v : x) v = __float2bfloat16(u(rng));
+  std::vector<double> ref(y.size());
+  for (int e = 0; e < E; ++e)
+    for (int r = off[e]; r < off[e + 1]; ++r)
+      for (int c = 0; c < n; ++c) {
+        double acc = 0;
+        for (int kk = 0; kk < k; ++kk)
+          acc += static_cast<double>(__bfloat162float(x[static_cast<std::size_t>(r) * k + kk])) *
+                 wv[(static_cast<std::int64_t>(e) * n + c) * k + kk];
+        if (f == F::fp8_channel) {
+        }  // the channel scale is in wv already
+        ref[static_cast<std::size_t>(r) * n + c] = acc;
+      }
+  std::vector<unsigned char> ws(plan.workspace_bytes, 0);
+  std::vector<unsigned char> scales = packed.scales;
+  scales.resize(std::max<std::size_t>(scales.size(), 16));
+  emu::g_global = {{reinterpret_cast<const unsigned char*>(x.data()), x.size() * 2},
+                   {packed.weights.data(), packed.weights.size()},
+                   {scales.data(), scales.size()}};
+  // 16-byte alignment of the vectors' storage is what the kernel needs for its bulk copies
+  km::GemmParams p;
+  p.x = x.data();
+  p.expert_offsets = dense ? nullptr : off.data();
+  p.dense_rows = rows;
+  p.w = packed.weights.data();
+  p.scales = f == F::bf16 ? nullptr : scales.data();
+  p.y = y.data();
+  p.experts = E;
+  p.n = n;
+  p.k = k;
+  p.w_expert_bytes = plan.weight_bytes_per_expert;
+  p.s_expert_bytes = plan.scale_bytes_per_expert;
+  p.counters = reinterpret_cast<int*>(ws.data());
+  p.partials = reinterpret_cast<float*>(ws.data() + plan.counter_bytes);
+  p.max_items = plan.max_items;
+  std::vector<__nv_bfloat16> first;
+  bool ok = true;
+  for (int rep = 0; rep < 2; ++rep) {
+    for (auto& v : y) v.x = 0xffff;
+    launch_any(f, plan.row_tile, p, grid, plan.smem_bytes);
+    const Outcome o = compare(y, ref);
+    if (o.nan || !(o.rel < 1e-2)) ok = false;
+    if (rep == 0) first = y;
+    else if (std::memcmp(first.data(), y.data(), y.size() * 2) != 0) ok = false;
+    if (rep == 1 || !ok)
+      std::printf("%-4s %-12s %-7s n=%5d k=%5d E=%2d rows=%4d grid=%3d %-22s rel=%.2e nan=%ld\n", ok ? "ok" : "FAIL",
+                  eaglesim::cuda::to_string(f), dense ? "dense" : "grouped", n, k, E, rows, grid, plan.variant.c_str(),
+                  o.rel, o.nan);
+  }
+  for (std::size_t i = 0; i < plan.counter_bytes; ++i)
+    if (ws[i]) {
+      ok = false;
+      std::printf("FAIL counters not left zero\n");
+      break;
+    }
+  if (with_reference) {
+    for (auto& v : y) v.x = 0xffff;
+    launch_ref(f, p, rows);
+    const Outcome o = compare(y, ref);
+    const bool rok = o.nan == 0 && o.rel < 1e-2;
+    std::printf("%-4s   reference kernel rel=%.2e nan=%ld\n", rok ? "ok" : "FAIL", o.rel, o.nan);
+    ok = ok && rok;
+  }
+  if (!ok) ++g_failures;
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const F all[] = {F::bf16, F::fp8_channel, F::fp8_block, F::int4_g32, F::int4_g128};
+  std::uint64_t seed = 1;
+  for (F f : all) {
+    // uneven rows with an empty expert, n not a multiple of 16 or of the tile; few CTAs: items split
+    run_case(f, 200, 512, {3, 0, 9, 1}, ++seed, 5, 0, false, true);
+    if (quick) continue;
+    run_case(f, 136, 384, {0, 37, 2, 0, 70, 1}, ++seed, 7, 16);  // several row blocks per expert
+    run_case(f, 64, 1024, {16, 8}, ++seed, 3);
+    run_case(f, 40, 256, {64}, ++seed, 4, 0, true);  // dense, r64
+    run_case(f, 256, 768, {1}, ++seed, 9, 0, true);   // dense m=1, split-K over 9 CTAs
+    run_case(f, 24, 128, {0, 0, 5}, ++seed, 1);       // one CTA does everything
+    run_case(f, 152, 256, {30, 17, 0, 25}, ++seed, 6);  // r32
+    run_case(f, 16, 128, {2, 1}, ++seed, 40);         // more CTAs than chunks
+    std::vector<int> many(600);                       // more experts than threads: the block scan
+    for (std::size_t e = 0; e < many.size(); ++e) many[e] = (e * 7919) % 5 == 0 ? 1 + e % 3 : 0;
+    run_case(f, 32, 128, many, ++seed, 12);
+  }
+  std::printf("emulated: %lld bulk copies, %lld warp mma; %d failing case(s)\n",
+              static_cast<long long>(emu::g_bulk_copies), static_cast<long long>(emu::g_mmas), g_failures);
+  return g_failures ? 1 : 0;
+}
