@@ -13,12 +13,15 @@
 #               also the imported PyTorch trace, the decoder-layer traces and mpirun -np 2
 #   fidelity    calibrate (TP1 traces on 1 GPU; TP2, imported and TP1 traces on 2), then
 #               eaglesim fidelity against the CUDA replay
+#   kernels     the engine-grade kernels: their GPU tests, PyTorch on the same shapes
+#               (tools/torch_attention_bench.py, tools/torch_gemm_bench.py, if torch imports), then
+#               bench_attention and bench_gemm against the floor measured in the same run
 #   sanitizer   compute-sanitizer memcheck, racecheck, synccheck over the kernel GPU tests
 #   torch       tools/torch_reference_step.py (PyTorch on the replay's decoder ops), if torch imports
 #
 # Writes into $OUT (default /tmp/eaglesim-gpu): summary.txt (one line per step with its exit
 # status, then the key lines of each log), STEP.log per step, calibrated.json, fidelity.json,
-# bench-comm.json, and the replay reports replay-*.json. When that makes more than 8 files,
+# bench-comm.json, bench-attention.json, bench-gemm.json, and the replay reports replay-*.json. When that makes more than 8 files,
 # everything except summary.txt and the JSON files named above goes into logs.tar.gz.
 # Exit status: 0 when every step succeeded, 1 otherwise.
 #
@@ -36,7 +39,7 @@ if [ -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null 2>&1; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
 
-ALL="build tests bench-comm replay fidelity sanitizer torch"
+ALL="build tests bench-comm replay kernels fidelity sanitizer torch"
 STEPS=${*:-$ALL}
 for step in $STEPS; do
   case " $ALL " in *" $step "*) ;; *) echo "gpu-measure: unknown step '$step' (steps: $ALL)" >&2; exit 2 ;; esac
@@ -122,10 +125,31 @@ TP2_STRATEGIES=nccl,oneshot,twoshot,fused,quant
 
 step_build() {
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
-    -DEAGLESIM_CUDA=ON -DEAGLESIM_TESTS=ON -DEAGLESIM_BENCH=OFF &&
+    -DEAGLESIM_CUDA=ON -DEAGLESIM_TESTS=ON -DEAGLESIM_BENCH=ON &&
   t cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
 }
 
+step_kernels() {
+  local rc=0 torch_attn="" torch_gemm=""
+  echo "### kernel tests"
+  t "$G" --gtest_filter='VerifyAttention*:MoeGemm*:WeightOnlyGemm*' || rc=1
+  if python3 -c "import torch" 2>/dev/null; then
+    echo "### PyTorch on the same shapes"
+    t python3 tools/torch_attention_bench.py --out "$OUT/torch-attention.json" --budget-s "${TORCH_BUDGET_S:-120}" \
+      && torch_attn="--torch $OUT/torch-attention.json"
+    t python3 tools/torch_gemm_bench.py --out "$OUT/torch-gemm.json" && torch_gemm="--torch $OUT/torch-gemm.json"
+  else
+    echo "### PyTorch: skipped (torch does not import)"
+  fi
+  echo "### bench_attention"
+  # shellcheck disable=SC2086  # the --torch option is one word pair or nothing
+  t "$BUILD_DIR/bench/bench_attention" $torch_attn --json "$OUT/bench-attention.json" \
+    --budget-s "${BENCH_BUDGET_S:-150}" || rc=1
+  echo "### bench_gemm"
+  # shellcheck disable=SC2086
+  t "$BUILD_DIR/bench/bench_gemm" $torch_gemm --json "$OUT/bench-gemm.json" || rc=1
+  return "$rc"
+}
 step_tests() {
   local rc=0
   echo "### ctest -L gpu"
@@ -220,7 +244,7 @@ step_sanitizer() {
   for tool in memcheck racecheck synccheck; do
     echo "### compute-sanitizer --tool $tool"
     EAGLESIM_TEST_QUICK=1 t compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$G" \
-      --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*' || rc=1
+      --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*:VerifyAttention.SmallShapes:MoeGemmGrouped.RowsPerExpertAcrossFormats' || rc=1
   done
   return "$rc"
 }
@@ -244,6 +268,7 @@ summary_pattern() {
     bench-comm) echo "^###|^ +(1024|43008|65536|1048576|67108864) " ;;
     replay) echo "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^strategy |^error" ;;
     fidelity) echo "^###|^summary|^error" ;;
+    kernels) echo "^###|^\[  (PASSED|FAILED)|FAILED|Failure" ;;
     sanitizer) echo "^###|ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY|^\[  (PASSED|FAILED)" ;;
     torch) echo "^###|^\{|Error" ;;
   esac
@@ -266,7 +291,8 @@ done
 # At most 8 files in $OUT: pack the rest (logs, the per-trace replay reports) when there are more.
 if [ "$(find "$OUT" -maxdepth 1 -type f | wc -l)" -gt 8 ]; then
   mapfile -t extra < <(cd "$OUT" && find . -maxdepth 1 -type f ! -name summary.txt ! -name calibrated.json \
-    ! -name fidelity.json ! -name bench-comm.json ! -name logs.tar.gz -printf '%f\n' | sort)
+    ! -name fidelity.json ! -name bench-comm.json ! -name bench-attention.json ! -name bench-gemm.json \
+    ! -name logs.tar.gz -printf '%f\n' | sort)
   (cd "$OUT" && tar czf logs.tar.gz "${extra[@]}" && rm -f "${extra[@]}") &&
     note "packed ${#extra[@]} files (logs, replay reports) into logs.tar.gz"
 fi
