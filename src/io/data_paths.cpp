@@ -5,6 +5,10 @@
 #include <filesystem>
 #include <system_error>
 
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
 namespace eaglesim {
 
 namespace fs = std::filesystem;
@@ -26,7 +30,12 @@ bool is_file(const fs::path& p) {
 std::vector<std::string> data_roots() {
   std::vector<std::string> roots{""};
   std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("EAGLESIM_DATA_DIR"); env && *env) candidates.emplace_back(env);
+  if (const char* env = std::getenv("EAGLESIM_DATA_DIR"); env && *env) {
+    if (!is_dir(env))
+      throw InputError(fmt::format("EAGLESIM_DATA_DIR={}: expected a directory holding models/ and traces/, "
+                                   "and there is no such directory", env));
+    candidates.emplace_back(env);
+  }
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {

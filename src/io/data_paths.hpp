@@ -13,7 +13,8 @@
 namespace eaglesim {
 
 // The roots above, the working directory as "" (paths under it stay relative), without
-// duplicates; roots that do not exist are left out.
+// duplicates; roots that do not exist are left out, except $EAGLESIM_DATA_DIR: set to anything
+// but a directory it is an InputError (the user asked for it).
 std::vector<std::string> data_roots();
 
 // ROOT/rel for the first root where that file exists, nullopt if none.
