@@ -374,7 +374,7 @@ int launch(const VerifyAttentionParams& params, const VerifyAttentionPlan& plan,
     emu::run_block(plan.kernel.threads, plan.kernel.smem_bytes, static_cast<unsigned>(b), [&] { k(a); });
   if (plan.combine.empty()) return 0;
   const kv::CombineArgs c = kv::make_combine_args(a, plan, ws);
-  const int blocks = (c.rows + 7) / 8;
+  const int blocks = (c.rows + 8 / c.warps_per_row - 1) / (8 / c.warps_per_row);
   const int dv = plan.shape.head_dim_v;
   for (int b = 0; b < blocks; ++b) {
     emu::run_block(256, 0, b, [&] {
@@ -568,6 +568,10 @@ int main(int argc, char** argv) {
   add("mla h8 q1 decode B2 split64", mla(2, 1, 8), {140, 65}, VerifyMask::chain, false, 64);
   add("mla h16 q4 tree B1 split64 (2 chunks)", mla(1, 4, 16), {100}, VerifyMask::tree, false, 64);
   add("mla h8 q4 chain B2", mla(2, 4, 8), {70, 5}, VerifyMask::chain, false, 0);
+  // Many splits: the combine's warps per row (4 here) and its loads past the last split.
+  add("gqa g4 d128 q1 decode B2 40 splits", gqa(2, 1, 4, 2, 128), {2530, 700}, VerifyMask::chain, false, 64);
+  add("gqa g4 d64 q4 tree B1 19 splits (2 warps/row)", gqa(1, 4, 4, 1, 64), {1200}, VerifyMask::tree, false, 64);
+  add("mla h8 q1 decode B1 21 splits", mla(1, 1, 8), {1300}, VerifyMask::chain, false, 64);
   if (!quick) {
     add("mla h16 q7 tree B2 per-request split64", mla(2, 7, 16), {129, 40}, VerifyMask::tree, true, 64);
     add("gqa g16 d128 q7 tree B3 per-request split64", gqa(3, 7, 16, 1, 128), {260, 9, 77}, VerifyMask::tree, true, 64);

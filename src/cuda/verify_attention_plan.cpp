@@ -90,6 +90,34 @@ double simulate(const CostModel& m, const std::vector<VerifyAttentionWorkItem>& 
   return makespan;
 }
 
+int warps_for(int max_splits, int head_dim_v) {
+  const int u = cfg::combine_unroll(head_dim_v);
+  int w = 1;
+  while (w < 8 && 2 * w * u < max_splits) w *= 2;
+  return w;
+}
+
+// The combine launch (overlapped with the attention grid's tail by PDL): its rounds of loads
+// in flight, then every partial once at the bandwidth of the SMs its blocks occupy.
+double combine_us(const VerifyAttentionDevice& dev, const VerifyAttentionShape& shape, const Split& s) {
+  int max_splits = 0;
+  double partial_rows = 0, rows = 0;
+  const double per_req = static_cast<double>(shape.q_tokens) * shape.heads;
+  for (int n : s.splits)
+    if (n > 1) {
+      max_splits = std::max(max_splits, n);
+      partial_rows += n * per_req;
+      rows += per_req;
+    }
+  if (max_splits == 0) return 0;
+  const int w = warps_for(max_splits, shape.head_dim_v);
+  const int rounds = ceil_div(ceil_div(max_splits, w), cfg::combine_unroll(shape.head_dim_v));
+  const double blocks = std::ceil(rows * w / 8.0);
+  const double bw = std::min(dev.hbm_bytes_per_s, std::min<double>(blocks, dev.sms) * dev.sm_bytes_per_s);
+  const double bytes = partial_rows * (4.0 * shape.head_dim_v + 4.0) + rows * 2.0 * shape.head_dim_v;
+  return 0.5 * dev.launch_us + rounds * dev.combine_round_us + 1e6 * bytes / bw;
+}
+
 void sort_longest_first(std::vector<VerifyAttentionWorkItem>& items) {
   std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
     return (a.kv_end - a.kv_begin) > (b.kv_end - b.kv_begin);
@@ -183,7 +211,6 @@ VerifyAttentionPlan plan_verify_attention(const VerifyAttentionShape& shape, con
   }
   m.flops_per_token = 2.0 * k.rows_per_block * (shape.head_dim_qk + shape.head_dim_v);
   m.partial_bytes = static_cast<double>(k.rows_per_block) * (4.0 * shape.head_dim_v + 4.0);
-  const double rows_all = static_cast<double>(shape.q_tokens) * shape.heads;
 
   const int max_len = *std::max_element(kv_len.begin(), kv_len.end());
   std::vector<int> candidates;
@@ -213,15 +240,7 @@ VerifyAttentionPlan plan_verify_attention(const VerifyAttentionShape& shape, con
   for (int c : candidates) {
     Split s = make_split(kv_len, c);
     sort_longest_first(s.items);
-    double partial_rows = 0;
-    for (std::size_t r = 0; r < kv_len.size(); ++r)
-      if (s.splits[r] > 1) partial_rows += static_cast<double>(s.splits[r]) * shape.q_tokens * shape.heads;
-    double est = dev.launch_us + simulate(m, s.items, s.splits, blocks_per_item);
-    if (partial_rows > 0) {
-      // The combine: a second (overlapped) launch reading every partial once.
-      const double bytes = partial_rows * (4.0 * shape.head_dim_v + 4.0) + rows_all * 2.0 * shape.head_dim_v;
-      est += 0.5 * dev.launch_us + 1e6 * bytes / dev.hbm_bytes_per_s;
-    }
+    const double est = dev.launch_us + simulate(m, s.items, s.splits, blocks_per_item) + combine_us(dev, shape, s);
     if (chosen.items.empty() || est < best * (1 - 1e-9)) {
       best = est;
       chosen = std::move(s);
@@ -320,13 +339,20 @@ double verify_attention_flops(const VerifyAttentionShape& s, const std::vector<s
   return 2.0 * tokens * s.q_tokens * s.heads * (s.head_dim_qk + s.head_dim_v);
 }
 
+int combine_warps_per_row(const VerifyAttentionPlan& plan) {
+  int max_splits = 0;
+  for (const auto& c : plan.combine) max_splits = std::max<int>(max_splits, c.splits);
+  return warps_for(max_splits, plan.shape.head_dim_v);
+}
+
 std::string describe(const VerifyAttentionPlan& p) {
   std::ostringstream os;
   int max_splits = 0;
   for (int n : p.splits_per_request) max_splits = std::max(max_splits, n);
   os << variant_name(p.kernel.variant) << " rows/block=" << p.kernel.rows_per_block << " chunks=" << p.kernel.row_chunks
      << " split=" << p.chunk_tokens << " max_splits=" << max_splits << " items=" << p.work.size()
-     << " blocks=" << p.grid_blocks() << " combine_rows=" << p.combine_rows() << " est_us=" << p.estimated_us;
+     << " blocks=" << p.grid_blocks() << " combine_rows=" << p.combine_rows()
+     << " combine_warps=" << (p.combine.empty() ? 0 : combine_warps_per_row(p)) << " est_us=" << p.estimated_us;
   return os.str();
 }
 

@@ -100,6 +100,8 @@ EAGLESIM_VA_HD constexpr std::size_t mla_p_bytes(int rows) { return static_cast<
 EAGLESIM_VA_HD constexpr std::size_t mla_smem_bytes(int rows) {
   return kMlaStages * mla_stage_bytes() + mla_sp_bytes(rows) + mla_p_bytes(rows) + 3 * sizeof(float) * rows;
 }
+// The combine: splits one warp keeps in flight (its registers: U x DV / 32 floats per lane).
+EAGLESIM_VA_HD constexpr int combine_unroll(int head_dim_v) { return head_dim_v >= 512 ? 4 : 8; }
 }  // namespace verify_attention_config
 #undef EAGLESIM_VA_HD
 
@@ -139,8 +141,13 @@ struct VerifyAttentionDevice {
   double mma_flops_per_s = 4.0e14;
   double block_start_us = 1.5;     // per block: work item, Q, pipeline fill (one memory latency)
   double launch_us = 2.0;          // a kernel in a graph, start to finish of an empty grid
-  double memory_latency_us = 3.0;  // loaded latency: a block streams at most its bytes in flight per latency
+  // Loaded latency: a block streams at most its bytes in flight per latency. 2.3 us fits the
+  // first H200 run (one block alone pulls 29-32 GB/s: GQA B=8 kv=8192 split=4096, MLA B=32).
+  double memory_latency_us = 2.3;
   double sm_bytes_per_s = 60e9;    // what one SM's blocks together can stream from HBM
+  // The combine: one round of combine_unroll loads per warp (L2-resident partials). The first
+  // run's serial combine cost ~0.22 us per split; a round of U loads is taken as 0.5 us.
+  double combine_round_us = 0.5;
 };
 
 struct VerifyAttentionPlanOptions {
@@ -188,6 +195,10 @@ double verify_attention_min_bytes(const VerifyAttentionShape& shape, const std::
 double verify_attention_flops(const VerifyAttentionShape& shape, const std::vector<std::int32_t>& kv_len);
 
 std::string describe(const VerifyAttentionPlan& plan);
+
+// Warps of the combine kernel per output row (1, 2, 4 or 8): enough that each warp's splits
+// are at most two rounds of combine_unroll loads in flight.
+int combine_warps_per_row(const VerifyAttentionPlan& plan);
 
 // Compiled entry points (src/cuda/verify_attention.cu, part of the CUDA library) for host code
 // that is not compiled by nvcc; CUDA code may call kernels/verify_attention.cuh directly. Each

@@ -630,6 +630,22 @@ TEST(VerifyAttentionPlan, ManyRequestsNeedNoCombine) {
   EXPECT_EQ(p.num_slots, 0);
 }
 
+// The combine's warps per row follow the most splits of any request (first H200 run: one
+// warp walking 128 splits serially cost ~30 us), and the model charges rounds, not splits.
+TEST(VerifyAttentionPlan, CombineWarpsFollowSplits) {
+  VerifyAttentionPlanOptions opt;
+  opt.chunk_tokens = 64;
+  const VerifyAttentionPlan none = plan_verify_attention(gqa_shape(2, 4, 4, 8, 128), {64, 50}, {}, opt);
+  EXPECT_TRUE(none.combine.empty());
+  EXPECT_EQ(combine_warps_per_row(none), 1);
+  const VerifyAttentionPlan g = plan_verify_attention(gqa_shape(2, 1, 4, 8, 128), {64 * 40, 700}, {}, opt);
+  EXPECT_EQ(combine_warps_per_row(g), 4);  // 40 splits, 8 in flight per warp, at most two rounds
+  const VerifyAttentionPlan m = plan_verify_attention(mla_shape(1, 1, 16), {8192}, {}, opt);
+  EXPECT_EQ(m.splits_per_request[0], 128);
+  EXPECT_EQ(combine_warps_per_row(m), 8);
+  EXPECT_LT(m.estimated_us, 20.0) << describe(m);
+}
+
 TEST(VerifyAttentionPlan, ForcedChunkIsRoundedToTheTile) {
   const VerifyAttentionShape s = gqa_shape(2, 4, 4, 8, 128);
   VerifyAttentionPlanOptions opt;
