@@ -541,6 +541,7 @@ void RankProgram::build_matmul(std::size_t i, const Op& op, const MatmulChoice& 
   detail = c.detail;
   const bool grouped = op.kind == OpKind::grouped_gemm;
   const ExpertRows rows = grouped ? expert_rows(op) : ExpertRows{op.m, 0, op.m};
+  if (grouped) detail += fmt::format(", {} experts x {}-{} rows", op.experts, rows.base, rows.base + (rows.extra ? 1 : 0));
   if (c.own_kernel) {
     GroupedGemmArgs args;
     args.x = x_.get();
@@ -555,8 +556,6 @@ void RankProgram::build_matmul(std::size_t i, const Op& op, const MatmulChoice& 
     void* ws = moe_workspace_.as<char>() + (moe_counter_bytes_ - c.gemm.counter_bytes);
     prepare_grouped_gemm(c.gemm);
     const GroupedGemmPlan gplan = c.gemm;
-    if (grouped)
-      detail += fmt::format(", {} experts x {}-{} rows", op.experts, rows.base, rows.base + (rows.extra ? 1 : 0));
     ops_[i] = [gplan, args, ws](cudaStream_t s) { launch_grouped_gemm(gplan, args, ws, s); };
     return;
   }
@@ -580,7 +579,6 @@ void RankProgram::build_matmul(std::size_t i, const Op& op, const MatmulChoice& 
     const char* x = c.lt_dtype == DType::fp8 ? x8b + as_size(e) * x8_slot : xb + as_size(e) * x_slot;
     parts.push_back([=](cudaStream_t s) { plan->run(w, x, y, ws, s); });
   }
-  if (grouped) detail += fmt::format(", {} experts x {}-{} rows", experts, base, base + (extra ? 1 : 0));
   if (parts.size() == 1) ops_[i] = parts[0];
   else ops_[i] = [parts](cudaStream_t s) { for (const auto& p : parts) p(s); };
 }
