@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/moe_gemm_plan.hpp"
 #include "cuda/replay_kernels.hpp"
+#include "cuda/verify_attention_plan.hpp"
 
 namespace eaglesim::cuda {
 
@@ -19,6 +22,9 @@ constexpr std::size_t kLtWorkspaceBytes = 32u << 20;
 // gathered rows are read, and a few thousand rows keep them out of L2 between steps).
 constexpr int kEmbeddingRows = 4096;
 constexpr float kRmsEps = 1e-5f;
+// Rows up to which a dense GEMM with quantised weights runs on the weight-only kernel; above,
+// the GEMM is compute-bound and cuBLASLt's fp8 tensor-core path is the faster replay.
+constexpr std::int64_t kWeightOnlyMaxRows = 256;
 
 std::size_t align256(std::size_t v) { return (v + 255) / 256 * 256; }
 std::size_t as_size(std::int64_t v) { return static_cast<std::size_t>(v); }
@@ -27,28 +33,105 @@ std::size_t as_size(std::int64_t v) { return static_cast<std::size_t>(v); }
 
 // How one matmul is run on this GPU (named by rank_program.hpp's private phases, as is ProgramPlan).
 struct MatmulChoice {
-  bool int4_kernel = false;   // our dequant-GEMM kernel reading packed int4
+  bool own_kernel = false;       // eaglesim's weight-only / grouped GEMM kernel over packed weights
+  GroupedGemmPlan gemm;          // its plan
+  std::size_t scale_offset = 0;  // its packed scales' offset in the op's region (after all experts' weights)
+  std::size_t offsets_at = 0;    // grouped: where the op's expert offsets start in ProgramPlan::expert_offsets
   DType lt_dtype = DType::bf16;  // cuBLASLt operand type otherwise
   std::int64_t k_eff = 0;     // k given to the GEMM (differs when a stand-in keeps the byte count)
-  std::size_t weight_bytes = 0;
+  std::size_t weight_bytes = 0;  // cuBLASLt: per expert; own kernel: the whole region
   std::string detail;
   std::string note;           // substitution to report, empty if none
+};
+
+// A verify-attention plan with what it needs on the device: its workspace (work list, partials)
+// and the per-request KV offsets and lengths.
+struct VerifyAttentionRun {
+  VerifyAttentionPlan plan;
+  std::vector<std::int32_t> lengths;  // kv_indptr [batch + 1] then kv_len [batch]
+  DeviceBuffer workspace, device_lengths;
 };
 
 // What the program needs to know before it allocates anything (pass 1), per op: how it runs and
 // the bytes of its own region (weights, KV cache, norm weight, embedding table); over all ops,
 // the shared scratch buffers' sizes (bytes; attention's partials in floats, ids in ints).
 struct ProgramPlan {
-  explicit ProgramPlan(std::size_t ops) : region_bytes(ops, 0), choice(ops), attention(ops) {}
+  explicit ProgramPlan(std::size_t ops) : region_bytes(ops, 0), choice(ops), attention(ops), verify(ops, nullptr) {}
   std::vector<std::size_t> region_bytes;
   std::vector<MatmulChoice> choice;      // matmuls
-  std::vector<AttentionPlan> attention;  // attention ops
+  std::vector<AttentionPlan> attention;  // attention ops the verify-attention kernel does not take
+  std::vector<VerifyAttentionRun*> verify;  // attention ops it takes (owned by RankProgram::verify_runs_)
+  std::vector<int> expert_offsets;       // grouped ops on the grouped kernel, each [experts + 1]
   std::size_t x = 256, x8 = 256, y = 256, z = 256, residual = 256, acc_floats = 1, ml_floats = 1, ids = 1;
+  std::size_t moe_counters = 0, moe_partials = 0;  // the most any grouped-kernel plan needs of each
 };
 
 namespace {
 
-MatmulChoice choose_matmul(std::int64_t m_max, std::int64_t n, std::int64_t k, DType dtype, bool has_fp8, int cc) {
+// A grouped GEMM's routed rows spread over its experts: `base` rows each, one more for the first
+// `extra`; `rows_max` the most any expert gets.
+struct ExpertRows {
+  std::int64_t base, extra, rows_max;
+};
+ExpertRows expert_rows(const Op& op) {
+  return {op.tokens / op.experts, op.tokens % op.experts, (op.tokens + op.experts - 1) / op.experts};
+}
+
+// The packed format eaglesim's GEMM kernels replay a weight dtype in; false when cuBLASLt runs it
+// (dense bf16). int4 as group-32 (Kimi-K2's checkpoint), fp8 with 128x128 block scales
+// (DeepSeek-V3 / Kimi-K2 fp8 checkpoints); expert weights of 16 bits as bf16.
+bool own_weight_format(DType dtype, bool grouped, GemmWeightFormat& f) {
+  switch (dtype) {
+    case DType::int4: f = GemmWeightFormat::int4_g32; return true;
+    case DType::fp8: f = GemmWeightFormat::fp8_block; return true;
+    default: f = GemmWeightFormat::bf16; return grouped;
+  }
+}
+
+// The plan of eaglesim's kernel for the op, or why it cannot run it (c.own_kernel says which).
+std::string try_own_kernel(const Op& op, bool grouped, int cc, int sm_count, MatmulChoice& c) {
+  GemmWeightFormat format;
+  if (!own_weight_format(op.dtype, grouped, format)) return "bf16 weights";
+  if (cc < 90) return fmt::format("the kernels need sm_90 (bulk copies), this GPU is sm_{}", cc);
+  const std::int64_t rows = grouped ? op.tokens : op.m;
+  if (!grouped && rows > kWeightOnlyMaxRows) return fmt::format("m > {}", kWeightOnlyMaxRows);
+  if (rows > (1 << 30) || op.n > (1 << 30) || op.k > (1 << 30)) return "shape beyond int range";
+  GroupedGemmShape shape;
+  shape.format = format;
+  shape.experts = grouped ? static_cast<int>(op.experts) : 1;
+  shape.n = static_cast<int>(op.n);
+  shape.k = static_cast<int>(op.k);
+  shape.max_rows = static_cast<int>(rows);
+  shape.rows_per_expert = static_cast<int>(grouped ? expert_rows(op).rows_max : rows);
+  if (std::string why = grouped_gemm_unsupported_reason(shape); !why.empty()) return why;
+  try {
+    c.gemm = plan_grouped_gemm(shape, sm_count);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  c.own_kernel = true;
+  const std::size_t weights = as_size(c.gemm.weight_bytes_per_expert) * as_size(shape.experts);
+  c.scale_offset = align256(weights);
+  c.weight_bytes = c.scale_offset + as_size(c.gemm.scale_bytes_per_expert) * as_size(shape.experts);
+  c.detail = fmt::format("{} kernel {}", grouped ? "grouped MoE GEMM" : "weight-only GEMM", c.gemm.variant);
+  switch (op.dtype) {
+    case DType::int4:
+      c.note = "int4 GEMMs replayed by eaglesim's weight-only / grouped MoE GEMM kernels over packed int4 weights "
+               "plus one bf16 scale per 32 weights (12.5% more bytes than the trace's int4 weight bytes)";
+      break;
+    case DType::fp8:
+      c.note = "fp8 GEMMs replayed by eaglesim's weight-only / grouped MoE GEMM kernels over packed e4m3 weights "
+               "plus one fp32 scale per 128x128 block";
+      break;
+    case DType::fp32: c.note = "fp32-weight expert GEMMs replayed as bf16 (half the weight bytes)"; break;
+    default: break;
+  }
+  return {};
+}
+
+// cuBLASLt: bf16 GEMMs, and the GEMMs eaglesim's kernels do not take (`why`), as stand-ins of the
+// same weight bytes where cuBLASLt has no such weights.
+MatmulChoice choose_lt_matmul(std::int64_t n, std::int64_t k, DType dtype, bool has_fp8, int cc, const std::string& why) {
   MatmulChoice c;
   c.k_eff = k;
   switch (dtype) {
@@ -73,29 +156,22 @@ MatmulChoice choose_matmul(std::int64_t m_max, std::int64_t n, std::int64_t k, D
       }
       break;
     case DType::int4:
-      if (m_max <= kInt4MaxRows && k % kInt4GroupSize == 0) {
-        c.int4_kernel = true;
-        c.detail = "int4 dequant-GEMM kernel";
-        c.note = "int4 GEMMs replayed by eaglesim's dequant-GEMM kernel over packed int4 weights plus one bf16 "
-                 "scale per 32 weights (12.5% more bytes than the trace's int4 weight bytes)";
-      } else if (has_fp8 && (k / 2) % 16 == 0) {
+      if (has_fp8 && (k / 2) % 16 == 0) {
         c.lt_dtype = DType::fp8;
         c.k_eff = k / 2;
         c.detail = "cublasLt fp8, k/2 (int4 stand-in, same weight bytes)";
-        c.note = fmt::format("cuBLASLt has no int4 weights: int4 GEMMs with m > {} (or k not a multiple of {}) replayed "
-                             "as fp8 GEMMs of the same weight bytes (k/2, half the FLOPs)", kInt4MaxRows, kInt4GroupSize);
+        c.note = fmt::format("cuBLASLt has no int4 weights: int4 GEMMs eaglesim's weight-only kernel does not take "
+                             "({}) replayed as fp8 GEMMs of the same weight bytes (k/2, half the FLOPs)", why);
       } else {
         c.lt_dtype = DType::bf16;
         c.k_eff = std::max<std::int64_t>(8, k / 4);
         c.detail = "cublasLt bf16, k/4 (int4 stand-in, same weight bytes)";
-        c.note = "int4 GEMMs without a usable int4 kernel or fp8 replayed as bf16 GEMMs of the same weight bytes (k/4)";
+        c.note = fmt::format("int4 GEMMs without a usable int4 kernel ({}) or fp8 replayed as bf16 GEMMs of the same "
+                             "weight bytes (k/4)", why);
       }
       break;
   }
-  if (c.int4_kernel)
-    c.weight_bytes = as_size(n) * as_size(k) / 2 + as_size(n) * as_size(k / kInt4GroupSize) * 2;
-  else
-    c.weight_bytes = as_size(n) * as_size(c.k_eff) * (c.lt_dtype == DType::fp8 ? 1 : 2);
+  c.weight_bytes = as_size(n) * as_size(c.k_eff) * (c.lt_dtype == DType::fp8 ? 1 : 2);
   return c;
 }
 
@@ -128,13 +204,26 @@ std::size_t kv_cache_bytes(const AttentionShape& s) {
   return s.shared_kv ? rows * s.dk * 2 : 2 * rows * s.dk * 2;
 }
 
-// A grouped GEMM's routed rows spread over its experts: `base` rows each, one more for the first
-// `extra`; `rows_max` the most any expert gets.
-struct ExpertRows {
-  std::int64_t base, extra, rows_max;
-};
-ExpertRows expert_rows(const Op& op) {
-  return {op.tokens / op.experts, op.tokens % op.experts, (op.tokens + op.experts - 1) / op.experts};
+// Random packed weights and scales: every byte pattern is a valid packed weight set (the fp8 fill
+// writes finite e4m3 values, never the NaN codes).
+void fill_packed_weights(void* region, const MatmulChoice& c, std::uint64_t seed) {
+  const GroupedGemmPlan& g = c.gemm;
+  const std::size_t weights = as_size(g.weight_bytes_per_expert) * as_size(g.shape.experts);
+  const std::size_t scales = as_size(g.scale_bytes_per_expert) * as_size(g.shape.experts);
+  char* scale_base = static_cast<char*>(region) + c.scale_offset;
+  switch (g.shape.format) {
+    case GemmWeightFormat::bf16: fill_random(region, weights / 2, DType::bf16, seed, 0.05f, nullptr); break;
+    case GemmWeightFormat::fp8_channel:
+    case GemmWeightFormat::fp8_block:
+      fill_random(region, weights, DType::fp8, seed, 0.5f, nullptr);
+      fill_random(scale_base, scales / 4, DType::fp32, seed + 7, 0.02f, nullptr);
+      break;
+    case GemmWeightFormat::int4_g32:
+    case GemmWeightFormat::int4_g128:
+      fill_random(region, weights, DType::int4, seed, 0.f, nullptr);
+      fill_random(scale_base, scales / 2, DType::bf16, seed + 7, 0.02f, nullptr);
+      break;
+  }
 }
 
 }  // namespace
@@ -210,39 +299,108 @@ ProgramPlan RankProgram::plan_step(const Step& step) {
   return plan;
 }
 
-// One weight region of n x k_eff; x/x8/y hold the activations of m rows.
+// One weight region: packed weights and scales for eaglesim's kernel, n x k_eff for cuBLASLt;
+// x/x8/y hold the activations of m rows.
 void RankProgram::plan_matmul(std::size_t i, const Op& op, ProgramPlan& plan) {
-  plan.choice[i] = choose_matmul(op.m, op.n, op.k, op.dtype, has_fp8_, compute_capability_);
-  plan.region_bytes[i] = plan.choice[i].weight_bytes;
+  MatmulChoice& c = plan.choice[i];
+  const std::string why = try_own_kernel(op, false, compute_capability_, sm_count_, c);
+  if (!c.own_kernel) c = choose_lt_matmul(op.n, op.k, op.dtype, has_fp8_, compute_capability_, why);
+  plan.region_bytes[i] = c.weight_bytes;
   plan.x = std::max(plan.x, as_size(op.m * op.k) * 2);
-  plan.x8 = std::max(plan.x8, as_size(op.m * plan.choice[i].k_eff));
+  plan.x8 = std::max(plan.x8, as_size(op.m * c.k_eff));
   plan.y = std::max(plan.y, as_size(op.m * op.n) * 2);
+  if (c.own_kernel) {
+    plan.moe_counters = std::max(plan.moe_counters, c.gemm.counter_bytes);
+    plan.moe_partials = std::max(plan.moe_partials, c.gemm.partial_bytes);
+  }
 }
 
-// One weight region per expert, 256-byte aligned, and one 256-byte-aligned slot per expert in
-// x/y (cuBLASLt's fast paths want aligned operands).
+// eaglesim's grouped kernel: one region with every expert's packed weights, x/y the routed rows
+// sorted by expert, the rows per expert as offsets. Otherwise (cuBLASLt, one GEMM per expert):
+// one 256-byte-aligned weight region per expert and one 256-byte-aligned slot per expert in x/y
+// (cuBLASLt's fast paths want aligned operands).
 void RankProgram::plan_grouped_matmul(std::size_t i, const Op& op, ProgramPlan& plan) {
-  const std::int64_t rows_max = expert_rows(op).rows_max;
-  plan.choice[i] = choose_matmul(rows_max, op.n, op.k, op.dtype, has_fp8_, compute_capability_);
-  plan.region_bytes[i] = as_size(op.experts) * align256(plan.choice[i].weight_bytes);
-  plan.x = std::max(plan.x, as_size(op.experts) * align256(as_size(rows_max * op.k) * 2));
-  plan.x8 = std::max(plan.x8, as_size(op.experts) * align256(as_size(rows_max * plan.choice[i].k_eff)));
-  plan.y = std::max(plan.y, as_size(op.experts) * align256(as_size(rows_max * op.n) * 2));
+  const ExpertRows rows = expert_rows(op);
+  MatmulChoice& c = plan.choice[i];
+  const std::string why = try_own_kernel(op, true, compute_capability_, sm_count_, c);
+  if (c.own_kernel) {
+    plan.region_bytes[i] = c.weight_bytes;
+    plan.x = std::max(plan.x, as_size(op.tokens * op.k) * 2);
+    plan.y = std::max(plan.y, as_size(op.tokens * op.n) * 2);
+    plan.moe_counters = std::max(plan.moe_counters, c.gemm.counter_bytes);
+    plan.moe_partials = std::max(plan.moe_partials, c.gemm.partial_bytes);
+    c.offsets_at = plan.expert_offsets.size();
+    for (std::int64_t e = 0; e <= op.experts; ++e)
+      plan.expert_offsets.push_back(static_cast<int>(e * rows.base + std::min(e, rows.extra)));
+  } else {
+    c = choose_lt_matmul(op.n, op.k, op.dtype, has_fp8_, compute_capability_, why);
+    note(fmt::format("'{}': eaglesim's grouped MoE GEMM kernel does not take it ({}): one cuBLASLt GEMM per expert",
+                     op.name, why));
+    plan.region_bytes[i] = as_size(op.experts) * align256(c.weight_bytes);
+    plan.x = std::max(plan.x, as_size(op.experts) * align256(as_size(rows.rows_max * op.k) * 2));
+    plan.x8 = std::max(plan.x8, as_size(op.experts) * align256(as_size(rows.rows_max * c.k_eff)));
+    plan.y = std::max(plan.y, as_size(op.experts) * align256(as_size(rows.rows_max * op.n) * 2));
+  }
   if (op.tokens < op.experts)
     note(fmt::format("'{}': {} routed rows over {} experts: experts without rows are skipped", op.name, op.tokens,
                      op.experts));
 }
 
-// The KV cache is the op's region; the split-KV partials are shared scratch. An attention shape
-// without a kernel fails here, before anything is allocated.
+// The verify-attention kernel with one request (the trace's verify step: kv_len cached positions,
+// the last q_tokens of them the draft tokens, a causal chain mask).
+VerifyAttentionRun& RankProgram::verify_run(const Op& op) {
+  VerifyAttentionShape shape;
+  shape.batch = 1;
+  shape.q_tokens = static_cast<int>(op.q_tokens);
+  shape.heads = static_cast<int>(op.heads);
+  if (op.variant == AttentionVariant::mla) {
+    shape.kind = VerifyAttentionKind::mla;
+    shape.kv_heads = 1;
+    shape.head_dim_qk = static_cast<int>(op.kv_lora_rank + op.rope_dim);
+    shape.head_dim_v = static_cast<int>(op.kv_lora_rank);
+  } else {
+    shape.kind = VerifyAttentionKind::gqa;
+    shape.kv_heads = static_cast<int>(op.kv_heads);
+    shape.head_dim_qk = shape.head_dim_v = static_cast<int>(op.head_dim);
+  }
+  const std::vector<std::int32_t> kv_len(as_size(shape.batch), static_cast<std::int32_t>(op.kv_len));
+  std::vector<std::int64_t> key{static_cast<int>(shape.kind), shape.batch, shape.q_tokens, shape.heads,
+                                shape.kv_heads, shape.head_dim_qk, shape.head_dim_v};
+  key.insert(key.end(), kv_len.begin(), kv_len.end());
+  auto it = verify_runs_.find(key);
+  if (it != verify_runs_.end()) return *it->second;
+  VerifyAttentionDevice dev;
+  dev.sms = sm_count_;
+  auto run = std::make_unique<VerifyAttentionRun>();
+  run->plan = plan_verify_attention(shape, kv_len, dev);
+  run->lengths.push_back(0);
+  for (std::int32_t len : kv_len) run->lengths.push_back(run->lengths.back() + len);
+  run->lengths.insert(run->lengths.end(), kv_len.begin(), kv_len.end());
+  return *verify_runs_.emplace(key, std::move(run)).first->second;
+}
+
+// The KV cache is the op's region. The verify-attention kernel's workspace is per plan; shapes
+// it does not take run on the split-KV decode kernel, whose partials are shared scratch. An
+// attention shape neither kernel takes fails here, before anything is allocated.
 void RankProgram::plan_attention_op(std::size_t i, const Op& op, ProgramPlan& plan) {
   const AttentionShape s = attention_shape(op);
-  const std::string why = attention_unsupported_reason(s);
-  if (!why.empty()) throw InputError(fmt::format("{}: the CUDA backend cannot replay it: {}", labels_[i], why));
-  plan.attention[i] = plan_attention(s, sm_count_);
   plan.region_bytes[i] = kv_cache_bytes(s);
   plan.x = std::max(plan.x, as_size(s.q_tokens) * s.heads * s.dk * 2);
   plan.y = std::max(plan.y, as_size(s.q_tokens) * s.heads * s.dv * 2);
+  std::string refused;
+  try {
+    plan.verify[i] = &verify_run(op);
+    return;
+  } catch (const std::invalid_argument& e) {
+    refused = e.what();
+  }
+  const std::string why = attention_unsupported_reason(s);
+  if (!why.empty())
+    throw InputError(fmt::format("{}: the CUDA backend cannot replay it: verify-attention kernel: {}; split-KV "
+                                 "decode kernel: {}", labels_[i], refused, why));
+  note(fmt::format("'{}': the verify-attention kernel does not take it ({}): replayed by the split-KV decode kernel",
+                   op.name, refused));
+  plan.attention[i] = plan_attention(s, sm_count_);
   plan.acc_floats = std::max(plan.acc_floats, plan.attention[i].part_acc_floats);
   plan.ml_floats = std::max(plan.ml_floats, plan.attention[i].part_ml_floats);
 }
@@ -289,6 +447,14 @@ void RankProgram::allocate(const ProgramPlan& plan) {
   part_acc_ = DeviceBuffer(plan.acc_floats * sizeof(float));
   part_ml_ = DeviceBuffer(plan.ml_floats * sizeof(float));
   ids_ = DeviceBuffer(plan.ids * sizeof(int));
+  moe_counter_bytes_ = plan.moe_counters;
+  moe_workspace_ = DeviceBuffer(std::max<std::size_t>(256, plan.moe_counters + plan.moe_partials));
+  expert_offsets_ = DeviceBuffer(std::max<std::size_t>(1, plan.expert_offsets.size()) * sizeof(int));
+  for (auto& entry : verify_runs_) {
+    VerifyAttentionRun* run = entry.second.get();
+    run->workspace = DeviceBuffer(std::max<std::size_t>(256, run->plan.workspace_bytes));
+    run->device_lengths = DeviceBuffer(run->lengths.size() * sizeof(std::int32_t));
+  }
   std::size_t free_bytes = 0, total_bytes = 0;
   EAGLESIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   arena_ = WeightArena(plan.region_bytes, free_bytes);
@@ -311,25 +477,32 @@ void RankProgram::fill_contents(const Step& step, const ProgramPlan& plan, std::
   fill_random(z_.get(), plan.z / 2, DType::bf16, seed + 4, 1.f, nullptr);
   fill_random(residual_.get(), plan.residual / 2, DType::bf16, seed + 5, 1.f, nullptr);
   fill_random_ids(ids_.as<int>(), plan.ids, kEmbeddingRows, seed + 6, nullptr);
+  // The grouped kernels' counters start at zero and every launch leaves them so.
+  EAGLESIM_CUDA_CHECK(cudaMemset(moe_workspace_.get(), 0, moe_workspace_.bytes()));
+  if (!plan.expert_offsets.empty())
+    EAGLESIM_CUDA_CHECK(cudaMemcpy(expert_offsets_.get(), plan.expert_offsets.data(),
+                                   plan.expert_offsets.size() * sizeof(int), cudaMemcpyHostToDevice));
+  for (auto& entry : verify_runs_) {
+    const VerifyAttentionRun* run = entry.second.get();
+    EAGLESIM_CUDA_CHECK(cudaMemcpy(run->device_lengths.get(), run->lengths.data(),
+                                   run->lengths.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+    EAGLESIM_CUDA_CHECK(static_cast<cudaError_t>(verify_attention_upload(run->plan, run->workspace.get(), nullptr)));
+  }
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     if (plan.region_bytes[i] == 0) continue;
     const std::uint64_t s = seed + 1000 + i;
     void* r = arena_.region(i);
     const Op& op = step.ops[i];
-    if (op.is_matmul()) {
+    if (op.is_matmul() && plan.choice[i].own_kernel) {
+      fill_packed_weights(r, plan.choice[i], s);
+    } else if (op.is_matmul()) {
       const MatmulChoice& c = plan.choice[i];
       const std::size_t experts = op.kind == OpKind::grouped_gemm ? as_size(op.experts) : 1;
       const std::size_t stride = op.kind == OpKind::grouped_gemm ? align256(c.weight_bytes) : c.weight_bytes;
       for (std::size_t e = 0; e < experts; ++e) {
         char* w = static_cast<char*>(r) + e * stride;
-        if (c.int4_kernel) {
-          const std::size_t packed = as_size(op.n) * as_size(op.k) / 2;
-          fill_random(w, packed, DType::int4, s + e, 0.f, nullptr);
-          fill_random(w + packed, as_size(op.n) * as_size(op.k / kInt4GroupSize), DType::bf16, s + e + 7, 0.02f, nullptr);
-        } else {
-          fill_random(w, as_size(op.n) * as_size(c.k_eff), c.lt_dtype, s + e, c.lt_dtype == DType::fp8 ? 0.5f : 0.05f,
-                      nullptr);
-        }
+        fill_random(w, as_size(op.n) * as_size(c.k_eff), c.lt_dtype, s + e, c.lt_dtype == DType::fp8 ? 0.5f : 0.05f,
+                    nullptr);
       }
     } else {
       fill_random(r, plan.region_bytes[i] / 2, DType::bf16, s, 1.f, nullptr);
@@ -350,7 +523,7 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, RankComm&
       case OpKind::gemm:
       case OpKind::lm_head:
       case OpKind::grouped_gemm: build_matmul(i, op, plan.choice[i]); break;
-      case OpKind::attention: build_attention(i, op, plan.attention[i]); break;
+      case OpKind::attention: build_attention(i, op, plan); break;
       case OpKind::allreduce:
         if (build_allreduce(i, step, comm, fallback, can_fuse, opts.skip_allreduces)) ++fused;
         break;
@@ -360,18 +533,37 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, RankComm&
   if (fused > 0) note(fmt::format("{} allreduce + residual add + RMSNorm triples ran as one {} kernel each", fused, comm.strategy()));
 }
 
-// A GEMM, or a grouped GEMM as one GEMM per expert with rows (cuBLASLt or the int4 kernel).
+// A GEMM or grouped GEMM as one launch of eaglesim's kernel, or on cuBLASLt (a grouped one as one
+// GEMM per expert with rows).
 void RankProgram::build_matmul(std::size_t i, const Op& op, const MatmulChoice& c) {
   note(c.note);
   std::string& detail = details_[i];
   detail = c.detail;
+  const bool grouped = op.kind == OpKind::grouped_gemm;
+  const ExpertRows rows = grouped ? expert_rows(op) : ExpertRows{op.m, 0, op.m};
+  if (grouped) detail += fmt::format(", {} experts x {}-{} rows", op.experts, rows.base, rows.base + (rows.extra ? 1 : 0));
+  if (c.own_kernel) {
+    GroupedGemmArgs args;
+    args.x = x_.get();
+    args.expert_offsets = grouped ? expert_offsets_.as<int>() + c.offsets_at : nullptr;
+    args.rows = static_cast<int>(grouped ? op.tokens : op.m);
+    args.weights = arena_.region(i);
+    if (c.gemm.shape.format != GemmWeightFormat::bf16)
+      args.scales = static_cast<const char*>(arena_.region(i)) + c.scale_offset;
+    args.y = y_.get();
+    // Every plan's counters end where the shared partials begin, so the counters of one plan
+    // never overlap another plan's partials (which are not zero between launches).
+    void* ws = moe_workspace_.as<char>() + (moe_counter_bytes_ - c.gemm.counter_bytes);
+    prepare_grouped_gemm(c.gemm);
+    const GroupedGemmPlan gplan = c.gemm;
+    ops_[i] = [gplan, args, ws](cudaStream_t s) { launch_grouped_gemm(gplan, args, ws, s); };
+    return;
+  }
   char* xb = x_.as<char>();
   char* x8b = x8_.as<char>();
   char* yb = y_.as<char>();
   void* ws = workspace_.get();
-  const bool grouped = op.kind == OpKind::grouped_gemm;
   const std::int64_t experts = grouped ? op.experts : 1;
-  const ExpertRows rows = grouped ? expert_rows(op) : ExpertRows{op.m, 0, op.m};
   const std::int64_t base = rows.base, extra = rows.extra, rows_max = rows.rows_max;
   const std::size_t w_stride = grouped ? align256(c.weight_bytes) : 0;
   const std::size_t x_slot = grouped ? align256(as_size(rows_max * op.k) * 2) : 0;
@@ -383,33 +575,46 @@ void RankProgram::build_matmul(std::size_t i, const Op& op, const MatmulChoice& 
     if (m == 0) continue;
     char* w = static_cast<char*>(arena_.region(i)) + as_size(e) * w_stride;
     char* y = yb + as_size(e) * y_slot;
-    const std::int64_t n = op.n, k = op.k;
-    if (c.int4_kernel) {
-      const char* x = xb + as_size(e) * x_slot;
-      const char* scales = w + as_size(n) * as_size(k) / 2;
-      parts.push_back([=](cudaStream_t s) { launch_int4_gemm(x, w, scales, y, int(m), int(n), int(k), s); });
-    } else {
-      const LtGemm* plan = &gemm_plan(m, n, c.k_eff, c.lt_dtype);
-      const char* x = c.lt_dtype == DType::fp8 ? x8b + as_size(e) * x8_slot : xb + as_size(e) * x_slot;
-      parts.push_back([=](cudaStream_t s) { plan->run(w, x, y, ws, s); });
-    }
+    const LtGemm* plan = &gemm_plan(m, op.n, c.k_eff, c.lt_dtype);
+    const char* x = c.lt_dtype == DType::fp8 ? x8b + as_size(e) * x8_slot : xb + as_size(e) * x_slot;
+    parts.push_back([=](cudaStream_t s) { plan->run(w, x, y, ws, s); });
   }
-  if (grouped) detail += fmt::format(", {} experts x {}-{} rows", experts, base, base + (extra ? 1 : 0));
   if (parts.size() == 1) ops_[i] = parts[0];
   else ops_[i] = [parts](cudaStream_t s) { for (const auto& p : parts) p(s); };
 }
 
-void RankProgram::build_attention(std::size_t i, const Op& op, const AttentionPlan& plan) {
+void RankProgram::build_attention(std::size_t i, const Op& op, const ProgramPlan& program_plan) {
   const AttentionShape shape = attention_shape(op);
   const char* cache = static_cast<const char*>(arena_.region(i));
   const std::size_t k_bytes = shape.shared_kv ? 0 : kv_cache_bytes(shape) / 2;
   const char* kc = cache;
   const char* vc = cache + k_bytes;
+  char* xb = x_.as<char>();
+  char* yb = y_.as<char>();
+  if (const VerifyAttentionRun* run = program_plan.verify[i]) {
+    const VerifyAttentionPlan* vplan = &run->plan;
+    VerifyAttentionParams p;
+    p.q = xb;
+    p.k = kc;
+    p.v = vc;  // MLA: the K rows (k_bytes is 0)
+    p.out = yb;
+    p.kv_indptr = run->device_lengths.as<std::int32_t>();
+    p.kv_len = p.kv_indptr + (run->lengths.size() - as_size(vplan->shape.batch));
+    p.mask_kind = VerifyMask::chain;
+    if (resolve_verify_attention_params(vplan->shape, p) != VerifyAttentionCheck::ok)
+      throw InputError(fmt::format("{}: the verify-attention kernel refuses the replay's buffers (alignment)", labels_[i]));
+    void* ws = run->workspace.get();
+    details_[i] = fmt::format("verify-attention kernel {}, {} splits of {}", variant_name(vplan->kernel.variant),
+                              vplan->splits_per_request[0], vplan->chunk_tokens);
+    ops_[i] = [p, vplan, ws](cudaStream_t s) {
+      EAGLESIM_CUDA_CHECK(static_cast<cudaError_t>(verify_attention_launch(p, *vplan, ws, s)));
+    };
+    return;
+  }
+  const AttentionPlan& plan = program_plan.attention[i];
   const std::int64_t pitch = shape.dk;
   float* acc = part_acc_.as<float>();
   float* ml = part_ml_.as<float>();
-  char* xb = x_.as<char>();
-  char* yb = y_.as<char>();
   details_[i] = fmt::format("split-KV decode kernel, {} splits of {}", plan.splits, plan.split_len);
   ops_[i] = [=](cudaStream_t s) { launch_attention(shape, plan, xb, kc, vc, pitch, pitch, acc, ml, yb, s); };
 }

@@ -1,7 +1,9 @@
 #pragma once
 // The ops of one step, made runnable on one GPU: every trace op becomes a closure that
-// enqueues real work with the traced shape on a stream (cuBLASLt GEMMs, decode attention,
-// row-wise kernels, the rank's allreduce, a timed spin for `other`). Construction allocates
+// enqueues real work with the traced shape on a stream (cuBLASLt bf16 GEMMs, eaglesim's
+// weight-only and grouped MoE GEMM kernels for quantised weights and experts, the
+// verify-attention kernel, row-wise kernels, the rank's allreduce, a timed spin for `other`).
+// Construction allocates
 // and randomly fills everything (weights per op, KV caches, activations) and prepares the
 // GEMM algorithms, so that enqueueing never allocates and can be captured into a CUDA graph.
 // Must be constructed, used and destroyed on a thread whose current device is `device`.
@@ -26,8 +28,9 @@
 
 namespace eaglesim::cuda {
 
-struct MatmulChoice;  // rank_program.cpp
-struct ProgramPlan;   // rank_program.cpp
+struct MatmulChoice;        // rank_program.cpp
+struct ProgramPlan;         // rank_program.cpp
+struct VerifyAttentionRun;  // rank_program.cpp
 
 struct ProgramOptions {
   std::uint64_t seed = 1;
@@ -70,7 +73,7 @@ class RankProgram {
   void build_ops(const Step& step, const ProgramPlan& plan, RankComm& comm, RankComm* fallback,
                  const ProgramOptions& opts);
   void build_matmul(std::size_t i, const Op& op, const MatmulChoice& choice);
-  void build_attention(std::size_t i, const Op& op, const AttentionPlan& plan);
+  void build_attention(std::size_t i, const Op& op, const ProgramPlan& plan);
   bool build_allreduce(std::size_t i, const Step& step, RankComm& comm, RankComm* fallback, bool can_fuse,
                        bool skip_allreduces);
   void build_rowwise(std::size_t i, const Op& op);
@@ -78,6 +81,9 @@ class RankProgram {
   void note(const std::string& text);
   void use_collective(const CollectiveUse& use);  // remembered once
   const LtGemm& gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype);
+  // One verify-attention plan (and workspace) per distinct shape and KV lengths; throws
+  // std::invalid_argument when the kernel does not take the shape.
+  VerifyAttentionRun& verify_run(const Op& op);
 
   int device_ = 0;
   int sm_count_ = 0;
@@ -85,8 +91,12 @@ class RankProgram {
   bool has_fp8_ = false;
   cublasLtHandle_t lt_ = nullptr;
   DeviceBuffer workspace_, x_, x8_, y_, z_, residual_, part_acc_, part_ml_, ids_, fp8_scales_;
+  // The grouped GEMM kernels' shared workspace and the rows each expert gets, per grouped op.
+  DeviceBuffer moe_workspace_, expert_offsets_;
+  std::size_t moe_counter_bytes_ = 0;  // the counters' part of moe_workspace_ (the most any plan needs)
   WeightArena arena_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, std::unique_ptr<LtGemm>> gemms_;
+  std::map<std::vector<std::int64_t>, std::unique_ptr<VerifyAttentionRun>> verify_runs_;
   std::vector<std::function<void(cudaStream_t)>> ops_;
   std::vector<bool> absorbed_;
   std::vector<std::string> labels_, details_, notes_;

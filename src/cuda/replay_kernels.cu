@@ -9,7 +9,6 @@
 #include "cuda/cuda_check.hpp"
 #include "replay_attention.cuh"
 #include "replay_fill.cuh"
-#include "replay_int4_gemv.cuh"
 #include "replay_rowwise.cuh"
 
 namespace eaglesim::cuda {
@@ -86,25 +85,6 @@ void launch_embedding(const void* table, const int* ids, void* out, int tokens, 
 
 void launch_spin(double us, cudaStream_t stream) {
   k::spin_kernel<<<1, 32, 0, stream>>>(static_cast<std::uint64_t>(std::llround(us * 1000.0)));
-  EAGLESIM_CUDA_CHECK_LAUNCH();
-}
-
-void launch_int4_gemm(const void* x, const void* w_packed, const void* scales, void* y, int m, int n, int kk,
-                      cudaStream_t stream) {
-  if (m < 1 || m > kInt4MaxRows || kk % kInt4GroupSize != 0)
-    throw InputError(fmt::format("int4 GEMM kernel needs 1 <= m <= {} and k % {} == 0 (got m={} k={})",
-                                 kInt4MaxRows, kInt4GroupSize, m, kk));
-  const int rows_per_block = k::kInt4WarpsPerBlock * k::kInt4RowsPerWarp;
-  const dim3 grid((n + rows_per_block - 1) / rows_per_block), block(k::kInt4WarpsPerBlock * 32);
-  auto xb = static_cast<const __nv_bfloat16*>(x);
-  auto wb = static_cast<const std::uint8_t*>(w_packed);
-  auto sb = static_cast<const __nv_bfloat16*>(scales);
-  auto yb = static_cast<__nv_bfloat16*>(y);
-  if (m <= 1) k::int4_gemv_kernel<1><<<grid, block, 0, stream>>>(xb, wb, sb, yb, m, n, kk);
-  else if (m <= 2) k::int4_gemv_kernel<2><<<grid, block, 0, stream>>>(xb, wb, sb, yb, m, n, kk);
-  else if (m <= 4) k::int4_gemv_kernel<4><<<grid, block, 0, stream>>>(xb, wb, sb, yb, m, n, kk);
-  else if (m <= 8) k::int4_gemv_kernel<8><<<grid, block, 0, stream>>>(xb, wb, sb, yb, m, n, kk);
-  else k::int4_gemv_kernel<16><<<grid, block, 0, stream>>>(xb, wb, sb, yb, m, n, kk);
   EAGLESIM_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Host entry points of the replay op kernels (kernels/replay_*.cuh): random fills, RMSNorm,
-// residual add, SiLU*mul, embedding gather, timed spin, int4 weight-only GEMM and split-KV
-// decode attention. Every launcher is stream-ordered and capturable, and checks its launch.
+// residual add, SiLU*mul, embedding gather, timed spin and split-KV decode attention (for the
+// shapes the verify-attention kernel does not take). Every launcher is stream-ordered and
+// capturable, and checks its launch.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -27,13 +28,6 @@ void launch_residual_add(void* residual, const void* x, std::size_t count, cudaS
 void launch_silu_mul(const void* gate_up, void* out, int tokens, int hidden, cudaStream_t stream);
 void launch_embedding(const void* table, const int* ids, void* out, int tokens, int hidden, cudaStream_t stream);
 void launch_spin(double us, cudaStream_t stream);
-
-// int4 weight-only GEMM, m <= kInt4MaxRows, k % 32 == 0 (see kernels/replay_int4_gemv.cuh for
-// the packed layout). scales: one bf16 per 32 weights.
-constexpr int kInt4MaxRows = 16;
-constexpr int kInt4GroupSize = 32;
-void launch_int4_gemm(const void* x, const void* w_packed, const void* scales, void* y, int m, int n, int k,
-                      cudaStream_t stream);
 
 struct AttentionShape {
   int q_tokens = 1, kv_len = 1, heads = 1, kv_heads = 1;

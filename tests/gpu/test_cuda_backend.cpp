@@ -22,7 +22,9 @@
 #include "cuda/allreduce_self_check.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/ideal_comm_group.hpp"
 #include "cuda/lt_gemm.hpp"
+#include "cuda/rank_program.hpp"
 #include "cuda/replay_kernels.hpp"
 #include "cuda/step_replay.hpp"
 #include "cuda/weight_arena.hpp"
@@ -238,33 +240,6 @@ TEST(CudaKernels, SiluMulAndResidualAddMatchCpu) {
   EXPECT_LT(rel_l2(r1, rref), 1e-2);
 }
 
-TEST(CudaKernels, Int4GemmMatchesCpuReference) {
-  REQUIRE_GPUS(1);
-  const int m = 3, n = 70, k = 256;
-  DeviceBuffer x = random_bf16(static_cast<std::size_t>(m) * k, 41);
-  DeviceBuffer w(static_cast<std::size_t>(n) * k / 2), sc = random_bf16(static_cast<std::size_t>(n) * k / 32, 42, 0.05f);
-  fill_random(w.get(), w.bytes(), DType::int4, 43, 0.f, nullptr);
-  DeviceBuffer y = poisoned(static_cast<std::size_t>(m) * n * 2);
-  launch_int4_gemm(x.get(), w.get(), sc.get(), y.get(), m, n, k, nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<std::uint8_t> hw(w.bytes());
-  ASSERT_EQ(cudaMemcpy(hw.data(), w.get(), w.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-  auto hx = download_bf16(x, static_cast<std::size_t>(m) * k), hs = download_bf16(sc, static_cast<std::size_t>(n) * k / 32);
-  auto got = download_bf16(y, static_cast<std::size_t>(m) * n);
-  std::vector<double> ref(static_cast<std::size_t>(m) * n);
-  for (int t = 0; t < m; ++t)
-    for (int r = 0; r < n; ++r) {
-      double acc = 0;
-      for (int c = 0; c < k; ++c) {
-        const std::uint8_t b = hw[static_cast<std::size_t>(r) * k / 2 + c / 2];
-        const int q = (c % 2 == 0 ? (b & 0xF) : (b >> 4)) - 8;
-        acc += double(hx[t * k + c]) * q * hs[static_cast<std::size_t>(r) * (k / 32) + c / 32];
-      }
-      ref[t * n + r] = acc;
-    }
-  EXPECT_LT(rel_l2(got, ref), 1e-2);
-}
-
 // A memory-bound GEMM (m=4, 117 MB of weights) must stream its weights at a rate between a
 // third of and about the device-to-device copy rate measured here.
 TEST(CudaGemm, SmallMGemmTimeMatchesWeightBandwidth) {
@@ -392,6 +367,63 @@ TEST(WeightArena, NextArenaWithTheSameLayoutTakesOverTheMemory) {
   EXPECT_EQ(cudaMemset(f.region(1), 3, growing[1]), cudaSuccess);
 }
 
+namespace {
+
+// One decoder layer of a shipped trace: the first layer with a grouped GEMM when the model has
+// experts (Kimi-K2's first layer is dense), else layer 0.
+Trace one_layer(const std::string& file) {
+  Trace t = read_trace(std::string(EAGLESIM_REPO) + "/traces/" + file);
+  t.steps.resize(1);
+  const std::vector<Op>& ops = t.steps[0].ops;
+  int layer = 0;
+  for (const Op& op : ops)
+    if (op.kind == OpKind::grouped_gemm) {
+      layer = op.layer;
+      break;
+    }
+  std::vector<Op> kept;
+  for (const Op& op : ops)
+    if (op.layer == layer) kept.push_back(op);
+  t.steps[0].ops = kept;
+  return t;
+}
+
+// The layer replays on one GPU (its TP shapes, allreduces free) with time in every compute
+// kind, and each op's detail names the kernel `expected` says its kind and dtype map to.
+void check_layer_replay(const std::string& file, const std::map<std::string, std::string>& expected) {
+  SCOPED_TRACE(file);
+  const Trace t = one_layer(file);
+  const Step& step = t.steps[0];
+  ASSERT_FALSE(step.ops.empty());
+  {
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    CommGroupConfig cc;
+    cc.strategy = "ideal";
+    cc.ranks = 1;
+    cc.devices = {0};
+    auto group = create_ideal_comm_group(cc);
+    RankProgram program(step, 0, group->rank(0), nullptr, ProgramOptions{});
+    for (std::size_t i = 0; i < step.ops.size(); ++i) {
+      const Op& op = step.ops[i];
+      const auto it = expected.find(std::string(to_string(op.kind)) + " " + to_string(op.dtype));
+      const auto any = expected.find(to_string(op.kind));
+      const std::string want = it != expected.end() ? it->second : any != expected.end() ? any->second : "";
+      if (!want.empty()) EXPECT_NE(program.detail(i).find(want), std::string::npos) << program.label(i) << ": " << program.detail(i);
+    }
+  }
+  RunOptions opts = ten_replays();
+  opts.ranks = 1;
+  auto backend = make_cuda_backend();
+  const StepResult r = backend->run_step(t, step, "ideal", nullptr, opts);
+  EXPECT_GT(r.step_us, 0);
+  EXPECT_EQ(r.timeline.spans.size(), step.ops.size());
+  for (const Op& op : step.ops)
+    if (!op.is_comm()) EXPECT_GT(r.kind_us[static_cast<int>(op.kind)], 0) << to_string(op.kind);
+}
+
+
+}  // namespace
+
 TEST(CudaReplay, TinyTraceOnOneGpu) {
   REQUIRE_GPUS(1);
   const Trace t = tiny_trace(1);
@@ -399,6 +431,22 @@ TEST(CudaReplay, TinyTraceOnOneGpu) {
   auto backend = make_cuda_backend();
   const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
   check_replay_result(r, t, 1);
+}
+
+// A Kimi-K2 TP8 MoE layer (absorbed MLA, int4 dense and expert weights, a bf16 router) and a
+// Llama-3.1-8B TP1 layer (GQA, bf16) through the backend on eaglesim's kernels.
+TEST(CudaReplay, KimiK2MoeLayerOnOneGpu) {
+  REQUIRE_GPUS(1);
+  check_layer_replay("kimi-k2_tp8_t4.json", {{"gemm int4", "weight-only GEMM kernel int4_g32"},
+                                             {"gemm bf16", "cublasLt bf16"},
+                                             {"grouped_gemm", "grouped MoE GEMM kernel int4_g32"},
+                                             {"attention", "verify-attention kernel mla"}});
+}
+
+TEST(CudaReplay, Llama8bLayerOnOneGpu) {
+  REQUIRE_GPUS(1);
+  check_layer_replay("llama-3.1-8b_tp1_t4.json",
+                     {{"gemm bf16", "cublasLt bf16"}, {"attention", "verify-attention kernel gqa_d128"}});
 }
 
 TEST(CudaReplay, TinyTraceOnTwoGpus) {
