@@ -14,8 +14,9 @@
 #   fidelity    calibrate (TP1 traces on 1 GPU; TP2, imported and TP1 traces on 2), then
 #               eaglesim fidelity against the CUDA replay
 #   kernels     the engine-grade kernels: their GPU tests, PyTorch on the same shapes
-#               (tools/torch_attention_bench.py, tools/torch_gemm_bench.py, if torch imports), then
-#               bench_attention and bench_gemm against the floor measured in the same run
+#               (tools/torch_attention_bench.py, torch_gemm_bench.py, torch_linear_bench.py, if torch
+#               imports), then bench_attention, bench_gemm and bench_dense_gemm against the floor
+#               measured in the same run
 #   sanitizer   compute-sanitizer memcheck, racecheck, synccheck over the kernel GPU tests
 #   torch       tools/torch_reference_step.py (PyTorch on the replay's decoder ops), if torch imports
 #
@@ -130,7 +131,7 @@ step_build() {
 }
 
 step_kernels() {
-  local rc=0 torch_attn="" torch_gemm=""
+  local rc=0 torch_attn="" torch_gemm="" torch_linear=""
   echo "### kernel tests"
   t "$G" --gtest_filter='VerifyAttention*:MoeGemm*:WeightOnlyGemm*' || rc=1
   if python3 -c "import torch" 2>/dev/null; then
@@ -138,6 +139,7 @@ step_kernels() {
     t python3 tools/torch_attention_bench.py --out "$OUT/torch-attention.json" --budget-s "${TORCH_BUDGET_S:-120}" \
       && torch_attn="--torch $OUT/torch-attention.json"
     t python3 tools/torch_gemm_bench.py --out "$OUT/torch-gemm.json" && torch_gemm="--torch $OUT/torch-gemm.json"
+    t python3 tools/torch_linear_bench.py --out "$OUT/torch-linear.json" && torch_linear="--torch $OUT/torch-linear.json"
   else
     echo "### PyTorch: skipped (torch does not import)"
   fi
@@ -148,6 +150,9 @@ step_kernels() {
   echo "### bench_gemm"
   # shellcheck disable=SC2086
   t "$BUILD_DIR/bench/bench_gemm" $torch_gemm --json "$OUT/bench-gemm.json" || rc=1
+  echo "### bench_dense_gemm"
+  # shellcheck disable=SC2086
+  t "$BUILD_DIR/bench/bench_dense_gemm" $torch_linear --json "$OUT/bench-dense-gemm.json" || rc=1
   return "$rc"
 }
 step_tests() {
@@ -291,7 +296,7 @@ done
 # At most 8 files in $OUT: pack the rest (logs, the per-trace replay reports) when there are more.
 if [ "$(find "$OUT" -maxdepth 1 -type f | wc -l)" -gt 8 ]; then
   mapfile -t extra < <(cd "$OUT" && find . -maxdepth 1 -type f ! -name summary.txt ! -name calibrated.json \
-    ! -name fidelity.json ! -name bench-comm.json ! -name bench-attention.json ! -name bench-gemm.json \
+    ! -name fidelity.json ! -name bench-comm.json ! -name bench-attention.json ! -name bench-gemm.json ! -name bench-dense-gemm.json \
     ! -name logs.tar.gz -printf '%f\n' | sort)
   (cd "$OUT" && tar czf logs.tar.gz "${extra[@]}" && rm -f "${extra[@]}") &&
     note "packed ${#extra[@]} files (logs, replay reports) into logs.tar.gz"

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/median.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/stream.hpp"
 
 namespace eaglesim::cuda {
 
@@ -38,15 +40,14 @@ LtGemm::LtGemm(cublasLtHandle_t handle, std::int64_t m, std::int64_t n, std::int
     EAGLESIM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     std::uint64_t ws = workspace_bytes;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-    cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, op_, a_, b_, c_, c_, pref, 1, &result, &found);
+    cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(handle_, op_, a_, b_, c_, c_, pref, kCandidates, candidates_, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0)
       throw DeviceError(fmt::format("cuBLASLt has no algorithm for GEMM m={} n={} k={} {} ({})", m, n, k,
                                     to_string(dtype), cublasLtGetStatusName(st)));
-    algo_ = result.algo;
-    algo_workspace_ = result.workspaceSize;
+    candidate_count_ = found;
   } catch (...) {
     this->~LtGemm();
     throw;
@@ -64,12 +65,47 @@ LtGemm::~LtGemm() {
 
 void LtGemm::run(const void* weight, const void* x, void* y, void* workspace, cudaStream_t stream) const {
   const float alpha = 1.f, beta = 0.f;
-  EAGLESIM_CUBLAS_CHECK(cublasLtMatmul(handle_, op_, &alpha, weight, a_, x, b_, &beta, y, c_, y, c_, &algo_,
-                                       workspace, workspace_bytes_, stream));
+  EAGLESIM_CUBLAS_CHECK(cublasLtMatmul(handle_, op_, &alpha, weight, a_, x, b_, &beta, y, c_, y, c_,
+                                       &candidates_[chosen_].algo, workspace, workspace_bytes_, stream));
+}
+
+void LtGemm::tune(const void* weight, const void* x, void* y, void* workspace) {
+  tuned_ = true;
+  if (candidate_count_ < 2) return;
+  constexpr int kWarmup = 2, kRuns = 5;
+  Stream stream;
+  Event start, stop;
+  const float alpha = 1.f, beta = 0.f;
+  float best_ms = 0;
+  for (int c = 0; c < candidate_count_; ++c) {
+    auto launch = [&] {
+      return cublasLtMatmul(handle_, op_, &alpha, weight, a_, x, b_, &beta, y, c_, y, c_, &candidates_[c].algo,
+                            workspace, workspace_bytes_, stream.get());
+    };
+    // A candidate the library proposed but cannot run here is skipped, not an error.
+    if (launch() != CUBLAS_STATUS_SUCCESS) continue;
+    for (int w = 1; w < kWarmup; ++w) EAGLESIM_CUBLAS_CHECK(launch());
+    std::vector<double> ms;
+    for (int r = 0; r < kRuns; ++r) {
+      EAGLESIM_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
+      EAGLESIM_CUBLAS_CHECK(launch());
+      EAGLESIM_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
+      EAGLESIM_CUDA_CHECK(cudaEventSynchronize(stop.get()));
+      ms.push_back(elapsed_ms(start.get(), stop.get()));
+    }
+    const double t = median(ms);
+    if (c == 0 || t < best_ms) {
+      best_ms = static_cast<float>(t);
+      chosen_ = c;
+    }
+  }
+  EAGLESIM_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
 }
 
 std::string LtGemm::describe() const {
-  return fmt::format("cublasLt m={} n={} k={} {} ws={}", m_, n_, k_, to_string(dtype_), algo_workspace_);
+  return fmt::format("cublasLt m={} n={} k={} {} ws={}{}", m_, n_, k_, to_string(dtype_),
+                     candidates_[chosen_].workspaceSize,
+                     tuned_ ? fmt::format(" (fastest of {} algorithms)", candidate_count_) : "");
 }
 
 }  // namespace eaglesim::cuda

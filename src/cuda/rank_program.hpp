@@ -80,7 +80,9 @@ class RankProgram {
 
   void note(const std::string& text);
   void use_collective(const CollectiveUse& use);  // remembered once
-  const LtGemm& gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype);
+  // The cuBLASLt plan of a GEMM shape, made and tuned on (w, x, y) the first time it is asked for.
+  const LtGemm& gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* w, const void* x,
+                          void* y);
   // One verify-attention plan (and workspace) per distinct shape and KV lengths; throws
   // std::invalid_argument when the kernel does not take the shape.
   VerifyAttentionRun& verify_run(const Op& op);

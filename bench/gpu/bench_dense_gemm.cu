@@ -1,0 +1,150 @@
+// The replay's bf16 GEMMs (cuBLASLt through cuda::LtGemm, tuned among the heuristic's candidates)
+// against torch.nn.functional.linear on the same shapes: the Llama-3.1-8B and -70B TP1
+// projections at 1-256 rows. Weights rotated over enough copies that L2 never serves them.
+//   bench_dense_gemm [--torch torch-linear.json] [--json out.json]
+// torch-linear.json: JSON lines {"shape": ..., "us": ...} from tools/torch_linear_bench.py.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+
+#include "bench/gpu/kernel_bench.cuh"
+#include "core/dtype.hpp"
+#include "cuda/lt_gemm.hpp"
+
+namespace {
+
+using eaglesim::bench::BenchRow;
+
+struct Shape {
+  const char* model;
+  const char* proj;
+  long n, k;
+};
+
+// (n, k) of each projection at TP1: q/k/v fused, o, gate/up fused, down, LM head.
+const Shape kShapes[] = {
+    {"llama-3.1-8b", "qkv", 6144, 4096},     {"llama-3.1-8b", "o", 4096, 4096},
+    {"llama-3.1-8b", "gate_up", 28672, 4096}, {"llama-3.1-8b", "down", 4096, 14336},
+    {"llama-3.1-8b", "lm_head", 128256, 4096}, {"llama-3.1-70b", "qkv", 10240, 8192},
+    {"llama-3.1-70b", "o", 8192, 8192},       {"llama-3.1-70b", "gate_up", 57344, 8192},
+    {"llama-3.1-70b", "down", 8192, 28672},   {"llama-3.1-70b", "lm_head", 128256, 8192},
+};
+const long kRows[] = {1, 4, 16, 64, 128, 256};
+
+std::string shape_name(const Shape& s, long m) {
+  return std::string(s.model) + " " + s.proj + " m=" + std::to_string(m) + " n=" + std::to_string(s.n) +
+         " k=" + std::to_string(s.k);
+}
+
+// Shape -> µs from JSON lines written by tools/torch_linear_bench.py (a flat parser: the file
+// is ours, one object per line with "shape" and "us").
+std::map<std::string, double> read_torch(const std::string& path) {
+  std::map<std::string, double> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto s = line.find("\"shape\": \""), u = line.find("\"us\": ");
+    if (s == std::string::npos || u == std::string::npos) continue;
+    const auto e = line.find('"', s + 10);
+    out[line.substr(s + 10, e - (s + 10))] = std::atof(line.c_str() + u + 6);
+  }
+  return out;
+}
+
+__global__ void fill_bf16(__nv_bfloat16* p, std::size_t n, unsigned seed) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;
+    h ^= h >> 13;
+    h *= 0x5bd1e995u;
+    p[i] = __float2bfloat16(((h & 0xffff) / 65536.0f - 0.5f) * 0.1f);  // uniform in [-0.05, 0.05)
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string torch_path, json_path;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (!std::strcmp(argv[i], "--torch")) torch_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--json")) json_path = argv[++i];
+  }
+  try {
+    const auto torch = torch_path.empty() ? std::map<std::string, double>{} : read_torch(torch_path);
+    const double read_gbps = eaglesim::bench::measure_read_gbps();
+    std::printf("read bandwidth measured %.0f GB/s; torch rows: %zu\n", read_gbps, torch.size());
+    cublasLtHandle_t lt;
+    if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasLtCreate failed");
+    constexpr std::size_t kWorkspace = 32u << 20;
+    void* ws = nullptr;
+    EAGLESIM_BENCH_CHECK(cudaMalloc(&ws, kWorkspace));
+    std::FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
+    eaglesim::bench::print_header();
+    int slower = 0, compared = 0;
+    for (const Shape& s : kShapes) {
+      const std::size_t w_elems = static_cast<std::size_t>(s.n) * s.k;
+      // Copies so that the weights touched per graph exceed L2 (60 MB) several times.
+      const int copies = static_cast<int>(std::max<std::size_t>(2, (512u << 20) / (w_elems * 2) + 1));
+      std::vector<void*> w(copies);
+      for (void*& p : w) {
+        EAGLESIM_BENCH_CHECK(cudaMalloc(&p, w_elems * 2));
+        fill_bf16<<<1024, 256>>>(static_cast<__nv_bfloat16*>(p), w_elems, 17u + static_cast<unsigned>(&p - w.data()));
+      }
+      void *x = nullptr, *y = nullptr;
+      EAGLESIM_BENCH_CHECK(cudaMalloc(&x, 256 * s.k * 2));
+      EAGLESIM_BENCH_CHECK(cudaMalloc(&y, 256 * s.n * 2));
+      fill_bf16<<<256, 256>>>(static_cast<__nv_bfloat16*>(x), 256 * s.k, 5u);
+      EAGLESIM_BENCH_CHECK(cudaDeviceSynchronize());
+      for (long m : kRows) {
+        eaglesim::cuda::LtGemm heuristic(lt, m, s.n, s.k, eaglesim::DType::bf16, kWorkspace);
+        eaglesim::cuda::LtGemm tuned(lt, m, s.n, s.k, eaglesim::DType::bf16, kWorkspace);
+        tuned.tune(w[0], x, y, ws);
+        const double bytes = 2.0 * (w_elems + m * s.k + m * s.n);
+        const double flops = 2.0 * m * s.n * s.k;
+        for (int variant = 0; variant < 2; ++variant) {
+          const eaglesim::cuda::LtGemm& g = variant ? tuned : heuristic;
+          int next = 0;
+          const double us = eaglesim::bench::time_in_graph_us(
+              [&](cudaStream_t st) { g.run(w[next++ % copies], x, y, ws, st); }, copies * 4);
+          BenchRow r;
+          r.kernel = variant ? "cublasLt tuned" : "cublasLt heur.";
+          r.shape = shape_name(s, m);
+          r.bytes = bytes;
+          r.us = us;
+          // The floor: weights over the read bandwidth, or the FLOPs at the dense bf16 rate
+          // (~990 TFLOP/s datasheet, a lead) where the rows make it compute-bound.
+          r.floor_us = std::max(bytes / (read_gbps * 1e3), flops / 990e6);
+          auto t = torch.find(r.shape);
+          if (t != torch.end()) {
+            r.reference = "torch F.linear";
+            r.reference_us = t->second;
+          }
+          eaglesim::bench::print_row(r);
+          if (json) eaglesim::bench::print_json_row(json, r);
+          if (variant && r.reference_us > 0) {
+            ++compared;
+            if (us > r.reference_us) ++slower;
+          }
+        }
+      }
+      for (void* p : w) cudaFree(p);
+      cudaFree(x);
+      cudaFree(y);
+    }
+    if (json) std::fclose(json);
+    std::printf("summary: tuned cuBLASLt slower than torch F.linear on %d of %d shapes\n", slower, compared);
+    cudaFree(ws);
+    cublasLtDestroy(lt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_dense_gemm: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
