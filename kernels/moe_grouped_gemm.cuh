@@ -194,6 +194,13 @@ __device__ __forceinline__ void mma_pair(float (&acc)[R][4], const std::uint32_t
   }
 }
 
+// The same without the scale: exact u - 8 for the post-scaled path.
+__device__ __forceinline__ void int4_step_unscaled(std::uint32_t q, std::uint32_t (&a)[4]) {
+  constexpr std::uint32_t kMask = 0x000F000Fu, kMagic = 0x43004300u, k136 = 0x43084308u;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) a[r] = bf2_sub(lop3<(0xF0 & 0xCC) | 0xAA>(q >> (4 * r), kMask, kMagic), k136);
+}
+
 // 128 + u exactly (no subtract): the few-rows int4 path removes the offset 136 = 128 + 8 with one
 // more mma per k16 step whose A is the constant -136 (exact in bf16), instead of 4 HSUB2 per
 // word. Products are exact in fp32; the cancellation costs about log2(136/8) = 4 of fp32's 24 bits.
@@ -279,9 +286,17 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
               for (int r = 0; r < R; ++r) part[r][0] = part[r][1] = part[r][2] = part[r][3] = 0.f;
             }
             std::uint32_t a0[4], a1[4];
-            int4_step_offset(words[2 * h], a0);
-            int4_step_offset(words[2 * h + 1], a1);
-            mma_pair_offset<R>(part, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
+            if constexpr (R == 1) {
+              // 8 rows: the offset mma (4 more mma per 512 B, 16 fewer HSUB2) keeps the tensor
+              // pipe at ~0.3 mma/clk/SM at full HBM rate; at 16 rows it would double that.
+              int4_step_offset(words[2 * h], a0);
+              int4_step_offset(words[2 * h + 1], a1);
+              mma_pair_offset<R>(part, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
+            } else {
+              int4_step_unscaled(words[2 * h], a0);
+              int4_step_unscaled(words[2 * h + 1], a1);
+              mma_pair<R>(part, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
+            }
             if (q % kPairsPerGroup == kPairsPerGroup - 1) {
               const std::uint32_t sw = *reinterpret_cast<const std::uint32_t*>(sblk + (q / kPairsPerGroup) * 32);
               const float s_lo = __uint_as_float(sw << 16), s_hi = __uint_as_float(sw & 0xffff0000u);
