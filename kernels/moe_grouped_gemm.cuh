@@ -210,10 +210,11 @@ __device__ __forceinline__ void int4_step_offset(std::uint32_t q, std::uint32_t 
   for (int r = 0; r < 4; ++r) a[r] = lop3<(0xF0 & 0xCC) | 0xAA>(q >> (4 * r), kMask, kMagic);
 }
 
+// The correction goes to its own accumulator so that each dependent mma chain stays 2 per 32 k.
 template <int R>
-__device__ __forceinline__ void mma_pair_offset(float (&acc)[R][4], const std::uint32_t (&a0)[4],
-                                                const std::uint32_t (&a1)[4], std::uint32_t xaddr, int xpitch,
-                                                int row_tiles) {
+__device__ __forceinline__ void mma_pair_offset(float (&acc)[R][4], float (&corr)[R][4],
+                                                const std::uint32_t (&a0)[4], const std::uint32_t (&a1)[4],
+                                                std::uint32_t xaddr, int xpitch, int row_tiles) {
   constexpr std::uint32_t kM136 = 0xC308C308u;  // bf16x2 (-136, -136)
   const std::uint32_t neg[4] = {kM136, kM136, kM136, kM136};
 #pragma unroll
@@ -223,8 +224,8 @@ __device__ __forceinline__ void mma_pair_offset(float (&acc)[R][4], const std::u
       ldsm_x4(xaddr + r * 8 * xpitch, b);
       mma_bf16(acc[r], a0, b[0], b[1]);
       mma_bf16(acc[r], a1, b[2], b[3]);
-      mma_bf16(acc[r], neg, b[0], b[1]);
-      mma_bf16(acc[r], neg, b[2], b[3]);
+      mma_bf16(corr[r], neg, b[0], b[1]);
+      mma_bf16(corr[r], neg, b[2], b[3]);
     }
   }
 }
@@ -272,7 +273,7 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
       // instead of every weight pair (8 HMUL2 per 32 k); the mma then sees u - 8 exactly.
       constexpr int kPairsPerGroup = G / 32;
       static_assert(Cfg::kTK % G == 0, "a stage holds whole scale groups");
-      float part[R][4];
+      float part[R][4], corr[R][4];
 #pragma unroll
       for (int at = 0; at < Cfg::kTK / 64; ++at) {
         if (at * 64 < klen) {
@@ -283,7 +284,10 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
             const int q = 2 * at + h;
             if (q % kPairsPerGroup == 0) {
 #pragma unroll
-              for (int r = 0; r < R; ++r) part[r][0] = part[r][1] = part[r][2] = part[r][3] = 0.f;
+              for (int r = 0; r < R; ++r) {
+                part[r][0] = part[r][1] = part[r][2] = part[r][3] = 0.f;
+                corr[r][0] = corr[r][1] = corr[r][2] = corr[r][3] = 0.f;
+              }
             }
             std::uint32_t a0[4], a1[4];
             if constexpr (R == 1) {
@@ -291,7 +295,7 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
               // pipe at ~0.3 mma/clk/SM at full HBM rate; at 16 rows it would double that.
               int4_step_offset(words[2 * h], a0);
               int4_step_offset(words[2 * h + 1], a1);
-              mma_pair_offset<R>(part, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
+              mma_pair_offset<R>(part, corr, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
             } else {
               int4_step_unscaled(words[2 * h], a0);
               int4_step_unscaled(words[2 * h + 1], a1);
@@ -302,6 +306,10 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
               const float s_lo = __uint_as_float(sw << 16), s_hi = __uint_as_float(sw & 0xffff0000u);
 #pragma unroll
               for (int r = 0; r < R; ++r) {
+                if constexpr (R == 1) {
+#pragma unroll
+                  for (int j = 0; j < 4; ++j) part[r][j] += corr[r][j];
+                }
                 acc[r][0] = fmaf(part[r][0], s_lo, acc[r][0]);
                 acc[r][1] = fmaf(part[r][1], s_lo, acc[r][1]);
                 acc[r][2] = fmaf(part[r][2], s_hi, acc[r][2]);
