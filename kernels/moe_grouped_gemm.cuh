@@ -12,10 +12,12 @@
 //    (stream-K): each CTA streams the same number of weight bytes whatever the routing, and an
 //    item cut between CTAs is summed from fp32 partials by the CTA that finishes it last, in a
 //    fixed order (deterministic, no spin-waits: safe with any residency).
-//  * One producer warp per CTA moves each stage with bulk copies (cp.async.bulk, completing on
-//    an mbarrier): one copy per 16-channel block (its k-range is contiguous in the packed
-//    layout), one per activation row, weights marked L2 evict-first. 3-8 stages in flight give
-//    each SM 50-130 KB of outstanding reads, which is what HBM3e needs to stream at full rate.
+//  * One producer warp per CTA moves each stage: one bulk copy (cp.async.bulk, completing on an
+//    mbarrier) per 16-channel block (its k-range is contiguous in the packed layout), marked L2
+//    evict-first, and the activations with 16-byte cp.async from all 32 lanes (one bulk copy per
+//    row was 64 small TMA copies per stage at 64 rows); each lane's cp.async.mbarrier.arrive.noinc
+//    joins the stage's full barrier (init count 1 + 32). 3-8 stages in flight give each SM
+//    50-130 KB of outstanding reads, which is what HBM3e needs to stream at full rate.
 //  * Eight consumer warps each own 16 output channels. Weights are the A operand of
 //    mma.m16n8k16 (bf16, fp32 accumulate) and the rows are N, so rows pad to 8, not 16. A lane
 //    reads its A fragment straight from the packed atom (one 16-byte shared load), converts
@@ -114,6 +116,8 @@ __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src) 
 __device__ __forceinline__ void cp_async_arrive_noinc(std::uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
+// Before the producer exits: none of its cp.async may still be in flight.
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 // B fragments of two k16 steps for one n8 tile of rows (matrices: k 0-7, 8-15, 16-23, 24-31).
 __device__ __forceinline__ void ldsm_x4(std::uint32_t addr, std::uint32_t (&r)[4]) {
@@ -517,6 +521,7 @@ __global__ void __launch_bounds__(kThreads, 2) moe_grouped_gemm_kernel(const Gem
       }
       pos += c1 - c0;
     }
+    cp_async_wait_all();
     return;
   }
 

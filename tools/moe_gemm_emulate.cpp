@@ -396,6 +396,7 @@ inline void cp_async_arrive_noinc(std::uint32_t b) {
   if (--x.pending < 0) emu::die("mbarrier over-arrived (cp.async arrive)");
   emu::complete_if_done(x);
 }
+inline void cp_async_wait_all() {}
 inline void ldsm_x4(std::uint32_t addr, std::uint32_t (&r)[4]) {
   emu::g_cur->ldsm_addr = addr;
   emu::g_cur->ldsm_out = r;
