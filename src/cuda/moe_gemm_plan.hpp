@@ -95,7 +95,7 @@ void launch_grouped_gemm_reference(const GroupedGemmPlan& plan, const GroupedGem
 // Packing, on the host. Logical inputs, per expert row-major [n][k]:
 //   bf16: uint16 bf16 bits [E][n][k];   fp8: e4m3 bytes [E][n][k] (NaN codes are refused);
 //   int4: bytes [E][n][k/2], weight (n, k) in byte k/2, low nibble first, value = nibble - 8
-//         (the layout of kernels/replay_int4_gemv.cuh and of group-quantised int4 checkpoints).
+//         (the layout of group-quantised int4 checkpoints).
 // Logical scales: bf16: none (nullptr); fp8_channel: float [E][n];
 //   fp8_block: float [E][ceil(n/128)][ceil(k/128)]; int4: uint16 bf16 bits [E][n][k/g].
 struct PackedGemmWeights {
