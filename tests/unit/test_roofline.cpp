@@ -4,6 +4,7 @@
 
 #include "domain/roofline.hpp"
 #include "domain/speculative.hpp"
+#include "engine/evaluate.hpp"
 #include "report/printers.hpp"
 #include "trace/op_traffic.hpp"
 
@@ -18,62 +19,67 @@ Op gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
   return op;
 }
 
-}  // namespace
-
-TEST(OpTraffic, GemmReadsWeightsOnceAndActivationsInAndOut) {
-  const OpTraffic t = op_traffic(gemm(4, 3072, 4096));
-  // 3072·4096·2 weights + 4·4096·2 in + 4·3072·2 out
-  EXPECT_DOUBLE_EQ(t.bytes, 25165824.0 + 32768.0 + 24576.0);
-  EXPECT_DOUBLE_EQ(t.flops, 2.0 * 4 * 3072 * 4096);  // 100663296
-}
-
-TEST(OpTraffic, GroupedGemmReadsTheTouchedExpertsOnce) {
+Op grouped_gemm(std::int64_t tokens, std::int64_t experts, std::int64_t n, std::int64_t k) {
   Op op;
   op.kind = OpKind::grouped_gemm;
-  op.tokens = 32, op.experts = 8, op.n = 2048, op.k = 7168;
-  const OpTraffic t = op_traffic(op);
-  // 8·2048·7168·2 weights + 32 routed rows·(7168 + 2048)·2
-  EXPECT_DOUBLE_EQ(t.bytes, 234881024.0 + 589824.0);
-  EXPECT_DOUBLE_EQ(t.flops, 939524096.0);  // 2·32·2048·7168
+  op.tokens = tokens, op.experts = experts, op.n = n, op.k = k;
+  return op;
 }
 
-TEST(OpTraffic, GqaAttentionReadsEachKvHeadOnce) {
+Op gqa(std::int64_t q, std::int64_t kv, std::int64_t heads, std::int64_t kv_heads, std::int64_t dim) {
   Op op;
   op.kind = OpKind::attention;
-  op.q_tokens = 4, op.kv_len = 4096, op.heads = 32, op.kv_heads = 8, op.head_dim = 128;
-  const OpTraffic t = op_traffic(op);
-  // KV 4096·8·(128 + 128)·2 + Q 4·32·128·2 + O 4·32·128·2
-  EXPECT_DOUBLE_EQ(t.bytes, 16777216.0 + 32768.0 + 32768.0);
-  EXPECT_DOUBLE_EQ(t.flops, 268435456.0);  // 2·(4·32 rows)·4096·(128 + 128)
+  op.q_tokens = q, op.kv_len = kv, op.heads = heads, op.kv_heads = kv_heads, op.head_dim = dim;
+  return op;
 }
 
-TEST(OpTraffic, MlaAttentionReadsTheLatentCacheOnce) {
+Op mla(std::int64_t q, std::int64_t kv, std::int64_t heads, std::int64_t lora, std::int64_t rope) {
   Op op;
   op.kind = OpKind::attention;
   op.variant = AttentionVariant::mla;
-  op.q_tokens = 4, op.kv_len = 4096, op.heads = 16, op.kv_lora_rank = 512, op.rope_dim = 64;
-  const OpTraffic t = op_traffic(op);
-  // KV 4096·(512 + 64)·2 + Q 4·16·576·2 + O 4·16·512·2
-  EXPECT_DOUBLE_EQ(t.bytes, 4718592.0 + 73728.0 + 65536.0);
-  EXPECT_DOUBLE_EQ(t.flops, 570425344.0);  // 2·(4·16 rows)·4096·(576 + 512)
+  op.q_tokens = q, op.kv_len = kv, op.heads = heads, op.kv_lora_rank = lora, op.rope_dim = rope;
+  return op;
 }
 
-TEST(OpTraffic, RmsNormReadsAndWritesItsRowsOnce) {
+Op rows(OpKind kind, std::int64_t tokens, std::int64_t hidden) {
   Op op;
-  op.kind = OpKind::rmsnorm;
-  op.tokens = 4, op.hidden = 4096;
-  const OpTraffic t = op_traffic(op);
-  EXPECT_DOUBLE_EQ(t.bytes, 65536.0);  // 4·4096·2 B·(1 in + 1 out)
-  EXPECT_DOUBLE_EQ(t.flops, 0.0);
+  op.kind = kind;
+  op.tokens = tokens, op.hidden = hidden;
+  return op;
 }
 
-TEST(OpTraffic, AllreducesHaveNoHbmFloor) {
+struct TrafficCase {
+  const char* what;
   Op op;
-  op.kind = OpKind::allreduce;
-  op.bytes = 32768;
-  const OpTraffic t = op_traffic(op);
-  EXPECT_EQ(t.bytes, 0.0);
-  EXPECT_EQ(t.flops, 0.0);
+  double bytes, flops;
+};
+
+}  // namespace
+
+TEST(OpTraffic, FewestBytesAndFlopsByHand) {
+  Op allreduce;
+  allreduce.kind = OpKind::allreduce;
+  allreduce.bytes = 32768;
+  const std::vector<TrafficCase> cases{
+      // 3072·4096·2 weights + 4·4096·2 in + 4·3072·2 out; 2·4·3072·4096
+      {"gemm", gemm(4, 3072, 4096), 25165824.0 + 32768.0 + 24576.0, 100663296.0},
+      // 8 touched experts' 2048·7168·2 weights + 32 routed rows·(7168 + 2048)·2; 2·32·2048·7168
+      {"grouped gemm", grouped_gemm(32, 8, 2048, 7168), 234881024.0 + 589824.0, 939524096.0},
+      // KV 4096·8·(128 + 128)·2 + Q and O 4·32·128·2 each; 2·(4·32 rows)·4096·(128 + 128)
+      {"gqa attention", gqa(4, 4096, 32, 8, 128), 16777216.0 + 32768.0 + 32768.0, 268435456.0},
+      // KV 4096·(512 + 64)·2 + Q 4·16·576·2 + O 4·16·512·2; 2·(4·16 rows)·4096·(576 + 512)
+      {"mla attention", mla(4, 4096, 16, 512, 64), 4718592.0 + 73728.0 + 65536.0, 570425344.0},
+      // 4·4096·2 B·(1 in + 1 out)
+      {"rmsnorm", rows(OpKind::rmsnorm, 4, 4096), 65536.0, 0.0},
+      // an allreduce's floor is the links, not HBM
+      {"allreduce", allreduce, 0.0, 0.0},
+  };
+  for (const TrafficCase& c : cases) {
+    SCOPED_TRACE(c.what);
+    const OpTraffic t = op_traffic(c.op);
+    EXPECT_DOUBLE_EQ(t.bytes, c.bytes);
+    EXPECT_DOUBLE_EQ(t.flops, c.flops);
+  }
 }
 
 namespace {
@@ -164,4 +170,67 @@ TEST(Roofline, WithoutCeilingsTheReportHasNoRoofline) {
   EXPECT_EQ(report_to_table(report).find("roofline"), std::string::npos);
   EXPECT_FALSE(report_to_json(report)["results"][0].contains("verify_roofline"));
   EXPECT_FALSE(report_to_json(report)["results"][0].contains("verify_ceilings"));
+}
+
+namespace {
+
+// Returns what a measuring backend would: its device's ceilings, or none.
+class CeilingsBackend final : public Backend {
+ public:
+  explicit CeilingsBackend(bool measures) : measures_(measures) {}
+  std::string name() const override { return "fake"; }
+  StepResult run_step(const Trace&, const Step& step, const std::string&, const Topology*, const RunOptions&) override {
+    StepResult r;
+    r.step = step.name;
+    r.step_us = 10;
+    if (measures_) r.ceilings = DeviceCeilings{"gpu", 1000, 100};
+    return r;
+  }
+
+ private:
+  bool measures_;
+};
+
+Step allreduce_then_norm() {
+  Step step;
+  step.name = "verify";
+  Op ar;
+  ar.kind = OpKind::allreduce;
+  ar.bytes = 32768;
+  ar.layer = 0;
+  Op add = rows(OpKind::residual_add, 4, 4096);
+  add.layer = 0;
+  Op norm = rows(OpKind::rmsnorm, 4, 4096);
+  norm.layer = 0;
+  Op g = gemm(4, 3072, 4096);
+  g.layer = 0;
+  step.ops = {g, ar, add, norm};
+  return step;
+}
+
+}  // namespace
+
+TEST(Roofline, EvaluateCountsTheTrafficOfMeasuredStepsPerKind) {
+  const Step step = allreduce_then_norm();
+  Trace trace;
+  CeilingsBackend measuring(true);
+  const StepResult r = price_step(measuring, trace, step, "nccl", nullptr, RunOptions{}).result;
+  EXPECT_DOUBLE_EQ(r.kind_traffic[static_cast<int>(OpKind::gemm)].bytes, op_traffic(step.ops[0]).bytes);
+  EXPECT_DOUBLE_EQ(r.kind_traffic[static_cast<int>(OpKind::residual_add)].bytes, 98304.0);  // 4·4096·2·3
+  EXPECT_DOUBLE_EQ(r.kind_traffic[static_cast<int>(OpKind::rmsnorm)].bytes, 65536.0);
+  EXPECT_EQ(r.kind_traffic[static_cast<int>(OpKind::allreduce)].bytes, 0.0);
+
+  CeilingsBackend simulating(false);
+  const StepResult s = price_step(simulating, trace, step, "nccl", nullptr, RunOptions{}).result;
+  EXPECT_EQ(s.kind_traffic[static_cast<int>(OpKind::gemm)].bytes, 0.0);
+}
+
+TEST(Roofline, OpsAFusingAllreduceAbsorbsCountForNoKind) {
+  const Step step = allreduce_then_norm();
+  Trace trace;
+  CeilingsBackend measuring(true);
+  const StepResult r = price_step(measuring, trace, step, "fused", nullptr, RunOptions{}).result;
+  EXPECT_GT(r.kind_traffic[static_cast<int>(OpKind::gemm)].bytes, 0.0);
+  EXPECT_EQ(r.kind_traffic[static_cast<int>(OpKind::residual_add)].bytes, 0.0);
+  EXPECT_EQ(r.kind_traffic[static_cast<int>(OpKind::rmsnorm)].bytes, 0.0);
 }
