@@ -1,5 +1,6 @@
 #include "cuda/cuda_backend.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
+#include "cuda/device_ceilings.hpp"
 #include "cuda/mpi_world.hpp"
 #include "cuda/step_replay.hpp"
 
@@ -117,6 +119,10 @@ class CudaBackend final : public Backend {
       notes.push_back("NCCL: the step was replayed once, untimed, before the measured replay (--no-nccl-prime: not)");
     }
     StepResult r = replay_step(step, config);
+    // The critical rank's GPU (under MPI, this process's: the ranks' GPUs are alike), measured
+    // once per process after the timed replays.
+    const std::size_t local = config.mpi ? 0 : static_cast<std::size_t>(r.critical_rank);
+    r.ceilings = device_ceilings(config.devices[std::min(local, config.devices.size() - 1)]);
     r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
     return r;
   }

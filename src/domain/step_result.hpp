@@ -3,13 +3,24 @@
 // time and where it went. The simulator fills it from its virtual clock, the CUDA backend from
 // CUDA-graph replays (step time) and a separate attribution pass (per-kind split).
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "domain/timeline.hpp"
 #include "trace/op.hpp"
+#include "trace/op_traffic.hpp"
 
 namespace eaglesim {
+
+// What the GPU a step was measured on can do at best, measured there (the CUDA backend): the
+// floors of the roofline block. The simulator leaves them out: its topology's figures are
+// datasheet-like, and a roofline against them would only restate the cost model.
+struct DeviceCeilings {
+  std::string device;        // e.g. "NVIDIA H200"
+  double read_gbps = 0;      // HBM streaming-read bandwidth, GB/s (1e9 B/s)
+  double bf16_tflops = 0;    // dense bf16 tensor-core GEMM throughput, TFLOP/s
+};
 
 struct StepResult {
   std::string step;
@@ -26,6 +37,10 @@ struct StepResult {
   std::vector<double> rank_wait_us; // per rank: time spent waiting in collectives for the last arrival
   Timeline timeline;
   std::vector<std::string> notes;   // extrapolations, fallbacks, rank substitutions
+  // Roofline inputs, only where the backend measured its device: the ceilings, and per op kind
+  // the fewest bytes and the FLOPs of the ops that kind's time covers (evaluate fills these).
+  std::optional<DeviceCeilings> ceilings;
+  KindTraffic kind_traffic{};
 };
 
 }  // namespace eaglesim

@@ -4,10 +4,27 @@
 
 #include <fmt/format.h>
 
+#include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "domain/speculative.hpp"
+#include "engine/op_pricing.hpp"
 
 namespace eaglesim {
+
+namespace {
+
+// The traffic behind each kind's time: the residual adds and RMSNorms a fusing strategy runs
+// inside its allreduce kernel are the allreduce's time, so they are not counted for their kinds.
+KindTraffic step_kind_traffic(const Step& step, bool fuses) {
+  KindTraffic t{};
+  for (std::size_t i = 0; i < step.ops.size(); ++i) {
+    add_traffic(t, step.ops[i]);
+    if (fuses && step.ops[i].is_comm()) i += static_cast<std::size_t>(fusable_followers(step.ops, i));
+  }
+  return t;
+}
+
+}  // namespace
 
 Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   if (!req.trace) throw std::logic_error("evaluate_strategies: no trace");
@@ -64,6 +81,7 @@ PricedStep price_step(Backend& backend, const Trace& trace, const Step& step, co
   PricedStep p;
   try {
     p.result = backend.run_step(trace, step, strategy, topo, options);
+    if (p.result.ceilings) p.result.kind_traffic = step_kind_traffic(step, fuses_residual_norm(strategy));
   } catch (const StrategyUnsupported& e) {
     p.supported = false;
     p.reason = e.what();

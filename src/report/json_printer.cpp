@@ -1,6 +1,7 @@
 #include "report/printers.hpp"
 
 #include "domain/ranking.hpp"
+#include "domain/roofline.hpp"
 #include "report/strategy_notes.hpp"
 
 namespace eaglesim {
@@ -49,6 +50,16 @@ json result_json(const Report& report, const StrategyResult& r) {
   j["critical_rank"] = r.verify.critical_rank;
   j["verify_kind_us"] = kind_us_json(r.verify);
   j["verify_spread"] = {{"min_us", r.verify.step_us_min}, {"max_us", r.verify.step_us_max}, {"samples", r.verify.samples}};
+  if (r.verify.ceilings) {
+    const DeviceCeilings& c = *r.verify.ceilings;
+    j["verify_ceilings"] = {{"device", c.device}, {"read_gbps", c.read_gbps}, {"bf16_tflops", c.bf16_tflops}};
+    json rows = json::array();
+    for (const RooflineRow& row : roofline_rows(r.verify))
+      rows.push_back({{"kind", to_string(row.kind)}, {"us", row.us}, {"bytes", row.bytes}, {"flops", row.flops},
+                      {"gbps", row.gbps}, {"tflops", row.tflops}, {"floor_us", row.floor_us},
+                      {"pct_of_floor", row.pct_of_floor}});
+    j["verify_roofline"] = std::move(rows);
+  }
   j["notes"] = step_notes(r);
   return j;
 }

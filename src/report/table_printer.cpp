@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "domain/ranking.hpp"
+#include "domain/roofline.hpp"
 #include "report/printers.hpp"
 #include "report/strategy_notes.hpp"
 
@@ -31,6 +32,55 @@ std::string pays_off_line(const Scenario& sc, const StrategyResult& best) {
   if (best.speedup_vs_decode > 1.0)
     return fmt::format("EAGLE-3 pays off: {:.2f}x plain decoding ({})", best.speedup_vs_decode, be);
   return fmt::format("EAGLE-3 does not pay off: {:.2f}x plain decoding ({})", best.speedup_vs_decode, be);
+}
+
+// The header, a rule and the rows, each column as wide as its widest cell: names (the first
+// `text_columns` columns) left-aligned, numbers right-aligned.
+std::string aligned_columns(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                            std::size_t text_columns = 1) {
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c > 0) s += "  ";
+      s += c < text_columns ? fmt::format("{:<{}}", cells[c], width[c]) : fmt::format("{:>{}}", cells[c], width[c]);
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s + "\n";
+  };
+  std::string out = line(header);
+  std::size_t total = 0;
+  for (std::size_t w : width) total += w;
+  out += std::string(total + 2 * (width.size() - 1), '-') + "\n";
+  for (const auto& row : rows) out += line(row);
+  return out;
+}
+
+// Per strategy and op kind of the verify step, how far the measured time is from the device's
+// floor; nothing when no result carries its device's ceilings (the simulator).
+std::string roofline_block(const Report& report) {
+  const DeviceCeilings* ceilings = nullptr;
+  std::vector<std::vector<std::string>> rows;
+  for (const StrategyResult& r : report.results) {
+    if (!r.supported || !r.verify.ceilings) continue;
+    if (!ceilings) ceilings = &*r.verify.ceilings;
+    for (const RooflineRow& row : roofline_rows(r.verify))
+      rows.push_back({r.strategy, to_string(row.kind), fmt::format("{:.1f}", row.us), fmt::format("{:.3f}", row.bytes / 1e6),
+                      fmt::format("{:.3f}", row.flops / 1e9), fmt::format("{:.0f}", row.gbps),
+                      fmt::format("{:.1f}", row.tflops), fmt::format("{:.1f}", row.floor_us),
+                      fmt::format("{:.1f}", row.pct_of_floor)});
+  }
+  if (!ceilings) return "";
+  std::string out = fmt::format(
+      "\nroofline (verify step, op kinds with >= {:.0f}% of it; {}: read {:.0f} GB/s, bf16 {:.0f} TFLOP/s; "
+      "floor = max(bytes / read, FLOPs / bf16)):\n",
+      100.0 * kRooflineMinShare, ceilings->device, ceilings->read_gbps, ceilings->bf16_tflops);
+  out += aligned_columns({"strategy", "kind", "us", "MB", "GFLOP", "GB/s", "TFLOP/s", "floor us", "% of floor"}, rows, 2);
+  return out;
 }
 
 }  // namespace
@@ -66,28 +116,9 @@ std::string report_to_table(const Report& report) {
                     breakeven_cell(r),
                     fmt::format("{:.2f}x", speedup_vs_reference(report, r))});
   }
-  std::vector<std::size_t> width(header.size());
-  for (std::size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string s;
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      if (c > 0) s += "  ";
-      // Names left-aligned, numbers right-aligned.
-      s += c == 0 ? fmt::format("{:<{}}", cells[c], width[c]) : fmt::format("{:>{}}", cells[c], width[c]);
-    }
-    while (!s.empty() && s.back() == ' ') s.pop_back();
-    return s + "\n";
-  };
-
   std::string out = scenario_line(report.scenario) + "\n\n";
-  out += line(header);
-  std::size_t total = 0;
-  for (std::size_t w : width) total += w;
-  out += std::string(total + 2 * (width.size() - 1), '-') + "\n";
-  for (const auto& row : rows) out += line(row);
+  out += aligned_columns(header, rows);
+  out += roofline_block(report);
 
   bool any_unsupported = false;
   for (const StrategyResult& r : report.results)

@@ -449,6 +449,23 @@ TEST(CudaReplay, Llama8bLayerOnOneGpu) {
                      {{"gemm bf16", "cublasLt bf16"}, {"attention", "verify-attention kernel gqa_d128"}});
 }
 
+// The roofline's floors come from the device itself: plausible on any GPU (HBM or GDDR from
+// 1 to 10 TB/s, tensor cores above 10 TFLOP/s), and the same figures for every step of the process.
+TEST(CudaReplay, StepCarriesTheDevicesMeasuredCeilings) {
+  REQUIRE_GPUS(1);
+  const Trace t = tiny_trace(1);
+  auto backend = make_cuda_backend();
+  const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, ten_replays());
+  ASSERT_TRUE(r.ceilings.has_value());
+  EXPECT_FALSE(r.ceilings->device.empty());
+  EXPECT_GT(r.ceilings->read_gbps, 1000.0);
+  EXPECT_LT(r.ceilings->read_gbps, 10000.0);
+  EXPECT_GT(r.ceilings->bf16_tflops, 10.0);
+  const StepResult again = backend->run_step(t, t.steps[0], "nccl", nullptr, ten_replays());
+  ASSERT_TRUE(again.ceilings.has_value());
+  EXPECT_EQ(again.ceilings->read_gbps, r.ceilings->read_gbps);
+}
+
 TEST(CudaReplay, TinyTraceOnTwoGpus) {
   REQUIRE_GPUS(2);
   const Trace t = tiny_trace(2);

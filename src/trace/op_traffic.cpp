@@ -1,0 +1,19 @@
+#include "trace/op_traffic.hpp"
+
+namespace eaglesim {
+
+// Op's own weight_bytes, io_bytes and flops already count exactly this traffic (each weight and
+// activation once, the KV cache once); only the collectives' bytes are no HBM floor.
+OpTraffic op_traffic(const Op& op) {
+  if (op.kind == OpKind::allreduce || op.kind == OpKind::other) return {};
+  return {op.weight_bytes() + op.io_bytes(), op.flops()};
+}
+
+void add_traffic(KindTraffic& into, const Op& op) {
+  const OpTraffic t = op_traffic(op);
+  OpTraffic& k = into[static_cast<std::size_t>(op.kind)];
+  k.bytes += t.bytes;
+  k.flops += t.flops;
+}
+
+}  // namespace eaglesim
