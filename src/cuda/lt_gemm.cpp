@@ -1,10 +1,13 @@
 #include "cuda/lt_gemm.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "core/median.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/device_buffer.hpp"
 #include "cuda/stream.hpp"
 
 namespace eaglesim::cuda {
@@ -73,6 +76,13 @@ void LtGemm::tune(const void* weight, const void* x, void* y, void* workspace) {
   tuned_ = true;
   if (candidate_count_ < 2) return;
   constexpr int kWarmup = 2, kRuns = 5;
+  // Every timed run starts with a cold L2, as a replayed step's GEMMs do (the weights were last
+  // read a layer ago): without this, a shape whose weights fit in L2 would be tuned on hot data
+  // and pick algorithms that lose once the weights come from HBM.
+  int device = 0, l2_bytes = 0;
+  EAGLESIM_CUDA_CHECK(cudaGetDevice(&device));
+  EAGLESIM_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+  const DeviceBuffer flush(2 * static_cast<std::size_t>(std::max(l2_bytes, 1 << 20)));
   Stream stream;
   Event start, stop;
   const float alpha = 1.f, beta = 0.f;
@@ -87,6 +97,7 @@ void LtGemm::tune(const void* weight, const void* x, void* y, void* workspace) {
     for (int w = 1; w < kWarmup; ++w) EAGLESIM_CUBLAS_CHECK(launch());
     std::vector<double> ms;
     for (int r = 0; r < kRuns; ++r) {
+      EAGLESIM_CUDA_CHECK(cudaMemsetAsync(flush.get(), r & 0xff, flush.bytes(), stream.get()));
       EAGLESIM_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
       EAGLESIM_CUBLAS_CHECK(launch());
       EAGLESIM_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
