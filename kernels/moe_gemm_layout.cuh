@@ -131,9 +131,7 @@ EAGLESIM_MOE_HD float bf16_bits_to_float(std::uint16_t h) {
 template <WFormat F, int R>
 struct TileConfig {
   static constexpr int kAtomK = atom_k(F);
-  // int4 at 16 rows: TK 256 left 3-4 stages of which x was half, so 32-48 KB of weights in flight
-  // per CTA; TK 128 gives 7-8 smaller stages and 48-56 KB (x is the same share of each stage).
-  static constexpr int kTK = is_int4(F) ? (R == 1 ? 256 : R <= 4 ? 128 : 64)
+  static constexpr int kTK = is_int4(F) ? (R <= 2 ? 256 : R == 4 ? 128 : 64)
                              : is_fp8(F) ? (R <= 4 ? 128 : 64)
                                          : 64;
   static constexpr int kAtomsPerStage = kTK / kAtomK;                    // per 16-channel block

@@ -12,12 +12,10 @@
 //    (stream-K): each CTA streams the same number of weight bytes whatever the routing, and an
 //    item cut between CTAs is summed from fp32 partials by the CTA that finishes it last, in a
 //    fixed order (deterministic, no spin-waits: safe with any residency).
-//  * One producer warp per CTA moves each stage: one bulk copy (cp.async.bulk, completing on an
-//    mbarrier) per 16-channel block (its k-range is contiguous in the packed layout), marked L2
-//    evict-first, and the activations with 16-byte cp.async from all 32 lanes (one bulk copy per
-//    row was 64 small TMA copies per stage at 64 rows); each lane's cp.async.mbarrier.arrive.noinc
-//    joins the stage's full barrier (init count 1 + 32). 3-8 stages in flight give each SM
-//    50-130 KB of outstanding reads, which is what HBM3e needs to stream at full rate.
+//  * One producer warp per CTA moves each stage with bulk copies (cp.async.bulk, completing on
+//    an mbarrier): one copy per 16-channel block (its k-range is contiguous in the packed
+//    layout), one per activation row, weights marked L2 evict-first. 3-8 stages in flight give
+//    each SM 50-130 KB of outstanding reads, which is what HBM3e needs to stream at full rate.
 //  * Eight consumer warps each own 16 output channels. Weights are the A operand of
 //    mma.m16n8k16 (bf16, fp32 accumulate) and the rows are N, so rows pad to 8, not 16. A lane
 //    reads its A fragment straight from the packed atom (one 16-byte shared load), converts
@@ -108,17 +106,6 @@ __device__ __forceinline__ void bulk_load_evict_first(std::uint32_t dst, const v
       : "memory");
 }
 
-// 16-byte cp.async (LDGSTS) and the arrive that completes on an mbarrier once all of this thread's
-// earlier cp.async have landed (.noinc: the barrier's init count includes these arrivals).
-__device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_arrive_noinc(std::uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
-}
-// Before the producer exits: none of its cp.async may still be in flight.
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-
 // B fragments of two k16 steps for one n8 tile of rows (matrices: k 0-7, 8-15, 16-23, 24-31).
 __device__ __forceinline__ void ldsm_x4(std::uint32_t addr, std::uint32_t (&r)[4]) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
@@ -167,6 +154,13 @@ __device__ __forceinline__ void int4_step(std::uint32_t q, std::uint32_t s_lo, s
   }
 }
 
+// The same without the scale: exact u - 8 for the post-scaled path.
+__device__ __forceinline__ void int4_step_unscaled(std::uint32_t q, std::uint32_t (&a)[4]) {
+  constexpr std::uint32_t kMask = 0x000F000Fu, kMagic = 0x43004300u, k136 = 0x43084308u;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) a[r] = bf2_sub(lop3<(0xF0 & 0xCC) | 0xAA>(q >> (4 * r), kMask, kMagic), k136);
+}
+
 // One fp8 word = two registers: bytes 0,2 -> `lo`, bytes 1,3 -> `hi`. An e4m3 byte moved to bf16
 // bits {15, 10..4} is its value times 2^-120 (also for e4m3 subnormals, which become bf16
 // subnormals); `bias` multiplies that back (2^120, times the block scale where there is one).
@@ -194,42 +188,6 @@ __device__ __forceinline__ void mma_pair(float (&acc)[R][4], const std::uint32_t
       ldsm_x4(xaddr + r * 8 * xpitch, b);
       mma_bf16(acc[r], a0, b[0], b[1]);
       mma_bf16(acc[r], a1, b[2], b[3]);
-    }
-  }
-}
-
-// The same without the scale: exact u - 8 for the post-scaled path.
-__device__ __forceinline__ void int4_step_unscaled(std::uint32_t q, std::uint32_t (&a)[4]) {
-  constexpr std::uint32_t kMask = 0x000F000Fu, kMagic = 0x43004300u, k136 = 0x43084308u;
-#pragma unroll
-  for (int r = 0; r < 4; ++r) a[r] = bf2_sub(lop3<(0xF0 & 0xCC) | 0xAA>(q >> (4 * r), kMask, kMagic), k136);
-}
-
-// 128 + u exactly (no subtract): the few-rows int4 path removes the offset 136 = 128 + 8 with one
-// more mma per k16 step whose A is the constant -136 (exact in bf16), instead of 4 HSUB2 per
-// word. Products are exact in fp32; the cancellation costs about log2(136/8) = 4 of fp32's 24 bits.
-__device__ __forceinline__ void int4_step_offset(std::uint32_t q, std::uint32_t (&a)[4]) {
-  constexpr std::uint32_t kMask = 0x000F000Fu, kMagic = 0x43004300u;
-#pragma unroll
-  for (int r = 0; r < 4; ++r) a[r] = lop3<(0xF0 & 0xCC) | 0xAA>(q >> (4 * r), kMask, kMagic);
-}
-
-// The correction goes to its own accumulator so that each dependent mma chain stays 2 per 32 k.
-template <int R>
-__device__ __forceinline__ void mma_pair_offset(float (&acc)[R][4], float (&corr)[R][4],
-                                                const std::uint32_t (&a0)[4], const std::uint32_t (&a1)[4],
-                                                std::uint32_t xaddr, int xpitch, int row_tiles) {
-  constexpr std::uint32_t kM136 = 0xC308C308u;  // bf16x2 (-136, -136)
-  const std::uint32_t neg[4] = {kM136, kM136, kM136, kM136};
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    if (r < row_tiles) {
-      std::uint32_t b[4];
-      ldsm_x4(xaddr + r * 8 * xpitch, b);
-      mma_bf16(acc[r], a0, b[0], b[1]);
-      mma_bf16(acc[r], a1, b[2], b[3]);
-      mma_bf16(corr[r], neg, b[0], b[1]);
-      mma_bf16(corr[r], neg, b[2], b[3]);
     }
   }
 }
@@ -277,7 +235,7 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
       // instead of every weight pair (8 HMUL2 per 32 k); the mma then sees u - 8 exactly.
       constexpr int kPairsPerGroup = G / 32;
       static_assert(Cfg::kTK % G == 0, "a stage holds whole scale groups");
-      float part[R][4], corr[R][4];
+      float part[R][4];
 #pragma unroll
       for (int at = 0; at < Cfg::kTK / 64; ++at) {
         if (at * 64 < klen) {
@@ -288,32 +246,17 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
             const int q = 2 * at + h;
             if (q % kPairsPerGroup == 0) {
 #pragma unroll
-              for (int r = 0; r < R; ++r) {
-                part[r][0] = part[r][1] = part[r][2] = part[r][3] = 0.f;
-                corr[r][0] = corr[r][1] = corr[r][2] = corr[r][3] = 0.f;
-              }
+              for (int r = 0; r < R; ++r) part[r][0] = part[r][1] = part[r][2] = part[r][3] = 0.f;
             }
             std::uint32_t a0[4], a1[4];
-            if constexpr (R == 1) {
-              // 8 rows: the offset mma (4 more mma per 512 B, 16 fewer HSUB2) keeps the tensor
-              // pipe at ~0.3 mma/clk/SM at full HBM rate; at 16 rows it would double that.
-              int4_step_offset(words[2 * h], a0);
-              int4_step_offset(words[2 * h + 1], a1);
-              mma_pair_offset<R>(part, corr, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
-            } else {
-              int4_step_unscaled(words[2 * h], a0);
-              int4_step_unscaled(words[2 * h + 1], a1);
-              mma_pair<R>(part, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
-            }
+            int4_step_unscaled(words[2 * h], a0);
+            int4_step_unscaled(words[2 * h + 1], a1);
+            mma_pair<R>(part, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
             if (q % kPairsPerGroup == kPairsPerGroup - 1) {
               const std::uint32_t sw = *reinterpret_cast<const std::uint32_t*>(sblk + (q / kPairsPerGroup) * 32);
               const float s_lo = __uint_as_float(sw << 16), s_hi = __uint_as_float(sw & 0xffff0000u);
 #pragma unroll
               for (int r = 0; r < R; ++r) {
-                if constexpr (R == 1) {
-#pragma unroll
-                  for (int j = 0; j < 4; ++j) part[r][j] += corr[r][j];
-                }
                 acc[r][0] = fmaf(part[r][0], s_lo, acc[r][0]);
                 acc[r][1] = fmaf(part[r][1], s_lo, acc[r][1]);
                 acc[r][2] = fmaf(part[r][2], s_hi, acc[r][2]);
@@ -418,7 +361,7 @@ __global__ void __launch_bounds__(kThreads, 2) moe_grouped_gemm_kernel(const Gem
     s_off[i] = p.expert_offsets ? p.expert_offsets[i] : (i == 0 ? 0 : p.dense_rows);
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
-      mbar_init(full0 + 8 * s, 1 + 32);  // the producer's expect_tx + one cp.async arrive per lane
+      mbar_init(full0 + 8 * s, 1);
       mbar_init(empty0 + 8 * s, kConsumerWarps);
     }
     fence_mbarrier_init();
@@ -488,7 +431,7 @@ __global__ void __launch_bounds__(kThreads, 2) moe_grouped_gemm_kernel(const Gem
         }
         if constexpr (F == WFormat::fp8_block) tile_sbytes = 16;
         const std::uint32_t stage = smem0 + slot * Cfg::kStageBytes, bar = full0 + 8 * slot;
-        if (lane == 0) mbar_arrive_expect_tx(bar, nb * (wbytes + sbytes) + tile_sbytes);
+        if (lane == 0) mbar_arrive_expect_tx(bar, nb * (wbytes + sbytes) + tile_sbytes + w.rows * xbytes);
         __syncwarp();
         if (lane < nb) {
           const int blk = w.tile * kConsumerWarps + lane;
@@ -506,22 +449,12 @@ __global__ void __launch_bounds__(kThreads, 2) moe_grouped_gemm_kernel(const Gem
             bulk_load(stage + Cfg::kScaleOff, sexp + (idx & ~std::int64_t(3)) * 4, 16, bar);
           }
         }
-        // Activations: 16-byte cp.async, 32 lanes per instruction, instead of one bulk copy per
-        // row (at 64 rows x 128 B a stage took 64 small TMA copies, which bounded the big-row
-        // cases); each lane's arrive completes once its copies have landed.
-        {
-          const int chunks_per_row = static_cast<int>(xbytes / 16), chunks = w.rows * chunks_per_row;
-          for (int i = lane; i < chunks; i += 32) {
-            const int r = i / chunks_per_row, c16 = i - r * chunks_per_row;
-            cp_async_16(stage + Cfg::kXOff + r * Cfg::kXPitch + c16 * 16,
-                        p.x + static_cast<std::int64_t>(w.row0 + r) * p.k + k0 + c16 * 8);
-          }
-          cp_async_arrive_noinc(bar);
-        }
+        for (int r = lane; r < w.rows; r += 32)
+          bulk_load(stage + Cfg::kXOff + r * Cfg::kXPitch, p.x + static_cast<std::int64_t>(w.row0 + r) * p.k + k0,
+                    xbytes, bar);
       }
       pos += c1 - c0;
     }
-    cp_async_wait_all();
     return;
   }
 

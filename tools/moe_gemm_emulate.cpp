@@ -385,18 +385,6 @@ inline void bulk_load_evict_first(std::uint32_t dst, const void* src, std::uint3
                                   std::uint64_t) {
   bulk_load(dst, src, bytes, b);
 }
-// cp.async 16 B: copied at once; the noinc arrive then counts as one arrival of the barrier.
-inline void cp_async_16(std::uint32_t dst, const void* src) {
-  if (dst % 16 || reinterpret_cast<std::uintptr_t>(src) % 16) emu::die("cp.async: address not 16-byte aligned");
-  if (!emu::in_global(src, 16)) emu::die("cp.async reads outside every allocation");
-  std::memcpy(emu::smem_at(dst, 16), src, 16);
-}
-inline void cp_async_arrive_noinc(std::uint32_t b) {
-  emu::Barrier& x = emu::bar(b);
-  if (--x.pending < 0) emu::die("mbarrier over-arrived (cp.async arrive)");
-  emu::complete_if_done(x);
-}
-inline void cp_async_wait_all() {}
 inline void ldsm_x4(std::uint32_t addr, std::uint32_t (&r)[4]) {
   emu::g_cur->ldsm_addr = addr;
   emu::g_cur->ldsm_out = r;
