@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ struct GoldenCase {
   std::string name;  // the golden's path under tests/data/golden
   std::string args;  // eaglesim's arguments; {OUT} is the output file the golden holds
 };
+
+// How ctest and gtest name a case: its golden's path, not the struct's bytes.
+void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.name; }
 
 const std::string kGoldenDir = std::string(EAGLESIM_TEST_DATA) + "/golden";
 
