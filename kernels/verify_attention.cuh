@@ -32,6 +32,7 @@
 #endif
 
 #include "cuda/verify_attention_plan.hpp"
+#include "verify_attention_tensors.cuh"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #error "verify_attention.cuh needs sm_80 or newer (bf16 mma.sync, cp.async); build for sm_90"
@@ -45,20 +46,11 @@ using WorkItem = ::eaglesim::cuda::VerifyAttentionWorkItem;
 using CombineItem = ::eaglesim::cuda::VerifyAttentionCombineItem;
 
 // What every block needs, by value in the parameter space.
-struct DeviceArgs {
-  const bf16* q;
-  const bf16* k;
-  const bf16* v;
-  bf16* out;
-  long long q_token_stride, out_token_stride, k_token_stride, k_head_stride, v_token_stride, v_head_stride;
-  const int* kv_indptr;
-  const int* kv_len;
-  const unsigned* mask;
+struct DeviceArgs : AttentionTensors {
   const WorkItem* work;
   float* part_o;
   float* part_lse;
   int q_tokens, heads, kv_heads, group, rows_total, row_chunks;
-  int mask_tree, mask_per_request;
   float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
 };
 
@@ -810,21 +802,7 @@ inline DeviceArgs make_device_args(const ::eaglesim::cuda::VerifyAttentionParams
   const auto& s = plan.shape;
   unsigned char* ws = static_cast<unsigned char*>(workspace);
   DeviceArgs a{};
-  a.q = static_cast<const bf16*>(p.q);
-  a.k = static_cast<const bf16*>(p.k);
-  a.v = static_cast<const bf16*>(p.v);
-  a.out = static_cast<bf16*>(p.out);
-  a.q_token_stride = p.q_token_stride;
-  a.out_token_stride = p.out_token_stride;
-  a.k_token_stride = p.k_token_stride;
-  a.k_head_stride = p.k_head_stride;
-  a.v_token_stride = p.v_token_stride;
-  a.v_head_stride = p.v_head_stride;
-  a.kv_indptr = p.kv_indptr;
-  a.kv_len = p.kv_len;
-  a.mask = p.mask;
-  a.mask_tree = p.mask_kind == ::eaglesim::cuda::VerifyMask::tree ? 1 : 0;
-  a.mask_per_request = p.mask_per_request ? 1 : 0;
+  static_cast<AttentionTensors&>(a) = attention_tensors(p);
   a.work = reinterpret_cast<const WorkItem*>(ws + plan.work_offset);
   a.part_o = reinterpret_cast<float*>(ws + plan.part_o_offset);
   a.part_lse = reinterpret_cast<float*>(ws + plan.part_lse_offset);

@@ -13,6 +13,7 @@
 #endif
 
 #include "cuda/verify_attention_plan.hpp"
+#include "verify_attention_tensors.cuh"
 
 namespace eaglesim::kernels::verify {
 
@@ -20,16 +21,7 @@ constexpr int kRefThreads = 128;
 constexpr int kRefMaxDk = 576;
 constexpr int kRefMaxDv = 512;
 
-struct ReferenceArgs {
-  const __nv_bfloat16* q;
-  const __nv_bfloat16* k;
-  const __nv_bfloat16* v;
-  __nv_bfloat16* out;
-  long long q_token_stride, out_token_stride, k_token_stride, k_head_stride, v_token_stride, v_head_stride;
-  const int* kv_indptr;
-  const int* kv_len;
-  const unsigned* mask;
-  int mask_tree, mask_per_request;
+struct ReferenceArgs : AttentionTensors {
   int q_tokens, heads, kv_heads, dk, dv;
   float scale;
 };
@@ -122,21 +114,7 @@ __global__ void __launch_bounds__(kRefThreads) verify_attention_reference_kernel
 inline ReferenceArgs make_reference_args(const ::eaglesim::cuda::VerifyAttentionParams& p,
                                          const ::eaglesim::cuda::VerifyAttentionShape& s) {
   ReferenceArgs a{};
-  a.q = static_cast<const __nv_bfloat16*>(p.q);
-  a.k = static_cast<const __nv_bfloat16*>(p.k);
-  a.v = static_cast<const __nv_bfloat16*>(p.v);
-  a.out = static_cast<__nv_bfloat16*>(p.out);
-  a.q_token_stride = p.q_token_stride;
-  a.out_token_stride = p.out_token_stride;
-  a.k_token_stride = p.k_token_stride;
-  a.k_head_stride = p.k_head_stride;
-  a.v_token_stride = p.v_token_stride;
-  a.v_head_stride = p.v_head_stride;
-  a.kv_indptr = p.kv_indptr;
-  a.kv_len = p.kv_len;
-  a.mask = p.mask;
-  a.mask_tree = p.mask_kind == ::eaglesim::cuda::VerifyMask::tree ? 1 : 0;
-  a.mask_per_request = p.mask_per_request ? 1 : 0;
+  static_cast<AttentionTensors&>(a) = attention_tensors(p);
   a.q_tokens = s.q_tokens;
   a.heads = s.heads;
   a.kv_heads = s.kv_heads;
