@@ -35,6 +35,8 @@ struct VerifyAttentionRun;  // rank_program.cpp
 struct ProgramOptions {
   std::uint64_t seed = 1;
   bool skip_allreduces = false;  // fault injection (tests): this rank never joins the collectives
+  bool fuse_add_norm = true;     // residual_add + rmsnorm as one kernel (RunOptions::fuse_add_norm)
+  bool recorded_compute = false; // every compute op a timed kernel of its recorded `us` (--op-times measured)
 };
 
 class RankProgram {

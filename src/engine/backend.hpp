@@ -20,7 +20,10 @@ struct RunOptions {
   NcclOptions nccl;
   std::vector<double> rank_skew_us;  // sim: per-rank start offset
   std::vector<double> rank_compute_scale;  // sim: per-rank compute slowdown factor (empty: all 1)
-  std::string op_times = "auto";     // sim: auto | model | measured (see engine/op_pricing.hpp)
+  std::string op_times = "auto";     // auto | model | measured (see engine/op_pricing.hpp); cuda: measured runs
+                                     // each compute op as a kernel of its recorded duration
+  bool fuse_add_norm = true;         // residual_add + rmsnorm as one kernel, as SGLang/vLLM run them
+                                     // (--no-fused-add-norm runs them as two)
   int iters = 20;                    // cuda: timed graph replays
   int warmup = 5;
   double timeout_s = 30;             // cuda: an allreduce not done by then aborts the run (exit 3)
