@@ -194,6 +194,10 @@ step_replay() {
     fi
   done
   replay_one decoder-tp1 "$(decoder_trace 1)" --strategy nccl || rc=1
+  # The imported PyTorch trace on one GPU: its recorded compute (--op-times measured) and
+  # eaglesim's kernels (--op-times model) over the same ops.
+  replay_one kineto-recorded "$(kineto_trace)" --ranks 1 --strategy ideal --op-times measured || rc=1
+  replay_one kineto-kernels "$(kineto_trace)" --ranks 1 --strategy ideal --op-times model || rc=1
   if [ "$NGPU" -ge 2 ]; then
     replay_one decoder-tp2 "$(decoder_trace 2)" --strategy nccl,oneshot,fused,ideal || rc=1
     replay_one kineto "$(kineto_trace)" --strategy nccl,oneshot,fused,ideal || rc=1

@@ -14,6 +14,7 @@
 #include "cuda/device_ceilings.hpp"
 #include "cuda/mpi_world.hpp"
 #include "cuda/step_replay.hpp"
+#include "engine/recorded_compute.hpp"
 
 namespace eaglesim::cuda {
 
@@ -64,6 +65,8 @@ class CudaBackend final : public Backend {
     ReplayConfig config;
     config.strategy = strategy;
     config.opts = opts;
+    config.recorded_compute =
+        replay_runs_recorded_compute(step, parse_op_times(opts.op_times), trace.meta.source == "imported");
     std::vector<std::string> notes;
 
     if (launched_by_mpi()) {

@@ -264,6 +264,9 @@ RankProgram::RankProgram(const Step& step, int device, RankComm& comm, RankComm*
   absorbed_.assign(n_ops, false);
   labels_.resize(n_ops);
   details_.resize(n_ops);
+  recorded_.assign(n_ops, false);
+  if (opts.recorded_compute)
+    for (std::size_t i = 0; i < n_ops; ++i) recorded_[i] = !step.ops[i].is_comm() && step.ops[i].us.has_value();
   const ProgramPlan plan = plan_step(step);
   allocate(plan);
   fill_contents(step, plan, opts.seed);
@@ -291,6 +294,9 @@ ProgramPlan RankProgram::plan_step(const Step& step) {
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const Op& op = step.ops[i];
     labels_[i] = op_label(i, op);
+    // A recorded GEMM or attention needs none of its weights or KV: only the spin kernel runs.
+    // Row-wise ops keep their small buffers, which a fused allreduce may still use.
+    if (recorded_[i] && (op.is_matmul() || op.kind == OpKind::attention)) continue;
     switch (op.kind) {
       case OpKind::gemm:
       case OpKind::lm_head: plan_matmul(i, op, plan); break;
@@ -518,10 +524,16 @@ void RankProgram::fill_contents(const Step& step, const ProgramPlan& plan, std::
 void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, RankComm& comm, RankComm* fallback,
                             const ProgramOptions& opts) {
   const bool can_fuse = comm.supports_fused() && !opts.skip_allreduces;
-  std::size_t fused = 0;
+  std::size_t fused = 0, recorded = 0, ours = 0;
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     if (absorbed_[i]) continue;
     const Op& op = step.ops[i];
+    if (recorded_[i]) {
+      build_recorded(i, *op.us);
+      ++recorded;
+      continue;
+    }
+    if (!op.is_comm() && op.kind != OpKind::other) ++ours;
     switch (op.kind) {
       case OpKind::gemm:
       case OpKind::lm_head:
@@ -534,6 +546,17 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, RankComm&
     }
   }
   if (fused > 0) note(fmt::format("{} allreduce + residual add + RMSNorm triples ran as one {} kernel each", fused, comm.strategy()));
+  if (recorded > 0)
+    note(fmt::format("compute: {} ops ran as timed kernels of their recorded durations{} (--op-times); only the "
+                     "allreduces ran for real", recorded, ours > 0 ? fmt::format(", {} as eaglesim's kernels", ours) : ""));
+  else if (ours > 0)
+    note("compute: eaglesim's kernels (--op-times measured runs an imported trace's recorded durations instead)");
+}
+
+// A compute op replayed as its recorded duration: the engine's kernel as the profile saw it.
+void RankProgram::build_recorded(std::size_t i, double us) {
+  details_[i] = fmt::format("recorded {:.1f} us (timed kernel)", us);
+  ops_[i] = [us](cudaStream_t s) { launch_spin(us, s); };
 }
 
 // A GEMM or grouped GEMM as one launch of eaglesim's kernel, or on cuBLASLt (a grouped one as one

@@ -36,7 +36,7 @@ struct ProgramOptions {
   std::uint64_t seed = 1;
   bool skip_allreduces = false;  // fault injection (tests): this rank never joins the collectives
   bool fuse_add_norm = true;     // residual_add + rmsnorm as one kernel (RunOptions::fuse_add_norm)
-  bool recorded_compute = false; // every compute op a timed kernel of its recorded `us` (--op-times measured)
+  bool recorded_compute = false; // compute ops with a recorded `us` run as timed kernels of that length
 };
 
 class RankProgram {
@@ -79,6 +79,7 @@ class RankProgram {
   bool build_allreduce(std::size_t i, const Step& step, RankComm& comm, RankComm* fallback, bool can_fuse,
                        bool skip_allreduces);
   void build_rowwise(std::size_t i, const Op& op);
+  void build_recorded(std::size_t i, double us);
 
   void note(const std::string& text);
   void use_collective(const CollectiveUse& use);  // remembered once
@@ -103,6 +104,7 @@ class RankProgram {
   std::map<std::vector<std::int64_t>, std::unique_ptr<VerifyAttentionRun>> verify_runs_;
   std::vector<std::function<void(cudaStream_t)>> ops_;
   std::vector<bool> absorbed_;
+  std::vector<bool> recorded_;  // runs as a timed kernel of its recorded `us` (ProgramOptions::recorded_compute)
   std::vector<std::string> labels_, details_, notes_;
   std::vector<CollectiveUse> collectives_;
 };

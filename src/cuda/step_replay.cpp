@@ -80,6 +80,8 @@ class RankRunner {
     ProgramOptions popts;
     popts.seed = 1 + static_cast<std::uint64_t>(rank_);
     popts.skip_allreduces = rank_ == sh_.config.skip_allreduces_rank;
+    popts.recorded_compute = sh_.config.recorded_compute;
+    popts.fuse_add_norm = opts.fuse_add_norm;
     RankProgram program(sh_.step, device, sh_.group.rank(local_), sh_.fallback ? &sh_.fallback->rank(local_) : nullptr,
                         popts);
     const std::size_t n = program.size();

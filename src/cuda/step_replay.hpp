@@ -25,6 +25,7 @@ struct ReplayConfig {
   RunOptions opts;
   bool mpi = false;                // one local rank; the world is MpiWorld (devices.size() == 1)
   int skip_allreduces_rank = -1;   // fault injection for tests: this global rank never joins
+  bool recorded_compute = false;   // engine/recorded_compute.hpp: compute ops as their recorded durations
 };
 
 StepResult replay_step(const Step& step, const ReplayConfig& config);

@@ -466,6 +466,45 @@ TEST(CudaReplay, StepCarriesTheDevicesMeasuredCeilings) {
   EXPECT_EQ(again.ceilings->read_gbps, r.ceilings->read_gbps);
 }
 
+// --op-times on the replay: an imported trace's compute ops run as timed kernels of their
+// recorded durations (only the allreduces for real), so the step is their sum plus the kernel
+// boundaries; --op-times model runs eaglesim's kernels on the same trace instead.
+TEST(CudaReplay, RecordedComputeRunsTheRecordedDurations) {
+  REQUIRE_GPUS(1);
+  Trace t = tiny_trace(1);
+  t.meta.source = "imported";
+  double recorded_sum = 0;
+  int compute_ops = 0;
+  for (Op& op : t.steps[0].ops) {
+    if (op.is_comm()) continue;
+    op.us = 40.0;
+    recorded_sum += 40.0;
+    ++compute_ops;
+  }
+  auto backend = make_cuda_backend();
+  RunOptions opts = ten_replays();
+  opts.op_times = "auto";
+  const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
+  const auto noted = [](const StepResult& res, const char* text) {
+    return std::any_of(res.notes.begin(), res.notes.end(),
+                       [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(noted(r, "recorded durations")) << "auto on an imported trace replays the recorded times";
+  EXPECT_GE(r.compute_us, recorded_sum * 0.99);
+  EXPECT_LE(r.compute_us, recorded_sum + compute_ops * 6.0);
+  for (const Span& span : r.timeline.spans)
+    if (span.kind != OpKind::allreduce) EXPECT_NE(span.detail.find("recorded"), std::string::npos) << span.name;
+
+  opts.op_times = "model";
+  const StepResult ours = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
+  EXPECT_TRUE(noted(ours, "eaglesim's kernels"));
+  EXPECT_LT(ours.compute_us, recorded_sum * 0.5) << "the tiny trace's own kernels take a few us each";
+
+  Trace generated = tiny_trace(1);
+  opts.op_times = "measured";
+  EXPECT_THROW(backend->run_step(generated, generated.steps[0], "nccl", nullptr, opts), InputError);
+}
+
 TEST(CudaReplay, TinyTraceOnTwoGpus) {
   REQUIRE_GPUS(2);
   const Trace t = tiny_trace(2);
