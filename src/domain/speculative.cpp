@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "domain/rate_bisection.hpp"
 #include "domain/tree_acceptance.hpp"
 
 namespace eaglesim {
@@ -20,16 +21,7 @@ double chain_tokens_per_cycle(double a, int draft_tokens) {
 }
 
 std::optional<double> accept_rate_for_tokens(double tokens, int draft_tokens) {
-  if (!std::isfinite(tokens)) return std::nullopt;
-  if (tokens <= 1.0) return 0.0;
-  if (tokens > draft_tokens + 1.0) return std::nullopt;
-  double lo = 0.0, hi = 1.0;
-  for (int it = 0; it < 200 && hi - lo > 1e-13; ++it) {
-    double mid = 0.5 * (lo + hi);
-    if (chain_tokens_per_cycle(mid, draft_tokens) < tokens) lo = mid;
-    else hi = mid;
-  }
-  return 0.5 * (lo + hi);
+  return rate_for_tokens(tokens, draft_tokens + 1.0, [&](double a) { return chain_tokens_per_cycle(a, draft_tokens); });
 }
 
 double Acceptance::tokens_per_cycle(int draft_tokens) const {

@@ -1,7 +1,6 @@
 #include "domain/tree_acceptance.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 #include <stdexcept>
 
@@ -9,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "core/errors.hpp"
+#include "domain/rate_bisection.hpp"
 
 namespace eaglesim {
 
@@ -159,16 +159,7 @@ double tree_tokens_per_cycle(double a, const SpecConfig& config) {
 }
 
 std::optional<double> tree_accept_rate_for_tokens(double tokens, const SpecConfig& config) {
-  if (!std::isfinite(tokens)) return std::nullopt;
-  if (tokens <= 1.0) return 0.0;
-  if (tokens > max_tokens_per_cycle(config)) return std::nullopt;
-  double lo = 0.0, hi = 1.0;
-  for (int it = 0; it < 200 && hi - lo > 1e-13; ++it) {
-    double mid = 0.5 * (lo + hi);
-    if (tree_tokens_per_cycle(mid, config) < tokens) lo = mid;
-    else hi = mid;
-  }
-  return 0.5 * (lo + hi);
+  return rate_for_tokens(tokens, max_tokens_per_cycle(config), [&](double a) { return tree_tokens_per_cycle(a, config); });
 }
 
 }  // namespace eaglesim
