@@ -15,6 +15,7 @@
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
+#include "domain/acceptance_resolution.hpp"
 #include "engine/backend.hpp"
 #include "engine/evaluate.hpp"
 #include "io/atomic_file.hpp"
@@ -45,6 +46,8 @@ struct RunArgs {
   std::string backend = "sim";
   std::optional<double> accept_rate;
   std::optional<double> accept_len;
+  std::string acceptance_file;  // --acceptance: measured accept lengths per configuration
+  std::string accept_probs;     // --accept-probs: per-rank acceptance for the tree model
   int draft_tokens = 0;
   int ranks = 0;
   std::string nccl_algo, nccl_proto;
@@ -60,7 +63,8 @@ std::string resolve_repo_file(const std::string& rel) {
   return find_data_file(rel).value_or(rel);  // read_trace names a missing file
 }
 
-std::vector<double> parse_per_rank(const std::string& list, const char* flag) {
+// A comma-separated list of numbers; `expected` completes "FLAG: expected ..., got 'ITEM'".
+std::vector<double> parse_numbers(const std::string& list, const std::string& flag, const char* expected) {
   std::vector<double> out;
   for (const std::string& item : split_comma_list(flag, list)) {
     try {
@@ -69,10 +73,32 @@ std::vector<double> parse_per_rank(const std::string& list, const char* flag) {
       if (used != item.size()) throw std::invalid_argument(item);
       out.push_back(v);
     } catch (const std::exception&) {
-      throw InputError(fmt::format("{}: expected comma-separated numbers (one per rank), got '{}'", flag, item));
+      throw InputError(fmt::format("{}: expected {}, got '{}'", flag, expected, item));
     }
   }
   return out;
+}
+
+std::vector<double> parse_per_rank(const std::string& list, const char* flag) {
+  return parse_numbers(list, flag, "comma-separated numbers (one per rank)");
+}
+
+// --accept-probs "0.8,0.1/0.7,0.1": per-rank probabilities, one comma list per depth.
+RankAcceptance parse_accept_probs(const std::string& text) {
+  constexpr const char* kExpected = "probabilities separated by commas, depths by '/'";
+  std::vector<std::vector<double>> rows;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t slash = text.find('/', start);
+    const std::string depth = text.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (depth.find_first_not_of(" \t") == std::string::npos)
+      throw InputError(fmt::format("--accept-probs: expected {}, got an empty depth {} in '{}'", kExpected,
+                                   rows.size() + 1, text));
+    rows.push_back(parse_numbers(depth, "--accept-probs", kExpected));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return RankAcceptance(std::move(rows), "--accept-probs");
 }
 
 void run(const RunArgs& a) {
@@ -93,17 +119,21 @@ void run(const RunArgs& a) {
   }
   const std::vector<std::string> strategies = parse_strategy_list(strategy_list);
 
-  Acceptance acceptance;
-  if (a.accept_rate) {
-    if (!(*a.accept_rate >= 0 && *a.accept_rate <= 1))
-      throw InputError(fmt::format("--accept-rate: expected a number in [0, 1], got {}", *a.accept_rate));
-    acceptance = {Acceptance::Mode::rate, *a.accept_rate};
-  } else if (a.accept_len) {
-    acceptance = {Acceptance::Mode::length, *a.accept_len};
-  } else {
-    acceptance = {Acceptance::Mode::rate, kDefaultAcceptRate};
-    defaults_used.push_back(fmt::format("accept rate a={} per position (EAGLE-3 paper range 0.7-0.8)", kDefaultAcceptRate));
+  if (a.accept_rate && !(*a.accept_rate >= 0 && *a.accept_rate <= 1))
+    throw InputError(fmt::format("--accept-rate: expected a number in [0, 1], got {}", *a.accept_rate));
+  AcceptanceInputs acceptance_in;
+  acceptance_in.accept_len = a.accept_len;
+  acceptance_in.accept_rate = a.accept_rate;
+  acceptance_in.default_rate = kDefaultAcceptRate;
+  if (!a.accept_probs.empty()) acceptance_in.rank_probabilities = parse_accept_probs(a.accept_probs);
+  std::optional<AcceptanceTable> acceptance_table;
+  if (!a.acceptance_file.empty()) {
+    acceptance_table = read_acceptance_table(a.acceptance_file);
+    acceptance_in.table = &*acceptance_table;
   }
+  // Whether the default rate is used is known once the trace gives the configuration; it is
+  // listed in this place among the defaults.
+  const std::size_t accept_default_at = defaults_used.size();
 
   if (a.backend != "cuda") require_single_process("run --backend " + a.backend, kNoGpuWork);
   std::unique_ptr<Backend> backend = make_backend(a.backend);
@@ -117,11 +147,20 @@ void run(const RunArgs& a) {
 
   const Trace trace = read_trace(trace_path);
 
+  // A v1 trace is one request with a chain of N drafts: num_steps N, eagle_topk 1,
+  // num_draft_tokens N + 1, at batch 1.
+  acceptance_in.batch = 1;
+  const ResolvedAcceptance acceptance =
+      resolve_acceptance(chain_config(scenario_draft_tokens(trace, a.draft_tokens)), acceptance_in);
+  if (acceptance.default_rate)
+    defaults_used.insert(defaults_used.begin() + static_cast<std::ptrdiff_t>(accept_default_at),
+                         fmt::format("accept rate a={} per position (EAGLE-3 paper range 0.7-0.8)", kDefaultAcceptRate));
+
   EvaluateRequest req;
   req.trace = &trace;
   req.topo = topo ? &*topo : nullptr;
   req.strategies = strategies;
-  req.acceptance = acceptance;
+  req.acceptance = acceptance.report_acceptance();
   req.draft_tokens = a.draft_tokens;
   req.trace_file = trace_path;
   req.options.ranks = a.ranks;
@@ -176,7 +215,16 @@ void add_run(CLI::App& app) {
   auto* rate = cmd->add_option("--accept-rate", a->accept_rate,
                                "Per-position acceptance rate a of the chain draft, E = (1-a^(N+1))/(1-a) (default 0.7)");
   auto* len = cmd->add_option("--accept-len", a->accept_len, "Mean accepted tokens per cycle E, in [1, N+1]");
+  auto* table = cmd->add_option("--acceptance", a->acceptance_file,
+                                "Measured accept lengths per speculative configuration (JSON, docs/acceptance.md): "
+                                "the run's configuration's entry gives E, else the tree model does");
+  auto* probs = cmd->add_option("--accept-probs", a->accept_probs,
+                                "Tree model: probability that the target's token is the draft's rank-r candidate, "
+                                "comma-separated by rank, '/' between depths (last depth repeats), e.g. 0.7,0.15/0.6,0.15");
   rate->excludes(len);
+  len->excludes(table);
+  probs->excludes(rate);
+  probs->excludes(len);
   cmd->add_option("--draft-tokens,-n", a->draft_tokens, "Draft tokens N per cycle (default: the trace's)")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--ranks", a->ranks, "Ranks to run on (default: the trace's tp)")->check(CLI::Range(1, kMaxTp));

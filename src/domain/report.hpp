@@ -6,18 +6,25 @@
 #include <string>
 #include <vector>
 
+#include "domain/acceptance_source.hpp"
 #include "domain/step_result.hpp"
 
 namespace eaglesim {
 
 // Acceptance as the user gave it: per-position rate `a` of a chain draft
-// (E = (1 - a^(N+1)) / (1 - a)) or the mean accepted length E directly.
+// (E = (1 - a^(N+1)) / (1 - a)) or the mean accepted length E directly. When it was resolved
+// from a measurement table or the tree acceptance model (acceptance_resolution.hpp), it is the
+// length E that resolution found, and `source` says where E came from.
 struct Acceptance {
   enum class Mode { rate, length };
+  Acceptance() = default;
+  Acceptance(Mode m, double v, std::optional<AcceptanceSource> s = std::nullopt)
+      : mode(m), value(v), source(std::move(s)) {}
   Mode mode = Mode::rate;
   double value = 0.7;
+  std::optional<AcceptanceSource> source;
   double tokens_per_cycle(int draft_tokens) const;
-  std::string describe() const;  // e.g. "accept rate a=0.70 per position (chain)"
+  std::string describe() const;  // e.g. "accept rate a=0.70 per position (chain)"; the source's line when resolved
   std::string describe(int draft_tokens) const;  // adds E: "..., E=2.53 for N=3"
 };
 

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "domain/rate_bisection.hpp"
+#include "domain/tree_acceptance.hpp"
 
 namespace eaglesim {
 
@@ -19,19 +21,11 @@ double chain_tokens_per_cycle(double a, int draft_tokens) {
 }
 
 std::optional<double> accept_rate_for_tokens(double tokens, int draft_tokens) {
-  if (!std::isfinite(tokens)) return std::nullopt;
-  if (tokens <= 1.0) return 0.0;
-  if (tokens > draft_tokens + 1.0) return std::nullopt;
-  double lo = 0.0, hi = 1.0;
-  for (int it = 0; it < 200 && hi - lo > 1e-13; ++it) {
-    double mid = 0.5 * (lo + hi);
-    if (chain_tokens_per_cycle(mid, draft_tokens) < tokens) lo = mid;
-    else hi = mid;
-  }
-  return 0.5 * (lo + hi);
+  return rate_for_tokens(tokens, draft_tokens + 1.0, [&](double a) { return chain_tokens_per_cycle(a, draft_tokens); });
 }
 
 double Acceptance::tokens_per_cycle(int draft_tokens) const {
+  if (source) return value;  // checked against its configuration when it was resolved
   if (mode == Mode::rate) return chain_tokens_per_cycle(value, draft_tokens);
   if (!(value >= 1.0 && value <= draft_tokens + 1.0))
     throw InputError(fmt::format("--accept-len: expected a mean accepted length in [1, N+1] = [1, {}] for N={} "
@@ -41,11 +35,13 @@ double Acceptance::tokens_per_cycle(int draft_tokens) const {
 }
 
 std::string Acceptance::describe() const {
+  if (source) return source->description;
   if (mode == Mode::rate) return fmt::format("accept rate a={:.2f} per position (chain)", value);
   return fmt::format("mean accepted length E={:.2f} tokens per cycle", value);
 }
 
 std::string Acceptance::describe(int draft_tokens) const {
+  if (source) return source->description;
   if (mode == Mode::rate)
     return fmt::format("{}, E={:.2f} for N={}", describe(), tokens_per_cycle(draft_tokens), draft_tokens);
   return fmt::format("{} (given, N={})", describe(), draft_tokens);
@@ -72,7 +68,11 @@ void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, in
   if (r.decode_us > 0) {
     // Speculation breaks even when E / cycle == 1 / decode, i.e. E* = cycle / decode.
     r.breakeven_accept_len = r.cycle_us / r.decode_us;
-    r.breakeven_accept_rate = accept_rate_for_tokens(r.breakeven_accept_len, draft_tokens);
+    // For a tree, the rate is the chain-equivalent one of the tree model; at eagle_topk 1 the
+    // model is the chain formula, so the chain's inverse answers.
+    const bool tree = acceptance.source && acceptance.source->config.eagle_topk > 1;
+    r.breakeven_accept_rate = tree ? tree_accept_rate_for_tokens(r.breakeven_accept_len, acceptance.source->config)
+                                   : accept_rate_for_tokens(r.breakeven_accept_len, draft_tokens);
   }
 }
 

@@ -21,7 +21,9 @@ std::optional<double> accept_rate_for_tokens(double tokens, int draft_tokens);
 // Fills the derived fields of `r` (verify/compute/comm split, draft and decode time, cycle,
 // tokens per cycle, tok/s, speedup, break-even) from its StepResults. Unsupported results are
 // left untouched. The draft step runs N times per cycle; without a draft step draft_us is 0,
-// without a decode step speedup and break-even stay unset (decode_us == 0).
+// without a decode step speedup and break-even stay unset (decode_us == 0). The break-even rate
+// is the chain's, or the tree model's chain-equivalent rate when `acceptance` was resolved for
+// a configuration with eagle_topk > 1 (tree_acceptance.hpp).
 void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, int draft_tokens);
 
 }  // namespace eaglesim

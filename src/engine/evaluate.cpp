@@ -26,6 +26,11 @@ KindTraffic step_kind_traffic(const Step& step, bool fuses) {
 
 }  // namespace
 
+int scenario_draft_tokens(const Trace& trace, int requested) {
+  if (requested > 0) return requested;
+  return trace.meta.draft_tokens ? *trace.meta.draft_tokens : trace.meta.tokens - 1;
+}
+
 Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   if (!req.trace) throw std::logic_error("evaluate_strategies: no trace");
   if (req.strategies.empty()) throw InputError("--strategy: no strategies given");
@@ -42,8 +47,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   sc.backend = backend.name();
   sc.tp = trace.meta.tp;
   sc.ranks = req.options.ranks > 0 ? req.options.ranks : trace.meta.tp;
-  const int traced_drafts = trace.meta.draft_tokens ? *trace.meta.draft_tokens : trace.meta.tokens - 1;
-  sc.draft_tokens = req.draft_tokens > 0 ? req.draft_tokens : traced_drafts;
+  sc.draft_tokens = scenario_draft_tokens(trace, req.draft_tokens);
   if (sc.draft_tokens < 0) throw InputError(fmt::format("draft tokens: expected >= 0, got {}", sc.draft_tokens));
   sc.acceptance = req.acceptance;
   sc.acceptance.tokens_per_cycle(sc.draft_tokens);  // validates --accept-len against N before any work

@@ -23,6 +23,10 @@ struct EvaluateRequest {
   std::string topology_label;            // defaults to topo->name, or "this machine" without one
 };
 
+// The draft tokens N a run of `trace` prices: `requested` when > 0 (--draft-tokens), else the
+// trace's meta.draft_tokens, else its verify tokens - 1.
+int scenario_draft_tokens(const Trace& trace, int requested);
+
 // Strategies the backend rejects (StrategyUnsupported) are listed as unsupported with the
 // reason; other errors propagate (InputError / DeviceError).
 Report evaluate_strategies(Backend& backend, const EvaluateRequest& request);

@@ -15,6 +15,29 @@ json step_notes(const StrategyResult& r) {
   return notes;
 }
 
+// Where a resolved acceptance's E came from (docs/report-format.md, `scenario.acceptance.source`).
+json acceptance_source_json(const AcceptanceSource& s) {
+  json j;
+  j["kind"] = to_string(s.kind);
+  j["num_steps"] = s.config.num_steps;
+  j["eagle_topk"] = s.config.eagle_topk;
+  j["num_draft_tokens"] = s.config.num_draft_tokens;
+  if (s.kind == AcceptanceSource::Kind::measured_table) {
+    j["file"] = s.table_file;
+    j["entry"] = s.table_entry;
+    j["batch"] = s.table_batch ? json(*s.table_batch) : json(nullptr);
+    j["batch_match"] = s.batch_match;
+    j["measured_by"] = s.measured_by;
+  }
+  if (s.kind == AcceptanceSource::Kind::tree_model) {
+    j["rate"] = s.rate ? json(*s.rate) : json(nullptr);
+    j["rank_probabilities"] = s.rank_probabilities.empty() ? json(nullptr) : json(s.rank_probabilities);
+    j["tree_parents"] = s.tree_parents;
+  }
+  j["unmatched_table"] = s.unmatched_table.empty() ? json(nullptr) : json(s.unmatched_table);
+  return j;
+}
+
 json result_json(const Report& report, const StrategyResult& r) {
   json j;
   j["strategy"] = r.strategy;
@@ -87,6 +110,7 @@ nlohmann::ordered_json report_to_json(const Report& report) {
                             {"value", sc.acceptance.value},
                             {"tokens_per_cycle", sc.acceptance.tokens_per_cycle(sc.draft_tokens)},
                             {"description", sc.acceptance.describe(sc.draft_tokens)}};
+  if (sc.acceptance.source) scenario["acceptance"]["source"] = acceptance_source_json(*sc.acceptance.source);
   scenario["notes"] = sc.notes;
   json results = json::array();
   for (const StrategyResult& r : report.results) results.push_back(result_json(report, r));

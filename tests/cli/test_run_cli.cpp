@@ -210,3 +210,96 @@ TEST(RunCliDefaults, NoArgumentsRunsTheSeedScenario) {
 
 }  // namespace
 }  // namespace eaglesim::test
+
+namespace eaglesim::test {
+namespace {
+
+// --acceptance and --accept-probs, end to end: the tokens per cycle the report prices and the
+// source it names, in the table and in the JSON report.
+const std::string kAcceptanceRun = "run " + std::string(EAGLESIM_TEST_DATA) + "/run_small_trace.json --topology " +
+                                   std::string(EAGLESIM_TEST_DATA) + "/run_topo_2gpu.json --op-times measured --strategy nccl";
+
+struct AcceptanceRun {
+  CliResult cli;
+  nlohmann::json doc;
+};
+
+AcceptanceRun run_with(const std::string& flags) {
+  const std::string dir = temp_dir();
+  AcceptanceRun r{run_cli(kAcceptanceRun + " " + flags + " --json " + dir + "/r.json"), {}};
+  if (r.cli.exit_code == 0) r.doc = nlohmann::json::parse(slurp(dir + "/r.json"));
+  return r;
+}
+
+std::string acceptance_line(const std::string& out) {
+  const auto at = out.find("acceptance: ");
+  return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
+}
+
+TEST(RunCliAcceptance, TableEntryGivesTokensPerCycle) {
+  const std::string table = std::string(EAGLESIM_TEST_DATA) + "/acceptance/measured.json";
+  const AcceptanceRun r = run_with("--acceptance " + table);
+  ASSERT_EQ(r.cli.exit_code, 0) << r.cli.err;
+  EXPECT_EQ(acceptance_line(r.cli.out),
+            "acceptance: measured accept len E=2.80 from " + table +
+                " entries[0] (num_steps 3, eagle_topk 1, num_draft_tokens 4, batch 1: sglang decode log, batch 1)");
+  EXPECT_EQ(r.cli.out.find("defaults:"), std::string::npos) << "the measurement, not the default rate, was used";
+  const auto& acc = r.doc["scenario"]["acceptance"];
+  EXPECT_EQ(acc["mode"], "length");
+  EXPECT_EQ(acc["value"], 2.8);
+  EXPECT_EQ(acc["tokens_per_cycle"], 2.8);
+  EXPECT_EQ(acc["source"]["kind"], "measured_table");
+  EXPECT_EQ(acc["source"]["file"], table);
+  EXPECT_EQ(acc["source"]["entry"], 0);
+  EXPECT_EQ(acc["source"]["batch"], 1);
+  EXPECT_EQ(acc["source"]["batch_match"], "exact");
+  EXPECT_EQ(acc["source"]["num_draft_tokens"], 4);
+  const auto& nccl = r.doc["results"][0];
+  EXPECT_EQ(nccl["tokens_per_cycle"], 2.8);
+  EXPECT_NEAR(nccl["tokens_per_s"].get<double>(), 2.8 / nccl["cycle_us"].get<double>() * 1e6, 1e-9);
+}
+
+TEST(RunCliAcceptance, TableWithoutTheConfigurationFallsBackToTheTreeModel) {
+  const std::string table = std::string(EAGLESIM_TEST_DATA) + "/acceptance/other_configs.json";
+  const AcceptanceRun r = run_with("--acceptance " + table);
+  ASSERT_EQ(r.cli.exit_code, 0) << r.cli.err;
+  EXPECT_EQ(acceptance_line(r.cli.out),
+            "acceptance: tree model from accept rate a=0.70 per position (default, chain), num_steps 3, eagle_topk 1, "
+            "num_draft_tokens 4: E=2.53; " +
+                table + " has no entry for num_steps 3, eagle_topk 1, num_draft_tokens 4");
+  EXPECT_NE(r.cli.out.find("defaults: accept rate a=0.7 per position"), std::string::npos) << r.cli.out;
+  const auto& src = r.doc["scenario"]["acceptance"]["source"];
+  EXPECT_EQ(src["kind"], "tree_model");
+  EXPECT_EQ(src["rate"], 0.7);
+  EXPECT_EQ(src["unmatched_table"], table);
+  EXPECT_EQ(src["tree_parents"], nlohmann::json::parse("[-1, 0, 1, 2]"));
+  EXPECT_NEAR(r.doc["results"][0]["tokens_per_cycle"].get<double>(), 2.533, 1e-12);
+}
+
+TEST(RunCliAcceptance, PerRankProbabilities) {
+  const AcceptanceRun r = run_with("--accept-probs 0.6");
+  ASSERT_EQ(r.cli.exit_code, 0) << r.cli.err;
+  EXPECT_EQ(acceptance_line(r.cli.out),
+            "acceptance: tree model from per-rank acceptance 0.6 (--accept-probs), num_steps 3, eagle_topk 1, "
+            "num_draft_tokens 4: E=2.18");
+  EXPECT_NEAR(r.doc["results"][0]["tokens_per_cycle"].get<double>(), 1 + 0.6 + 0.36 + 0.216, 1e-12);
+  EXPECT_EQ(r.doc["scenario"]["acceptance"]["source"]["rank_probabilities"], "0.6");
+}
+
+TEST(RunCliAcceptance, PlainRateReadsAsWithoutTheNewFlags) {
+  const AcceptanceRun r = run_with("--accept-rate 0.7");
+  ASSERT_EQ(r.cli.exit_code, 0) << r.cli.err;
+  EXPECT_EQ(acceptance_line(r.cli.out), "acceptance: accept rate a=0.70 per position (chain), E=2.53 for N=3");
+  EXPECT_FALSE(r.doc["scenario"]["acceptance"].contains("source"));
+}
+
+TEST(RunCliAcceptance, DraftTokensOverrideLooksUpItsOwnConfiguration) {
+  // -n 2 prices a chain of 2: the table's (2, 1, 3) entry, measured at batch 4, is the nearest.
+  const AcceptanceRun r = run_with("-n 2 --acceptance " + std::string(EAGLESIM_TEST_DATA) + "/acceptance/measured.json");
+  ASSERT_EQ(r.cli.exit_code, 0) << r.cli.err;
+  EXPECT_EQ(r.doc["results"][0]["tokens_per_cycle"], 2.2);
+  EXPECT_NE(acceptance_line(r.cli.out).find("batch 4, the nearest measured to batch 1"), std::string::npos) << r.cli.out;
+}
+
+}  // namespace
+}  // namespace eaglesim::test
