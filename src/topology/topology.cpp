@@ -22,6 +22,19 @@ const std::vector<std::string>& gpu_arch_names() {
 }
 const char* to_string(GpuArch a) { return gpu_arch_names()[static_cast<int>(a)].c_str(); }
 
+std::string ComputeCapability::to_string() const { return std::to_string(major) + "." + std::to_string(minor); }
+
+ComputeCapability default_compute_capability(GpuArch a) {
+  switch (a) {
+    case GpuArch::volta: return {7, 0};
+    case GpuArch::ampere: return {8, 0};
+    case GpuArch::ada: return {8, 9};
+    case GpuArch::hopper: return {9, 0};
+    case GpuArch::blackwell: return {10, 0};
+  }
+  return {9, 0};
+}
+
 namespace {
 
 using ojson = nlohmann::ordered_json;
@@ -144,6 +157,7 @@ std::string topology_to_string(const Topology& t) {
   ojson g;
   g["name"] = t.gpu.name;
   g["arch"] = to_string(t.gpu.arch);
+  if (t.gpu.compute_capability) g["compute_capability"] = t.gpu.compute_capability->to_string();
   g["sms"] = t.gpu.sms;
   g["bf16_tflops"] = t.gpu.bf16_tflops;
   g["fp8_tflops"] = t.gpu.fp8_tflops;

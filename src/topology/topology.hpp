@@ -21,9 +21,24 @@ enum class GpuArch { volta, ampere, ada, hopper, blackwell };
 const char* to_string(GpuArch a);
 const std::vector<std::string>& gpu_arch_names();
 
+// CUDA compute capability (major.minor). Serving engines gate kernels on it (SGLang's and vLLM's
+// allreduce fusion run on 9.0 and 10.x only), and one generation holds several: Blackwell is 10.0
+// on B200 and 12.0 on RTX PRO 6000.
+struct ComputeCapability {
+  int major = 0;
+  int minor = 0;
+  int as_int() const { return major * 10 + minor; }  // 90, 100, 120: the engines' table keys
+  std::string to_string() const;                      // "9.0"
+  bool operator==(const ComputeCapability& o) const { return major == o.major && minor == o.minor; }
+};
+// The capability a generation's data-centre part has (volta 7.0, ampere 8.0, ada 8.9, hopper 9.0,
+// blackwell 10.0), for topologies that do not name theirs.
+ComputeCapability default_compute_capability(GpuArch a);
+
 struct GpuSpec {
   std::string name;
   GpuArch arch = GpuArch::hopper;
+  std::optional<ComputeCapability> compute_capability;  // absent: default_compute_capability(arch)
   int sms = 0;
   double bf16_tflops = 0;      // dense
   double fp8_tflops = 0;       // dense; 0 = no fp8 tensor cores
@@ -31,6 +46,9 @@ struct GpuSpec {
   double mem_gb = 0;           // device memory, GB (1e9 B)
   double launch_gap_us = 0;    // minimum time per kernel back to back inside a CUDA graph
   std::string source;          // where these figures come from
+  ComputeCapability capability() const {
+    return compute_capability ? *compute_capability : default_compute_capability(arch);
+  }
 };
 
 enum class Interconnect { nvswitch, nvlink_mesh, pcie_switch, pcie_root_complex, pcie_cross_socket };

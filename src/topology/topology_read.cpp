@@ -21,8 +21,19 @@ namespace eaglesim {
 namespace {
 
 
+// "12.0": major 1..99, one minor digit, as CUDA prints it (nvidia-smi --query-gpu=compute_cap).
+ComputeCapability read_compute_capability(const JsonCursor& c) {
+  const std::string s = c.as_string();
+  const std::size_t dot = s.find('.');
+  const bool digits = dot != std::string::npos && dot >= 1 && dot <= 2 && s.size() == dot + 2 &&
+                      std::all_of(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(dot), ::isdigit) &&
+                      std::isdigit(static_cast<unsigned char>(s[dot + 1]));
+  if (!digits || s[0] == '0') c.fail("a compute capability MAJOR.MINOR such as \"9.0\" or \"12.0\"");
+  return {std::stoi(s.substr(0, dot)), s[dot + 1] - '0'};
+}
+
 GpuSpec read_gpu(const JsonCursor& c) {
-  c.only_keys({"name", "arch", "sms", "bf16_tflops", "fp8_tflops", "mem_bw_gbs", "mem_gb",
+  c.only_keys({"name", "arch", "compute_capability", "sms", "bf16_tflops", "fp8_tflops", "mem_bw_gbs", "mem_gb",
                "launch_gap_us", "source"});
   GpuSpec g;
   g.name = c.at("name").as_string();
@@ -31,6 +42,7 @@ GpuSpec read_gpu(const JsonCursor& c) {
     const auto& names = gpu_arch_names();
     g.arch = static_cast<GpuArch>(std::find(names.begin(), names.end(), a) - names.begin());
   }
+  if (auto cc = c.find("compute_capability")) g.compute_capability = read_compute_capability(*cc);
   g.sms = static_cast<int>(c.at("sms").as_positive_int(kMaxSms));
   g.bf16_tflops = c.at("bf16_tflops").as_positive_number(kMaxTflops);
   g.fp8_tflops = c.has("fp8_tflops") ? c.at("fp8_tflops").as_number(0, kMaxTflops) : 0.0;
