@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/engine_options.hpp"
 #include "core/dtype.hpp"
 #include "topology/topology.hpp"
 
@@ -37,6 +38,25 @@ struct CommQuery {
   std::int64_t bytes = 0;
   DType dtype = DType::bf16;
   NcclOptions nccl;
+  const ServingEngineOptions* engine = nullptr;  // the engine strategies' options (--engine-option); null: defaults
+};
+
+// One allreduce of a step as the step shows it: a strategy that decides per call (an engine's
+// dispatch) may fuse it with the residual add + RMSNorm after it, or not, by size and rows.
+struct CommCall {
+  CommQuery query;              // bytes and dtype filled
+  bool norm_follows = false;    // an RMSNorm (after an optional residual add) follows it: fusable
+  std::int64_t rows = 0;        // that RMSNorm's tokens (0 when none follows)
+};
+
+// What one allreduce of a step costs and runs as.
+struct CommPlan {
+  CommCost cost;
+  bool fuses = false;   // absorbs the residual add + RMSNorm after it
+  std::string model;    // the strategy whose cost model (and CUDA kernel) runs it: the strategy
+                        // itself, or the one an engine's dispatch picked
+  std::string path;     // engine strategies: the path as the engine names it; empty otherwise
+  std::string reason;   // engine strategies: why the engine takes that path here
 };
 
 class Communicator {
@@ -49,12 +69,19 @@ class Communicator {
   // The allreduce absorbs the residual_add + rmsnorm that follow it in the trace (the
   // strategy table's fact for this name; a test double may say otherwise).
   virtual bool fuses_residual_norm() const;
+  // One call of a step: cost(call.query), fused when fuses_residual_norm() and a norm follows.
+  // The engine strategies decide per call instead.
+  virtual CommPlan plan(const CommCall& call) const;
+  // What the strategy decides once for a whole step on q's topology and ranks, for the report's
+  // notes (the engine strategies: their fusion, custom allreduce and symmetric-memory setup).
+  virtual std::vector<std::string> setup_notes(const CommQuery& q) const;
 };
 
 // Registry keyed by name: the runnable strategies of comm/strategy_facts.hpp, in its order.
 const Communicator& find_communicator(const std::string& name);  // InputError listing known names
 std::vector<std::string> communicator_names();
-// Parses "nccl,oneshot" or "all" into names; InputError on unknown names.
+// Parses "nccl,oneshot" or "all" into names; InputError on unknown names. `all` is eaglesim's own
+// strategies (all_strategy_names()); the engines' dispatch (sglang, vllm) is asked for by name.
 std::vector<std::string> parse_strategy_list(const std::string& list);
 
 }  // namespace eaglesim

@@ -40,7 +40,11 @@ CommCost ModelledCommunicator::cost(const CommQuery& q) const {
 }
 
 CommSupport p2p_kernel_support(const Topology& topo, int ranks, std::int64_t bytes) {
-  if (!topo.p2p) return {false, "needs P2P between GPUs; this topology has P2P off"};
+  return p2p_kernel_support(topo.p2p, ranks, bytes);
+}
+
+CommSupport p2p_kernel_support(bool p2p, int ranks, std::int64_t bytes) {
+  if (!p2p) return {false, "needs P2P between GPUs; this topology has P2P off"};
   if (ranks != 2 && ranks != 4 && ranks != 8)
     return {false, fmt::format("custom P2P kernels are built for 2, 4 or 8 ranks, not {}", ranks)};
   if (bytes > kMaxCustomBytes)

@@ -26,5 +26,7 @@ class ModelledCommunicator : public Communicator {
 // buffers directly, are instantiated for 2, 4 and 8 ranks, use 16-byte packed accesses and a
 // pre-registered buffer of kMaxCustomBytes (comm/strategy_facts.hpp).
 CommSupport p2p_kernel_support(const Topology& topo, int ranks, std::int64_t bytes);
+// The same rules for a machine known only by whether its GPUs have P2P (the CUDA backend's probe).
+CommSupport p2p_kernel_support(bool p2p, int ranks, std::int64_t bytes);
 
 }  // namespace eaglesim

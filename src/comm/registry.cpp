@@ -23,7 +23,7 @@ Factory factory_for(std::string_view name) {
   static const std::pair<std::string_view, Factory> factories[] = {
       {"nccl", make_nccl_communicator},   {"oneshot", make_oneshot_communicator}, {"twoshot", make_twoshot_communicator},
       {"fused", make_fused_communicator}, {"quant", make_quant_communicator},     {"ideal", make_ideal_communicator},
-      {"auto", make_auto_communicator},
+      {"auto", make_auto_communicator},   {"sglang", make_sglang_communicator},   {"vllm", make_vllm_communicator},
   };
   for (const auto& [n, f] : factories)
     if (n == name) return f;
@@ -49,6 +49,16 @@ std::string known_list() {
 
 bool Communicator::fuses_residual_norm() const { return eaglesim::fuses_residual_norm(name()); }
 
+CommPlan Communicator::plan(const CommCall& call) const {
+  CommPlan p;
+  p.cost = cost(call.query);
+  p.fuses = fuses_residual_norm() && call.norm_follows;
+  p.model = name();
+  return p;
+}
+
+std::vector<std::string> Communicator::setup_notes(const CommQuery&) const { return {}; }
+
 std::vector<std::string> communicator_names() { return runnable_strategy_names(); }
 
 const Communicator& find_communicator(const std::string& name) {
@@ -61,7 +71,7 @@ std::vector<std::string> parse_strategy_list(const std::string& list) {
   std::vector<std::string> out;
   for (const std::string& item : split_comma_list("--strategy", list)) {
     if (item == "all") {
-      for (const auto& n : communicator_names())
+      for (const auto& n : all_strategy_names())
         if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
     } else {
       find_communicator(item);  // throws with the known names

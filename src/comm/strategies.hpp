@@ -13,5 +13,7 @@ std::unique_ptr<Communicator> make_fused_communicator();
 std::unique_ptr<Communicator> make_quant_communicator();
 std::unique_ptr<Communicator> make_ideal_communicator();
 std::unique_ptr<Communicator> make_auto_communicator();
+std::unique_ptr<Communicator> make_sglang_communicator();
+std::unique_ptr<Communicator> make_vllm_communicator();
 
 }  // namespace eaglesim

@@ -14,19 +14,23 @@ std::vector<StrategyFacts> build_table() {
   using K = StrategyKernel;
   constexpr std::int64_t any = 0, max_p2p = kMaxCustomBytes, mult = kCustomByteMultiple;
   // clang-format off
-  //  name            runs   exact  fuses  bound  select calib  p2p    max_bytes byte_multiple kernel
+  //  name            runs   exact  fuses  bound  select engine calib  p2p    max_bytes byte_multiple kernel
   return {
-    {"nccl",          true,  true,  false, false, false, true,  false, any,      1,    K::nccl},
-    {"oneshot",       true,  true,  false, false, false, true,  true,  max_p2p,  mult, K::oneshot_pull},
+    {"nccl",          true,  true,  false, false, false, false, true,  false, any,      1,    K::nccl},
+    {"oneshot",       true,  true,  false, false, false, false, true,  true,  max_p2p,  mult, K::oneshot_pull},
     // The push form of the one-shot: measured by bench-comm beside the pull form it replaces.
-    {"oneshot_push",  false, true,  false, false, false, false, true,  max_p2p,  mult, K::oneshot_push},
-    {"twoshot",       true,  true,  false, false, false, true,  true,  max_p2p,  mult, K::twoshot},
-    {"fused",         true,  true,  true,  false, false, true,  true,  max_p2p,  mult, K::fused},
-    {"quant",         true,  false, false, false, false, true,  true,  max_p2p,  mult, K::quant},
-    {"ideal",         true,  true,  false, true,  false, false, false, any,      1,    K::none},
-    {"auto",          true,  true,  false, false, true,  false, false, any,      1,    K::none},
+    {"oneshot_push",  false, true,  false, false, false, false, false, true,  max_p2p,  mult, K::oneshot_push},
+    {"twoshot",       true,  true,  false, false, false, false, true,  true,  max_p2p,  mult, K::twoshot},
+    {"fused",         true,  true,  true,  false, false, false, true,  true,  max_p2p,  mult, K::fused},
+    {"quant",         true,  false, false, false, false, false, true,  true,  max_p2p,  mult, K::quant},
+    {"ideal",         true,  true,  false, true,  false, false, false, false, any,      1,    K::none},
+    {"auto",          true,  true,  false, false, true,  false, false, false, any,      1,    K::none},
+    // The serving engines' own dispatch: per allreduce one of nccl, oneshot, twoshot, fused
+    // (comm/engine_dispatch.hpp). Exact: every path they pick is.
+    {"sglang",        true,  true,  false, false, true,  true,  false, false, any,      1,    K::none},
+    {"vllm",          true,  true,  false, false, true,  true,  false, false, any,      1,    K::none},
     // bench-comm's correctness baseline: a plain kernel over the same buffers.
-    {"reference",     false, true,  false, false, false, false, true,  max_p2p,  mult, K::reference},
+    {"reference",     false, true,  false, false, false, false, false, true,  max_p2p,  mult, K::reference},
   };
   // clang-format on
 }
@@ -88,8 +92,21 @@ bool fits_message_range(std::string_view name, std::int64_t bytes) {
   return (f->max_bytes == 0 || bytes <= f->max_bytes) && bytes % f->byte_multiple == 0;
 }
 
+bool competes_as_plain_allreduce(std::string_view name) {
+  const StrategyFacts* f = find_strategy_facts(name);
+  return f && f->exact && !f->fuses_residual_norm && !f->lower_bound && !f->selector &&
+         f->kernel != StrategyKernel::reference;
+}
+bool is_engine_dispatch(std::string_view name) { return fact(name, &StrategyFacts::engine); }
+
 std::vector<std::string> runnable_strategy_names() {
   return names_where([](const StrategyFacts& f) { return f.runs; });
+}
+std::vector<std::string> all_strategy_names() {
+  return names_where([](const StrategyFacts& f) { return f.runs && !f.engine; });
+}
+std::vector<std::string> engine_dispatch_names() {
+  return names_where([](const StrategyFacts& f) { return f.engine; });
 }
 std::vector<std::string> calibratable_strategy_names() {
   return names_where([](const StrategyFacts& f) { return f.calibratable; });

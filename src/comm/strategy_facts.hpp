@@ -18,7 +18,7 @@ enum class StrategyKernel {
   fused,         // one-shot + residual add + RMSNorm in one kernel
   quant,         // fp8 e4m3 on the wire, per-128-element scales
   reference,     // plain two-pass kernel, the correctness baseline of bench-comm
-  none,          // no kernel: ideal (free) or auto (a selector over the others)
+  none,          // no kernel: ideal (free), or a selector over the others (auto, the engines)
 };
 
 struct StrategyFacts {
@@ -28,6 +28,8 @@ struct StrategyFacts {
   bool fuses_residual_norm = false; // absorbs the residual_add + rmsnorm that follow the allreduce
   bool lower_bound = false;         // not deployable: a bound that shows what communication costs
   bool selector = false;            // picks another strategy per message size
+  bool engine = false;              // a serving engine's own dispatch (comm/engine_dispatch.hpp): picks,
+                                    // per allreduce, the path that engine takes; not part of `all`
   bool calibratable = false;        // `calibrate` measures it; a topology may carry its tables
   bool needs_p2p = false;           // our own P2P kernels: P2P on, 2/4/8 ranks, registered buffer
   std::int64_t max_bytes = 0;       // largest message (0: no limit)
@@ -59,12 +61,22 @@ bool is_nccl(std::string_view name);
 // nothing is known against it).
 bool fits_message_range(std::string_view name, std::int64_t bytes);
 
-// Names of the entries with runs == true, in table order; those with calibratable; those a
-// given kernel implements.
+// The entries a step's allreduces compete on as plain allreduces: exact, absorbing no other op,
+// not a bound, not a selector, not the correctness baseline (nccl, oneshot, oneshot_push, twoshot).
+// bench-comm's `fastest` column is chosen among them; false for unknown names.
+bool competes_as_plain_allreduce(std::string_view name);
+// Whether the name is a serving engine's dispatch (sglang, vllm); false for unknown names.
+bool is_engine_dispatch(std::string_view name);
+
+// Names of the entries with runs == true, in table order; those `--strategy all` expands to (the
+// runnable ones except the engines' dispatch); those with calibratable; those a given kernel
+// implements.
 std::vector<std::string> runnable_strategy_names();
+std::vector<std::string> all_strategy_names();
 std::vector<std::string> calibratable_strategy_names();
 std::vector<std::string> bench_comm_names();  // every entry with a kernel, table order
 std::string lower_bound_strategy();           // the name of the lower bound ("ideal")
 std::string nccl_strategy();                  // the name of the NCCL baseline
+std::vector<std::string> engine_dispatch_names();  // sglang, vllm
 
 }  // namespace eaglesim

@@ -3,6 +3,7 @@
 // time and where it went. The simulator fills it from its virtual clock, the CUDA backend from
 // CUDA-graph replays (step time) and a separate attribution pass (per-kind split).
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,19 @@ struct DeviceCeilings {
   double bf16_tflops = 0;    // dense bf16 tensor-core GEMM throughput, TFLOP/s
 };
 
+// How an engine strategy ran a step's allreduces: one group per distinct size, fusion and path,
+// in step order of first use (the sim backend and the CUDA backend fill it for sglang / vllm).
+struct DispatchGroup {
+  std::int64_t bytes = 0;
+  bool fuses = false;        // absorbed the residual add + RMSNorm after it
+  std::string path;          // the engine's path, e.g. "custom allreduce one-shot"
+  std::string model;         // the eaglesim strategy that ran it: nccl, oneshot, twoshot or fused
+  std::string reason;        // the engine's rules that led there, with their source files
+  int count = 0;             // allreduces of the step in this group
+  double us = 0;             // one allreduce's cost (sim: the model's; cuda: not measured per call, 0)
+  std::vector<int> ops;      // their op indices in the step
+};
+
 struct StepResult {
   std::string step;
   double step_us = 0;               // the step's time (median for measurements)
@@ -37,6 +51,7 @@ struct StepResult {
   std::vector<double> rank_wait_us; // per rank: time spent waiting in collectives for the last arrival
   Timeline timeline;
   std::vector<std::string> notes;   // extrapolations, fallbacks, rank substitutions
+  std::vector<DispatchGroup> dispatch;  // engine strategies only: which path each allreduce took and why
   // Roofline inputs, only where the backend measured its device: the ceilings, and per op kind
   // the fewest bytes and the FLOPs of the ops that kind's time covers (evaluate fills these).
   std::optional<DeviceCeilings> ceilings;

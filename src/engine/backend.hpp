@@ -18,6 +18,7 @@ namespace eaglesim {
 struct RunOptions {
   int ranks = 0;                     // 0: the trace's tp
   NcclOptions nccl;
+  ServingEngineOptions engine;              // the engine strategies' options (--engine-option) and the model's architecture
   std::vector<double> rank_skew_us;  // sim: per-rank start offset
   std::vector<double> rank_compute_scale;  // sim: per-rank compute slowdown factor (empty: all 1)
   std::string op_times = "auto";     // auto | model | measured (see engine/op_pricing.hpp); cuda: measured runs

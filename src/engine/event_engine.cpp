@@ -152,6 +152,7 @@ StepResult simulate_step(const Step& step, const StepPlan& plan, const EngineOpt
   result.critical_rank = crit;
   result.rank_wait_us = wait;
   result.notes = plan.notes;
+  result.dispatch = plan.dispatch;
   const double max_start = *std::max_element(start.begin(), start.end());
   if (max_start > 0)
     result.notes.push_back(fmt::format(

@@ -87,23 +87,35 @@ struct ShapePairHash {
 struct ContextKey {
   std::int64_t bytes;
   ShapePair pair;
-  bool operator==(const ContextKey& o) const { return bytes == o.bytes && pair == o.pair; }
+  std::string model;  // the strategy that runs it (an engine strategy picks per call)
+  bool operator==(const ContextKey& o) const { return bytes == o.bytes && pair == o.pair && model == o.model; }
 };
 struct ContextKeyHash {
   std::size_t operator()(const ContextKey& k) const {
-    return ShapePairHash()(k.pair) * 31 ^ std::hash<std::int64_t>()(k.bytes);
+    return (ShapePairHash()(k.pair) * 31 ^ std::hash<std::int64_t>()(k.bytes)) * 31 ^ std::hash<std::string>()(k.model);
   }
 };
 
+// An allreduce as a strategy that decides per call sees it: its size, and the RMSNorm after it.
 struct CommKey {
   std::int64_t bytes;
   DType dtype;
-  bool operator==(const CommKey& o) const { return bytes == o.bytes && dtype == o.dtype; }
+  std::int64_t rows;  // the following RMSNorm's tokens; -1: no RMSNorm follows
+  bool operator==(const CommKey& o) const { return bytes == o.bytes && dtype == o.dtype && rows == o.rows; }
 };
 struct CommKeyHash {
   std::size_t operator()(const CommKey& k) const {
-    return std::hash<std::int64_t>()(k.bytes * 8 + static_cast<std::int64_t>(k.dtype));
+    return std::hash<std::int64_t>()((k.bytes * 8 + static_cast<std::int64_t>(k.dtype)) * 31 + k.rows);
   }
+};
+
+// What the memo keeps of one CommKey's plan.
+struct PricedComm {
+  double us = 0;
+  int detail = -1;
+  bool fuses = false;
+  std::string model;        // the strategy that ran it (the allreduce-in-context key)
+  int dispatch_group = -1;  // index into StepPlan::dispatch; -1: not an engine strategy
 };
 
 // Interns detail strings so that PricedOps carry an index, not a string.
@@ -165,8 +177,9 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   const int d_extrapolated = details.id("model (outside calibration)");
 
   std::unordered_map<ShapeKey, OpCost, ShapeKeyHash> compute_memo(64);
-  std::unordered_map<CommKey, std::pair<double, int>, CommKeyHash> comm_memo;
-  const bool fuses = opts.comm && opts.comm->fuses_residual_norm();
+  std::unordered_map<CommKey, PricedComm, CommKeyHash> comm_memo;
+  // A strategy that always fuses (fused): its allreduces without an RMSNorm after them are noted.
+  const bool always_fuses = opts.comm && opts.comm->fuses_residual_norm();
   int n_model = 0, n_measured = 0, n_fallback = 0, n_extrapolated = 0;
   int n_fused = 0, n_absorbed = 0, n_unfused = 0, n_comm_extra = 0, n_untabled = 0, n_comm_untabled = 0;
   int n_transitions = 0, n_in_context = 0;
@@ -191,26 +204,54 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
         throw InputError(fmt::format("step {}: op {} ('{}') is an allreduce but no strategy was given",
                                      step.name, i, op.name));
       p.collective = true;
-      CommKey key{op.bytes, op.dtype};
+      const int followers = fusable_followers(step.ops, i);
+      const std::int64_t rows = followers > 0 ? step.ops[i + static_cast<std::size_t>(followers)].tokens : -1;
+      CommKey key{op.bytes, op.dtype, rows};
       auto it = comm_memo.find(key);
       if (it == comm_memo.end()) {
-        CommQuery q = opts.query;
-        q.bytes = op.bytes;
-        q.dtype = op.dtype;
-        CommCost c = opts.comm->cost(q);
+        CommCall call;
+        call.query = opts.query;
+        call.query.bytes = op.bytes;
+        call.query.dtype = op.dtype;
+        call.norm_follows = followers > 0;
+        call.rows = std::max<std::int64_t>(rows, 0);
+        const CommPlan cp = opts.comm->plan(call);
+        const CommCost& c = cp.cost;
         if (c.extrapolated) ++n_comm_extra;
-        else if (!c.calibrated && calibrated_topo && q.ranks > 1 && !is_lower_bound(opts.comm->name())) ++n_comm_untabled;
-        it = comm_memo.emplace(key, std::make_pair(c.us, details.id(c.detail.empty() ? opts.comm->name() : c.detail)))
-                 .first;
+        else if (!c.calibrated && calibrated_topo && call.query.ranks > 1 && !is_lower_bound(cp.model)) ++n_comm_untabled;
+        PricedComm pc;
+        pc.us = c.us;
+        pc.detail = details.id(c.detail.empty() ? opts.comm->name() : c.detail);
+        pc.fuses = cp.fuses;
+        pc.model = cp.model.empty() ? opts.comm->name() : cp.model;
+        if (!cp.path.empty()) {
+          pc.dispatch_group = static_cast<int>(plan.dispatch.size());
+          DispatchGroup g;
+          g.bytes = op.bytes;
+          g.fuses = cp.fuses;
+          g.path = cp.path;
+          g.model = pc.model;
+          g.reason = cp.reason;
+          g.us = c.us;
+          plan.dispatch.push_back(std::move(g));
+        }
+        it = comm_memo.emplace(key, std::move(pc)).first;
       }
-      p.us = it->second.first;
-      p.detail = it->second.second;
-      const int absorbed = fuses ? fusable_followers(step.ops, i) : 0;
+      const PricedComm& priced = it->second;
+      p.us = priced.us;
+      p.detail = priced.detail;
+      if (priced.dispatch_group >= 0) {
+        DispatchGroup& g = plan.dispatch[static_cast<std::size_t>(priced.dispatch_group)];
+        ++g.count;
+        g.ops.push_back(static_cast<int>(i));
+      }
+      const int absorbed = priced.fuses ? followers : 0;
       if (has_contexts && prev) {
         if (const Op* next = compute_from(step.ops, i + 1 + static_cast<std::size_t>(absorbed))) {
-          auto [c, fresh] = context_memo.try_emplace(ContextKey{op.bytes, ShapePair{shape_key(*prev), shape_key(*next)}});
+          auto [c, fresh] = context_memo.try_emplace(
+              ContextKey{op.bytes, ShapePair{shape_key(*prev), shape_key(*next)}, priced.model});
           if (fresh) {
-            auto e = opts.allreduce_contexts->find(allreduce_context_key(opts.comm->name(), op.bytes, *prev, *next));
+            auto e = opts.allreduce_contexts->find(allreduce_context_key(priced.model, op.bytes, *prev, *next));
             if (e != opts.allreduce_contexts->end()) c->second = e->second;
           }
           if (c->second) {
@@ -220,15 +261,13 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
           }
         }
       }
-      if (fuses) {
-        if (absorbed > 0) {
-          p.absorbed = absorbed;
-          ++n_fused;
-          n_absorbed += absorbed;
-          i += static_cast<std::size_t>(absorbed);
-        } else {
-          ++n_unfused;
-        }
+      if (absorbed > 0) {
+        p.absorbed = absorbed;
+        ++n_fused;
+        n_absorbed += absorbed;
+        i += static_cast<std::size_t>(absorbed);
+      } else if (always_fuses) {
+        ++n_unfused;
       }
       plan.ops.push_back(p);
       continue;
@@ -274,6 +313,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   }
 
   const std::string& s = step.name;
+  if (!comm_memo.empty() && opts.query.ranks > 1) plan.notes = opts.comm->setup_notes(opts.query);
   if (n_measured > 0 && n_model > 0)
     plan.notes.push_back(fmt::format("{}: {} compute ops from measured times, {} from the cost model", s,
                                      n_measured, n_model));

@@ -13,6 +13,7 @@
 
 #include "comm/communicator.hpp"
 #include "cost/compute_model.hpp"
+#include "domain/step_result.hpp"
 #include "trace/op.hpp"
 #include "trace/trace.hpp"
 
@@ -66,6 +67,7 @@ struct StepPlan {
   std::vector<std::string> details;  // shared strings referenced by PricedOp::detail
   bool has_dependencies = false;     // any PricedOp::depends_on >= 0
   std::vector<std::string> notes;
+  std::vector<DispatchGroup> dispatch;  // engine strategies: the path of each allreduce and why
 };
 
 // Prices every op of `step`. Throws InputError (measured times missing, no communicator for

@@ -34,6 +34,7 @@ StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std:
   po.query.topo = topo;
   po.query.ranks = ranks;
   po.query.nccl = opts.nccl;
+  po.query.engine = &opts.engine;
   po.compute_cost = [topo](const Op& op) { return compute_cost(op, *topo); };
   po.op_times = parse_op_times(opts.op_times);
   po.trace_imported = trace.meta.source == "imported";

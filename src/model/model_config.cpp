@@ -132,6 +132,10 @@ ModelConfig parse_model_config(const nlohmann::json& doc, const std::string& fil
   else if (m.model_type == "qwen3_moe") m.arch = Architecture::qwen3_moe;
   else if (m.model_type == "glm4_moe") m.arch = Architecture::glm4_moe;
   else m.arch = Architecture::deepseek_v3;  // deepseek_v3, kimi_k2 (same layer layout)
+  if (auto archs = root.find("architectures")) {
+    archs->expect_array();
+    if (archs->size() > 0) m.hf_architecture = archs->at(std::size_t{0}).as_string();
+  }
 
   m.layers = static_cast<int>(read_int(root, "num_hidden_layers", kMaxLayers));
   m.hidden = read_int(root, "hidden_size", kMaxModelDim);

@@ -31,6 +31,7 @@ struct ModelConfig {
   std::string name;        // file name without directory and .json, e.g. "kimi-k2-instruct"
   std::string file;        // path it was read from (for messages)
   std::string model_type;  // as written in the config
+  std::string hf_architecture;  // the first of "architectures" ("DeepseekV3ForCausalLM"); empty when absent
   Architecture arch = Architecture::llama;
 
   int layers = 0;

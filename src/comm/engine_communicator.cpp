@@ -1,0 +1,73 @@
+// `sglang` and `vllm`: each allreduce of a step priced as the path that engine takes for it on
+// the topology (comm/engine_dispatch.hpp), by the cost model of the eaglesim strategy that runs
+// that path, with the path and the reason in the plan for the report.
+#include <fmt/format.h>
+
+#include "comm/communicator.hpp"
+#include "comm/engine_dispatch.hpp"
+#include "comm/p2p_kernel_model.hpp"
+#include "comm/strategies.hpp"
+#include "comm/strategy_facts.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+class EngineCommunicator final : public Communicator {
+ public:
+  explicit EngineCommunicator(std::string engine) : engine_(std::move(engine)) {}
+  std::string name() const override { return engine_; }
+  std::string description() const override {
+    const EngineModel& m = engine_model(engine_);
+    return fmt::format("the path {} {} takes for each allreduce on the topology (custom allreduce, FlashInfer "
+                       "fusion, symmetric memory or NCCL)",
+                       m.display, m.version);
+  }
+  // The engine falls back to NCCL for whatever its other paths refuse, so it runs wherever NCCL does.
+  CommSupport supports(const Topology& topo, int ranks, std::int64_t bytes) const override {
+    return find_communicator(nccl_name_).supports(topo, ranks, bytes);
+  }
+  CommCost cost(const CommQuery& q) const override { return plan(CommCall{q, false, 0}).cost; }
+
+  CommPlan plan(const CommCall& call) const override {
+    const CommQuery& q = call.query;
+    if (!q.topo) throw std::invalid_argument("CommQuery without a topology");
+    AllreduceCall c;
+    c.ranks = q.ranks;
+    c.bytes = q.bytes;
+    c.dtype = q.dtype;
+    c.norm_follows = call.norm_follows;
+    c.rows = call.rows;
+    const DispatchChoice d = dispatch_allreduce(engine_, machine_facts(*q.topo), c, q.engine);
+    const Communicator& runs = find_communicator(d.strategy);
+    CommPlan p;
+    p.cost = runs.cost(q);
+    p.cost.detail = fmt::format("{} ({})", d.path, p.cost.detail);
+    if (d.copies_input && q.ranks > 1) {
+      // cudaMemcpyAsync device to device: a launch, then the buffer read and written once.
+      p.cost.us += q.topo->gpu.launch_gap_us + local_memory_us(*q.topo, 2.0 * static_cast<double>(q.bytes));
+      p.cost.detail += " + input copy";
+    }
+    p.fuses = eaglesim::fuses_residual_norm(d.strategy) && call.norm_follows;
+    p.model = d.strategy;
+    p.path = d.path;
+    p.reason = d.reason;
+    return p;
+  }
+
+  std::vector<std::string> setup_notes(const CommQuery& q) const override {
+    if (!q.topo) return {};
+    return {engine_setup(engine_, machine_facts(*q.topo), q.ranks, q.engine)};
+  }
+
+ private:
+  std::string engine_;
+  std::string nccl_name_ = nccl_strategy();
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_sglang_communicator() { return std::make_unique<EngineCommunicator>("sglang"); }
+std::unique_ptr<Communicator> make_vllm_communicator() { return std::make_unique<EngineCommunicator>("vllm"); }
+
+}  // namespace eaglesim
