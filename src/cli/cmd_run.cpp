@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "cli/engine_flags.hpp"
 #include "cli/replay_flags.hpp"
 #include "comm/communicator.hpp"
 #include "core/comma_list.hpp"
@@ -53,6 +54,7 @@ struct RunArgs {
   std::string nccl_algo, nccl_proto;
   std::string skew_us, rank_slowdown;
   std::string op_times = "auto";
+  std::string engine_options;  // --engine-option: the engine strategies' launch options
   ReplayFlags replay;
   std::string json_out, csv_out, timeline_out;
   std::string report_out;  // --report (sweep branch): self-contained HTML report
@@ -169,6 +171,7 @@ void run(const RunArgs& a) {
   if (!a.skew_us.empty()) req.options.rank_skew_us = parse_per_rank(a.skew_us, "--skew-us");
   if (!a.rank_slowdown.empty()) req.options.rank_compute_scale = parse_per_rank(a.rank_slowdown, "--rank-slowdown");
   req.options.op_times = a.op_times;
+  req.options.engine = resolve_engine_options(a.engine_options, strategies, trace.meta.model);
   apply_replay_flags(a.replay, req.options);
   req.options.want_timeline = !a.timeline_out.empty() || !a.report_out.empty();  // the report draws a waterfall
   const int ranks = a.ranks > 0 ? a.ranks : trace.meta.tp;
@@ -210,7 +213,9 @@ void add_run(CLI::App& app) {
   cmd->add_option("--topology,-t", a->topology,
                   fmt::format("Topology preset name or file (default for sim: {})", kDefaultTopology));
   cmd->add_option("--strategy,-s", a->strategies,
-                  fmt::format("Comma-separated allreduce strategies, or 'all' (default: {})", kDefaultStrategies));
+                  fmt::format("Comma-separated allreduce strategies, or 'all' (eaglesim's own; the engines' dispatch, "
+                              "sglang and vllm, by name) (default: {})",
+                              kDefaultStrategies));
   cmd->add_option("--backend,-b", a->backend, "sim (cost models) or cuda (real GPUs)")->default_str("sim");
   auto* rate = cmd->add_option("--accept-rate", a->accept_rate,
                                "Per-position acceptance rate a of the chain draft, E = (1-a^(N+1))/(1-a) (default 0.7)");
@@ -237,6 +242,7 @@ void add_run(CLI::App& app) {
                   "Compute-op durations: auto (measured if the trace was imported, else model), model, measured")
       ->check(CLI::IsMember({"auto", "model", "measured"}))
       ->default_str("auto");
+  add_engine_option_flag(cmd, a->engine_options);
   add_replay_flags(cmd, a->replay);
   cmd->add_option("--json", a->json_out, "Write the report as JSON (docs/report-format.md)");
   cmd->add_option("--csv", a->csv_out, "Write the report as CSV");

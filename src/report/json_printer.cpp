@@ -84,6 +84,21 @@ json result_json(const Report& report, const StrategyResult& r) {
     j["verify_roofline"] = std::move(rows);
   }
   j["notes"] = step_notes(r);
+  if (!r.verify.dispatch.empty()) {
+    json dispatch;
+    auto groups = [](const StepResult& step) {
+      json a = json::array();
+      for (const DispatchGroup& g : step.dispatch)
+        a.push_back({{"bytes", g.bytes}, {"count", g.count}, {"path", g.path}, {"runs_as", g.model},
+                     {"fuses_residual_norm", g.fuses}, {"us", g.us > 0 ? json(g.us) : json(nullptr)},
+                     {"reason", g.reason}, {"ops", g.ops}});
+      return a;
+    };
+    dispatch["verify"] = groups(r.verify);
+    if (r.draft) dispatch["draft"] = groups(*r.draft);
+    if (r.decode) dispatch["decode"] = groups(*r.decode);
+    j["dispatch"] = std::move(dispatch);
+  }
   return j;
 }
 }  // namespace

@@ -83,6 +83,29 @@ std::string roofline_block(const Report& report) {
   return out;
 }
 
+// "43008" -> "42 KiB": whole KiB and MiB as such, else bytes.
+std::string bytes_text(std::int64_t b) {
+  if (b >= (1 << 20) && b % (1 << 20) == 0) return fmt::format("{} MiB", b >> 20);
+  if (b >= (1 << 10) && b % (1 << 10) == 0) return fmt::format("{} KiB", b >> 10);
+  return fmt::format("{} B", b);
+}
+
+// The engine strategies' paths for the verify step's allreduces, one line per group; nothing when
+// no result has any.
+std::string dispatch_block(const Report& report) {
+  std::string out;
+  for (const StrategyResult& r : report.results) {
+    if (!r.supported) continue;
+    for (const DispatchGroup& g : r.verify.dispatch) {
+      if (out.empty()) out = "\nengine dispatch, verify step (the path each allreduce takes there, and why):\n";
+      out += fmt::format("  {}: {} x {}{} -> {} [{}]{}: {}\n", r.strategy, g.count, bytes_text(g.bytes),
+                         g.fuses ? " + residual add + RMSNorm" : "", g.path, g.model,
+                         g.us > 0 ? fmt::format(", {:.2f} us each", g.us) : "", g.reason);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string report_to_table(const Report& report) {
@@ -137,6 +160,7 @@ std::string report_to_table(const Report& report) {
     out += "\nnotes:\n";
     for (const std::string& n : notes) out += "  - " + n + "\n";
   }
+  out += dispatch_block(report);
 
   out += "\n";
   const StrategyResult* best = best_result(report);
