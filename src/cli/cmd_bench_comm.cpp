@@ -1,6 +1,8 @@
 // eaglesim bench-comm: allreduce latency and bandwidth of each strategy over message sizes,
 // in the style of nccl-tests (bytes, count, dtype, time, algBW, busBW, #wrong), measured by the
-// CUDA part (registered through engine/gpu_tools.hpp) and printed here.
+// CUDA part (registered through calibration/gpu_tools.hpp) or, with --backend sim, predicted by
+// the cost models on a topology (engine/comm_bench_prediction.hpp); report/comm_bench_printer.hpp
+// prints both.
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -12,13 +14,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "calibration/gpu_tools.hpp"
 #include "cli/commands.hpp"
+#include "cli/engine_flags.hpp"
 #include "cli/replay_flags.hpp"
 #include "comm/strategy_facts.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
-#include "calibration/gpu_tools.hpp"
+#include "core/mpi_launch.hpp"
+#include "engine/comm_bench_prediction.hpp"
 #include "io/atomic_file.hpp"
+#include "report/comm_bench_printer.hpp"
+#include "topology/topology.hpp"
 
 namespace eaglesim::cli {
 
@@ -29,20 +36,33 @@ const std::vector<std::string>& bench_strategies() {
   return names;
 }
 
-std::vector<std::string> parse_strategies(const std::string& list) {
+// `known`: the names the backend runs; `all`: what `all` expands to.
+std::vector<std::string> parse_strategies(const std::string& list, const std::vector<std::string>& known,
+                                          const std::vector<std::string>& all, const std::string& backend) {
   std::vector<std::string> out;
+  auto add = [&out](const std::string& s) {
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  };
   for (const std::string& name : split_comma_list("--strategy", list)) {
     if (name == "all") {
-      for (const auto& s : bench_strategies())
-        if (strategy_facts(s).kernel != StrategyKernel::reference) out.push_back(s);  // a baseline, asked for by name
-    } else if (std::find(bench_strategies().begin(), bench_strategies().end(), name) != bench_strategies().end()) {
-      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+      for (const auto& s : all) add(s);
+    } else if (std::find(known.begin(), known.end(), name) != known.end()) {
+      add(name);
     } else {
-      std::string known;
-      for (const auto& s : bench_strategies()) known += (known.empty() ? "" : ", ") + s;
-      throw InputError("--strategy: unknown strategy '" + name + "' (known: " + known + ", all)");
+      std::string names;
+      for (const auto& s : known) names += (names.empty() ? "" : ", ") + s;
+      throw InputError("--strategy: unknown strategy '" + name + "' (known" +
+                       (backend == "sim" ? " for --backend sim" : "") + ": " + names + ", all)");
     }
   }
+  return out;
+}
+
+// The GPU command's: every bench-comm entry; `all` leaves out the correctness baseline.
+std::vector<std::string> measured_all() {
+  std::vector<std::string> out;
+  for (const auto& s : bench_strategies())
+    if (strategy_facts(s).kernel != StrategyKernel::reference) out.push_back(s);  // a baseline, asked for by name
   return out;
 }
 
@@ -105,150 +125,102 @@ std::vector<int> parse_gemm(const std::string& text) {
   return v;
 }
 
-std::string human_bytes(std::int64_t b) {
-  if (b >= (1 << 20) && b % (1 << 20) == 0) return fmt::format("{}M", b >> 20);
-  if (b >= (1 << 10) && b % (1 << 10) == 0) return fmt::format("{}K", b >> 10);
-  return std::to_string(b);
-}
-
-struct Crossover {
-  std::string strategy;
-  std::int64_t from = 0, to = 0;
-};
-
-// Consecutive sizes with the same fastest strategy, merged into ranges.
-std::vector<Crossover> crossovers(const CommBenchResult& r) {
-  std::vector<Crossover> out;
-  for (const auto& row : r.rows) {
-    if (row.fastest.empty()) continue;
-    if (!out.empty() && out.back().strategy == row.fastest) out.back().to = row.bytes;
-    else out.push_back({row.fastest, row.bytes, row.bytes});
-  }
-  return out;
-}
-
-std::string format_table(const CommBenchResult& r, const CommBenchRequest& q) {
-  std::string s;
-  s += fmt::format("# eaglesim bench-comm: {}, {} ranks, {}; {} allreduces per graph, median of {} replays\n", r.device,
-                   r.ranks, to_string(r.dtype), r.calls_per_graph, q.iters);
-  s += fmt::format("# graph_us: back-to-back in one CUDA graph; ctx_us: after a {}x{}x{} bf16 GEMM ({:.2f} us alone), "
-                   "(GEMM+AR) - GEMM\n",
-                   q.gemm_m, q.gemm_n, q.gemm_k, r.gemm_us);
-  s += fmt::format("# busBW = algBW * 2(n-1)/n (GB/s); #wrong: elements off the float64 reference or differing "
-                   "across ranks\n");
-  std::string head1 = fmt::format("{:>10} {:>10} {:>5}", "", "", "");
-  std::string head2 = fmt::format("{:>10} {:>10} {:>5}", "bytes", "count", "type");
-  for (const auto& name : q.strategies) {
-    head1 += fmt::format(" | {:^42}", name);
-    head2 += fmt::format(" | {:>8} {:>8} {:>7} {:>7} {:>6}", "graph_us", "ctx_us", "algBW", "busBW", "#wrong");
-  }
-  s += head1 + " | \n" + head2 + " | fastest\n";
-  for (const auto& row : r.rows) {
-    s += fmt::format("{:>10} {:>10} {:>5}", row.bytes, row.count, to_string(r.dtype));
-    for (const auto& c : row.cells)
-      s += fmt::format(" | {:>8.2f} {:>8.2f} {:>7.2f} {:>7.2f} {:>6}", c.graph_us, c.context_us, c.algbw_gbs,
-                       c.busbw_gbs, c.wrong);
-    s += " | " + (row.fastest.empty() ? std::string("-") : row.fastest) + "\n";
-  }
-  std::string notes;
-  for (const auto& row : r.rows)
-    for (const auto& c : row.cells)
-      if (!c.note.empty()) notes += fmt::format("#   {} B {}: {}\n", row.bytes, c.strategy, c.note);
-  if (!notes.empty()) s += "# notes:\n" + notes;
-  const auto xs = crossovers(r);
-  if (!xs.empty()) {
-    s += "# auto (fastest exact plain allreduce per size):";
-    for (const auto& x : xs) s += fmt::format(" {} for {}..{};", x.strategy, human_bytes(x.from), human_bytes(x.to));
-    s += "\n";
-  }
-  return s;
-}
-
-nlohmann::json to_json(const CommBenchResult& r, const CommBenchRequest& q) {
-  nlohmann::json j;
-  j["device"] = r.device;
-  j["ranks"] = r.ranks;
-  j["dtype"] = to_string(r.dtype);
-  j["calls_per_graph"] = r.calls_per_graph;
-  j["replays"] = q.iters;
-  j["gemm"] = {{"m", q.gemm_m}, {"n", q.gemm_n}, {"k", q.gemm_k}, {"us", r.gemm_us}};
-  j["rows"] = nlohmann::json::array();
-  for (const auto& row : r.rows) {
-    nlohmann::json jr{{"bytes", row.bytes}, {"count", row.count}, {"fastest", row.fastest}};
-    for (const auto& c : row.cells)
-      jr["strategies"][c.strategy] = {{"graph_us", c.graph_us}, {"context_us", c.context_us},
-                                      {"algbw_gbs", c.algbw_gbs}, {"busbw_gbs", c.busbw_gbs},
-                                      {"wrong", c.wrong},         {"note", c.note}};
-    j["rows"].push_back(jr);
-  }
-  j["auto"] = nlohmann::json::array();
-  for (const auto& x : crossovers(r))
-    j["auto"].push_back({{"strategy", x.strategy}, {"from_bytes", x.from}, {"to_bytes", x.to}});
-  return j;
-}
-
-std::string to_csv(const CommBenchResult& r) {
-  std::string s = "bytes,count,dtype,strategy,graph_us,context_us,algbw_gbs,busbw_gbs,wrong,fastest,note\n";
-  for (const auto& row : r.rows)
-    for (const auto& c : row.cells)
-      s += fmt::format("{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},\"{}\"\n", row.bytes, row.count,
-                       to_string(r.dtype), c.strategy, c.graph_us, c.context_us, c.algbw_gbs, c.busbw_gbs, c.wrong,
-                       row.fastest, c.note);
-  return s;
-}
-
 }  // namespace
 
 void add_bench_comm(CLI::App& app) {
   struct Options {
-    std::string strategies = "nccl,oneshot,twoshot,fused,quant";
+    std::string backend = "cuda";
+    std::string topology;
+    std::string strategies;  // empty: the backend's default
     std::string sizes = "1K:64M";
     std::string dtype = "bf16";
     std::string gemm = "4,4096,7168";
+    std::string engine_options;
     int ranks = 0;
     int iters = 20;
     double timeout_s = 30;
     std::string json, csv;
   };
+  constexpr const char* kMeasuredDefault = "nccl,oneshot,twoshot,fused,quant";
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench-comm",
-                                 "Measure allreduce strategies on this machine's GPUs (like nccl-tests, with #wrong)");
-  cmd->add_option("--strategy", opt->strategies,
-                  "Comma-separated: nccl, oneshot, oneshot_push, twoshot, fused, quant, reference, or all")
+                                 "Measure allreduce strategies on this machine's GPUs (like nccl-tests, with #wrong), "
+                                 "or predict the same table on a topology (--backend sim)");
+  cmd->add_option("--backend,-b", opt->backend, "cuda (measure on this machine's GPUs) or sim (the cost models on --topology)")
+      ->check(CLI::IsMember({"cuda", "sim"}))
       ->capture_default_str();
+  cmd->add_option("--topology,-t", opt->topology, "sim: topology preset name or file (required)");
+  cmd->add_option("--strategy", opt->strategies,
+                  fmt::format("Comma-separated, or all. cuda: nccl, oneshot, oneshot_push, twoshot, fused, quant, "
+                              "reference (default {}); sim: nccl, oneshot, twoshot, fused, quant, auto, sglang, vllm "
+                              "(default all of them)",
+                              kMeasuredDefault));
   cmd->add_option("--sizes", opt->sizes, "Message sizes in bytes: list and/or ranges A:B (doubling), K/M/G suffixes")
       ->capture_default_str();
   cmd->add_option("--dtype", opt->dtype, "bf16, fp16 or fp32")->capture_default_str();
-  cmd->add_option("--ranks", opt->ranks, "GPUs to use (0: all visible)")->capture_default_str();
-  cmd->add_option("--iters", opt->iters, "Timed graph replays per measurement (median reported)")->capture_default_str();
-  cmd->add_option("--gemm", opt->gemm, "In-context GEMM shape M,N,K (bf16)")->capture_default_str();
-  cmd->add_option("--timeout", opt->timeout_s, "Seconds an allreduce may wait for a peer before failing")
+  cmd->add_option("--ranks", opt->ranks, "GPUs to use (0: all visible; sim: all of the topology's)")->capture_default_str();
+  cmd->add_option("--iters", opt->iters, "cuda: timed graph replays per measurement (median reported)")
       ->capture_default_str();
+  cmd->add_option("--gemm", opt->gemm, "cuda: in-context GEMM shape M,N,K (bf16)")->capture_default_str();
+  cmd->add_option("--timeout", opt->timeout_s, "cuda: seconds an allreduce may wait for a peer before failing")
+      ->capture_default_str();
+  add_engine_option_flag(cmd, opt->engine_options);
   cmd->add_option("--json", opt->json, "Also write the results as JSON to this file");
   cmd->add_option("--csv", opt->csv, "Also write the results as CSV to this file");
   cmd->callback([opt] {
-    CommBenchRequest q;
-    q.strategies = parse_strategies(opt->strategies);
-    if (!parse_dtype(opt->dtype, q.dtype) ||
-        (q.dtype != DType::bf16 && q.dtype != DType::fp16 && q.dtype != DType::fp32))
+    const bool sim = opt->backend == "sim";
+    DType dtype{};
+    if (!parse_dtype(opt->dtype, dtype) || (dtype != DType::bf16 && dtype != DType::fp16 && dtype != DType::fp32))
       throw InputError("--dtype: expected bf16, fp16 or fp32, got '" + opt->dtype + "'");
-    q.sizes = parse_sizes(opt->sizes, q.dtype);
+    const std::vector<std::int64_t> sizes = parse_sizes(opt->sizes, dtype);
     if (opt->ranks < 0 || opt->ranks == 1) throw InputError("--ranks: expected 0 (all GPUs) or at least 2");
-    q.ranks = opt->ranks;
-    if (opt->iters < 1 || opt->iters > 100000) throw InputError("--iters: expected 1..100000");
-    q.iters = opt->iters;
-    check_timeout_flag(opt->timeout_s);
-    q.timeout_s = opt->timeout_s;
-    const auto g = parse_gemm(opt->gemm);
-    q.gemm_m = g[0], q.gemm_n = g[1], q.gemm_k = g[2];
     if (!opt->json.empty()) check_writable(opt->json);
     if (!opt->csv.empty()) check_writable(opt->csv);
 
-    const CommBenchResult r = run_comm_bench(q);
-    fmt::print("{}", format_table(r, q));
+    CommBenchResult r;
+    if (sim) {
+      require_single_process("bench-comm --backend sim", kNoGpuWork);
+      if (opt->topology.empty())
+        throw InputError("--topology: --backend sim predicts the table on a topology: give a preset name or file");
+      const std::vector<std::string> known = predicted_bench_strategies();
+      const std::vector<std::string> strategies =
+          parse_strategies(opt->strategies.empty() ? "all" : opt->strategies, known, known, "sim");
+      const Topology topo = read_topology(resolve_topology_path(opt->topology));
+      const ServingEngineOptions engine = resolve_engine_options(opt->engine_options, strategies, "");
+      CommBenchPrediction p;
+      p.topo = &topo;
+      p.ranks = opt->ranks;
+      p.strategies = strategies;
+      p.sizes = sizes;
+      p.dtype = dtype;
+      p.engine = &engine;
+      r = predict_comm_bench(p);
+    } else {
+      if (!opt->topology.empty())
+        throw InputError("--topology: bench-comm measures this machine's GPUs; a topology is for --backend sim");
+      CommBenchRequest q;
+      q.strategies = parse_strategies(opt->strategies.empty() ? kMeasuredDefault : opt->strategies, bench_strategies(),
+                                      measured_all(), "cuda");
+      if (!opt->engine_options.empty())
+        throw InputError("--engine-option: the engine strategies run in bench-comm --backend sim (and in run)");
+      q.dtype = dtype;
+      q.sizes = sizes;
+      q.ranks = opt->ranks;
+      if (opt->iters < 1 || opt->iters > 100000) throw InputError("--iters: expected 1..100000");
+      q.iters = opt->iters;
+      check_timeout_flag(opt->timeout_s);
+      q.timeout_s = opt->timeout_s;
+      const auto g = parse_gemm(opt->gemm);
+      q.gemm_m = g[0], q.gemm_n = g[1], q.gemm_k = g[2];
+      r = run_comm_bench(q);
+      r.strategies = q.strategies;
+      r.replays = q.iters;
+      r.gemm_m = q.gemm_m, r.gemm_n = q.gemm_n, r.gemm_k = q.gemm_k;
+    }
+    fmt::print("{}", comm_bench_table(r));
     std::fflush(stdout);
-    write_files_atomic({{opt->json, opt->json.empty() ? "" : to_json(r, q).dump(2) + "\n"},
-                        {opt->csv, opt->csv.empty() ? "" : to_csv(r)}});
+    write_files_atomic({{opt->json, opt->json.empty() ? "" : comm_bench_json(r).dump(2) + "\n"},
+                        {opt->csv, opt->csv.empty() ? "" : comm_bench_csv(r)}});
   });
 }
 

@@ -58,13 +58,6 @@ SumTolerance bench_tolerance(const std::string& strategy, DType t, int ranks) {
   return tol;
 }
 
-// The strategies a row's `fastest` is chosen among: exact plain allreduces a step could run (not
-// the fused kernel, which does more work; not a lossy one; not the correctness baseline).
-bool races_for_fastest(const std::string& strategy) {
-  const StrategyFacts& f = strategy_facts(strategy);
-  return f.exact && !f.fuses_residual_norm && f.kernel != StrategyKernel::reference;
-}
-
 // cuBLAS for the context GEMM, on the device current when it is made.
 class BlasHandle {
  public:
@@ -173,7 +166,9 @@ class Bench {
       double best = 0;
       for (const auto& s : q_.strategies) {
         CommBenchCell cell = measure(s, static_cast<std::size_t>(row.count), calls);
-        if (races_for_fastest(s) && cell.wrong == 0 && (row.fastest.empty() || cell.graph_us < best)) {
+        // `fastest` among exact plain allreduces a step could run (not the fused kernel, which does
+        // more work; not a lossy one; not the correctness baseline).
+        if (competes_as_plain_allreduce(s) && cell.wrong == 0 && (row.fastest.empty() || cell.graph_us < best)) {
           best = cell.graph_us;
           row.fastest = s;
         }
