@@ -11,9 +11,12 @@
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
+#include "comm/engine_dispatch.hpp"
 #include "cuda/device_ceilings.hpp"
+#include "cuda/machine_probe.hpp"
 #include "cuda/mpi_world.hpp"
 #include "cuda/step_replay.hpp"
+#include "engine/allreduce_routes.hpp"
 #include "engine/recorded_compute.hpp"
 
 namespace eaglesim::cuda {
@@ -107,6 +110,21 @@ class CudaBackend final : public Backend {
                                     tp, ranks, ranks, tp, tp));
     }
     const bool several_ranks = config.mpi ? MpiWorld::get().size() > 1 : config.devices.size() > 1;
+    // An engine strategy: each allreduce runs as the strategy its path maps to, as the engine would
+    // pick on this machine (the facts probed on the GPUs the replay drives).
+    std::vector<DispatchGroup> dispatch;
+    if (is_engine_dispatch(strategy)) {
+      if (config.mpi)
+        throw StrategyUnsupported(strategy + ": its per-allreduce paths replay in one process (not under mpirun)");
+      const MachineFacts machine = probe_machine(config.devices);
+      const int ranks = static_cast<int>(config.devices.size());
+      AllreduceRoutes routes = route_allreduces(step, strategy, machine, ranks, &opts.engine);
+      config.op_strategy = std::move(routes.op_strategy);
+      dispatch = std::move(routes.groups);
+      notes.push_back(engine_setup(strategy, machine, ranks, &opts.engine));
+    }
+    const bool runs_nccl = is_nccl(strategy) || std::any_of(config.op_strategy.begin(), config.op_strategy.end(),
+                                                            [](const std::string& s) { return is_nccl(s); });
     // An NCCL step is replayed once, untimed, right before its measured replay (--no-nccl-prime:
     // not). NCCL's first run of a step in a process is faster than every later one, so without it
     // the measured figure, and A/B signs against our kernels, would depend on the order of the
@@ -114,7 +132,7 @@ class CudaBackend final : public Backend {
     // state is the one calibrate measures NCCL in, and likely the one a serving process sees (it
     // captures a graph per batch size). Our own kernels show no such effect, so only NCCL pays
     // the extra replay. Every MPI rank primes alike (the options are the same on every rank).
-    if (is_nccl(strategy) && several_ranks && opts.nccl_prime) {
+    if (runs_nccl && several_ranks && opts.nccl_prime) {
       ReplayConfig prime = config;
       prime.opts.iters = 1;
       prime.opts.warmup = 1;
@@ -127,6 +145,7 @@ class CudaBackend final : public Backend {
     const std::size_t local = config.mpi ? 0 : static_cast<std::size_t>(r.critical_rank);
     r.ceilings = device_ceilings(config.devices[std::min(local, config.devices.size() - 1)]);
     r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
+    r.dispatch = std::move(dispatch);
     return r;
   }
 

@@ -256,7 +256,16 @@ const LtGemm& RankProgram::gemm_plan(std::int64_t m, std::int64_t n, std::int64_
 //   allocate:      the shared scratch first, then the per-op regions in what memory is left;
 //   fill_contents: random data everywhere (never zeros, which can run faster and hide bugs);
 //   build_ops:     pass 2, one closure per op (a fused allreduce absorbs the two ops after it).
-RankProgram::RankProgram(const Step& step, int device, RankComm& comm, RankComm* fallback, const ProgramOptions& opts)
+AllreduceComms one_comm_for_all(const Step& step, RankComm& comm, RankComm* fallback) {
+  AllreduceComms c;
+  c.fallback = fallback;
+  c.per_op.assign(step.ops.size(), nullptr);
+  for (std::size_t i = 0; i < step.ops.size(); ++i)
+    if (step.ops[i].is_comm()) c.per_op[i] = &comm;
+  return c;
+}
+
+RankProgram::RankProgram(const Step& step, int device, const AllreduceComms& comms, const ProgramOptions& opts)
     : device_(device) {
   open_device();
   const std::size_t n_ops = step.ops.size();
@@ -270,7 +279,7 @@ RankProgram::RankProgram(const Step& step, int device, RankComm& comm, RankComm*
   const ProgramPlan plan = plan_step(step);
   allocate(plan);
   fill_contents(step, plan, opts.seed);
-  build_ops(step, plan, comm, fallback, opts);
+  build_ops(step, plan, comms, opts);
   EAGLESIM_CUDA_CHECK(cudaDeviceSynchronize());  // fills done before anything is timed
 }
 
@@ -521,10 +530,10 @@ void RankProgram::fill_contents(const Step& step, const ProgramPlan& plan, std::
 
 // ---------------------------------------------------------------- pass 2: the closures
 
-void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, RankComm& comm, RankComm* fallback,
+void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, const AllreduceComms& comms,
                             const ProgramOptions& opts) {
-  const bool can_fuse = comm.supports_fused() && !opts.skip_allreduces;
-  std::size_t fused = 0, recorded = 0, ours = 0;
+  std::size_t recorded = 0, ours = 0;
+  std::map<std::string, std::size_t> fused;  // per strategy: triples run as one kernel
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     if (absorbed_[i]) continue;
     const Op& op = step.ops[i];
@@ -539,13 +548,17 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, RankComm&
       case OpKind::lm_head:
       case OpKind::grouped_gemm: build_matmul(i, op, plan.choice[i]); break;
       case OpKind::attention: build_attention(i, op, plan); break;
-      case OpKind::allreduce:
-        if (build_allreduce(i, step, comm, fallback, can_fuse, opts.skip_allreduces)) ++fused;
+      case OpKind::allreduce: {
+        RankComm* comm = i < comms.per_op.size() ? comms.per_op[i] : nullptr;
+        if (!comm) throw DeviceError(fmt::format("{}: no communicator for this allreduce", labels_[i]));
+        if (build_allreduce(i, step, *comm, comms.fallback, opts.skip_allreduces)) ++fused[comm->strategy()];
         break;
+      }
       default: build_rowwise(i, op); break;
     }
   }
-  if (fused > 0) note(fmt::format("{} allreduce + residual add + RMSNorm triples ran as one {} kernel each", fused, comm.strategy()));
+  for (const auto& [strategy, count] : fused)
+    note(fmt::format("{} allreduce + residual add + RMSNorm triples ran as one {} kernel each", count, strategy));
   if (recorded > 0)
     note(fmt::format("compute: {} ops ran as timed kernels of their recorded durations{} (--op-times); only the "
                      "allreduces ran for real", recorded, ours > 0 ? fmt::format(", {} as eaglesim's kernels", ours) : ""));
@@ -648,8 +661,9 @@ void RankProgram::build_attention(std::size_t i, const Op& op, const ProgramPlan
 // The rank's allreduce (or NCCL's for messages larger than its buffers). When the strategy has a
 // fused kernel and the next two ops are the residual add + RMSNorm of the same rows, all three
 // run as that one kernel and the two are absorbed (true returned).
-bool RankProgram::build_allreduce(std::size_t i, const Step& step, RankComm& comm, RankComm* fallback, bool can_fuse,
+bool RankProgram::build_allreduce(std::size_t i, const Step& step, RankComm& comm, RankComm* fallback,
                                   bool skip_allreduces) {
+  const bool can_fuse = comm.supports_fused();
   const auto& ops = step.ops;
   const std::size_t n_ops = ops.size();
   const Op& op = ops[i];

@@ -39,10 +39,24 @@ struct ProgramOptions {
   bool recorded_compute = false; // compute ops with a recorded `us` run as timed kernels of that length
 };
 
+// The communicators of a step's allreduces on one rank: one per op (nullptr for the other ops),
+// the same for every allreduce under one strategy, the path's under an engine strategy
+// (engine/allreduce_routes.hpp); NCCL for allreduces larger than their communicator takes
+// (nullptr when none are).
+struct AllreduceComms {
+  std::vector<RankComm*> per_op;
+  RankComm* fallback = nullptr;
+};
+// `comm` for every allreduce of `step`.
+AllreduceComms one_comm_for_all(const Step& step, RankComm& comm, RankComm* fallback);
+
 class RankProgram {
  public:
-  // fallback: used for allreduces larger than comm.max_bytes() (may be null when none are).
-  RankProgram(const Step& step, int device, RankComm& comm, RankComm* fallback, const ProgramOptions& opts);
+  RankProgram(const Step& step, int device, const AllreduceComms& comms, const ProgramOptions& opts);
+  // `comm` for every allreduce; fallback: for those larger than comm.max_bytes() (may be null
+  // when none are).
+  RankProgram(const Step& step, int device, RankComm& comm, RankComm* fallback, const ProgramOptions& opts)
+      : RankProgram(step, device, one_comm_for_all(step, comm, fallback), opts) {}
   ~RankProgram();
   RankProgram(const RankProgram&) = delete;
   RankProgram& operator=(const RankProgram&) = delete;
@@ -72,12 +86,10 @@ class RankProgram {
   void plan_rowwise(std::size_t i, const Op& op, ProgramPlan& plan);
   void allocate(const ProgramPlan& plan);
   void fill_contents(const Step& step, const ProgramPlan& plan, std::uint64_t program_seed);
-  void build_ops(const Step& step, const ProgramPlan& plan, RankComm& comm, RankComm* fallback,
-                 const ProgramOptions& opts);
+  void build_ops(const Step& step, const ProgramPlan& plan, const AllreduceComms& comms, const ProgramOptions& opts);
   void build_matmul(std::size_t i, const Op& op, const MatmulChoice& choice);
   void build_attention(std::size_t i, const Op& op, const ProgramPlan& plan);
-  bool build_allreduce(std::size_t i, const Step& step, RankComm& comm, RankComm* fallback, bool can_fuse,
-                       bool skip_allreduces);
+  bool build_allreduce(std::size_t i, const Step& step, RankComm& comm, RankComm* fallback, bool skip_allreduces);
   void build_rowwise(std::size_t i, const Op& op);
   void build_recorded(std::size_t i, double us);
 

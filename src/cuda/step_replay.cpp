@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,20 +52,43 @@ class OpEvents {
 
 float elapsed_us(cudaEvent_t a, cudaEvent_t b) { return elapsed_ms(a, b) * 1000.f; }
 
+// The communicator groups of a replay: the strategy's, or under an engine strategy one per
+// strategy its paths run as (ReplayConfig::op_strategy), and NCCL for what is too large for them.
+struct CommGroups {
+  std::map<std::string, std::unique_ptr<CommGroup>> by_strategy;
+  CommGroup* fallback = nullptr;  // an NCCL group (one of by_strategy, or `extra_nccl`), or null
+  std::unique_ptr<CommGroup> extra_nccl;
+
+  // The rank's communicators for every op of `step`.
+  AllreduceComms for_rank(const Step& step, const ReplayConfig& config, int local) const {
+    AllreduceComms c;
+    c.fallback = fallback ? &fallback->rank(local) : nullptr;
+    c.per_op.assign(step.ops.size(), nullptr);
+    for (std::size_t i = 0; i < step.ops.size(); ++i) {
+      if (!step.ops[i].is_comm()) continue;
+      const std::string& s = config.op_strategy.empty() ? config.strategy : config.op_strategy[i];
+      c.per_op[i] = &by_strategy.at(s)->rank(local);
+    }
+    return c;
+  }
+  void abort_all() {
+    for (auto& [name, g] : by_strategy) g->abort();
+    if (extra_nccl) extra_nccl->abort();
+  }
+};
+
 // Everything the rank threads share.
 struct Shared {
   const Step& step;
   const ReplayConfig& config;
-  CommGroup& group;
-  CommGroup* fallback;
+  const CommGroups& groups;
   HostBarrier barrier;
   Watchdog& watchdog;
   int world_rank0;  // global rank of local rank 0
   std::mutex error_mutex;
   std::exception_ptr first_error;
-  Shared(const Step& s, const ReplayConfig& c, CommGroup& g, CommGroup* f, Watchdog& w, int r0)
-      : step(s), config(c), group(g), fallback(f), barrier(static_cast<int>(c.devices.size())), watchdog(w),
-        world_rank0(r0) {}
+  Shared(const Step& s, const ReplayConfig& c, const CommGroups& g, Watchdog& w, int r0)
+      : step(s), config(c), groups(g), barrier(static_cast<int>(c.devices.size())), watchdog(w), world_rank0(r0) {}
 };
 
 class RankRunner {
@@ -82,8 +106,7 @@ class RankRunner {
     popts.skip_allreduces = rank_ == sh_.config.skip_allreduces_rank;
     popts.recorded_compute = sh_.config.recorded_compute;
     popts.fuse_add_norm = opts.fuse_add_norm;
-    RankProgram program(sh_.step, device, sh_.group.rank(local_), sh_.fallback ? &sh_.fallback->rank(local_) : nullptr,
-                        popts);
+    RankProgram program(sh_.step, device, sh_.groups.for_rank(sh_.step, sh_.config, local_), popts);
     const std::size_t n = program.size();
     const OpEvents ev(n);
     GraphTimer timer("replay", kStepPreRollUs, opts.timeout_s);  // the step graph's replays
@@ -344,9 +367,12 @@ StepResult replay_step(const Step& step, const ReplayConfig& config) {
   if (config.mpi && config.devices.size() != 1) throw InputError("cuda backend (MPI): one GPU per process");
 
   int world_rank0 = 0, world_size = static_cast<int>(config.devices.size());
-  std::unique_ptr<CommGroup> group, fallback;
+  if (!config.op_strategy.empty() && config.mpi)
+    throw InputError("cuda backend: per-allreduce strategies replay in one process, not under mpirun");
+  if (!config.op_strategy.empty() && config.op_strategy.size() != step.ops.size())
+    throw std::logic_error("replay: op_strategy does not match the step's ops");
+  CommGroups groups;
   CommGroupConfig cc;
-  cc.strategy = config.strategy;
   cc.ranks = world_size;
   cc.devices = config.devices;
   cc.timeout_s = opts.timeout_s;
@@ -355,37 +381,54 @@ StepResult replay_step(const Step& step, const ReplayConfig& config) {
   for (const auto& op : step.ops)
     if (op.kind == OpKind::allreduce) max_ar_bytes = std::max(max_ar_bytes, op.bytes);
   cc.max_bytes = std::max<std::size_t>(cc.max_bytes, static_cast<std::size_t>(max_ar_bytes));
+  // The strategies the step's allreduces run as, in order of first use.
+  std::vector<std::string> strategies;
+  if (config.op_strategy.empty()) strategies.push_back(config.strategy);
+  for (const std::string& s : config.op_strategy)
+    if (!s.empty() && std::find(strategies.begin(), strategies.end(), s) == strategies.end()) strategies.push_back(s);
+  if (strategies.empty()) strategies.push_back(config.strategy);  // no allreduce: the group is never used
 
   if (config.mpi) {
     auto& world = MpiWorld::get();
     world_rank0 = world.rank();
     world_size = world.size();
     cc.ranks = 1;
+    cc.strategy = config.strategy;
     if (is_nccl(config.strategy)) {
       ncclUniqueId id{};
       if (world.rank() == 0) EAGLESIM_NCCL_CHECK(ncclGetUniqueId(&id));
       world.broadcast(&id, sizeof(id), 0);
-      group = std::make_unique<NcclCommGroup>(cc, id, world.rank(), world.size());
+      groups.by_strategy[config.strategy] = std::make_unique<NcclCommGroup>(cc, id, world.rank(), world.size());
     } else {
       // The lower bound needs no peer; our own strategies map the peers' buffers through CUDA IPC.
       cc.processes = !is_lower_bound(config.strategy);
-      group = create_comm_group(cc);
+      groups.by_strategy[config.strategy] = create_comm_group(cc);
     }
   } else {
-    group = create_comm_group(cc);
-    if (!is_nccl(config.strategy) && static_cast<std::size_t>(max_ar_bytes) > group->rank(0).max_bytes()) {
+    bool needs_fallback = false;
+    for (const std::string& s : strategies) {
+      cc.strategy = s;
+      auto g = create_comm_group(cc);
+      if (!is_nccl(s) && static_cast<std::size_t>(max_ar_bytes) > g->rank(0).max_bytes()) needs_fallback = true;
+      if (is_nccl(s)) groups.fallback = g.get();
+      groups.by_strategy[s] = std::move(g);
+    }
+    if (needs_fallback && !groups.fallback) {
       CommGroupConfig nc = cc;
       nc.strategy = nccl_strategy();
-      fallback = create_comm_group(nc);
+      groups.extra_nccl = create_comm_group(nc);
+      groups.fallback = groups.extra_nccl.get();
     }
   }
 
-  auto* nccl_group = dynamic_cast<NcclCommGroup*>(group.get());
+  NcclCommGroup* nccl_group = nullptr;
+  for (auto& [name, g] : groups.by_strategy)
+    if (auto* n = dynamic_cast<NcclCommGroup*>(g.get())) nccl_group = n;
   Watchdog watchdog(world_rank0 + static_cast<int>(config.devices.size()), opts.timeout_s,
-                    [&group] { group->abort(); },
+                    [&groups] { groups.abort_all(); },
                     nccl_group ? std::function<std::string()>([nccl_group] { return nccl_group->async_error(); })
                                : std::function<std::string()>());
-  Shared shared(step, config, *group, fallback.get(), watchdog, world_rank0);
+  Shared shared(step, config, groups, watchdog, world_rank0);
 
   const std::size_t local = config.devices.size();
   std::vector<RankOutcome> outcomes(local);
@@ -420,7 +463,8 @@ StepResult replay_step(const Step& step, const ReplayConfig& config) {
     for (int r = 0; r < world_size; ++r) all.push_back(unpack(gathered.data() + r * len, iters, n, outcomes[0]));
   }
   StepResult result = assemble(step, config, all);
-  if (fallback) result.notes.push_back("a separate NCCL communicator carried the allreduces too large for " + config.strategy);
+  if (groups.extra_nccl)
+    result.notes.push_back("a separate NCCL communicator carried the allreduces too large for " + config.strategy);
   return result;
 }
 

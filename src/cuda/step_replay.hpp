@@ -26,6 +26,9 @@ struct ReplayConfig {
   bool mpi = false;                // one local rank; the world is MpiWorld (devices.size() == 1)
   int skip_allreduces_rank = -1;   // fault injection for tests: this global rank never joins
   bool recorded_compute = false;   // engine/recorded_compute.hpp: compute ops as their recorded durations
+  // Per op of the step, the strategy its allreduce runs as (an engine strategy's paths,
+  // engine/allreduce_routes.hpp); empty: `strategy` for every allreduce. Threads mode only.
+  std::vector<std::string> op_strategy;
 };
 
 StepResult replay_step(const Step& step, const ReplayConfig& config);
