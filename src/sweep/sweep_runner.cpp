@@ -108,6 +108,13 @@ class Sweep {
   void generate_traces();
   void find_distinct_steps();
   void price_steps();
+  // The Hugging Face class of the model a trace was generated for: the engine strategies turn
+  // some of their defaults on by it (all of a model's steps run with the target's settings).
+  std::string architecture_of(const std::string& model) const {
+    for (const SweepModel& m : rq_.models)
+      if (m.target.name == model) return m.target.hf_architecture;
+    return {};
+  }
   void build_rows();
   void pick_best();
   void add_waterfalls();
@@ -287,6 +294,7 @@ void Sweep::price_steps() {
     SimBackend backend;
     RunOptions opts;
     opts.ranks = u.tp;
+    opts.engine.model_architecture = architecture_of(u.trace->meta.model);
     priced_[i] = price_step(backend, *u.trace, *u.step, rq_.strategies[job.strategy], &rq_.topologies[job.topo], opts);
     bar.advance();
   });
@@ -400,6 +408,7 @@ void Sweep::add_waterfalls() {
     RunOptions opts;
     opts.ranks = rq_.tps[g.tp];
     opts.want_timeline = true;
+    opts.engine.model_architecture = architecture_of(s.trace.meta.model);
     StepResult r = backend.run_step(s.trace, s.trace.verify(), rq_.strategies[g.strategy], &rq_.topologies[g.topology], opts);
     out_.waterfalls.push_back({out_.axes.models[m], *best, std::move(r.timeline)});
   }
