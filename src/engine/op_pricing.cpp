@@ -182,6 +182,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   const bool always_fuses = opts.comm && opts.comm->fuses_residual_norm();
   int n_model = 0, n_measured = 0, n_fallback = 0, n_extrapolated = 0;
   int n_fused = 0, n_absorbed = 0, n_unfused = 0, n_comm_extra = 0, n_untabled = 0, n_comm_untabled = 0;
+  std::string untabled_models;  // the strategies those allreduces ran as (an engine strategy runs several)
   int n_transitions = 0, n_in_context = 0;
   double transition_sum = 0;
   const bool has_contexts = opts.allreduce_contexts && !opts.allreduce_contexts->empty() && opts.comm;
@@ -218,7 +219,11 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
         const CommPlan cp = opts.comm->plan(call);
         const CommCost& c = cp.cost;
         if (c.extrapolated) ++n_comm_extra;
-        else if (!c.calibrated && calibrated_topo && call.query.ranks > 1 && !is_lower_bound(cp.model)) ++n_comm_untabled;
+        else if (!c.calibrated && calibrated_topo && call.query.ranks > 1 && !is_lower_bound(cp.model)) {
+          ++n_comm_untabled;
+          if (untabled_models.find(cp.model) == std::string::npos)
+            untabled_models += (untabled_models.empty() ? "" : ", ") + cp.model;
+        }
         PricedComm pc;
         pc.us = c.us;
         pc.detail = details.id(c.detail.empty() ? opts.comm->name() : c.detail);
@@ -331,7 +336,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
                                      n_comm_extra));
   if (n_comm_untabled > 0)
     plan.notes.push_back(fmt::format("{}: {} allreduce sizes have no calibration table for {} on {} ranks: cost "
-                                     "model used", s, n_comm_untabled, opts.comm->name(), opts.query.ranks));
+                                     "model used", s, n_comm_untabled, untabled_models, opts.query.ranks));
   if (n_in_context > 0)
     plan.notes.push_back(fmt::format("{}: {} allreduce{} priced as measured between the same two ops (calibration "
                                      "in context)", s, n_in_context, n_in_context == 1 ? "" : "s"));

@@ -665,6 +665,57 @@ TEST(CudaReplay, EveryStrategyPassesTheSelfCheckOnTwoGpus) {
   EXPECT_FALSE(has_note(backend->run_step(t, t.steps[0], "ideal", nullptr, opts).notes, "self-check"));
 }
 
+// Each allreduce of one step through its own communicator (ReplayConfig::op_strategy): the
+// attention allreduces through the one-shot kernel, the MLP's through NCCL, each checked against
+// the host reference before timing and captured in one graph.
+TEST(CudaReplay, AllreducesOfOneStepThroughDifferentCommunicators) {
+  REQUIRE_GPUS(2);
+  const Trace t = tiny_fused_trace(2);
+  ReplayConfig c;
+  c.devices = {0, 1};
+  c.opts = ten_replays();
+  c.strategy = "sglang";
+  c.op_strategy.assign(t.steps[0].ops.size(), "");
+  int k = 0;
+  for (std::size_t i = 0; i < t.steps[0].ops.size(); ++i)
+    if (t.steps[0].ops[i].is_comm()) c.op_strategy[i] = k++ % 2 == 0 ? "oneshot" : "nccl";
+  ASSERT_EQ(k, 4);
+  const StepResult r = replay_step(t.steps[0], c);
+  check_replay_result(r, t, 2);
+  EXPECT_TRUE(has_note(r.notes, "allreduce self-check on 2 ranks before timing")) << r.notes.size();
+  // A route the replay cannot take is refused before any GPU work.
+  c.op_strategy.pop_back();
+  EXPECT_THROW(replay_step(t.steps[0], c), std::logic_error);
+}
+
+// The engine strategies on the GPUs present: every allreduce routed to the strategy of the path
+// the engine takes on this machine (probed), the groups reported, the step measured.
+TEST(CudaReplay, EngineStrategiesRouteEveryAllreduceOnTwoGpus) {
+  REQUIRE_GPUS(2);
+  const Trace t = tiny_fused_trace(2);
+  RunOptions opts = ten_replays();
+  opts.ranks = 2;
+  auto backend = make_cuda_backend();
+  int allreduces = 0;
+  for (const Op& op : t.steps[0].ops) allreduces += op.is_comm();
+  for (const char* engine : {"sglang", "vllm"}) {
+    SCOPED_TRACE(engine);
+    const StepResult r = backend->run_step(t, t.steps[0], engine, nullptr, opts);
+    EXPECT_GT(r.step_us, 0);
+    EXPECT_EQ(r.allreduce_count, allreduces);
+    EXPECT_TRUE(has_note(r.notes, "probed")) << "the setup note names the probed machine";
+    ASSERT_FALSE(r.dispatch.empty());
+    int routed = 0;
+    for (const DispatchGroup& g : r.dispatch) {
+      routed += g.count;
+      EXPECT_FALSE(g.reason.empty());
+      EXPECT_FALSE(g.model.empty());
+    }
+    EXPECT_EQ(routed, allreduces);
+    EXPECT_TRUE(has_note(r.notes, "allreduce self-check on 2 ranks before timing"));
+  }
+}
+
 namespace {
 
 bool has_mpirun() { return std::system("command -v mpirun > /dev/null 2>&1") == 0; }

@@ -72,9 +72,12 @@ TEST(StrategyFacts, OneTableAnswersEveryQuestion) {
 }
 
 TEST(CommRegistry, NamesAndLists) {
-  EXPECT_EQ(communicator_names(),
+  EXPECT_EQ(communicator_names(), (std::vector<std::string>{"nccl", "oneshot", "twoshot", "fused", "quant", "ideal",
+                                                            "auto", "sglang", "vllm"}));
+  // `all` is eaglesim's own strategies; the engines' dispatch is asked for by name.
+  EXPECT_EQ(parse_strategy_list("all"),
             (std::vector<std::string>{"nccl", "oneshot", "twoshot", "fused", "quant", "ideal", "auto"}));
-  EXPECT_EQ(parse_strategy_list("all"), communicator_names());
+  EXPECT_EQ(parse_strategy_list("all,sglang,vllm").size(), 9u);
   EXPECT_EQ(parse_strategy_list("nccl, oneshot"), (std::vector<std::string>{"nccl", "oneshot"}));
   EXPECT_EQ(parse_strategy_list("fused,nccl,fused"), (std::vector<std::string>{"fused", "nccl"}));
   EXPECT_EQ(parse_strategy_list("ideal,all").size(), 7u);
@@ -83,7 +86,7 @@ TEST(CommRegistry, NamesAndLists) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown strategy \"bogus\" (known: nccl, oneshot, twoshot, fused, quant, "
-                                         "ideal, auto)"),
+                                         "ideal, auto, sglang, vllm)"),
               std::string::npos)
         << e.what();
   }

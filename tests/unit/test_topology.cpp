@@ -104,7 +104,9 @@ TEST(Topology, WriteTopologyIsAtomicAndReadable) {
 TEST(Topology, BadFilesGiveOneClearError) {
   // file -> fragment the message must contain (file name and JSON path are checked too).
   const std::map<std::string, std::string> expected{
-      {"unknown_gpu_field", "gpu.tflops: unknown field (allowed here: name, arch, sms"},
+      {"unknown_gpu_field", "gpu.tflops: unknown field (allowed here: name, arch, compute_capability, sms"},
+      {"bad_compute_capability", "gpu.compute_capability: expected a compute capability MAJOR.MINOR such as \"9.0\" "
+                                 "or \"12.0\", got \"9\""},
       {"unknown_top_field", "nics: unknown field (allowed here: format"},
       {"bad_interconnect", "interconnect: expected one of nvswitch, nvlink_mesh, pcie_switch, pcie_root_complex, "
                            "pcie_cross_socket, got \"infiniband\""},

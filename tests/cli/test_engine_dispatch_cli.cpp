@@ -1,0 +1,109 @@
+// The engine strategies end to end: the must-show runs (Kimi-K2 TP8 on 8 x RTX PRO 6000 and 8 x
+// H200, Llama-3.1-8B TP2 on 2 x H200) show every engine's path per allreduce with its reason,
+// --engine-option reaches the dispatch and the JSON, and bench-comm --backend sim prints the
+// predicted table for every preset, with its JSON and CSV.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+
+namespace eaglesim::test {
+namespace {
+
+const std::string kRepo = EAGLESIM_REPO;
+
+std::string must_show(const std::string& trace, const std::string& topo, const std::string& extra = "") {
+  return "run " + kRepo + "/traces/" + trace + ".json --topology " + topo +
+         " --strategy sglang,vllm,nccl,oneshot" + extra;
+}
+
+void expect_contains(const std::string& text, const std::string& fragment) {
+  EXPECT_NE(text.find(fragment), std::string::npos) << "missing: " << fragment << "\nin:\n" << text;
+}
+
+}  // namespace
+
+TEST(EngineDispatchCli, KimiOnEightRtxPro6000FallsBackToNcclAndSaysWhy) {
+  const CliResult r = run_cli(must_show("kimi-k2_tp8_t4", "8x-rtx-pro-6000-pcie5"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_contains(r.out, "engine dispatch, verify step");
+  expect_contains(r.out, "  sglang: 123 x 56 KiB -> NCCL [nccl]");
+  expect_contains(r.out, "  vllm: 123 x 56 KiB -> NCCL [nccl]");
+  expect_contains(r.out, "custom allreduce off: 8 PCIe GPUs without NVLink");
+  // The setup note: the architecture came from models/llm/kimi-k2-instruct.json; SM 12.0 keeps fusion off.
+  expect_contains(r.out, "server_args.py turns it on for DeepseekV3ForCausalLM only on SM 9.0 or 10.x, this GPU is SM 12.0");
+  expect_contains(r.out, "allreduce+RMSNorm fusion off: -O2 turns it on for SM 9.0 and 10.x, this GPU is SM 12.0");
+}
+
+TEST(EngineDispatchCli, KimiOnEightH200FusesEveryAllreduce) {
+  const CliResult r = run_cli(must_show("kimi-k2_tp8_t4", "8x-h200-nvswitch"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_contains(r.out, "  sglang: 123 x 56 KiB + residual add + RMSNorm -> FlashInfer allreduce+RMSNorm one-shot [fused]");
+  expect_contains(r.out, "  vllm: 123 x 56 KiB + residual add + RMSNorm -> FlashInfer allreduce+RMSNorm one-shot [fused]");
+  expect_contains(r.out, "torch symmetric memory on: SM 9.0, 8 ranks, NVLink multicast");
+}
+
+TEST(EngineDispatchCli, LlamaTp2OnTwoH200) {
+  const CliResult r = run_cli(must_show("llama-3.1-8b_tp2_t4", "2x-h200-nvlink"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_contains(r.out, "  sglang: 65 x 32 KiB -> custom allreduce one-shot [oneshot]");
+  expect_contains(r.out, "2 ranks always run one-shot");
+  expect_contains(r.out, "  vllm: 65 x 32 KiB + residual add + RMSNorm -> FlashInfer allreduce+RMSNorm one-shot [fused]");
+}
+
+TEST(EngineDispatchCli, EngineOptionsChangeThePathsAndTheJsonListsThem) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli(must_show("kimi-k2_tp8_t4", "8x-h200-nvswitch",
+                                        " --engine-option disable_custom_all_reduce=true,sglang.enforce_disable_"
+                                        "flashinfer_allreduce_fusion=true,vllm.fuse_allreduce_rms=false --json " +
+                                            dir + "/r.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_contains(r.out, "  sglang: 123 x 56 KiB -> NCCL [nccl]");
+  expect_contains(r.out, "custom allreduce off: disable_custom_all_reduce");
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/r.json"));
+  ASSERT_EQ(j["results"][0]["strategy"], "sglang");
+  const auto& g = j["results"][0]["dispatch"]["verify"][0];
+  EXPECT_EQ(g["count"], 123);
+  EXPECT_EQ(g["path"], "NCCL");
+  EXPECT_EQ(g["runs_as"], "nccl");
+  EXPECT_EQ(g["ops"].size(), 123u);
+  EXPECT_FALSE(j["results"][2].contains("dispatch")) << "eaglesim's own strategies carry no dispatch";
+  EXPECT_TRUE(j["results"][1]["dispatch"].contains("draft"));
+}
+
+TEST(EngineDispatchCli, BenchCommSimForEveryPreset) {
+  for (const char* topo : {"2x-h200-nvlink", "4x-rtx-pro-6000-pcie5", "8x-a100-nvswitch", "8x-b200-nvswitch",
+                           "8x-h100-nvswitch", "8x-h200-nvswitch", "8x-l40s-pcie4", "8x-rtx-pro-6000-pcie5",
+                           "8x-rtx-pro-6000-pcie5-nop2p"}) {
+    SCOPED_TRACE(topo);
+    const CliResult r = run_cli(std::string("bench-comm --backend sim --topology ") + topo);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_contains(r.out, "predicted by the cost models, not measured");
+    for (const char* s : {"nccl", "oneshot", "twoshot", "fused", "quant", "auto", "sglang", "vllm"}) expect_contains(r.out, s);
+    expect_contains(r.out, "# engine paths");
+    expect_contains(r.out, "  67108864   33554432  bf16 |");  // 1K..64M by default
+  }
+}
+
+TEST(EngineDispatchCli, BenchCommSimJsonAndCsv) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli("bench-comm --backend sim --topology 8x-h200-nvswitch --strategy nccl,vllm --sizes 64K,1M "
+                              "--ranks 4 --json " + dir + "/b.json --csv " + dir + "/b.csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/b.json"));
+  EXPECT_EQ(j["backend"], "sim");
+  EXPECT_EQ(j["topology"], "8x-h200-nvswitch");
+  EXPECT_EQ(j["ranks"], 4);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  const auto& v = j["rows"][0]["strategies"]["vllm"];
+  EXPECT_EQ(v["path"], "custom allreduce one-shot");
+  EXPECT_EQ(v["runs_as"], "oneshot");
+  EXPECT_GT(v["graph_us"].get<double>(), 0.0);
+  const std::string csv = slurp(dir + "/b.csv");
+  expect_contains(csv, "bytes,count,dtype,strategy,graph_us,context_us,algbw_gbs,busbw_gbs,wrong,fastest,note,supported,"
+                       "path,runs_as,reason\n");
+  expect_contains(csv, "65536,32768,bf16,vllm,");
+}
+
+}  // namespace eaglesim::test

@@ -1,0 +1,178 @@
+// The engine strategies in the simulator and in the CUDA backend's routing: every allreduce of a
+// shipped trace is priced (and grouped in the report) as the path the engine takes, and where an
+// engine takes one strategy's path for every allreduce it costs exactly that strategy.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "comm/communicator.hpp"
+#include "comm/engine_dispatch.hpp"
+#include "comm/machine_facts.hpp"
+#include "cost/calibration.hpp"
+#include "engine/allreduce_routes.hpp"
+#include "engine/comm_bench_prediction.hpp"
+#include "engine/evaluate.hpp"
+#include "topology/topology.hpp"
+#include "trace/trace_json.hpp"
+
+using namespace eaglesim;
+
+namespace {
+
+Topology preset(const std::string& name) {
+  return read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/" + name + ".json");
+}
+
+Trace shipped(const std::string& name) { return read_trace(std::string(EAGLESIM_REPO) + "/traces/" + name + ".json"); }
+
+StepResult verify(const Trace& t, const Topology& topo, const std::string& strategy, const std::string& arch = "") {
+  register_builtin_backends();
+  auto sim = make_backend("sim");
+  RunOptions opts;
+  opts.engine.model_architecture = arch;
+  return sim->run_step(t, t.verify(), strategy, &topo, opts);
+}
+
+int allreduces(const Step& s) {
+  int n = 0;
+  for (const Op& op : s.ops) n += op.is_comm();
+  return n;
+}
+
+}  // namespace
+
+TEST(EngineStrategiesSim, PcieBoxRunsNcclLikeTheNcclStrategy) {
+  const Trace t = shipped("kimi-k2_tp8_t4");
+  const Topology topo = preset("8x-rtx-pro-6000-pcie5");
+  const StepResult nccl = verify(t, topo, "nccl");
+  for (const char* engine : {"sglang", "vllm"}) {
+    SCOPED_TRACE(engine);
+    const StepResult r = verify(t, topo, engine, "DeepseekV3ForCausalLM");
+    EXPECT_DOUBLE_EQ(r.step_us, nccl.step_us);
+    ASSERT_EQ(r.dispatch.size(), 1u);
+    EXPECT_EQ(r.dispatch[0].path, "NCCL");
+    EXPECT_EQ(r.dispatch[0].count, allreduces(t.verify()));
+    EXPECT_NE(r.dispatch[0].reason.find("custom allreduce off: 8 PCIe GPUs without NVLink"), std::string::npos);
+    ASSERT_FALSE(r.notes.empty());
+    EXPECT_NE(r.notes[0].find("on topology 8x-rtx-pro-6000-pcie5 (SM 12.0"), std::string::npos) << r.notes[0];
+  }
+}
+
+TEST(EngineStrategiesSim, FusionOnEveryNormedAllreduceCostsWhatTheFusedStrategyDoes) {
+  const Trace t = shipped("kimi-k2_tp8_t4");
+  const Topology topo = preset("8x-h200-nvswitch");
+  const StepResult fused = verify(t, topo, "fused");
+  for (const char* engine : {"sglang", "vllm"}) {
+    SCOPED_TRACE(engine);
+    const StepResult r = verify(t, topo, engine, "DeepseekV3ForCausalLM");
+    EXPECT_DOUBLE_EQ(r.step_us, fused.step_us);
+    int fused_calls = 0;
+    for (const DispatchGroup& g : r.dispatch)
+      if (g.fuses) fused_calls += g.count;
+    EXPECT_EQ(fused_calls, allreduces(t.verify()));
+  }
+  // Without the architecture SGLang's default does not turn fusion on: its one-shot custom allreduce.
+  EXPECT_DOUBLE_EQ(verify(t, topo, "sglang").step_us, verify(t, topo, "oneshot").step_us);
+}
+
+TEST(EngineStrategiesSim, TwoH200TensorParallelTwo) {
+  const Trace t = shipped("llama-3.1-8b_tp2_t4");
+  const Topology topo = preset("2x-h200-nvlink");
+  // Llama is not on SGLang's fusion list: the 2-rank one-shot custom allreduce; vLLM fuses at -O2.
+  EXPECT_DOUBLE_EQ(verify(t, topo, "sglang", "LlamaForCausalLM").step_us, verify(t, topo, "oneshot").step_us);
+  EXPECT_DOUBLE_EQ(verify(t, topo, "vllm", "LlamaForCausalLM").step_us, verify(t, topo, "fused").step_us);
+}
+
+TEST(EngineStrategiesSim, CudaRoutesMatchTheSimulatorsGroups) {
+  const Trace t = shipped("kimi-k2_tp8_t4");
+  for (const char* preset_name : {"8x-h200-nvswitch", "8x-rtx-pro-6000-pcie5", "8x-b200-nvswitch"}) {
+    const Topology topo = preset(preset_name);
+    for (const char* engine : {"sglang", "vllm"}) {
+      SCOPED_TRACE(std::string(preset_name) + " " + engine);
+      ServingEngineOptions o;
+      o.model_architecture = "DeepseekV3ForCausalLM";
+      const AllreduceRoutes routes = route_allreduces(t.verify(), engine, machine_facts(topo), 8, &o);
+      const StepResult sim = verify(t, topo, engine, "DeepseekV3ForCausalLM");
+      ASSERT_EQ(routes.groups.size(), sim.dispatch.size());
+      for (std::size_t g = 0; g < routes.groups.size(); ++g) {
+        EXPECT_EQ(routes.groups[g].path, sim.dispatch[g].path);
+        EXPECT_EQ(routes.groups[g].model, sim.dispatch[g].model);
+        EXPECT_EQ(routes.groups[g].ops, sim.dispatch[g].ops);
+        for (int op : routes.groups[g].ops) EXPECT_EQ(routes.op_strategy[static_cast<std::size_t>(op)], routes.groups[g].model);
+      }
+    }
+  }
+}
+
+TEST(CommBenchPrediction, EveryPresetEveryStrategySaneAndNonDecreasingInSize) {
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t b = 1024; b <= (64 << 20); b *= 2) sizes.push_back(b);
+  for (const char* name : {"2x-h200-nvlink", "4x-rtx-pro-6000-pcie5", "8x-a100-nvswitch", "8x-b200-nvswitch",
+                           "8x-h100-nvswitch", "8x-h200-nvswitch", "8x-l40s-pcie4", "8x-rtx-pro-6000-pcie5",
+                           "8x-rtx-pro-6000-pcie5-nop2p"}) {
+    SCOPED_TRACE(name);
+    const Topology topo = preset(name);
+    CommBenchPrediction p;
+    p.topo = &topo;
+    p.strategies = predicted_bench_strategies();
+    p.sizes = sizes;
+    const CommBenchResult r = predict_comm_bench(p);
+    ASSERT_EQ(r.rows.size(), sizes.size());
+    EXPECT_EQ(r.ranks, topo.gpu_count);
+    for (std::size_t s = 0; s < p.strategies.size(); ++s) {
+      double prev = 0;
+      for (const CommBenchRow& row : r.rows) {
+        const CommBenchCell& c = row.cells[s];
+        SCOPED_TRACE(c.strategy + " " + std::to_string(row.bytes));
+        if (!c.supported) {
+          EXPECT_FALSE(c.note.empty());
+          prev = 0;
+          continue;
+        }
+        // Between 1 us and 10 ms for 1 KiB..64 MiB; the bus bandwidth below 1 TB/s.
+        EXPECT_GT(c.graph_us, 1.0);
+        EXPECT_LT(c.graph_us, 1e4);
+        EXPECT_GE(c.context_us, c.graph_us * 0.999);  // no calibration table: the same figure
+        EXPECT_LT(c.busbw_gbs, 1000.0);
+        EXPECT_NEAR(c.busbw_gbs, c.algbw_gbs * 2.0 * (r.ranks - 1) / r.ranks, 1e-9);
+        EXPECT_GE(c.graph_us, prev) << "faster than the smaller message before it";
+        prev = c.graph_us;
+        EXPECT_EQ(c.path.empty(), c.strategy != "sglang" && c.strategy != "vllm");
+      }
+    }
+    for (const CommBenchRow& row : r.rows) EXPECT_FALSE(row.fastest.empty());
+  }
+}
+
+TEST(EngineStrategiesSim, EagerSglangPaysForTheCopyIntoTheRegisteredBuffer) {
+  const Topology topo = preset("2x-h200-nvlink");
+  CommCall call;
+  call.query.topo = &topo;
+  call.query.ranks = 2;
+  call.query.bytes = 32768;
+  const Communicator& sglang = find_communicator("sglang");
+  const CommPlan graph = sglang.plan(call);
+  EXPECT_EQ(graph.model, "oneshot");
+  EXPECT_DOUBLE_EQ(graph.cost.us, find_communicator("oneshot").cost(call.query).us);
+  ServingEngineOptions eager = parse_engine_options("disable_cuda_graph=true", {"sglang"});
+  call.query.engine = &eager;
+  const CommPlan copy = sglang.plan(call);
+  // A launch and the 32 KiB read and written once more.
+  EXPECT_GT(copy.cost.us, graph.cost.us + topo.gpu.launch_gap_us);
+  EXPECT_NE(copy.cost.detail.find("input copy"), std::string::npos) << copy.cost.detail;
+}
+
+TEST(EngineStrategiesSim, CalibratedTopologyPricesEachPathByItsStrategysTable) {
+  Topology topo = preset("2x-h200-nvlink");
+  topo.calibration.ranks = 2;
+  topo.calibration.allreduce["oneshot"] = {{16384, 3.0}, {65536, 5.0}};
+  CommCall call;
+  call.query.topo = &topo;
+  call.query.ranks = 2;
+  call.query.bytes = 32768;
+  const CommPlan p = find_communicator("sglang").plan(call);
+  EXPECT_TRUE(p.cost.calibrated);
+  EXPECT_NEAR(p.cost.us, interpolate_table(topo.calibration.allreduce["oneshot"], 32768.0).us, 1e-9);
+  EXPECT_NEAR(p.cost.us, std::sqrt(3.0 * 5.0), 1e-9);  // halfway in log-log
+  EXPECT_EQ(p.cost.detail, "custom allreduce one-shot (calibrated)");
+}
