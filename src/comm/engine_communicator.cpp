@@ -32,12 +32,7 @@ class EngineCommunicator final : public Communicator {
   CommPlan plan(const CommCall& call) const override {
     const CommQuery& q = call.query;
     if (!q.topo) throw std::invalid_argument("CommQuery without a topology");
-    AllreduceCall c;
-    c.ranks = q.ranks;
-    c.bytes = q.bytes;
-    c.dtype = q.dtype;
-    c.norm_follows = call.norm_follows;
-    c.rows = call.rows;
+    const AllreduceCall c{q.ranks, q.bytes, q.dtype, call.norm_follows, call.rows};
     const DispatchChoice d = dispatch_allreduce(engine_, machine_facts(*q.topo), c, q.engine);
     const Communicator& runs = find_communicator(d.strategy);
     CommPlan p;

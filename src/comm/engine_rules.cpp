@@ -20,6 +20,10 @@ std::optional<bool> EngineSettings::forced(const std::string& option) const {
   return v == "true";
 }
 
+EngineOptionSpec disable_custom_all_reduce_option() {
+  return {"disable_custom_all_reduce", false, "false", "--disable-custom-all-reduce: NCCL instead of the custom allreduce"};
+}
+
 std::string size_text(std::int64_t bytes) {
   constexpr std::int64_t kib = 1024, mib = 1024 * 1024;
   if (bytes >= mib && bytes % mib == 0) return fmt::format("{} MiB", bytes / mib);
@@ -77,6 +81,15 @@ std::optional<DispatchChoice> custom_allreduce_path(const MachineFacts& m, const
   d.path = one_stage ? "custom allreduce one-shot" : "custom allreduce two-shot";
   d.reason = fmt::format("{}; {}: {} ({})", taken, one_stage ? "one-shot" : "two-shot", kernel_why, src.kernel_file);
   return d;
+}
+
+DispatchChoice flashinfer_fused_path(bool oneshot, const std::string& on_why, const std::string& sizing) {
+  if (oneshot) return {"fused", "FlashInfer allreduce+RMSNorm one-shot", on_why + "; " + sizing, false};
+  return {"twoshot", "FlashInfer allreduce+RMSNorm two-shot",
+          on_why + "; " + sizing +
+              "; eaglesim has no two-shot fused kernel: a two-shot allreduce, the residual add and RMSNorm run as "
+              "their own kernels",
+          false};
 }
 
 std::string custom_allreduce_setup(const MachineFacts& m, int ranks, std::int64_t max_size, bool disabled_by_flag,

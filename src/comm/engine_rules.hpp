@@ -25,6 +25,9 @@ class EngineSettings {
   const ServingEngineOptions* options_;
 };
 
+// The option both engines have: --disable-custom-all-reduce.
+EngineOptionSpec disable_custom_all_reduce_option();
+
 // "42 KiB", "256 KiB", "8 MiB" for whole KiB/MiB; else "43000 B".
 std::string size_text(std::int64_t bytes);
 
@@ -46,6 +49,14 @@ std::optional<DispatchChoice> custom_allreduce_path(const MachineFacts& m, const
                                                     std::int64_t max_size, const std::string& max_size_why,
                                                     bool disabled_by_flag, const CustomAllreduceSource& src,
                                                     std::string& why_not);
+
+// FlashInfer's allreduce + residual add + RMSNorm kernel (both engines call it): one-shot runs as
+// `fused`; two-shot as `twoshot`, its residual add and RMSNorm as their own kernels (eaglesim has
+// no two-shot fused kernel). `on_why`: why fusion is on; `sizing`: why one-shot or two-shot.
+DispatchChoice flashinfer_fused_path(bool oneshot, const std::string& on_why, const std::string& sizing);
+// Its workspace is shared between the GPUs' memories: without P2P it is not made.
+inline constexpr const char* kFusionNeedsP2p =
+    "fusion skipped: FlashInfer's workspace is shared over P2P, which these GPUs lack";
 
 const EngineModel& sglang_model();
 const EngineModel& vllm_model();

@@ -23,11 +23,11 @@ namespace eaglesim {
 
 namespace {
 
+// The files the reasons cite (docs/engine-dispatch.md gives their paths and commits).
+constexpr CustomAllreduceSource kCustomSource{"custom_all_reduce.py", "sgl-kernel custom_all_reduce.cuh"};
 constexpr const char* kServerArgs = "server_args.py";
 constexpr const char* kCommunicator = "layers/communicator.py";
-constexpr const char* kParallelState = "parallel_state.py";
-constexpr const char* kTrtllmAr = "flashinfer trtllm_ar.py";
-constexpr CustomAllreduceSource kCustomSource{"custom_all_reduce.py", "sgl-kernel custom_all_reduce.cuh"};
+constexpr const char* kParallelState = "parallel_state.py", *kTrtllmAr = "flashinfer trtllm_ar.py";
 
 constexpr std::int64_t kCustomMaxBytes = 8192 * 1024;  // CustomAllreduce._MAX_CAR_SIZE
 constexpr std::int64_t kFusionMaxTokens = 2048;        // FUSE_ALLREDUCE_MAX_BATCH_SIZE
@@ -98,7 +98,7 @@ std::optional<DispatchChoice> fused_path(const MachineFacts& m, const AllreduceC
     return std::nullopt;
   }
   if (!m.p2p) {
-    why_not = "fusion skipped: FlashInfer's workspace is shared over P2P, which these GPUs lack";
+    why_not = kFusionNeedsP2p;
     return std::nullopt;
   }
   const double comm_mib = static_cast<double>(c.bytes) * 2.0 * c.ranks / (1024.0 * 1024.0);
@@ -106,30 +106,16 @@ std::optional<DispatchChoice> fused_path(const MachineFacts& m, const AllreduceC
   const std::string sizing = fmt::format("{} tokens; {:.2f} MiB (bytes x 2 x ranks) {} {} MiB at {} ranks: {} ({})",
                                          c.rows, comm_mib, oneshot ? "<=" : ">", limit_mib, c.ranks,
                                          oneshot ? "one-shot" : "two-shot", kTrtllmAr);
-  DispatchChoice d;
-  if (oneshot) {
-    d.strategy = "fused";
-    d.path = "FlashInfer allreduce+RMSNorm one-shot";
-    d.reason = fmt::format("{}; {}", on_why, sizing);
-  } else {
-    d.strategy = "twoshot";
-    d.path = "FlashInfer allreduce+RMSNorm two-shot";
-    d.reason = fmt::format("{}; {}; eaglesim has no two-shot fused kernel: a two-shot allreduce, the residual add "
-                           "and RMSNorm run as their own kernels",
-                           on_why, sizing);
-  }
-  return d;
+  return flashinfer_fused_path(oneshot, on_why, sizing);
 }
 
 }  // namespace
 
 const EngineModel& sglang_model() {
   static const EngineModel model{
-      "sglang",
-      "SGLang",
-      "main@0005973a",
+      "sglang", "SGLang", "main@0005973a",  // strategy name, display name, the version label
       {
-          {"disable_custom_all_reduce", false, "false", "--disable-custom-all-reduce: NCCL instead of the custom allreduce"},
+          disable_custom_all_reduce_option(),
           {"enable_flashinfer_allreduce_fusion", true, "auto",
            "FlashInfer allreduce + residual + RMSNorm fusion; auto: on for the architectures server_args.py lists "
            "on SM 9.0 / 10.x"},

@@ -26,15 +26,15 @@ namespace eaglesim {
 
 namespace {
 
+constexpr std::int64_t kKiB = 1024, kMiB = 1024 * 1024;
+constexpr std::int64_t kCustomMaxBytes = 8192 * 1024;  // CustomAllreduce max_size default
+
+// The files the reasons cite (docs/engine-dispatch.md gives their paths and commits).
+constexpr CustomAllreduceSource kCustomSource{"custom_all_reduce.py", "csrc/custom_all_reduce.cuh"};
 constexpr const char* kVllmConfig = "config/vllm.py";
 constexpr const char* kFusionPass = "allreduce_rms_fusion.py";
 constexpr const char* kUtils = "all_reduce_utils.py";
-constexpr const char* kSymmMem = "symm_mem.py";
-constexpr const char* kCudaCommunicator = "cuda_communicator.py";
-constexpr CustomAllreduceSource kCustomSource{"custom_all_reduce.py", "csrc/custom_all_reduce.cuh"};
-
-constexpr std::int64_t kKiB = 1024, kMiB = 1024 * 1024;
-constexpr std::int64_t kCustomMaxBytes = 8192 * 1024;  // CustomAllreduce max_size default
+constexpr const char* kSymmMem = "symm_mem.py", *kCudaCommunicator = "cuda_communicator.py";
 
 using SizeTable = std::map<int, std::int64_t>;  // world size -> bytes
 
@@ -161,7 +161,7 @@ std::optional<DispatchChoice> fused_path(const MachineFacts& m, const AllreduceC
     return std::nullopt;
   }
   if (!m.p2p) {
-    why_not = "fusion skipped: FlashInfer's workspace is shared over P2P, which these GPUs lack";
+    why_not = kFusionNeedsP2p;
     return std::nullopt;
   }
   const std::optional<std::int64_t> oneshot_max = lookup(fusion_oneshot_max().at(key), c.ranks);
@@ -173,19 +173,7 @@ std::optional<DispatchChoice> fused_path(const MachineFacts& m, const AllreduceC
                                 oneshot ? "one-shot" : "two-shot")
                   : std::string("no one-shot limit: one-shot"),
       kFusionPass);
-  DispatchChoice d;
-  if (oneshot) {
-    d.strategy = "fused";
-    d.path = "FlashInfer allreduce+RMSNorm one-shot";
-    d.reason = fmt::format("{}; {}", on_why, sizing);
-  } else {
-    d.strategy = "twoshot";
-    d.path = "FlashInfer allreduce+RMSNorm two-shot";
-    d.reason = fmt::format("{}; {}; eaglesim has no two-shot fused kernel: a two-shot allreduce, the residual add "
-                           "and RMSNorm run as their own kernels",
-                           on_why, sizing);
-  }
-  return d;
+  return flashinfer_fused_path(oneshot, on_why, sizing);
 }
 
 // should_nccl_symm_mem_allreduce: NCCL symmetric kernels outside the custom allreduce's range.
@@ -210,11 +198,9 @@ bool nccl_symm_mem_takes(int ranks, std::int64_t bytes, std::string& why) {
 
 const EngineModel& vllm_model() {
   static const EngineModel model{
-      "vllm",
-      "vLLM",
-      "main@00d618aa",
+      "vllm", "vLLM", "main@00d618aa",  // strategy name, display name, the version label
       {
-          {"disable_custom_all_reduce", false, "false", "--disable-custom-all-reduce: no custom allreduce"},
+          disable_custom_all_reduce_option(),
           {"fuse_allreduce_rms", true, "auto",
            "compilation pass_config.fuse_allreduce_rms (FlashInfer allreduce + RMSNorm); auto: -O2's default"},
           {"VLLM_ALLREDUCE_USE_SYMM_MEM", false, "true", "torch symmetric memory allreduce (multimem / two-shot)"},

@@ -18,24 +18,15 @@ AllreduceRoutes route_allreduces(const Step& step, const std::string& engine, co
     const Op& op = step.ops[i];
     if (!op.is_comm()) continue;
     const int followers = fusable_followers(step.ops, i);
-    AllreduceCall call;
-    call.ranks = ranks;
-    call.bytes = op.bytes;
-    call.dtype = op.dtype;
-    call.norm_follows = followers > 0;
-    call.rows = followers > 0 ? step.ops[i + static_cast<std::size_t>(followers)].tokens : 0;
+    const AllreduceCall call{ranks, op.bytes, op.dtype, followers > 0,
+                             followers > 0 ? step.ops[i + static_cast<std::size_t>(followers)].tokens : 0};
     const auto key = std::make_tuple(op.bytes, op.dtype, call.norm_follows ? call.rows : -1);
     auto g = group_of.find(key);
     if (g == group_of.end()) {
       const DispatchChoice d = dispatch_allreduce(engine, machine, call, options);
-      DispatchGroup group;
-      group.bytes = op.bytes;
-      group.fuses = fuses_residual_norm(d.strategy) && call.norm_follows;
-      group.path = d.path;
-      group.model = d.strategy;
-      group.reason = d.reason;
       g = group_of.emplace(key, r.groups.size()).first;
-      r.groups.push_back(std::move(group));
+      r.groups.push_back(DispatchGroup{op.bytes, fuses_residual_norm(d.strategy) && call.norm_follows, d.path,
+                                       d.strategy, d.reason, 0, 0.0, {}});
       if (std::find(r.strategies.begin(), r.strategies.end(), d.strategy) == r.strategies.end())
         r.strategies.push_back(d.strategy);
     }

@@ -231,14 +231,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
         pc.model = cp.model.empty() ? opts.comm->name() : cp.model;
         if (!cp.path.empty()) {
           pc.dispatch_group = static_cast<int>(plan.dispatch.size());
-          DispatchGroup g;
-          g.bytes = op.bytes;
-          g.fuses = cp.fuses;
-          g.path = cp.path;
-          g.model = pc.model;
-          g.reason = cp.reason;
-          g.us = c.us;
-          plan.dispatch.push_back(std::move(g));
+          plan.dispatch.push_back(DispatchGroup{op.bytes, cp.fuses, cp.path, pc.model, cp.reason, 0, c.us, {}});
         }
         it = comm_memo.emplace(key, std::move(pc)).first;
       }

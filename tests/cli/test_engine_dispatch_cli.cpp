@@ -4,6 +4,9 @@
 // predicted table for every preset, with its JSON and CSV.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
@@ -24,32 +27,38 @@ void expect_contains(const std::string& text, const std::string& fragment) {
 
 }  // namespace
 
-TEST(EngineDispatchCli, KimiOnEightRtxPro6000FallsBackToNcclAndSaysWhy) {
-  const CliResult r = run_cli(must_show("kimi-k2_tp8_t4", "8x-rtx-pro-6000-pcie5"));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  expect_contains(r.out, "engine dispatch, verify step");
-  expect_contains(r.out, "  sglang: 123 x 56 KiB -> NCCL [nccl]");
-  expect_contains(r.out, "  vllm: 123 x 56 KiB -> NCCL [nccl]");
-  expect_contains(r.out, "custom allreduce off: 8 PCIe GPUs without NVLink");
-  // The setup note: the architecture came from models/llm/kimi-k2-instruct.json; SM 12.0 keeps fusion off.
-  expect_contains(r.out, "server_args.py turns it on for DeepseekV3ForCausalLM only on SM 9.0 or 10.x, this GPU is SM 12.0");
-  expect_contains(r.out, "allreduce+RMSNorm fusion off: -O2 turns it on for SM 9.0 and 10.x, this GPU is SM 12.0");
-}
+// The must-show runs: trace, topology, and what the output must say.
+struct MustShow {
+  const char* trace;
+  const char* topology;
+  std::vector<std::string> says;
+};
 
-TEST(EngineDispatchCli, KimiOnEightH200FusesEveryAllreduce) {
-  const CliResult r = run_cli(must_show("kimi-k2_tp8_t4", "8x-h200-nvswitch"));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  expect_contains(r.out, "  sglang: 123 x 56 KiB + residual add + RMSNorm -> FlashInfer allreduce+RMSNorm one-shot [fused]");
-  expect_contains(r.out, "  vllm: 123 x 56 KiB + residual add + RMSNorm -> FlashInfer allreduce+RMSNorm one-shot [fused]");
-  expect_contains(r.out, "torch symmetric memory on: SM 9.0, 8 ranks, NVLink multicast");
-}
-
-TEST(EngineDispatchCli, LlamaTp2OnTwoH200) {
-  const CliResult r = run_cli(must_show("llama-3.1-8b_tp2_t4", "2x-h200-nvlink"));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  expect_contains(r.out, "  sglang: 65 x 32 KiB -> custom allreduce one-shot [oneshot]");
-  expect_contains(r.out, "2 ranks always run one-shot");
-  expect_contains(r.out, "  vllm: 65 x 32 KiB + residual add + RMSNorm -> FlashInfer allreduce+RMSNorm one-shot [fused]");
+TEST(EngineDispatchCli, MustShowRunsGiveEveryEnginesPathAndWhy) {
+  const std::vector<MustShow> runs{
+      {"kimi-k2_tp8_t4",
+       "8x-rtx-pro-6000-pcie5",
+       {"engine dispatch, verify step", "  sglang: 123 x 56 KiB -> NCCL [nccl]", "  vllm: 123 x 56 KiB -> NCCL [nccl]",
+        "custom allreduce off: 8 PCIe GPUs without NVLink",
+        // The architecture came from models/llm/kimi-k2-instruct.json; SM 12.0 keeps fusion off.
+        "server_args.py turns it on for DeepseekV3ForCausalLM only on SM 9.0 or 10.x, this GPU is SM 12.0",
+        "allreduce+RMSNorm fusion off: -O2 turns it on for SM 9.0 and 10.x, this GPU is SM 12.0"}},
+      {"kimi-k2_tp8_t4",
+       "8x-h200-nvswitch",
+       {"  sglang: 123 x 56 KiB + residual add + RMSNorm -> FlashInfer allreduce+RMSNorm one-shot [fused]",
+        "  vllm: 123 x 56 KiB + residual add + RMSNorm -> FlashInfer allreduce+RMSNorm one-shot [fused]",
+        "torch symmetric memory on: SM 9.0, 8 ranks, NVLink multicast"}},
+      {"llama-3.1-8b_tp2_t4",
+       "2x-h200-nvlink",
+       {"  sglang: 65 x 32 KiB -> custom allreduce one-shot [oneshot]", "2 ranks always run one-shot",
+        "  vllm: 65 x 32 KiB + residual add + RMSNorm -> FlashInfer allreduce+RMSNorm one-shot [fused]"}},
+  };
+  for (const MustShow& m : runs) {
+    SCOPED_TRACE(std::string(m.trace) + " on " + m.topology);
+    const CliResult r = run_cli(must_show(m.trace, m.topology));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const std::string& fragment : m.says) expect_contains(r.out, fragment);
+  }
 }
 
 TEST(EngineDispatchCli, EngineOptionsChangeThePathsAndTheJsonListsThem) {

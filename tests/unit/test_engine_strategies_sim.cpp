@@ -2,6 +2,7 @@
 // shipped trace is priced (and grouped in the report) as the path the engine takes, and where an
 // engine takes one strategy's path for every allreduce it costs exactly that strategy.
 #include <cmath>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -39,16 +40,21 @@ int allreduces(const Step& s) {
   return n;
 }
 
+// Both engines' verify steps of Kimi-K2 on `topo`, each checked to cost what `same_as` costs.
+std::vector<StepResult> engines_cost_like(const Trace& t, const Topology& topo, const std::string& same_as) {
+  const StepResult expected = verify(t, topo, same_as);
+  std::vector<StepResult> out;
+  for (const char* engine : {"sglang", "vllm"}) {
+    out.push_back(verify(t, topo, engine, "DeepseekV3ForCausalLM"));
+    EXPECT_DOUBLE_EQ(out.back().step_us, expected.step_us) << engine;
+  }
+  return out;
+}
 }  // namespace
 
 TEST(EngineStrategiesSim, PcieBoxRunsNcclLikeTheNcclStrategy) {
   const Trace t = shipped("kimi-k2_tp8_t4");
-  const Topology topo = preset("8x-rtx-pro-6000-pcie5");
-  const StepResult nccl = verify(t, topo, "nccl");
-  for (const char* engine : {"sglang", "vllm"}) {
-    SCOPED_TRACE(engine);
-    const StepResult r = verify(t, topo, engine, "DeepseekV3ForCausalLM");
-    EXPECT_DOUBLE_EQ(r.step_us, nccl.step_us);
+  for (const StepResult& r : engines_cost_like(t, preset("8x-rtx-pro-6000-pcie5"), "nccl")) {
     ASSERT_EQ(r.dispatch.size(), 1u);
     EXPECT_EQ(r.dispatch[0].path, "NCCL");
     EXPECT_EQ(r.dispatch[0].count, allreduces(t.verify()));
@@ -61,11 +67,7 @@ TEST(EngineStrategiesSim, PcieBoxRunsNcclLikeTheNcclStrategy) {
 TEST(EngineStrategiesSim, FusionOnEveryNormedAllreduceCostsWhatTheFusedStrategyDoes) {
   const Trace t = shipped("kimi-k2_tp8_t4");
   const Topology topo = preset("8x-h200-nvswitch");
-  const StepResult fused = verify(t, topo, "fused");
-  for (const char* engine : {"sglang", "vllm"}) {
-    SCOPED_TRACE(engine);
-    const StepResult r = verify(t, topo, engine, "DeepseekV3ForCausalLM");
-    EXPECT_DOUBLE_EQ(r.step_us, fused.step_us);
+  for (const StepResult& r : engines_cost_like(t, topo, "fused")) {
     int fused_calls = 0;
     for (const DispatchGroup& g : r.dispatch)
       if (g.fuses) fused_calls += g.count;
