@@ -133,7 +133,7 @@ step_build() {
 step_kernels() {
   local rc=0 torch_attn="" torch_gemm="" torch_linear=""
   echo "### kernel tests"
-  t "$G" --gtest_filter='VerifyAttention*:MoeGemm*:WeightOnlyGemm*' || rc=1
+  t "$G" --gtest_filter='VerifyAttention*:MoeGemm*:WeightOnlyGemm*:CudaGemm*:GemmFingerprint*' || rc=1
   if python3 -c "import torch" 2>/dev/null; then
     echo "### PyTorch on the same shapes"
     t python3 tools/torch_attention_bench.py --out "$OUT/torch-attention.json" --budget-s "${TORCH_BUDGET_S:-120}" \
@@ -253,7 +253,7 @@ step_sanitizer() {
   for tool in memcheck racecheck synccheck; do
     echo "### compute-sanitizer --tool $tool"
     EAGLESIM_TEST_QUICK=1 t compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$G" \
-      --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*:VerifyAttention.SmallShapes:MoeGemmGrouped.RowsPerExpertAcrossFormats' || rc=1
+      --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*:VerifyAttention.SmallShapes:MoeGemmGrouped.RowsPerExpertAcrossFormats:GemmFingerprint.*' || rc=1
   done
   return "$rc"
 }
@@ -277,7 +277,7 @@ summary_pattern() {
     bench-comm) echo "^###|^ +(1024|43008|65536|1048576|67108864) " ;;
     replay) echo "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^strategy |^error" ;;
     fidelity) echo "^###|^summary|^error" ;;
-    kernels) echo "^###|^\[  (PASSED|FAILED)|FAILED|Failure" ;;
+    kernels) echo "^###|^\[  (PASSED|FAILED)|FAILED|Failure|^summary:|^tuning:" ;;
     sanitizer) echo "^###|ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY|^\[  (PASSED|FAILED)" ;;
     torch) echo "^###|^\{|Error" ;;
   esac

@@ -109,6 +109,7 @@ struct BenchRow {
   double floor_us = 0; // bytes / measured read bandwidth
   double reference_us = 0;  // the best public alternative on the same shape (0: none measured)
   std::string reference;    // which alternative ("torch sdpa (flash)")
+  std::string detail;       // what the benchmark chose to run, where it chooses ("lt#2 splitK=4"); JSON only
 };
 
 inline void print_header() {
@@ -129,9 +130,10 @@ inline void print_row(const BenchRow& r) {
 inline void print_json_row(std::FILE* f, const BenchRow& r) {
   std::fprintf(f,
                "{\"kernel\": \"%s\", \"shape\": \"%s\", \"bytes\": %.0f, \"us\": %.3f, \"floor_us\": %.3f, "
-               "\"pct_floor\": %.2f, \"gbps\": %.1f, \"reference\": \"%s\", \"reference_us\": %.3f}\n",
+               "\"pct_floor\": %.2f, \"gbps\": %.1f, \"reference\": \"%s\", \"reference_us\": %.3f, "
+               "\"detail\": \"%s\"}\n",
                r.kernel.c_str(), r.shape.c_str(), r.bytes, r.us, r.floor_us, 100.0 * r.floor_us / r.us,
-               r.bytes / (r.us * 1e-6) / 1e9, r.reference.c_str(), r.reference_us);
+               r.bytes / (r.us * 1e-6) / 1e9, r.reference.c_str(), r.reference_us, r.detail.c_str());
 }
 
 }  // namespace eaglesim::bench

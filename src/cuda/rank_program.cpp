@@ -242,7 +242,7 @@ const LtGemm& RankProgram::gemm_plan(std::int64_t m, std::int64_t n, std::int64_
   auto it = gemms_.find(key);
   if (it != gemms_.end()) return *it->second;
   const float* scales = fp8_scales_.as<float>();
-  auto plan = std::make_unique<LtGemm>(lt_, m, n, k, dtype, kLtWorkspaceBytes, scales, scales + 1);
+  auto plan = std::make_unique<LtGemm>(lt_, blas_, m, n, k, dtype, kLtWorkspaceBytes, scales, scales + 1);
   // The shape's fastest algorithm, timed on its first op's real buffers (setup, before capture).
   plan->tune(w, x, y, workspace_.get());
   return *gemms_.emplace(key, std::move(plan)).first->second;
@@ -250,7 +250,7 @@ const LtGemm& RankProgram::gemm_plan(std::int64_t m, std::int64_t n, std::int64_
 
 // The phases, in this order because each needs what the one before made, and because the order
 // of allocations decides where the weights land (the weight arena's placement, weight_arena.hpp):
-//   open_device:   the GPU's properties, cuBLASLt, the GEMM workspace and fp8 scales;
+//   open_device:   the GPU's properties, cuBLASLt and cuBLAS, the GEMM workspace and fp8 scales;
 //   plan_step:     pass 1, per op how it runs and what memory it needs (nothing allocated yet,
 //                  so a step the replay cannot run fails before it takes any memory);
 //   allocate:      the shared scratch first, then the per-op regions in what memory is left;
@@ -281,6 +281,7 @@ void RankProgram::open_device() {
   compute_capability_ = prop.major * 10 + prop.minor;
   has_fp8_ = compute_capability_ >= 89;  // fp8 tensor cores: Ada (8.9) and Hopper (9.0) onwards
   EAGLESIM_CUBLAS_CHECK(cublasLtCreate(&lt_));
+  EAGLESIM_CUBLAS_CHECK(cublasCreate(&blas_));
   workspace_ = DeviceBuffer(kLtWorkspaceBytes);
   fp8_scales_ = DeviceBuffer(2 * sizeof(float));
   const float ones[2] = {1.f, 1.f};
@@ -603,6 +604,7 @@ void RankProgram::build_matmul(std::size_t i, const Op& op, const MatmulChoice& 
     char* y = yb + as_size(e) * y_slot;
     const char* x = c.lt_dtype == DType::fp8 ? x8b + as_size(e) * x8_slot : xb + as_size(e) * x_slot;
     const LtGemm* plan = &gemm_plan(m, op.n, c.k_eff, c.lt_dtype, w, x, y);
+    if (experts == 1) detail += ": " + plan->candidate(plan->chosen()).name;
     parts.push_back([=](cudaStream_t s) { plan->run(w, x, y, ws, s); });
   }
   if (parts.size() == 1) ops_[i] = parts[0];
@@ -742,6 +744,7 @@ void RankProgram::build_rowwise(std::size_t i, const Op& op) {
 
 RankProgram::~RankProgram() {
   gemms_.clear();
+  if (blas_) cublasDestroy(blas_);
   if (lt_) cublasLtDestroy(lt_);
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "cuda/allreduce_self_check.hpp"
@@ -95,6 +96,7 @@ class RankProgram {
   int compute_capability_ = 0;  // major * 10 + minor
   bool has_fp8_ = false;
   cublasLtHandle_t lt_ = nullptr;
+  cublasHandle_t blas_ = nullptr;  // the GEMM tuner's cublasGemmEx candidate (lt_gemm.hpp)
   DeviceBuffer workspace_, x_, x8_, y_, z_, residual_, part_acc_, part_ml_, ids_, fp8_scales_;
   // The grouped GEMM kernels' shared workspace and the rows each expert gets, per grouped op.
   DeviceBuffer moe_workspace_, expert_offsets_;

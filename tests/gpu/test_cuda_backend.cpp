@@ -14,7 +14,9 @@
 #include <vector>
 
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +24,7 @@
 #include "cuda/allreduce_self_check.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/gemm_fingerprint.hpp"
 #include "cuda/ideal_comm_group.hpp"
 #include "cuda/lt_gemm.hpp"
 #include "cuda/rank_program.hpp"
@@ -252,7 +255,7 @@ TEST(CudaGemm, SmallMGemmTimeMatchesWeightBandwidth) {
   std::vector<DeviceBuffer> weights;  // rotate 3 copies: 350 MB, far beyond L2
   for (int i = 0; i < 3; ++i) weights.push_back(random_bf16(wbytes / 2, 50 + i, 0.05f));
   DeviceBuffer x = random_bf16(m * k, 60), y = poisoned(m * n * 2);
-  LtGemm gemm(lt, m, n, k, DType::bf16, ws.bytes());
+  LtGemm gemm(lt, nullptr, m, n, k, DType::bf16, ws.bytes());
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
@@ -282,6 +285,156 @@ TEST(CudaGemm, SmallMGemmTimeMatchesWeightBandwidth) {
   EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }));
   cudaEventDestroy(a);
   cudaEventDestroy(b);
+  cublasLtDestroy(lt);
+}
+
+// The tuner compares candidates by fingerprint: rounding-level differences pass, a wrong product
+// (lost elements, shifted elements, a NaN) does not.
+TEST(GemmFingerprint, SeparatesRoundingFromWrongProducts) {
+  REQUIRE_GPUS(1);
+  const std::size_t n = 1 << 16;
+  DeviceBuffer y = random_bf16(n, 71), scratch(5 * sizeof(double));
+  std::vector<std::uint16_t> h(n);
+  ASSERT_EQ(cudaMemcpy(h.data(), y.get(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  const GemmFingerprint reference = fingerprint_bf16(y.get(), n, scratch.as<double>(), nullptr);
+  auto print_of = [&](const std::vector<std::uint16_t>& v) {
+    DeviceBuffer d(n * 2);
+    EXPECT_EQ(cudaMemcpy(d.get(), v.data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    return fingerprint_bf16(d.get(), n, scratch.as<double>(), nullptr);
+  };
+  std::vector<std::uint16_t> rounded = h, lost = h, shifted(n), with_nan = h;
+  for (std::size_t i = 0; i < n; ++i) {
+    if ((i * 2654435761u) >> 31 & 1) rounded[i] ^= 1;  // one unit in the last place, half the elements
+    if (i % 10 == 0) lost[i] = 0;
+    shifted[i] = h[(i + 1) % n];
+  }
+  with_nan[n / 2] = 0x7fc0;
+  EXPECT_EQ(fingerprint_mismatch(print_of(h), reference), "");
+  EXPECT_EQ(fingerprint_mismatch(print_of(rounded), reference), "");
+  EXPECT_NE(fingerprint_mismatch(print_of(lost), reference), "");
+  EXPECT_NE(fingerprint_mismatch(print_of(shifted), reference), "");
+  EXPECT_NE(fingerprint_mismatch(print_of(with_nan), reference), "");
+}
+
+struct GemmCase {
+  std::int64_t m, n, k;
+  DType dtype;
+};
+
+// y[m, n] = x[m, k] . W[n, k]^T in double from the device's operands (bf16 or e4m3 bytes).
+std::vector<double> gemm_reference(const DeviceBuffer& w, const DeviceBuffer& x, const GemmCase& g) {
+  auto decode = [&](const DeviceBuffer& b, std::size_t count) {
+    std::vector<double> out(count);
+    if (g.dtype == DType::fp8) {
+      std::vector<__nv_fp8_e4m3> h(count);
+      EXPECT_EQ(cudaMemcpy(h.data(), b.get(), count, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<float>(h[i]);
+    } else {
+      const std::vector<float> f = download_bf16(b, count);
+      out.assign(f.begin(), f.end());
+    }
+    return out;
+  };
+  const std::vector<double> hw = decode(w, g.n * g.k), hx = decode(x, g.m * g.k);
+  std::vector<double> y(g.m * g.n);
+  for (std::int64_t r = 0; r < g.m; ++r)
+    for (std::int64_t c = 0; c < g.n; ++c) {
+      double s = 0;
+      for (std::int64_t i = 0; i < g.k; ++i) s += hx[r * g.k + i] * hw[c * g.k + i];
+      y[r * g.n + c] = s;
+    }
+  return y;
+}
+
+// Every candidate the tuner may choose, cuBLAS's default (what PyTorch's F.linear calls) and the
+// split-K and enumerated cuBLASLt configurations included, computes the product; so does the
+// choice tune() makes.
+TEST(CudaGemm, EveryCandidateMatchesCpuReference) {
+  REQUIRE_GPUS(1);
+  cublasLtHandle_t lt;
+  cublasHandle_t blas;
+  ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
+  DeviceBuffer ws(32u << 20), scales(2 * sizeof(float));
+  const float ones[2] = {1.f, 1.f};
+  ASSERT_EQ(cudaMemcpy(scales.get(), ones, sizeof(ones), cudaMemcpyHostToDevice), cudaSuccess);
+  const GemmCase cases[] = {{1, 2048, 4096, DType::bf16},
+                            {16, 1024, 8192, DType::bf16},
+                            {64, 3072, 1024, DType::bf16},
+                            {200, 1024, 1536, DType::bf16},
+                            {16, 2048, 4096, DType::fp8}};
+  for (const GemmCase& g : cases) {
+    SCOPED_TRACE(fmt::format("m={} n={} k={} {}", g.m, g.n, g.k, to_string(g.dtype)));
+    const bool fp8 = g.dtype == DType::fp8;
+    const std::size_t elem = fp8 ? 1 : 2;
+    DeviceBuffer w(g.n * g.k * elem), x(g.m * g.k * elem), y = poisoned(g.m * g.n * 2);
+    fill_random(w.get(), g.n * g.k, g.dtype, 81, fp8 ? 0.5f : 0.05f, nullptr);
+    fill_random(x.get(), g.m * g.k, g.dtype, 82, 1.f, nullptr);
+    const std::vector<double> ref = gemm_reference(w, x, g);
+    const float* sp = scales.as<float>();
+    LtGemm gemm(lt, blas, g.m, g.n, g.k, g.dtype, ws.bytes(), sp, sp + 1);
+    gemm.add_all_candidates();
+    int ran = 0, cublas_default = 0;
+    std::map<GemmSource, int> per_source;
+    for (int c = 0; c < gemm.candidate_count(); ++c) {
+      const GemmCandidate& cand = gemm.candidate(c);
+      ASSERT_EQ(cudaMemset(y.get(), 0xFF, g.m * g.n * 2), cudaSuccess);
+      const cublasStatus_t st = gemm.run_candidate(c, w.get(), x.get(), y.get(), ws.get(), nullptr);
+      // The heuristic's first choice and cuBLAS's default must run; others may be refused at launch.
+      if (c == 0 || cand.source == GemmSource::cublas_default) EXPECT_EQ(st, CUBLAS_STATUS_SUCCESS) << cand.name;
+      if (st != CUBLAS_STATUS_SUCCESS) continue;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cand.name;
+      EXPECT_LT(rel_l2(download_bf16(y, g.m * g.n), ref), 1e-2) << cand.name;
+      ++ran;
+      ++per_source[cand.source];
+      if (cand.source == GemmSource::cublas_default) ++cublas_default;
+    }
+    EXPECT_EQ(cublas_default, fp8 ? 0 : 1);
+    std::printf("m=%lld n=%lld k=%lld %s: %d of %d candidates ran (heuristic %d, split-K %d, enumerated %d, cublas %d)\n",
+                static_cast<long long>(g.m), static_cast<long long>(g.n), static_cast<long long>(g.k),
+                to_string(g.dtype), ran, gemm.candidate_count(), per_source[GemmSource::heuristic],
+                per_source[GemmSource::split_k], per_source[GemmSource::enumerated], per_source[GemmSource::cublas_default]);
+    gemm.tune(w.get(), x.get(), y.get(), ws.get());
+    ASSERT_EQ(cudaMemset(y.get(), 0xFF, g.m * g.n * 2), cudaSuccess);
+    gemm.run(w.get(), x.get(), y.get(), ws.get(), nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_LT(rel_l2(download_bf16(y, g.m * g.n), ref), 1e-2) << gemm.describe();
+    for (const std::string& r : gemm.tuning().rejected) std::printf("  rejected %s\n", r.c_str());
+    std::printf("  %s, %.3f s\n", gemm.describe().c_str(), gemm.tuning().seconds);
+  }
+  cublasDestroy(blas);
+  cublasLtDestroy(lt);
+}
+
+// A shape tuned once is not tuned again in the process: the next GEMM of the shape takes the
+// same candidate without timing anything.
+TEST(CudaGemm, TunedChoiceIsRememberedPerShape) {
+  REQUIRE_GPUS(1);
+  const std::int64_t m = 3, n = 5120, k = 3072;  // a shape no other test tunes
+  cublasLtHandle_t lt;
+  cublasHandle_t blas;
+  ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
+  DeviceBuffer ws(32u << 20), w = random_bf16(n * k, 91, 0.05f), x = random_bf16(m * k, 92), y = poisoned(m * n * 2);
+  LtGemm first(lt, blas, m, n, k, DType::bf16, ws.bytes());
+  first.tune(w.get(), x.get(), y.get(), ws.get());
+  EXPECT_FALSE(first.tuning().remembered);
+  EXPECT_GT(first.tuning().timed, 1);
+  EXPECT_GT(first.tuning().us, 0);
+  EXPECT_LT(first.tuning().seconds, 2.0) << "the tuning budget of one small shape";
+  LtGemm second(lt, blas, m, n, k, DType::bf16, ws.bytes());
+  second.tune(w.get(), x.get(), y.get(), ws.get());
+  EXPECT_TRUE(second.tuning().remembered);
+  EXPECT_EQ(second.tuning().timed, 0);
+  EXPECT_EQ(second.candidate(second.chosen()).name, first.candidate(first.chosen()).name);
+  first.run(w.get(), x.get(), y.get(), ws.get(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<float> a = download_bf16(y, m * n);
+  ASSERT_EQ(cudaMemset(y.get(), 0xFF, m * n * 2), cudaSuccess);
+  second.run(w.get(), x.get(), y.get(), ws.get(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_LT(rel_l2(download_bf16(y, m * n), std::vector<double>(a.begin(), a.end())), 1e-2);
+  cublasDestroy(blas);
   cublasLtDestroy(lt);
 }
 
