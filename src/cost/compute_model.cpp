@@ -8,7 +8,9 @@
 //     small m on the MMA's narrow side: mma.m16n8k16, wgmma N >= 8), so m = 4 costs the flops of
 //     m = 16; same ramp form for flops with kMaxFlopsEfficiency / kFlopsRampUs.
 // A GEMM costs max(memory time, compute time); nothing costs less than the launch gap (the
-// minimum time per kernel back to back in a CUDA graph). Calibration tables win in range.
+// minimum time per kernel back to back in a CUDA graph). Calibration tables win in range. A
+// residual add and the RMSNorm after it that a serving engine runs as one fused kernel are priced
+// as that kernel: one launch gap, or its bytes streamed, not two.
 //
 // Where the constants come from: kMaxBwEfficiency and kBwRampUs are a least-squares line through
 // the bf16 GEMM kernels of Llama-3.1-8B TP2 at m=4 measured on an H200 (PyTorch profiler, cuBLAS
@@ -25,6 +27,7 @@
 
 #include "cost/calibration.hpp"
 #include "topology/calibration_keys.hpp"
+#include "trace/op_traffic.hpp"
 
 namespace eaglesim {
 
@@ -112,12 +115,31 @@ const std::vector<SizeCalPoint>* find_table(const std::map<std::string, std::vec
   return it == m.end() ? nullptr : &it->second;
 }
 
-}  // namespace
-
-OpCost compute_cost(const Op& op, const Topology& topo) {
-  OpCost c = chain_cost(op, topo);
+// A chain cost in a step: the calibration's sequence overhead added.
+OpCost in_step(OpCost c, const Topology& topo) {
   if (topo.calibration.sequence_overhead_us) c.us = std::max(0.0, c.us + *topo.calibration.sequence_overhead_us);
   return c;
+}
+
+// Element-wise kernels streaming `bytes`, priced by the elementwise table `key` at tokens x hidden.
+OpCost elementwise_cost(const Topology& topo, double bytes, const std::string& key, const Op& op) {
+  const double model = std::max(launch_gap(topo), streaming_memory_us(topo, bytes));
+  TableLookup l;
+  if (const auto* table = find_table(topo.calibration.elementwise, key))
+    l = interpolate_table(*table, static_cast<double>(op.tokens) * static_cast<double>(op.hidden));
+  return from_table(l, model);
+}
+
+}  // namespace
+
+OpCost compute_cost(const Op& op, const Topology& topo) { return in_step(chain_cost(op, topo), topo); }
+
+OpCost add_rmsnorm_cost(const Op& norm, const Topology& topo) { return in_step(add_rmsnorm_chain_cost(norm, topo), topo); }
+
+OpCost add_rmsnorm_chain_cost(const Op& norm, const Topology& topo) {
+  if (norm.kind != OpKind::rmsnorm)
+    throw std::invalid_argument("add_rmsnorm_cost: op '" + norm.name + "' is a " + to_string(norm.kind) + ", not the pair's rmsnorm");
+  return elementwise_cost(topo, add_rmsnorm_traffic(norm).bytes, kAddRmsnormTable, norm);
 }
 
 OpCost chain_cost(const Op& op, const Topology& topo) {
@@ -148,13 +170,7 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
     case OpKind::rmsnorm:
     case OpKind::residual_add:
     case OpKind::act:
-    case OpKind::embedding: {
-      double model = std::max(gap, streaming_memory_us(topo, op.weight_bytes() + op.io_bytes()));
-      TableLookup l;
-      if (const auto* table = find_table(cal.elementwise, to_string(op.kind)))
-        l = interpolate_table(*table, static_cast<double>(op.tokens) * static_cast<double>(op.hidden));
-      return from_table(l, model);
-    }
+    case OpKind::embedding: return elementwise_cost(topo, op.weight_bytes() + op.io_bytes(), to_string(op.kind), op);
     case OpKind::other: {
       if (!op.us) throw std::invalid_argument("compute_cost: op '" + op.name + "' of kind other has no us");
       OpCost c;
