@@ -37,6 +37,7 @@ struct Scenario {
   int ranks = 1;             // ranks actually used (cuda --ranks K may differ from tp)
   int draft_tokens = 0;
   Acceptance acceptance;
+  bool fused_add_norm = true;  // residual_add + rmsnorm ran as one kernel (RunOptions::fuse_add_norm)
   std::vector<std::string> notes;
 };
 

@@ -8,16 +8,26 @@
 #include "core/errors.hpp"
 #include "domain/speculative.hpp"
 #include "engine/op_pricing.hpp"
+#include "trace/op_traffic.hpp"
 
 namespace eaglesim {
 
 namespace {
 
 // The traffic behind each kind's time: the residual adds and RMSNorms a fusing strategy runs
-// inside its allreduce kernel are the allreduce's time, so they are not counted for their kinds.
-KindTraffic step_kind_traffic(const Step& step, bool fuses) {
+// inside its allreduce kernel are the allreduce's time, so they are not counted for their kinds;
+// a residual add run with its RMSNorm as one kernel (fuse_add_norm) is that kernel's traffic,
+// under rmsnorm, where its time is reported.
+KindTraffic step_kind_traffic(const Step& step, bool fuses, bool fuse_add_norm) {
   KindTraffic t{};
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
+    if (fuse_add_norm && fusable_add_norm(step.ops, i)) {
+      const OpTraffic f = add_rmsnorm_traffic(step.ops[i + 1]);
+      t[static_cast<std::size_t>(OpKind::rmsnorm)].bytes += f.bytes;
+      t[static_cast<std::size_t>(OpKind::rmsnorm)].flops += f.flops;
+      ++i;
+      continue;
+    }
     add_traffic(t, step.ops[i]);
     if (fuses && step.ops[i].is_comm()) i += static_cast<std::size_t>(fusable_followers(step.ops, i));
   }
@@ -61,6 +71,9 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     sc.notes.push_back(fmt::format("trace made for tp={}, run on {} ranks: op shapes are the trace's, only the "
                                    "collectives see the different world size",
                                    trace.meta.tp, sc.ranks));
+  sc.fused_add_norm = req.options.fuse_add_norm;
+  if (!sc.fused_add_norm)
+    sc.notes.push_back(kUnfusedAddNormNote);
   if (!draft) sc.notes.push_back("the trace has no draft step: draft cost is not included in the cycle (tok/s is optimistic)");
   if (!decode) sc.notes.push_back("the trace has no decode step: speedup vs plain decoding and break-even are n/a");
 
@@ -85,7 +98,8 @@ PricedStep price_step(Backend& backend, const Trace& trace, const Step& step, co
   PricedStep p;
   try {
     p.result = backend.run_step(trace, step, strategy, topo, options);
-    if (p.result.ceilings) p.result.kind_traffic = step_kind_traffic(step, fuses_residual_norm(strategy));
+    if (p.result.ceilings)
+      p.result.kind_traffic = step_kind_traffic(step, fuses_residual_norm(strategy), options.fuse_add_norm);
   } catch (const StrategyUnsupported& e) {
     p.supported = false;
     p.reason = e.what();

@@ -111,6 +111,7 @@ nlohmann::ordered_json report_to_json(const Report& report) {
                             {"tokens_per_cycle", sc.acceptance.tokens_per_cycle(sc.draft_tokens)},
                             {"description", sc.acceptance.describe(sc.draft_tokens)}};
   if (sc.acceptance.source) scenario["acceptance"]["source"] = acceptance_source_json(*sc.acceptance.source);
+  scenario["fused_add_norm"] = sc.fused_add_norm;
   scenario["notes"] = sc.notes;
   json results = json::array();
   for (const StrategyResult& r : report.results) results.push_back(result_json(report, r));

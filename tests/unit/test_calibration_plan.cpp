@@ -193,7 +193,8 @@ TEST(CalibrationPlan, SimulatorPricesTracedOpsFromTheWrittenTables) {
     EXPECT_NEAR(cost.us, fake_compute(as_gemm), 1e-9) << op.name;
     expected += fake_compute(as_gemm);
   }
-  const StepResult r = test_support::simulate_verify(t, topo, "nccl", 2, "model");
+  // Each op its own kernel: these tables have no fused residual add + norm kernel (add_rmsnorm).
+  const StepResult r = test_support::simulate_verify(t, topo, "nccl", 2, "model", false);
   EXPECT_NEAR(r.step_us, expected, 1e-6 * expected);
   for (const auto& n : r.notes) EXPECT_EQ(n.find("calibration"), std::string::npos) << n;
 
@@ -220,7 +221,7 @@ TEST(CalibrationPlan, SimulatorNotesOpsWithoutTables) {
   Calibration cal = build_calibration(q, m, {t});
   cal.elementwise.erase("act");
   const Topology topo = calibrated_topology(h200(), m, cal);
-  const StepResult r = test_support::simulate_verify(t, topo, "oneshot", 2, "model");
+  const StepResult r = test_support::simulate_verify(t, topo, "oneshot", 2, "model", false);
   bool compute_note = false, comm_note = false;
   for (const auto& n : r.notes) {
     compute_note |= n.find("32 ops have no calibration table") != std::string::npos;
@@ -228,6 +229,12 @@ TEST(CalibrationPlan, SimulatorNotesOpsWithoutTables) {
   }
   EXPECT_TRUE(compute_note);
   EXPECT_TRUE(comm_note);
+  // With the residual adds and norms fused, the 64 fused kernels have no table either (a
+  // calibration without add_rmsnorm), and the note counts them with the 32 activations.
+  bool fused_note = false;
+  for (const auto& n : test_support::simulate_verify(t, topo, "oneshot", 2, "model").notes)
+    fused_note |= n.find("96 ops have no calibration table") != std::string::npos;
+  EXPECT_TRUE(fused_note);
 }
 
 TEST(CalibrationPlan, ExactTraceSizesWinOverGridPointsOfAnotherShape) {
