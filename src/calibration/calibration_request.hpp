@@ -84,6 +84,10 @@ struct CalibrationRequest {
   // Consecutive compute ops of the traces (A, B), measured as a chain of (A, B) pairs against
   // their own chains: the kernel-transition cost (Calibration::transition_us).
   std::vector<std::pair<Op, Op>> transitions;
+  // A residual_add followed by an rmsnorm of the same shape runs as one fused kernel
+  // (engine/op_pricing.hpp, fusable_add_norm), in the chains measured and in the fits that price
+  // them (the `add_rmsnorm` elementwise table); false: as two (--no-fused-add-norm).
+  bool fuse_add_norm = true;
   int iters = 7;                       // timed graph replays per graph (median)
   int warmup = 2;
   double timeout_s = 30;
