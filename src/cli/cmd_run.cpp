@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "cli/add_norm_flag.hpp"
 #include "cli/commands.hpp"
 #include "cli/replay_flags.hpp"
 #include "comm/communicator.hpp"
@@ -53,6 +54,7 @@ struct RunArgs {
   std::string nccl_algo, nccl_proto;
   std::string skew_us, rank_slowdown;
   std::string op_times = "auto";
+  bool no_fused_add_norm = false;
   ReplayFlags replay;
   std::string json_out, csv_out, timeline_out;
   std::string report_out;  // --report (sweep branch): self-contained HTML report
@@ -169,6 +171,7 @@ void run(const RunArgs& a) {
   if (!a.skew_us.empty()) req.options.rank_skew_us = parse_per_rank(a.skew_us, "--skew-us");
   if (!a.rank_slowdown.empty()) req.options.rank_compute_scale = parse_per_rank(a.rank_slowdown, "--rank-slowdown");
   req.options.op_times = a.op_times;
+  req.options.fuse_add_norm = !a.no_fused_add_norm;
   apply_replay_flags(a.replay, req.options);
   req.options.want_timeline = !a.timeline_out.empty() || !a.report_out.empty();  // the report draws a waterfall
   const int ranks = a.ranks > 0 ? a.ranks : trace.meta.tp;
@@ -237,6 +240,7 @@ void add_run(CLI::App& app) {
                   "Compute-op durations: auto (measured if the trace was imported, else model), model, measured")
       ->check(CLI::IsMember({"auto", "model", "measured"}))
       ->default_str("auto");
+  add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
   add_replay_flags(cmd, a->replay);
   cmd->add_option("--json", a->json_out, "Write the report as JSON (docs/report-format.md)");
   cmd->add_option("--csv", a->csv_out, "Write the report as CSV");
