@@ -8,6 +8,7 @@
 
 #include "core/errors.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/elementwise_plan.hpp"
 #include "cuda/moe_gemm_plan.hpp"
 #include "cuda/replay_kernels.hpp"
 #include "cuda/verify_attention_plan.hpp"
@@ -255,7 +256,8 @@ const LtGemm& RankProgram::gemm_plan(std::int64_t m, std::int64_t n, std::int64_
 //                  so a step the replay cannot run fails before it takes any memory);
 //   allocate:      the shared scratch first, then the per-op regions in what memory is left;
 //   fill_contents: random data everywhere (never zeros, which can run faster and hide bugs);
-//   build_ops:     pass 2, one closure per op (a fused allreduce absorbs the two ops after it).
+//   build_ops:     pass 2, one closure per op (a fused allreduce absorbs the two ops after it, a
+//                  fused add + RMSNorm the RMSNorm after its residual add).
 RankProgram::RankProgram(const Step& step, int device, RankComm& comm, RankComm* fallback, const ProgramOptions& opts)
     : device_(device) {
   open_device();
@@ -424,6 +426,12 @@ void RankProgram::plan_rowwise(std::size_t i, const Op& op, ProgramPlan& plan) {
       plan.z = std::max(plan.z, as_size(op.bytes));
       break;
     case OpKind::rmsnorm:
+      try {
+        // A width the kernels do not take fails here (a recorded one runs as a timed kernel).
+        if (!recorded_[i]) (void)row_norm_geometry(op.tokens, op.hidden, true);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{}: the CUDA backend cannot replay it: {}", labels_[i], e.what()));
+      }
       plan.region_bytes[i] = as_size(op.hidden) * 2;
       plan.x = std::max(plan.x, as_size(op.tokens * op.hidden) * 2);
       plan.y = std::max(plan.y, as_size(op.tokens * op.hidden) * 2);
@@ -525,7 +533,7 @@ void RankProgram::fill_contents(const Step& step, const ProgramPlan& plan, std::
 void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, RankComm& comm, RankComm* fallback,
                             const ProgramOptions& opts) {
   const bool can_fuse = comm.supports_fused() && !opts.skip_allreduces;
-  std::size_t fused = 0, recorded = 0, ours = 0;
+  std::size_t fused = 0, fused_norms = 0, recorded = 0, ours = 0;
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     if (absorbed_[i]) continue;
     const Op& op = step.ops[i];
@@ -543,10 +551,17 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, RankComm&
       case OpKind::allreduce:
         if (build_allreduce(i, step, comm, fallback, can_fuse, opts.skip_allreduces)) ++fused;
         break;
+      case OpKind::residual_add:
+        if (opts.fuse_add_norm && build_add_rmsnorm(i, step)) ++fused_norms;
+        else build_rowwise(i, op);
+        break;
       default: build_rowwise(i, op); break;
     }
   }
   if (fused > 0) note(fmt::format("{} allreduce + residual add + RMSNorm triples ran as one {} kernel each", fused, comm.strategy()));
+  if (fused_norms > 0)
+    note(fmt::format("{} residual add + RMSNorm pairs ran as one fused add + RMSNorm kernel each (SGLang's and "
+                     "vLLM's fused_add_rmsnorm)", fused_norms));
   if (recorded > 0)
     note(fmt::format("compute: {} ops ran as timed kernels of their recorded durations{} (--op-times); only the "
                      "allreduces ran for real", recorded, ours > 0 ? fmt::format(", {} as eaglesim's kernels", ours) : ""));
@@ -694,6 +709,28 @@ bool RankProgram::build_allreduce(std::size_t i, const Step& step, RankComm& com
   detail += " + residual + rmsnorm (fused)";
   ops_[i] = [rc, xb, args, dtype](cudaStream_t s) { rc->allreduce_residual_rmsnorm(xb, args, dtype, s); };
   use_collective({rc, dtype, count, true, args.tokens, args.hidden, kRmsEps});
+  return true;
+}
+
+// A residual add whose next op is the RMSNorm of the same rows (and not absorbed into a fused
+// allreduce before it, nor replayed as its recorded duration): both as one fused add + RMSNorm kernel, the RMSNorm absorbed (true
+// returned). The residual add's input and the norm's output are the buffers the two kernels would
+// use, the weight the norm's own.
+bool RankProgram::build_add_rmsnorm(std::size_t i, const Step& step) {
+  const auto& ops = step.ops;
+  if (i + 1 >= ops.size() || absorbed_[i + 1] || recorded_[i + 1]) return false;
+  const Op& add = ops[i];
+  const Op& norm = ops[i + 1];
+  if (norm.kind != OpKind::rmsnorm || norm.tokens != add.tokens || norm.hidden != add.hidden) return false;
+  const char* xb = x_.as<char>();
+  void* r = residual_.get();
+  const void* w = arena_.region(i + 1);
+  char* yb = y_.as<char>();
+  const int t = int(add.tokens), h = int(add.hidden);
+  absorbed_[i + 1] = true;
+  details_[i + 1] = "fused into " + add.name;
+  details_[i] = "fused add + rmsnorm kernel";
+  ops_[i] = [=](cudaStream_t s) { launch_add_rmsnorm(xb, r, w, yb, t, h, kRmsEps, s); };
   return true;
 }
 

@@ -2,7 +2,8 @@
 // The ops of one step, made runnable on one GPU: every trace op becomes a closure that
 // enqueues real work with the traced shape on a stream (cuBLASLt bf16 GEMMs, eaglesim's
 // weight-only and grouped MoE GEMM kernels for quantised weights and experts, the
-// verify-attention kernel, row-wise kernels, the rank's allreduce, a timed spin for `other`).
+// verify-attention kernel, row-wise kernels (a residual add and the RMSNorm after it as one fused
+// kernel), the rank's allreduce, a timed spin for `other`).
 // Construction allocates
 // and randomly fills everything (weights per op, KV caches, activations) and prepares the
 // GEMM algorithms, so that enqueueing never allocates and can be captured into a CUDA graph.
@@ -79,6 +80,7 @@ class RankProgram {
   void build_attention(std::size_t i, const Op& op, const ProgramPlan& plan);
   bool build_allreduce(std::size_t i, const Step& step, RankComm& comm, RankComm* fallback, bool can_fuse,
                        bool skip_allreduces);
+  bool build_add_rmsnorm(std::size_t i, const Step& step);
   void build_rowwise(std::size_t i, const Op& op);
   void build_recorded(std::size_t i, double us);
 

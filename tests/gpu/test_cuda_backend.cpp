@@ -201,48 +201,6 @@ TEST(CudaKernels, MlaAttentionMatchesCpuReference) {
   check_attention(s);
 }
 
-TEST(CudaKernels, RmsNormMatchesCpuReference) {
-  REQUIRE_GPUS(1);
-  for (int hidden : {4096, 100}) {  // packed and scalar paths
-    const int tokens = 3;
-    const std::size_t n = static_cast<std::size_t>(tokens) * hidden;
-    DeviceBuffer x = random_bf16(n, 21), w = random_bf16(hidden, 22), out = poisoned(n * 2);
-    launch_rmsnorm(x.get(), w.get(), out.get(), tokens, hidden, 1e-5f, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    auto hx = download_bf16(x, n), hw = download_bf16(w, hidden), got = download_bf16(out, n);
-    std::vector<double> ref(n);
-    for (int t = 0; t < tokens; ++t) {
-      double ss = 0;
-      for (int i = 0; i < hidden; ++i) ss += double(hx[t * hidden + i]) * hx[t * hidden + i];
-      const double inv = 1.0 / std::sqrt(ss / hidden + 1e-5);
-      for (int i = 0; i < hidden; ++i) ref[t * hidden + i] = hx[t * hidden + i] * inv * hw[i];
-    }
-    EXPECT_LT(rel_l2(got, ref), 1e-2) << "hidden " << hidden;
-  }
-}
-
-TEST(CudaKernels, SiluMulAndResidualAddMatchCpu) {
-  REQUIRE_GPUS(1);
-  const int tokens = 4, hidden = 1000;
-  const std::size_t n = static_cast<std::size_t>(tokens) * hidden;
-  DeviceBuffer gu = random_bf16(2 * n, 31), out = poisoned(n * 2);
-  launch_silu_mul(gu.get(), out.get(), tokens, hidden, nullptr);
-  DeviceBuffer res = random_bf16(n, 32), x = random_bf16(n, 33);
-  auto r0 = download_bf16(res, n), hx = download_bf16(x, n);
-  launch_residual_add(res.get(), x.get(), n, nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  auto hgu = download_bf16(gu, 2 * n), got = download_bf16(out, n), r1 = download_bf16(res, n);
-  std::vector<double> ref(n), rref(n);
-  for (int t = 0; t < tokens; ++t)
-    for (int h = 0; h < hidden; ++h) {
-      const double g = hgu[t * 2 * hidden + h], u = hgu[t * 2 * hidden + hidden + h];
-      ref[t * hidden + h] = g / (1 + std::exp(-g)) * u;
-    }
-  for (std::size_t i = 0; i < n; ++i) rref[i] = double(r0[i]) + hx[i];
-  EXPECT_LT(rel_l2(got, ref), 1e-2);
-  EXPECT_LT(rel_l2(r1, rref), 1e-2);
-}
-
 // A memory-bound GEMM (m=4, 117 MB of weights) must stream its weights at a rate between a
 // third of and about the device-to-device copy rate measured here.
 TEST(CudaGemm, SmallMGemmTimeMatchesWeightBandwidth) {
@@ -658,6 +616,49 @@ TEST(CudaReplay, RecordedComputeRunsTheRecordedDurations) {
   EXPECT_THROW(backend->run_step(generated, generated.steps[0], "nccl", nullptr, opts), InputError);
 }
 
+// A residual add and the RMSNorm of the same rows right after it run as one fused add + RMSNorm
+// kernel, the norm absorbed, unless the options turn that off (RunOptions::fuse_add_norm reaches
+// the program through the backend).
+TEST(CudaReplay, ResidualAddAndRmsNormRunAsOneFusedKernel) {
+  REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const Trace t = tiny_fused_trace(1);
+  const Step& step = t.steps[0];
+  {
+    CommGroupConfig cc;
+    cc.strategy = "ideal";
+    cc.ranks = 1;
+    cc.devices = {0};
+    auto group = create_ideal_comm_group(cc);
+    for (bool fuse : {true, false}) {
+      ProgramOptions popts;
+      popts.fuse_add_norm = fuse;
+      RankProgram program(step, 0, group->rank(0), nullptr, popts);
+      int pairs = 0;
+      for (std::size_t i = 0; i + 1 < step.ops.size(); ++i) {
+        if (step.ops[i].kind != OpKind::residual_add || step.ops[i + 1].kind != OpKind::rmsnorm) continue;
+        ++pairs;
+        EXPECT_EQ(program.absorbed(i + 1), fuse) << program.label(i);
+        EXPECT_FALSE(program.absorbed(i)) << program.label(i);
+        EXPECT_EQ(program.detail(i), fuse ? "fused add + rmsnorm kernel" : "residual add kernel");
+        EXPECT_EQ(program.detail(i + 1), fuse ? "fused into " + step.ops[i].name : std::string("rmsnorm kernel"));
+      }
+      EXPECT_EQ(pairs, 2);
+      EXPECT_EQ(has_note(program.notes(), "2 residual add + RMSNorm pairs ran as one fused add + RMSNorm kernel"), fuse);
+    }
+  }
+  RunOptions opts = ten_replays();
+  opts.ranks = 1;
+  auto backend = make_cuda_backend();
+  for (bool fuse : {true, false}) {
+    opts.fuse_add_norm = fuse;
+    const StepResult r = backend->run_step(t, step, "nccl", nullptr, opts);
+    EXPECT_GT(r.step_us, 0);
+    EXPECT_EQ(r.timeline.spans.size(), step.ops.size());
+    EXPECT_EQ(has_note(r.notes, "residual add + RMSNorm pairs ran as one fused add + RMSNorm kernel"), fuse);
+  }
+}
+
 TEST(CudaReplay, TinyTraceOnTwoGpus) {
   REQUIRE_GPUS(2);
   const Trace t = tiny_trace(2);
@@ -814,6 +815,11 @@ TEST(CudaReplay, EveryStrategyPassesTheSelfCheckOnTwoGpus) {
                             ? "fused allreduce + residual + RMSNorm of 4 x 1024 bf16, allreduce of 4096 bf16 matched"
                             : "allreduce of 4096 bf16 matched";
     EXPECT_TRUE(has_note(r.notes, shape)) << s;
+    // The residual add + RMSNorm after the attention allreduce: absorbed by `fused`, else one
+    // fused add + RMSNorm kernel per layer.
+    EXPECT_EQ(has_note(r.notes, "2 residual add + RMSNorm pairs ran as one fused add + RMSNorm kernel"),
+              std::string(s) != "fused")
+        << s;
   }
   EXPECT_FALSE(has_note(backend->run_step(t, t.steps[0], "ideal", nullptr, opts).notes, "self-check"));
 }
