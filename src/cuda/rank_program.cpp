@@ -12,6 +12,7 @@
 #include "cuda/moe_gemm_plan.hpp"
 #include "cuda/replay_kernels.hpp"
 #include "cuda/verify_attention_plan.hpp"
+#include "engine/op_pricing.hpp"
 
 namespace eaglesim::cuda {
 
@@ -264,6 +265,7 @@ RankProgram::RankProgram(const Step& step, int device, RankComm& comm, RankComm*
   const std::size_t n_ops = step.ops.size();
   ops_.resize(n_ops);
   absorbed_.assign(n_ops, false);
+  for (const Op& op : step.ops) reported_kinds_.push_back(op.kind);
   labels_.resize(n_ops);
   details_.resize(n_ops);
   recorded_.assign(n_ops, false);
@@ -712,22 +714,22 @@ bool RankProgram::build_allreduce(std::size_t i, const Step& step, RankComm& com
   return true;
 }
 
-// A residual add whose next op is the RMSNorm of the same rows (and not absorbed into a fused
-// allreduce before it, nor replayed as its recorded duration): both as one fused add + RMSNorm kernel, the RMSNorm absorbed (true
+// A residual add whose next op is the RMSNorm of the same rows (fusable_add_norm, the simulator's
+// rule; not absorbed into a fused allreduce before it, nor replayed as its recorded duration):
+// both as one fused add + RMSNorm kernel, the RMSNorm absorbed (true
 // returned). The residual add's input and the norm's output are the buffers the two kernels would
 // use, the weight the norm's own.
 bool RankProgram::build_add_rmsnorm(std::size_t i, const Step& step) {
   const auto& ops = step.ops;
-  if (i + 1 >= ops.size() || absorbed_[i + 1] || recorded_[i + 1]) return false;
+  if (!fusable_add_norm(ops, i) || absorbed_[i + 1] || recorded_[i + 1]) return false;
   const Op& add = ops[i];
-  const Op& norm = ops[i + 1];
-  if (norm.kind != OpKind::rmsnorm || norm.tokens != add.tokens || norm.hidden != add.hidden) return false;
   const char* xb = x_.as<char>();
   void* r = residual_.get();
   const void* w = arena_.region(i + 1);
   char* yb = y_.as<char>();
   const int t = int(add.tokens), h = int(add.hidden);
   absorbed_[i + 1] = true;
+  reported_kinds_[i] = OpKind::rmsnorm;
   details_[i + 1] = "fused into " + add.name;
   details_[i] = "fused add + rmsnorm kernel";
   ops_[i] = [=](cudaStream_t s) { launch_add_rmsnorm(xb, r, w, yb, t, h, kRmsEps, s); };

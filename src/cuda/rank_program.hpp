@@ -55,6 +55,10 @@ class RankProgram {
     if (ops_[i]) ops_[i](stream);
   }
   bool absorbed(std::size_t i) const { return absorbed_[i]; }
+  // The kind op i's time is reported under: its own, except a fused add + RMSNorm kernel (run by
+  // the residual add), which reports as rmsnorm, as the simulator prices it and as the roofline
+  // counts its traffic (engine/evaluate.cpp).
+  OpKind reported_kind(std::size_t i) const { return reported_kinds_[i]; }
   const std::string& label(std::size_t i) const { return labels_[i]; }
   const std::string& detail(std::size_t i) const { return details_[i]; }
   // Substitutions and caveats, each once (e.g. "int4 GEMM m=64 replayed as fp8 ...").
@@ -108,6 +112,7 @@ class RankProgram {
   std::map<std::vector<std::int64_t>, std::unique_ptr<VerifyAttentionRun>> verify_runs_;
   std::vector<std::function<void(cudaStream_t)>> ops_;
   std::vector<bool> absorbed_;
+  std::vector<OpKind> reported_kinds_;
   std::vector<bool> recorded_;  // runs as a timed kernel of its recorded `us` (ProgramOptions::recorded_compute)
   std::vector<std::string> labels_, details_, notes_;
   std::vector<CollectiveUse> collectives_;
