@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/op_pricing.hpp"
 #include "topology/calibration_keys.hpp"
 
 namespace eaglesim {
@@ -55,13 +56,10 @@ TraceShapes collect_trace_shapes(const std::vector<Trace>& traces) {
               use.tokens.insert(op.tokens);
               use.tp = std::max(use.tp, tp);
             }
-            if (op.kind == OpKind::residual_add && i + 1 < step.ops.size()) {
-              const Op& next = step.ops[i + 1];
-              if (next.kind == OpKind::rmsnorm && next.tokens == op.tokens && next.hidden == op.hidden) {
-                TraceShapes::ElementwiseUse& use = s.add_rmsnorm[op.hidden];
-                use.tokens.insert(op.tokens);
-                use.tp = std::max(use.tp, tp);
-              }
+            if (fusable_add_norm(step.ops, i)) {
+              TraceShapes::ElementwiseUse& use = s.add_rmsnorm[op.hidden];
+              use.tokens.insert(op.tokens);
+              use.tp = std::max(use.tp, tp);
             }
             break;
         }
