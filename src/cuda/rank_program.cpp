@@ -2,15 +2,19 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_graph.hpp"
 #include "cuda/elementwise_plan.hpp"
+#include "cuda/graph_timer.hpp"
 #include "cuda/moe_gemm_plan.hpp"
 #include "cuda/replay_kernels.hpp"
+#include "cuda/stream.hpp"
 #include "cuda/verify_attention_plan.hpp"
 #include "engine/op_pricing.hpp"
 
@@ -536,6 +540,8 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, RankComm&
                             const ProgramOptions& opts) {
   const bool can_fuse = comm.supports_fused() && !opts.skip_allreduces;
   std::size_t fused = 0, fused_norms = 0, recorded = 0, ours = 0;
+  const bool any_recorded = std::find(recorded_.begin(), recorded_.end(), true) != recorded_.end();
+  if (any_recorded) spin_boundary_us_ = measure_spin_boundary_us();
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     if (absorbed_[i]) continue;
     const Op& op = step.ops[i];
@@ -565,8 +571,10 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, RankComm&
     note(fmt::format("{} residual add + RMSNorm pairs ran as one fused add + RMSNorm kernel each (SGLang's and "
                      "vLLM's fused_add_rmsnorm)", fused_norms));
   if (recorded > 0)
-    note(fmt::format("compute: {} ops ran as timed kernels of their recorded durations{} (--op-times); only the "
-                     "allreduces ran for real", recorded, ours > 0 ? fmt::format(", {} as eaglesim's kernels", ours) : ""));
+    note(fmt::format("compute: {} ops ran as timed kernels of their recorded durations{} (--op-times), each "
+                     "shortened by the {:.2f} us a kernel boundary costs on this GPU so that they add up to the "
+                     "recording's; only the allreduces ran for real",
+                     recorded, ours > 0 ? fmt::format(", {} as eaglesim's kernels", ours) : "", spin_boundary_us_));
   else if (ours > 0)
     note("compute: eaglesim's kernels (--op-times measured runs an imported trace's recorded durations instead)");
 }
@@ -574,7 +582,26 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, RankComm&
 // A compute op replayed as its recorded duration: the engine's kernel as the profile saw it.
 void RankProgram::build_recorded(std::size_t i, double us) {
   details_[i] = fmt::format("recorded {:.1f} us (timed kernel)", us);
-  ops_[i] = [us](cudaStream_t s) { launch_spin(us, s); };
+  const double spin_us = std::max(0.0, us - spin_boundary_us_);
+  ops_[i] = [spin_us](cudaStream_t s) { launch_spin(spin_us, s); };
+}
+
+// What one timed kernel costs beyond the time it spins, back to back in a CUDA graph (launch,
+// block start, the globaltimer's granularity): a graph of kSpins zero-length spins, best of a
+// few replays, per kernel. A recorded duration already holds its kernel's boundary.
+double RankProgram::measure_spin_boundary_us() {
+  constexpr int kSpins = 64, kReplays = 5;
+  const Stream stream;
+  const CudaGraph graph = CudaGraph::capture(stream.get(), [](cudaStream_t s) {
+    for (int r = 0; r < kSpins; ++r) launch_spin(0.0, s);
+  });
+  GraphTimer timer("the timed-kernel boundary", 0.0, kNoDeadline);
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < kReplays; ++r) {
+    timer.launch(graph, stream.get());
+    best = std::min(best, timer.finish("zero-length timed kernels"));
+  }
+  return best / kSpins;
 }
 
 // A GEMM or grouped GEMM as one launch of eaglesim's kernel, or on cuBLASLt (a grouped one as one

@@ -87,6 +87,7 @@ class RankProgram {
   bool build_add_rmsnorm(std::size_t i, const Step& step);
   void build_rowwise(std::size_t i, const Op& op);
   void build_recorded(std::size_t i, double us);
+  static double measure_spin_boundary_us();
 
   void note(const std::string& text);
   void use_collective(const CollectiveUse& use);  // remembered once
@@ -113,6 +114,7 @@ class RankProgram {
   std::vector<std::function<void(cudaStream_t)>> ops_;
   std::vector<bool> absorbed_;
   std::vector<OpKind> reported_kinds_;
+  double spin_boundary_us_ = 0;  // measure_spin_boundary_us(), taken off every recorded duration
   std::vector<bool> recorded_;  // runs as a timed kernel of its recorded `us` (ProgramOptions::recorded_compute)
   std::vector<std::string> labels_, details_, notes_;
   std::vector<CollectiveUse> collectives_;
