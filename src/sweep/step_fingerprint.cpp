@@ -35,7 +35,8 @@ struct Mixer {
 auto op_fields(const Op& op) {
   return std::tie(op.kind, op.name, op.layer, op.us, op.us_source, op.site, op.m, op.n, op.k, op.tokens, op.experts,
                   op.hidden, op.bytes, op.q_tokens, op.kv_len, op.heads, op.kv_heads, op.head_dim, op.variant,
-                  op.kv_lora_rank, op.rope_dim, op.dtype);
+                  op.kv_lora_rank, op.rope_dim, op.dtype, op.batch, op.kv_lens, op.mask, op.rows, op.vocab, op.topk,
+                  op.candidates);
 }
 
 }  // namespace
@@ -55,9 +56,13 @@ std::uint64_t step_fingerprint(const Step& step) {
     f.value(op.us_source);
     f.text(op.site);
     for (std::int64_t v : {op.m, op.n, op.k, op.tokens, op.experts, op.hidden, op.bytes, op.q_tokens, op.kv_len,
-                           op.heads, op.kv_heads, op.head_dim, op.kv_lora_rank, op.rope_dim})
+                           op.heads, op.kv_heads, op.head_dim, op.kv_lora_rank, op.rope_dim, op.batch, op.rows,
+                           op.vocab, op.topk, op.candidates})
       f.value(v);
+    f.value(op.kv_lens.size());
+    for (std::int64_t v : op.kv_lens) f.value(v);
     f.value(op.variant);
+    f.value(op.mask);
     f.value(op.dtype);
   }
   return f.h;
