@@ -68,7 +68,7 @@ OpKind read_kind(const JsonCursor& kc, int version) {
 // the mask between a request's query tokens.
 void read_attention_batch(const JsonCursor& c, int version, const TraceMeta& meta, Op& op) {
   for (const char* f : {"batch", "kv_lens", "mask"})
-    if (c.has(f) && version < kTraceVersionLatest) fail_needs_version2(c.at(f), fmt::format("attention field \"{}\"", f));
+    if (c.has(f) && version < kTraceVersionLatest) fail_needs_version2(c.at(f), fmt::format("\"{}\"", f));
   if (auto b = c.find("batch")) op.batch = b->as_positive_int(kMaxBatch);
   if (auto l = c.find("kv_lens")) {
     if (c.has("kv_len")) c.at("kv_len").fail_raw("give kv_len (every request) or kv_lens (one per request), not both");
@@ -98,7 +98,7 @@ void read_attention_batch(const JsonCursor& c, int version, const TraceMeta& met
 }  // namespace
 
 void fail_needs_version2(const JsonCursor& c, const std::string& what) {
-  c.fail_raw(fmt::format("{} needs version 2 (this file says \"version\": 1)", what));
+  c.fail_raw(fmt::format("{} needs version 2 (the file says \"version\": 1)", what));
 }
 
 DType read_dtype(const JsonCursor& c) {

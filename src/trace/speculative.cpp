@@ -57,7 +57,7 @@ std::optional<SpecProblem> find_speculative_problem(const SpeculativeConfig& c) 
     const std::int64_t most = std::min<std::int64_t>(kMaxSpecDraftTokens, 1 + candidates);
     if (c.num_draft_tokens < 1 || c.num_draft_tokens > most)
       return problem(SpecField::num_draft_tokens,
-                     fmt::format("an integer in [1, {}] (the root and at most the {} candidates {} steps of top-{} "
+                     fmt::format("an integer in [1, {}] (the root and at most the {} candidates that {} steps of top-{} "
                                  "drafting score{})",
                                  most, candidates, c.num_steps, c.eagle_topk,
                                  most < 1 + candidates ? fmt::format(", at most {}", kMaxSpecDraftTokens) : ""),

@@ -66,7 +66,7 @@ SpeculativeConfig parse_speculative(const JsonCursor& c) {
 // and how they agree with the version-1 fields.
 void parse_meta_version2(const JsonCursor& meta, int version, TraceMeta& m) {
   for (const char* f : {"batch", "kv_lens", "speculative"})
-    if (meta.has(f) && version < kTraceVersionLatest) fail_needs_version2(meta.at(f), fmt::format("meta.{}", f));
+    if (meta.has(f) && version < kTraceVersionLatest) fail_needs_version2(meta.at(f), fmt::format("\"{}\"", f));
   if (auto b = meta.find("batch")) m.batch = static_cast<int>(b->as_positive_int(kMaxBatch));
   if (auto l = meta.find("kv_lens")) {
     if (meta.has("kv_len")) meta.at("kv_len").fail_raw("give kv_len (every request) or kv_lens (one per request), not both");
