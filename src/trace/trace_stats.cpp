@@ -12,12 +12,13 @@ namespace eaglesim {
 
 namespace {
 
-// The rows a step's GEMMs see: its embedding's tokens, else its first GEMM's m.
+// The rows a step's GEMMs see: its embedding's tokens, else its first GEMM's (or LM head's) m.
 std::int64_t step_rows(const Step& step) {
   for (const Op& op : step.ops)
     if (op.kind == OpKind::embedding) return op.tokens;
-  for (const Op& op : step.ops)
-    if (op.kind == OpKind::gemm) return op.m;
+  for (OpKind kind : {OpKind::gemm, OpKind::lm_head})
+    for (const Op& op : step.ops)
+      if (op.kind == kind) return op.m;
   return 0;
 }
 
