@@ -196,7 +196,7 @@ TEST(GeneratorBatch, RaggedKvLengthsReachEveryAttentionOp) {
   EXPECT_EQ(same.meta.kv_len, 2048);
 }
 
-TEST(GeneratorBatch, ChainAtBatchOneIsTodaysTraceByteForByte) {
+TEST(GeneratorBatch, ChainAtBatchOneIsTheTokensTraceByteForByte) {
   for (const Target& target : kTargets)
     for (int steps : {1, 3, 7}) {
       SCOPED_TRACE(::testing::Message() << target.model << " steps " << steps);
