@@ -55,16 +55,21 @@ enum class UsSource { measured, aligned };
 const char* to_string(UsSource s);
 
 struct Op {
+  // The small fields first, together: the simulator walks a step's ops once per plan, so the
+  // struct's size is what that walk reads.
   OpKind kind = OpKind::other;
-  std::string name;
   int layer = -1;                 // -1: not inside a decoder layer (embedding, final norm, lm_head)
-  std::optional<double> us;       // measured duration on the recording machine
   UsSource us_source = UsSource::measured;
+  AttentionVariant variant = AttentionVariant::gqa;  // attention
+  AttentionMask mask = AttentionMask::causal;        // attention
+  DType dtype = DType::bf16;
+  std::string name;
+  std::optional<double> us;       // measured duration on the recording machine
   std::string site;               // attn_out, mlp_out, embed, ... (empty: none)
 
   // Shape fields; which are used depends on kind.
   std::int64_t m = 0, n = 0, k = 0;     // gemm, lm_head; grouped_gemm uses n, k
-  std::int64_t tokens = 0;              // grouped_gemm, rmsnorm, residual_add, act, embedding
+  std::int64_t tokens = 0;              // grouped_gemm, rmsnorm, residual_add, act, embedding, tree_build
   std::int64_t experts = 0;             // grouped_gemm
   std::int64_t hidden = 0;              // rmsnorm, residual_add, act, embedding
   std::int64_t bytes = 0;               // allreduce
@@ -72,15 +77,13 @@ struct Op {
   // positions, or, when kv_lens is not empty, request r over kv_lens[r] (then kv_len is the
   // longest of them).
   std::int64_t q_tokens = 0, kv_len = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  AttentionVariant variant = AttentionVariant::gqa;
   std::int64_t kv_lora_rank = 0, rope_dim = 0;  // mla only
-  std::int64_t batch = 1;                       // attention, tree_build: requests
+  std::int64_t candidates = 0;                  // tree_build: drafts scored per request
+  std::int32_t batch = 1;                       // attention, tree_build: requests (at most 4096)
+  // topk_select, sampling: rows of `vocab` fp32 logits (at most 2^22 and 2^24); topk_select
+  // keeps `topk` per row. tree_build: per request, tokens - 1 drafts chosen among `candidates`.
+  std::int32_t rows = 0, vocab = 0, topk = 0;
   std::vector<std::int64_t> kv_lens;            // attention: per request; empty: kv_len for all
-  AttentionMask mask = AttentionMask::causal;
-  DType dtype = DType::bf16;
-  // topk_select, sampling: rows of `vocab` fp32 logits; topk_select keeps `topk` per row.
-  // tree_build: per request, tokens - 1 drafts chosen among `candidates`.
-  std::int64_t rows = 0, vocab = 0, topk = 0, candidates = 0;
 
   // Derived quantities used by inspect, the cost models and the report.
   double flops() const;          // multiply-adds count as 2
