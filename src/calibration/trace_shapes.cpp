@@ -28,9 +28,18 @@ TraceShapes collect_trace_shapes(const std::vector<Trace>& traces) {
             break;
           }
           case OpKind::attention: {
+            // A batch is priced as one request over every request's KV positions
+            // (cost/compute_model.cpp), so that is the shape measured.
             TraceShapes::AttentionUse& use = s.attention[attention_calibration_key_q(op)];
-            if (use.kv.empty()) use.tmpl = op;
-            use.kv.insert(op.kv_len);
+            const auto positions = static_cast<std::int64_t>(op.kv_len_total());
+            if (use.kv.empty()) {
+              use.tmpl = op;
+              use.tmpl.batch = 1;
+              use.tmpl.kv_lens.clear();
+              use.tmpl.kv_len = positions;
+              use.tmpl.mask = AttentionMask::causal;
+            }
+            use.kv.insert(positions);
             use.tp = std::max(use.tp, tp);
             break;
           }

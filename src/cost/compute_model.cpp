@@ -12,6 +12,10 @@
 // residual add and the RMSNorm after it that a serving engine runs as one fused kernel are priced
 // as that kernel: one launch gap, or its bytes streamed, not two.
 //
+// The per-cycle ops of speculative decoding are small kernels over logits and tree indices:
+// each kernel streams its bytes at the bandwidth ceiling, never under the launch gap, and the
+// host synchronisation is a fixed cost (kHostSyncUs, below).
+//
 // Where the constants come from: kMaxBwEfficiency and kBwRampUs are a least-squares line through
 // the bf16 GEMM kernels of Llama-3.1-8B TP2 at m=4 measured on an H200 (PyTorch profiler, cuBLAS
 // nvjet kernels; docs/topology-format.md, "Compute model"): o_proj 16.8 MB in 6.6 us, qkv 25.2 MB in
@@ -43,6 +47,15 @@ constexpr double kMmaRows = 16;
 // (CUDA-core FP throughput is roughly that fraction of tensor throughput on H100/B200).
 constexpr double kInt4DequantOpsPerWeight = 4;
 constexpr double kCudaCoreShareOfTensor = 1.0 / 16.0;
+// Kernels of SGLang's tree building per cycle (eagle_utils.py organize_draft_results and
+// build_tree_kernel_efficient): the top-k over the candidates' scores, its sort, the gather of the
+// chosen tokens, the concatenation with the verified token and the tree kernel.
+constexpr double kTreeBuildKernels = 5;
+// A small device-to-host copy and the host's wait for it: 5-7 us per cudaMemcpyAsync measured in
+// DualPath (Wu et al., arXiv 2602.21548, section 5.2); the GPU idles that long, then waits one
+// launch gap for the first kernel the host issues after it. The host's own work between (SGLang's
+// per-request bookkeeping) is not in it: a trace can carry a measured `us` for the op.
+constexpr double kHostSyncUs = 6.0;
 
 double launch_gap(const Topology& t) {
   return t.calibration.launch_gap_us ? *t.calibration.launch_gap_us : t.gpu.launch_gap_us;
@@ -95,6 +108,23 @@ double attention_us(const Topology& t, const Op& op) {
   double memory = tiled_memory_us(t, op.io_bytes());
   // Split-KV kernels finish with a second, small kernel that merges the partial results.
   return std::max(compute, memory) + launch_gap(t);
+}
+
+// A kernel streaming `bytes`, never under the launch gap.
+double small_kernel_us(const Topology& t, double bytes) { return std::max(launch_gap(t), streaming_memory_us(t, bytes)); }
+
+// The per-cycle ops: softmax then top-k over the logits; the tree kernels; argmax over the logits
+// then the acceptance walk over the tree; the host's round trip.
+double cycle_op_us(const Topology& t, const Op& op) {
+  const double logits = 4.0 * static_cast<double>(op.rows) * static_cast<double>(op.vocab);
+  switch (op.kind) {
+    case OpKind::topk_select: return small_kernel_us(t, 2.0 * logits) + small_kernel_us(t, op.io_bytes() - 2.0 * logits);
+    case OpKind::tree_build: return (kTreeBuildKernels - 1) * launch_gap(t) + small_kernel_us(t, op.io_bytes());
+    case OpKind::sampling: return small_kernel_us(t, logits) + launch_gap(t);
+    case OpKind::host_sync: return kHostSyncUs + launch_gap(t);
+    default: break;
+  }
+  throw std::invalid_argument("cycle_op_us: not a per-cycle op kind");
 }
 
 OpCost from_table(const TableLookup& l, double model_us) {
@@ -164,7 +194,9 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
       TableLookup l;
       const auto* table = find_table(cal.attention, attention_calibration_key_q(op));
       if (!table) table = find_table(cal.attention, attention_calibration_key(op));
-      if (table) l = interpolate_table(*table, static_cast<double>(op.kv_len));
+      // A split-KV kernel over a batch streams every request's KV once: its time follows the
+      // KV positions of all requests together, as one request's does its own.
+      if (table) l = interpolate_table(*table, op.kv_len_total());
       return from_table(l, model);
     }
     case OpKind::rmsnorm:
@@ -182,6 +214,14 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
         TableLookup l = interpolate_table(*table, *op.us * 1000.0);
         if (l.inside) c.us = l.us;
       }
+      return c;
+    }
+    case OpKind::topk_select:
+    case OpKind::tree_build:
+    case OpKind::sampling:
+    case OpKind::host_sync: {
+      OpCost c;
+      c.us = cycle_op_us(topo, op);
       return c;
     }
     case OpKind::allreduce:

@@ -311,6 +311,14 @@ ProgramPlan RankProgram::plan_step(const Step& step) {
       case OpKind::lm_head: plan_matmul(i, op, plan); break;
       case OpKind::grouped_gemm: plan_grouped_matmul(i, op, plan); break;
       case OpKind::attention: plan_attention_op(i, op, plan); break;
+      case OpKind::topk_select:
+      case OpKind::tree_build:
+      case OpKind::sampling:
+      case OpKind::host_sync:
+        throw InputError(fmt::format("{}: the CUDA backend does not replay the per-cycle op kind {} (top-k selection, "
+                                     "tree building, sampling, host synchronisation): use --backend sim, or a trace "
+                                     "generated without --engine-cycle",
+                                     labels_[i], to_string(op.kind)));
       default: plan_rowwise(i, op, plan); break;
     }
   }
@@ -401,6 +409,10 @@ VerifyAttentionRun& RankProgram::verify_run(const Op& op) {
 // it does not take run on the split-KV decode kernel, whose partials are shared scratch. An
 // attention shape neither kernel takes fails here, before anything is allocated.
 void RankProgram::plan_attention_op(std::size_t i, const Op& op, ProgramPlan& plan) {
+  if (op.batch != 1 || !op.kv_lens.empty() || op.mask != AttentionMask::causal)
+    throw InputError(fmt::format("{}: the CUDA backend does not replay attention over a batch of requests or with a "
+                                 "{} mask (trace version 2) yet: use --backend sim",
+                                 labels_[i], to_string(op.mask)));
   const AttentionShape s = attention_shape(op);
   plan.region_bytes[i] = kv_cache_bytes(s);
   plan.x = std::max(plan.x, as_size(s.q_tokens) * s.heads * s.dk * 2);

@@ -36,9 +36,14 @@ bool in_fusion_layer(const Op& follower, int ar_layer) {
 }
 
 // The fields a compute cost can depend on. A trace repeats the same few shapes once per layer
-// (61 times for Kimi-K2), so pricing each distinct shape once keeps planning cheap.
+// (61 times for Kimi-K2), so pricing each distinct shape once keeps planning cheap. Slots a kind
+// does not use carry its other inputs: an attention op's KV slot holds its KV positions over all
+// requests (its kv_len at batch 1) and its hidden slot the batch and mask; the per-cycle kinds'
+// rows, vocab, topk and candidates (and tree_build's batch) sit in the m, n, k, experts (and
+// hidden) slots.
+constexpr int kShapeFields = 17;
 struct ShapeKey {
-  std::int64_t v[17];
+  std::int64_t v[kShapeFields];
   bool operator==(const ShapeKey& o) const { return std::memcmp(v, o.v, sizeof v) == 0; }
 };
 
@@ -47,11 +52,24 @@ ShapeKey shape_key(const Op& op) {
   double us = op.kind == OpKind::other && op.us ? *op.us : 0.0;
   std::int64_t us_bits;
   std::memcpy(&us_bits, &us, sizeof us_bits);
-  std::int64_t fields[17] = {static_cast<std::int64_t>(op.kind),
-                             op.m, op.n, op.k, op.tokens, op.experts, op.hidden, op.bytes,
-                             op.q_tokens, op.kv_len, op.heads, op.kv_heads, op.head_dim,
-                             static_cast<std::int64_t>(op.variant), op.kv_lora_rank * 65536 + op.rope_dim,
-                             static_cast<std::int64_t>(op.dtype), us_bits};
+  std::int64_t m = op.m, n = op.n, k = op.k, experts = op.experts, hidden = op.hidden, kv = op.kv_len;
+  switch (op.kind) {
+    case OpKind::attention:
+      kv = op.kv_lens.empty() ? op.batch * op.kv_len : static_cast<std::int64_t>(op.kv_len_total());
+      hidden = op.batch | static_cast<std::int64_t>(op.mask) << 40;
+      break;
+    case OpKind::topk_select:
+    case OpKind::sampling:
+    case OpKind::tree_build:
+      m = op.rows; n = op.vocab; k = op.topk; experts = op.candidates; hidden = op.batch;
+      break;
+    default: break;
+  }
+  std::int64_t fields[kShapeFields] = {static_cast<std::int64_t>(op.kind),
+                                       m, n, k, op.tokens, experts, hidden, op.bytes,
+                                       op.q_tokens, kv, op.heads, op.kv_heads, op.head_dim,
+                                       static_cast<std::int64_t>(op.variant), op.kv_lora_rank * 65536 + op.rope_dim,
+                                       static_cast<std::int64_t>(op.dtype), us_bits};
   std::memcpy(key.v, fields, sizeof fields);
   return key;
 }
@@ -61,7 +79,7 @@ struct ShapeKeyHash {
   // xor-shift spreads high bits into the bucket index.
   std::size_t operator()(const ShapeKey& k) const {
     std::uint64_t h = 0;
-    for (int i = 0; i < 17; ++i)
+    for (int i = 0; i < kShapeFields; ++i)
       h += static_cast<std::uint64_t>(k.v[i]) * (0x9E3779B97F4A7C15ull + 2ull * static_cast<std::uint64_t>(i) * 0x632BE59BD9B4E019ull);
     h ^= h >> 32;
     h *= 0xD6E8FEB86659FD93ull;

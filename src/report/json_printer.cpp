@@ -70,6 +70,7 @@ json result_json(const Report& report, const StrategyResult& r) {
   j["decode_tokens_per_s"] = has_decode ? json(r.decode_tokens_per_s) : json(nullptr);
   j["speedup_vs_first"] = speedup_vs_reference(report, r);
   j["draft_step_us"] = r.draft ? json(r.draft->step_us) : json(nullptr);
+  if (r.draft_extend) j["draft_extend_step_us"] = r.draft_extend->step_us;
   j["critical_rank"] = r.verify.critical_rank;
   j["verify_kind_us"] = kind_us_json(r.verify);
   j["verify_spread"] = {{"min_us", r.verify.step_us_min}, {"max_us", r.verify.step_us_max}, {"samples", r.verify.samples}};
