@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -62,6 +63,13 @@ bool fits_int(std::int64_t v) { return v > 0 && v <= INT_MAX; }
 
 }  // namespace
 
+UnitFp8Scales::UnitFp8Scales() : buffer_(2 * kLtScaleAlignment) {
+  constexpr std::size_t stride = kLtScaleAlignment / sizeof(float);
+  float host[2 * stride] = {};
+  host[0] = host[stride] = 1.f;
+  EAGLESIM_CUDA_CHECK(cudaMemcpy(buffer_.get(), host, sizeof(host), cudaMemcpyHostToDevice));
+}
+
 LtGemm::LtGemm(cublasLtHandle_t lt, cublasHandle_t blas, std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
                std::size_t workspace_bytes, const float* a_scale, const float* b_scale)
     : handle_(lt), blas_(blas), m_(m), n_(n), k_(k), dtype_(dtype), workspace_bytes_(workspace_bytes) {
@@ -76,6 +84,11 @@ LtGemm::LtGemm(cublasLtHandle_t lt, cublasHandle_t blas, std::int64_t m, std::in
     EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
     if (fp8) {
       if (!a_scale || !b_scale) throw DeviceError("fp8 GEMM needs device scale pointers");
+      for (const float* p : {a_scale, b_scale})
+        if (reinterpret_cast<std::uintptr_t>(p) % kLtScaleAlignment != 0)
+          throw DeviceError(fmt::format("fp8 GEMM m={} n={} k={}: scale pointer {} is not {}-byte aligned (cuBLASLt "
+                                        "refuses such a GEMM at launch)",
+                                        m, n, k, static_cast<const void*>(p), kLtScaleAlignment));
       EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof(a_scale)));
       EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof(b_scale)));
       // Serving stacks run fp8 GEMMs with fast accumulation; so do we.

@@ -316,6 +316,24 @@ TEST(GemmFingerprint, SeparatesRoundingFromWrongProducts) {
   EXPECT_NE(fingerprint_mismatch(print_of(with_nan), reference), "");
 }
 
+// An fp8 GEMM with a scale pointer off 16 bytes is refused when it is made, with the reason (the
+// library would refuse every algorithm at launch only).
+TEST(CudaGemm, Fp8ScalePointerOffAlignmentIsRefusedWhenMade) {
+  REQUIRE_GPUS(1);
+  cublasLtHandle_t lt;
+  ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  const UnitFp8Scales scales;
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(scales.a()) % kLtScaleAlignment, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(scales.b()) % kLtScaleAlignment, 0u);
+  try {
+    LtGemm gemm(lt, nullptr, 16, 2048, 4096, DType::fp8, 32u << 20, scales.a(), scales.a() + 1);
+    ADD_FAILURE() << "an fp8 GEMM with a scale pointer 4 bytes past a 16-byte boundary was made";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("aligned"), std::string::npos) << e.what();
+  }
+  cublasLtDestroy(lt);
+}
+
 struct GemmCase {
   std::int64_t m, n, k;
   DType dtype;
@@ -355,9 +373,8 @@ TEST(CudaGemm, EveryCandidateMatchesCpuReference) {
   cublasHandle_t blas;
   ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
-  DeviceBuffer ws(32u << 20), scales(2 * sizeof(float));
-  const float ones[2] = {1.f, 1.f};
-  ASSERT_EQ(cudaMemcpy(scales.get(), ones, sizeof(ones), cudaMemcpyHostToDevice), cudaSuccess);
+  DeviceBuffer ws(32u << 20);
+  const UnitFp8Scales scales;
   const GemmCase cases[] = {{1, 2048, 4096, DType::bf16},
                             {16, 1024, 8192, DType::bf16},
                             {64, 3072, 1024, DType::bf16},
@@ -371,8 +388,7 @@ TEST(CudaGemm, EveryCandidateMatchesCpuReference) {
     fill_random(w.get(), g.n * g.k, g.dtype, 81, fp8 ? 0.5f : 0.05f, nullptr);
     fill_random(x.get(), g.m * g.k, g.dtype, 82, 1.f, nullptr);
     const std::vector<double> ref = gemm_reference(w, x, g);
-    const float* sp = scales.as<float>();
-    LtGemm gemm(lt, blas, g.m, g.n, g.k, g.dtype, ws.bytes(), sp, sp + 1);
+    LtGemm gemm(lt, blas, g.m, g.n, g.k, g.dtype, ws.bytes(), scales.a(), scales.b());
     gemm.add_all_candidates();
     int ran = 0, cublas_default = 0;
     std::map<GemmSource, int> per_source;
