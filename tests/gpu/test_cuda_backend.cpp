@@ -26,6 +26,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/gemm_fingerprint.hpp"
 #include "cuda/ideal_comm_group.hpp"
+#include "cuda/l2_read_flush.hpp"
 #include "cuda/lt_gemm.hpp"
 #include "cuda/rank_program.hpp"
 #include "cuda/replay_kernels.hpp"
@@ -314,6 +315,47 @@ TEST(GemmFingerprint, SeparatesRoundingFromWrongProducts) {
   EXPECT_NE(fingerprint_mismatch(print_of(lost), reference), "");
   EXPECT_NE(fingerprint_mismatch(print_of(shifted), reference), "");
   EXPECT_NE(fingerprint_mismatch(print_of(with_nan), reference), "");
+}
+
+// The tuner's cold L2: after the flush, a buffer that was in L2 is read from HBM again (slower
+// than from L2), and the flush has written nothing (its buffer and its sink hold zeros).
+TEST(CudaGemm, ReadFlushEvictsTheL2AndWritesNothing) {
+  REQUIRE_GPUS(1);
+  const L2ReadFlush flush;
+  ASSERT_GE(flush.bytes(), 2 * current_l2_bytes());
+  // A quarter of the L2, read by the same kernel: small enough to stay in L2 between two reads.
+  const L2ReadFlush probe(current_l2_bytes() / 4);
+  cudaEvent_t a, b;
+  ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&b), cudaSuccess);
+  auto probe_us = [&] {
+    cudaEventRecord(a);
+    probe.launch(nullptr);
+    cudaEventRecord(b);
+    EXPECT_EQ(cudaEventSynchronize(b), cudaSuccess);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    return 1000.0 * ms;
+  };
+  double hot_us = 1e30, cold_us = 1e30;
+  for (int r = 0; r < 10; ++r) {
+    probe.launch(nullptr);
+    hot_us = std::min(hot_us, probe_us());
+    flush.launch(nullptr);
+    cold_us = std::min(cold_us, probe_us());
+  }
+  std::printf("%zu MB read: %.2f us from L2, %.2f us after the flush of %zu MB\n", probe.bytes() >> 20, hot_us,
+              cold_us, flush.bytes() >> 20);
+  EXPECT_GT(cold_us, 1.15 * hot_us);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  unsigned sink = 1;
+  ASSERT_EQ(cudaMemcpy(&sink, flush.sink().get(), sizeof(sink), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(sink, 0u);
+  std::vector<unsigned char> h(flush.bytes());
+  ASSERT_EQ(cudaMemcpy(h.data(), flush.buffer().get(), h.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(std::all_of(h.begin(), h.end(), [](unsigned char v) { return v == 0; }));
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
 }
 
 // An fp8 GEMM with a scale pointer off 16 bytes is refused when it is made, with the reason (the
