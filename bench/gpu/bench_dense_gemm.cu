@@ -4,14 +4,18 @@
 //   bench_dense_gemm [--torch torch-linear.json] [--json out.json]
 // torch-linear.json: JSON lines {"shape": ..., "us": ...} from tools/torch_linear_bench.py.
 // Per shape: the tuned choice and its time, TFLOP/s and share of the read floor, the untuned
-// heuristic choice's time, torch's time and the ratio (ours / torch: at most 1 is the target),
-// and how long tuning the shape took; then how many shapes are slower than torch and the total
-// tuning time.
+// heuristic choice's time, the `cublas default` candidate's time (cublasGemmEx, the call torch
+// makes; timed the same way, so a tuned choice slower than it shows), torch's time and the ratio
+// (ours / torch: at most 1 is the target), and how long tuning the shape took; then how many
+// shapes are slower than torch, tuned and with the better of tuned and cublas default, and the
+// total tuning time.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -67,6 +71,31 @@ std::map<std::string, double> read_torch(const std::string& path) {
   return out;
 }
 
+// How often, and by how much at worst, a time is slower than torch's on the same shape.
+struct SlowerCount {
+  int compared = 0, slower = 0, clearly_slower = 0;
+  double worst_ratio = 0;
+  std::string worst;
+
+  void add(const std::string& shape, double us, double torch_us) {
+    ++compared;
+    const double ratio = us / torch_us;
+    if (ratio > 1.0) ++slower;
+    if (ratio > kClearlySlower) ++clearly_slower;
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
+      char text[160];
+      std::snprintf(text, sizeof(text), "%s: %.2f us against %.2f", shape.c_str(), us, torch_us);
+      worst = text;
+    }
+  }
+  void print(const char* what) const {
+    std::printf("summary (%s): slower than torch F.linear on %d of %d shapes, %d by more than %.0f %% (worst ratio "
+                "%.3f, %s)\n",
+                what, slower, compared, clearly_slower, (kClearlySlower - 1) * 100, worst_ratio, worst.c_str());
+  }
+};
+
 __global__ void fill_bf16(__nv_bfloat16* p, std::size_t n, unsigned seed) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
@@ -98,11 +127,12 @@ int main(int argc, char** argv) {
     EAGLESIM_BENCH_CHECK(cudaMalloc(&ws, kWorkspace));
     std::FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
     // floor_us: bytes (weights + rows in and out) over the read bandwidth; vs_torch = us / torch us.
-    std::printf("%-40s %-38s %9s %8s %7s %9s %9s %8s %8s\n", "shape", "choice", "us", "TFLOP/s", "%floor",
-                "heur_us", "torch_us", "vs_torch", "tune_ms");
-    int slower = 0, clearly_slower = 0, compared = 0, shapes = 0;
-    double worst_ratio = 0, tune_s = 0, longest_tune_s = 0;
-    std::string worst, longest_tune;
+    std::printf("%-40s %-38s %9s %8s %7s %9s %9s %9s %8s %8s\n", "shape", "choice", "us", "TFLOP/s", "%floor",
+                "heur_us", "cublas_us", "torch_us", "vs_torch", "tune_ms");
+    SlowerCount tuned_vs_torch, best_vs_torch;
+    int shapes = 0, tuned_behind_cublas = 0;
+    double tune_s = 0, longest_tune_s = 0;
+    std::string longest_tune;
     for (const Shape& s : kShapes) {
       const std::size_t w_elems = static_cast<std::size_t>(s.n) * s.k;
       // Copies so that the weights touched per graph exceed L2 (60 MB) several times.
@@ -121,13 +151,27 @@ int main(int argc, char** argv) {
         eaglesim::cuda::LtGemm heuristic(lt, nullptr, m, s.n, s.k, eaglesim::DType::bf16, kWorkspace);
         eaglesim::cuda::LtGemm tuned(lt, blas, m, s.n, s.k, eaglesim::DType::bf16, kWorkspace);
         tuned.tune(w[0], x, y, ws);
-        auto time_us = [&](const eaglesim::cuda::LtGemm& g) {
+        // One candidate's calls over the rotated weight copies, in a graph.
+        auto time_us = [&](const eaglesim::cuda::LtGemm& g, int candidate) {
           int next = 0;
-          return eaglesim::bench::time_in_graph_us([&](cudaStream_t st) { g.run(w[next++ % copies], x, y, ws, st); },
-                                                   copies * 4);
+          return eaglesim::bench::time_in_graph_us(
+              [&](cudaStream_t st) {
+                const cublasStatus_t rc = g.run_candidate(candidate, w[next++ % copies], x, y, ws, st);
+                if (rc != CUBLAS_STATUS_SUCCESS)
+                  throw std::runtime_error(shape_name(s, m) + ": " + g.candidate(candidate).name + " does not run (" +
+                                           cublasLtGetStatusName(rc) + ")");
+              },
+              copies * 4);
         };
-        const double heur_us = time_us(heuristic);
-        const double us = time_us(tuned);
+        const double heur_us = time_us(heuristic, heuristic.chosen());
+        const double us = time_us(tuned, tuned.chosen());
+        // A shape tuned earlier in the process holds only its choice; the rest are added back.
+        tuned.add_all_candidates();
+        double cublas_us = 0;
+        for (int c = 0; c < tuned.candidate_count(); ++c)
+          if (tuned.candidate(c).source == eaglesim::cuda::GemmSource::cublas_default)
+            cublas_us = c == tuned.chosen() ? us : time_us(tuned, c);
+        if (cublas_us > 0 && us > cublas_us * kClearlySlower) ++tuned_behind_cublas;
         const double bytes = 2.0 * (w_elems + m * s.k + m * s.n);
         const double flops = 2.0 * m * s.n * s.k;
         const eaglesim::cuda::GemmTuning& t = tuned.tuning();
@@ -143,8 +187,8 @@ int main(int argc, char** argv) {
           r.reference = "torch F.linear";
           r.reference_us = th->second;
         }
-        std::printf("%-40s %-38s %9.2f %8.1f %6.1f%% %9.2f ", r.shape.c_str(), r.detail.c_str(), us,
-                    flops / (us * 1e6), 100.0 * r.floor_us / us, heur_us);
+        std::printf("%-40s %-38s %9.2f %8.1f %6.1f%% %9.2f %9.2f ", r.shape.c_str(), r.detail.c_str(), us,
+                    flops / (us * 1e6), 100.0 * r.floor_us / us, heur_us, cublas_us);
         if (r.reference_us > 0) std::printf("%9.2f %8.3f", r.reference_us, us / r.reference_us);
         else std::printf("%9s %8s", "-", "-");
         std::printf(" %8.0f\n", t.seconds * 1e3);
@@ -155,6 +199,13 @@ int main(int argc, char** argv) {
           h.us = heur_us;
           h.detail = heuristic.candidate(heuristic.chosen()).name;
           eaglesim::bench::print_json_row(json, h);
+          if (cublas_us > 0) {
+            BenchRow b = r;
+            b.kernel = "cublas default";
+            b.us = cublas_us;
+            b.detail = "cublasGemmEx CUBLAS_GEMM_DEFAULT_TENSOR_OP";
+            eaglesim::bench::print_json_row(json, b);
+          }
         }
         ++shapes;
         tune_s += t.seconds;
@@ -163,16 +214,8 @@ int main(int argc, char** argv) {
           longest_tune = r.shape;
         }
         if (r.reference_us > 0) {
-          ++compared;
-          const double ratio = us / r.reference_us;
-          if (ratio > 1.0) ++slower;
-          if (ratio > kClearlySlower) ++clearly_slower;
-          if (ratio > worst_ratio) {
-            worst_ratio = ratio;
-            char text[160];
-            std::snprintf(text, sizeof(text), "%s: %.2f us against %.2f", r.shape.c_str(), us, r.reference_us);
-            worst = text;
-          }
+          tuned_vs_torch.add(r.shape, us, r.reference_us);
+          best_vs_torch.add(r.shape, cublas_us > 0 ? std::min(us, cublas_us) : us, r.reference_us);
         }
       }
       for (void* p : w) cudaFree(p);
@@ -180,11 +223,14 @@ int main(int argc, char** argv) {
       cudaFree(y);
     }
     if (json) std::fclose(json);
-    if (compared > 0)
-      std::printf("summary: slower than torch F.linear on %d of %d shapes, %d by more than %.0f %% (worst ratio %.3f, %s)\n",
-                  slower, compared, clearly_slower, (kClearlySlower - 1) * 100, worst_ratio, worst.c_str());
-    else
+    if (tuned_vs_torch.compared > 0) {
+      tuned_vs_torch.print("tuned");
+      best_vs_torch.print("min(tuned, cublas default)");
+    } else {
       std::printf("summary: no torch figures to compare with (--torch torch-linear.json)\n");
+    }
+    std::printf("tuned choice slower than cublas default by more than %.0f %% on %d of %d shapes\n",
+                (kClearlySlower - 1) * 100, tuned_behind_cublas, shapes);
     std::printf("tuning: %.2f s for %d shapes (longest %.0f ms, %s)\n", tune_s, shapes, longest_tune_s * 1e3,
                 longest_tune.c_str());
     cudaFree(ws);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -20,6 +21,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/gemm_fingerprint.hpp"
 #include "cuda/graph_timer.hpp"
+#include "cuda/l2_read_flush.hpp"
 #include "cuda/stream.hpp"
 
 namespace eaglesim::cuda {
@@ -27,11 +29,12 @@ namespace eaglesim::cuda {
 namespace {
 
 // The timing (docs/kernels/dense-gemm.md): every candidate in a graph of kCallsPerGraph calls,
-// each after a write of twice the L2 (the weights of a replayed step's GEMM were last read a
-// layer ago). Screening: kScreenRuns replays each (one for a candidate kClearlySlower than the
-// best so far), the fastest counting. Final: the candidates within kFinalistMargin (+
-// kFinalistSlackUs) of the best, at most kFinalists, plus cuBLAS's default, kFinalRuns replays
-// each, interleaved so that clock drift falls on all alike, the median counting.
+// each after a read of twice the L2 (l2_read_flush.hpp: the weights of a replayed step's GEMM
+// were last read a layer ago), the flush's own time subtracted. Screening: kScreenRuns replays
+// each (one for a candidate kClearlySlower than the best so far), the fastest counting. Final:
+// the candidates within kFinalistMargin (+ kFinalistSlackUs) of the best, at most kFinalists,
+// plus cuBLAS's default, kFinalRuns replays each, interleaved so that clock drift falls on all
+// alike, the median counting.
 constexpr int kCallsPerGraph = 2;
 constexpr int kScreenRuns = 2;
 constexpr int kFinalists = 4;
@@ -62,6 +65,13 @@ bool fits_int(std::int64_t v) { return v > 0 && v <= INT_MAX; }
 
 }  // namespace
 
+UnitFp8Scales::UnitFp8Scales() : buffer_(2 * kLtScaleAlignment) {
+  constexpr std::size_t stride = kLtScaleAlignment / sizeof(float);
+  float host[2 * stride] = {};
+  host[0] = host[stride] = 1.f;
+  EAGLESIM_CUDA_CHECK(cudaMemcpy(buffer_.get(), host, sizeof(host), cudaMemcpyHostToDevice));
+}
+
 LtGemm::LtGemm(cublasLtHandle_t lt, cublasHandle_t blas, std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
                std::size_t workspace_bytes, const float* a_scale, const float* b_scale)
     : handle_(lt), blas_(blas), m_(m), n_(n), k_(k), dtype_(dtype), workspace_bytes_(workspace_bytes) {
@@ -76,6 +86,11 @@ LtGemm::LtGemm(cublasLtHandle_t lt, cublasHandle_t blas, std::int64_t m, std::in
     EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
     if (fp8) {
       if (!a_scale || !b_scale) throw DeviceError("fp8 GEMM needs device scale pointers");
+      for (const float* p : {a_scale, b_scale})
+        if (reinterpret_cast<std::uintptr_t>(p) % kLtScaleAlignment != 0)
+          throw DeviceError(fmt::format("fp8 GEMM m={} n={} k={}: scale pointer {} is not {}-byte aligned (cuBLASLt "
+                                        "refuses such a GEMM at launch)",
+                                        m, n, k, static_cast<const void*>(p), kLtScaleAlignment));
       EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof(a_scale)));
       EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof(b_scale)));
       // Serving stacks run fp8 GEMMs with fast accumulation; so do we.
@@ -186,16 +201,18 @@ void LtGemm::time_candidates(const void* weight, const void* x, void* y, void* w
   const std::size_t y_count = static_cast<std::size_t>(m_) * static_cast<std::size_t>(n_);
   Stream stream;
   const DeviceBuffer scratch(5 * sizeof(double));
-  int device = 0, l2_bytes = 0;
-  EAGLESIM_CUDA_CHECK(cudaGetDevice(&device));
-  EAGLESIM_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
-  const DeviceBuffer flush(2 * static_cast<std::size_t>(std::max(l2_bytes, 1 << 20)));
+  // Weights of more than twice the L2 flush it themselves: each call streams them through the
+  // cache and finds none of them left from the call before. No flush then, and nothing to
+  // subtract (the flush kernel's time varies a little; leaving it out leaves out its noise).
+  const double weight_bytes = static_cast<double>(n_) * static_cast<double>(k_) * bytes_per_element(dtype_);
+  std::optional<L2ReadFlush> flush;
+  if (weight_bytes <= 2.0 * static_cast<double>(current_l2_bytes())) flush.emplace();
   auto reject = [&](int c, const std::string& why) { tuning_.rejected.push_back(candidates_[c].name + ": " + why); };
-  auto capture = [&](int c) -> std::optional<CudaGraph> {  // c < 0: the L2 writes alone
+  auto capture = [&](int c) -> std::optional<CudaGraph> {  // c < 0: the L2 flushes alone
     try {
       return CudaGraph::capture(stream.get(), [&](cudaStream_t s) {
         for (int r = 0; r < kCallsPerGraph; ++r) {
-          EAGLESIM_CUDA_CHECK(cudaMemsetAsync(flush.get(), r + 1, flush.bytes(), s));
+          if (flush) flush->launch(s);
           if (c >= 0) EAGLESIM_CUBLAS_CHECK(run_candidate(c, weight, x, y, workspace, s));
         }
       });
@@ -209,10 +226,14 @@ void LtGemm::time_candidates(const void* weight, const void* x, void* y, void* w
     timer.launch(g, stream.get());
     return timer.finish("a GEMM candidate's graph");
   };
-  std::optional<CudaGraph> flush_only = capture(-1);
-  if (!flush_only) throw DeviceError("GEMM tuning: cannot capture the L2 writes in a graph");
-  double flush_us = std::numeric_limits<double>::infinity();
-  for (int r = 0; r < kScreenRuns; ++r) flush_us = std::min(flush_us, replay_us(*flush_only));
+  std::optional<CudaGraph> flush_only;
+  double flush_us = 0;
+  if (flush) {
+    flush_only = capture(-1);
+    if (!flush_only) throw DeviceError("GEMM tuning: cannot capture the L2 flush in a graph");
+    flush_us = std::numeric_limits<double>::infinity();
+    for (int r = 0; r < kScreenRuns; ++r) flush_us = std::min(flush_us, replay_us(*flush_only));
+  }
 
   // The reference first, then the rest in the order of the list (the heuristic's best first).
   std::vector<int> order(n);
@@ -285,7 +306,7 @@ void LtGemm::time_candidates(const void* weight, const void* x, void* y, void* w
   std::vector<std::vector<double>> samples(finalists.size());
   std::vector<double> flush_samples;
   for (int r = 0; r < kFinalRuns; ++r) {
-    flush_samples.push_back(replay_us(*flush_only));
+    flush_samples.push_back(flush_only ? replay_us(*flush_only) : 0.0);
     for (std::size_t f = 0; f < finalists.size(); ++f) samples[f].push_back(replay_us(*graphs[finalists[f]]));
   }
   std::size_t best = 0;

@@ -19,9 +19,27 @@
 #include <cuda_runtime.h>
 
 #include "core/dtype.hpp"
+#include "cuda/device_buffer.hpp"
 #include "cuda/gemm_candidates.hpp"
 
 namespace eaglesim::cuda {
+
+// cuBLASLt (12.9.1 onwards) refuses an fp8 GEMM whose scale pointers are not 16-byte aligned
+// with CUBLAS_STATUS_NOT_SUPPORTED at launch, after its heuristic proposed algorithms for it:
+// every candidate would fail. LtGemm checks the alignment when it is made.
+constexpr std::size_t kLtScaleAlignment = 16;
+
+// Per-tensor fp8 scales of 1 for A and B (the replay's fp8 operands are random e4m3 values, not
+// quantised from a wider range), each on its own kLtScaleAlignment boundary, on the current device.
+class UnitFp8Scales {
+ public:
+  UnitFp8Scales();
+  const float* a() const { return buffer_.as<const float>(); }
+  const float* b() const { return buffer_.as<const float>() + kLtScaleAlignment / sizeof(float); }
+
+ private:
+  DeviceBuffer buffer_;
+};
 
 // What tune() did for the shape.
 struct GemmTuning {
@@ -36,7 +54,8 @@ struct GemmTuning {
 
 class LtGemm {
  public:
-  // dtype: bf16 or fp8. For fp8, a_scale/b_scale are device pointers to one float each.
+  // dtype: bf16 or fp8. For fp8, a_scale/b_scale are device pointers to one float each, aligned
+  // to kLtScaleAlignment (UnitFp8Scales holds such a pair).
   // blas: the handle of the cublasGemmEx candidate (bf16 only); null leaves that candidate out.
   LtGemm(cublasLtHandle_t lt, cublasHandle_t blas, std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
          std::size_t workspace_bytes, const float* a_scale = nullptr, const float* b_scale = nullptr);

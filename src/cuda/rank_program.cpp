@@ -247,8 +247,7 @@ const LtGemm& RankProgram::gemm_plan(std::int64_t m, std::int64_t n, std::int64_
   auto key = std::make_tuple(m, n, k, static_cast<int>(dtype));
   auto it = gemms_.find(key);
   if (it != gemms_.end()) return *it->second;
-  const float* scales = fp8_scales_.as<float>();
-  auto plan = std::make_unique<LtGemm>(lt_, blas_, m, n, k, dtype, kLtWorkspaceBytes, scales, scales + 1);
+  auto plan = std::make_unique<LtGemm>(lt_, blas_, m, n, k, dtype, kLtWorkspaceBytes, fp8_scales_->a(), fp8_scales_->b());
   // The shape's fastest algorithm, timed on its first op's real buffers (setup, before capture).
   plan->tune(w, x, y, workspace_.get());
   return *gemms_.emplace(key, std::move(plan)).first->second;
@@ -291,9 +290,7 @@ void RankProgram::open_device() {
   EAGLESIM_CUBLAS_CHECK(cublasLtCreate(&lt_));
   EAGLESIM_CUBLAS_CHECK(cublasCreate(&blas_));
   workspace_ = DeviceBuffer(kLtWorkspaceBytes);
-  fp8_scales_ = DeviceBuffer(2 * sizeof(float));
-  const float ones[2] = {1.f, 1.f};
-  EAGLESIM_CUDA_CHECK(cudaMemcpy(fp8_scales_.get(), ones, sizeof(ones), cudaMemcpyHostToDevice));
+  fp8_scales_.emplace();
 }
 
 // ---------------------------------------------------------------- pass 1: the plan

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -104,7 +105,8 @@ class RankProgram {
   bool has_fp8_ = false;
   cublasLtHandle_t lt_ = nullptr;
   cublasHandle_t blas_ = nullptr;  // the GEMM tuner's cublasGemmEx candidate (lt_gemm.hpp)
-  DeviceBuffer workspace_, x_, x8_, y_, z_, residual_, part_acc_, part_ml_, ids_, fp8_scales_;
+  DeviceBuffer workspace_, x_, x8_, y_, z_, residual_, part_acc_, part_ml_, ids_;
+  std::optional<UnitFp8Scales> fp8_scales_;  // made in open_device, on the rank's device
   // The grouped GEMM kernels' shared workspace and the rows each expert gets, per grouped op.
   DeviceBuffer moe_workspace_, expert_offsets_;
   std::size_t moe_counter_bytes_ = 0;  // the counters' part of moe_workspace_ (the most any plan needs)

@@ -26,6 +26,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/gemm_fingerprint.hpp"
 #include "cuda/ideal_comm_group.hpp"
+#include "cuda/l2_read_flush.hpp"
 #include "cuda/lt_gemm.hpp"
 #include "cuda/rank_program.hpp"
 #include "cuda/replay_kernels.hpp"
@@ -274,6 +275,65 @@ TEST(GemmFingerprint, SeparatesRoundingFromWrongProducts) {
   EXPECT_NE(fingerprint_mismatch(print_of(with_nan), reference), "");
 }
 
+// The tuner's cold L2: after the flush, a buffer that was in L2 is read from HBM again (slower
+// than from L2), and the flush has written nothing (its buffer and its sink hold zeros).
+TEST(CudaGemm, ReadFlushEvictsTheL2AndWritesNothing) {
+  REQUIRE_GPUS(1);
+  const L2ReadFlush flush;
+  ASSERT_GE(flush.bytes(), 2 * current_l2_bytes());
+  // A quarter of the L2, read by the same kernel: small enough to stay in L2 between two reads.
+  const L2ReadFlush probe(current_l2_bytes() / 4);
+  cudaEvent_t a, b;
+  ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&b), cudaSuccess);
+  auto probe_us = [&] {
+    cudaEventRecord(a);
+    probe.launch(nullptr);
+    cudaEventRecord(b);
+    EXPECT_EQ(cudaEventSynchronize(b), cudaSuccess);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    return 1000.0 * ms;
+  };
+  double hot_us = 1e30, cold_us = 1e30;
+  for (int r = 0; r < 10; ++r) {
+    probe.launch(nullptr);
+    hot_us = std::min(hot_us, probe_us());
+    flush.launch(nullptr);
+    cold_us = std::min(cold_us, probe_us());
+  }
+  std::printf("%zu MB read: %.2f us from L2, %.2f us after the flush of %zu MB\n", probe.bytes() >> 20, hot_us,
+              cold_us, flush.bytes() >> 20);
+  EXPECT_GT(cold_us, 1.15 * hot_us);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  unsigned sink = 1;
+  ASSERT_EQ(cudaMemcpy(&sink, flush.sink().get(), sizeof(sink), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(sink, 0u);
+  std::vector<unsigned char> h(flush.bytes());
+  ASSERT_EQ(cudaMemcpy(h.data(), flush.buffer().get(), h.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(std::all_of(h.begin(), h.end(), [](unsigned char v) { return v == 0; }));
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+}
+
+// An fp8 GEMM with a scale pointer off 16 bytes is refused when it is made, with the reason (the
+// library would refuse every algorithm at launch only).
+TEST(CudaGemm, Fp8ScalePointerOffAlignmentIsRefusedWhenMade) {
+  REQUIRE_GPUS(1);
+  cublasLtHandle_t lt;
+  ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  const UnitFp8Scales scales;
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(scales.a()) % kLtScaleAlignment, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(scales.b()) % kLtScaleAlignment, 0u);
+  try {
+    LtGemm gemm(lt, nullptr, 16, 2048, 4096, DType::fp8, 32u << 20, scales.a(), scales.a() + 1);
+    ADD_FAILURE() << "an fp8 GEMM with a scale pointer 4 bytes past a 16-byte boundary was made";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("aligned"), std::string::npos) << e.what();
+  }
+  cublasLtDestroy(lt);
+}
+
 struct GemmCase {
   std::int64_t m, n, k;
   DType dtype;
@@ -313,9 +373,8 @@ TEST(CudaGemm, EveryCandidateMatchesCpuReference) {
   cublasHandle_t blas;
   ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
-  DeviceBuffer ws(32u << 20), scales(2 * sizeof(float));
-  const float ones[2] = {1.f, 1.f};
-  ASSERT_EQ(cudaMemcpy(scales.get(), ones, sizeof(ones), cudaMemcpyHostToDevice), cudaSuccess);
+  DeviceBuffer ws(32u << 20);
+  const UnitFp8Scales scales;
   const GemmCase cases[] = {{1, 2048, 4096, DType::bf16},
                             {16, 1024, 8192, DType::bf16},
                             {64, 3072, 1024, DType::bf16},
@@ -329,8 +388,7 @@ TEST(CudaGemm, EveryCandidateMatchesCpuReference) {
     fill_random(w.get(), g.n * g.k, g.dtype, 81, fp8 ? 0.5f : 0.05f, nullptr);
     fill_random(x.get(), g.m * g.k, g.dtype, 82, 1.f, nullptr);
     const std::vector<double> ref = gemm_reference(w, x, g);
-    const float* sp = scales.as<float>();
-    LtGemm gemm(lt, blas, g.m, g.n, g.k, g.dtype, ws.bytes(), sp, sp + 1);
+    LtGemm gemm(lt, blas, g.m, g.n, g.k, g.dtype, ws.bytes(), scales.a(), scales.b());
     gemm.add_all_candidates();
     int ran = 0, cublas_default = 0;
     std::map<GemmSource, int> per_source;
