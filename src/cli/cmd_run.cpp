@@ -149,11 +149,14 @@ void run(const RunArgs& a) {
 
   const Trace trace = read_trace(trace_path);
 
-  // A v1 trace is one request with a chain of N drafts: num_steps N, eagle_topk 1,
-  // num_draft_tokens N + 1, at batch 1.
-  acceptance_in.batch = 1;
-  const ResolvedAcceptance acceptance =
-      resolve_acceptance(chain_config(scenario_draft_tokens(trace, a.draft_tokens)), acceptance_in);
+  // A v2 trace names its speculative configuration and batch (SGLang's terms); a v1 trace is one
+  // request with a chain of N drafts: num_steps N, eagle_topk 1, num_draft_tokens N + 1. An
+  // explicit --draft-tokens asks for that chain.
+  acceptance_in.batch = trace.meta.batch_size();
+  SpecConfig spec = chain_config(scenario_draft_tokens(trace, a.draft_tokens));
+  if (const auto& sp = trace.meta.speculative; sp && sp->method != SpecMethod::none && a.draft_tokens == 0)
+    spec = SpecConfig{sp->num_steps, sp->eagle_topk, sp->num_draft_tokens};
+  const ResolvedAcceptance acceptance = resolve_acceptance(spec, acceptance_in);
   if (acceptance.default_rate)
     defaults_used.insert(defaults_used.begin() + static_cast<std::ptrdiff_t>(accept_default_at),
                          fmt::format("accept rate a={} per position (EAGLE-3 paper range 0.7-0.8)", kDefaultAcceptRate));

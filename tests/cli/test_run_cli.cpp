@@ -116,6 +116,25 @@ TEST(RunCli, NoFusedAddNormRunsTheResidualAddAndNormAsTwoKernels) {
   EXPECT_NE(run_cli("run --help").out.find("--no-fused-add-norm"), std::string::npos);
 }
 
+// A version-2 trace's speculative configuration drives the acceptance: the tree model at its
+// (num_steps, eagle_topk, num_draft_tokens), not a chain of its draft tokens.
+TEST(RunCli, TreeTraceUsesItsSpeculativeConfigForAcceptance) {
+  const std::string dir = temp_dir();
+  ASSERT_EQ(run_cli("gen --model models/llm/llama-3.1-8b.json --tp 1 --batch 4 --speculative-num-steps 5 "
+                    "--speculative-eagle-topk 4 --speculative-num-draft-tokens 8 --kv-len 1024 -o " + dir + "/t.json")
+                .exit_code,
+            0);
+  const CliResult r = run_cli("run " + dir + "/t.json --topology 2x-h200-nvlink --strategy nccl --accept-rate 0.6");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tree model"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("num_steps 5, eagle_topk 4, num_draft_tokens 8"), std::string::npos) << r.out;
+  // --draft-tokens asks for the chain explicitly.
+  const CliResult chain =
+      run_cli("run " + dir + "/t.json --topology 2x-h200-nvlink --strategy nccl --accept-rate 0.6 --draft-tokens 3");
+  ASSERT_EQ(chain.exit_code, 0) << chain.err;
+  EXPECT_EQ(chain.out.find("eagle_topk 4"), std::string::npos) << chain.out;
+}
+
 TEST(RunCli, JsonCsvAndTimelineFiles) {
   std::string dir = temp_dir();
   CliResult r = run_cli(kScenario + " --strategy nccl,ideal --json " + dir + "/r.json --csv " + dir +
