@@ -93,6 +93,7 @@ PricingOptions pricing(const Communicator& comm) {
   po.comm = &comm;
   po.query.ranks = 8;
   po.compute_cost = fixed_cost;
+  po.add_norm_cost = fixed_cost;  // the fused residual add + norm kernels, priced by their norm
   po.op_times = OpTimes::model;
   return po;
 }

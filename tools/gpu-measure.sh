@@ -14,15 +14,16 @@
 #   fidelity    calibrate (TP1 traces on 1 GPU; TP2, imported and TP1 traces on 2), then
 #               eaglesim fidelity against the CUDA replay
 #   kernels     the engine-grade kernels: their GPU tests, PyTorch on the same shapes
-#               (tools/torch_attention_bench.py, torch_gemm_bench.py, torch_linear_bench.py, if torch
-#               imports), then bench_attention, bench_gemm and bench_dense_gemm against the floor
-#               measured in the same run
+#               (tools/torch_attention_bench.py, torch_gemm_bench.py, torch_linear_bench.py,
+#               torch_elementwise_bench.py, if torch imports), then bench_attention, bench_gemm,
+#               bench_dense_gemm and bench_elementwise against the floor measured in the same run
 #   sanitizer   compute-sanitizer memcheck, racecheck, synccheck over the kernel GPU tests
 #   torch       tools/torch_reference_step.py (PyTorch on the replay's decoder ops), if torch imports
 #
 # Writes into $OUT (default /tmp/eaglesim-gpu): summary.txt (one line per step with its exit
 # status, then the key lines of each log), STEP.log per step, calibrated.json, fidelity.json,
-# bench-comm.json, bench-attention.json, bench-gemm.json, and the replay reports replay-*.json. When that makes more than 8 files,
+# bench-comm.json, bench-attention.json, bench-gemm.json, bench-dense-gemm.json,
+# bench-elementwise.json, and the replay reports replay-*.json. When that makes more than 8 files,
 # everything except summary.txt and the JSON files named above goes into logs.tar.gz.
 # Exit status: 0 when every step succeeded, 1 otherwise.
 #
@@ -131,15 +132,17 @@ step_build() {
 }
 
 step_kernels() {
-  local rc=0 torch_attn="" torch_gemm="" torch_linear=""
+  local rc=0 torch_attn="" torch_gemm="" torch_linear="" torch_elem=""
   echo "### kernel tests"
-  t "$G" --gtest_filter='VerifyAttention*:MoeGemm*:WeightOnlyGemm*' || rc=1
+  t "$G" --gtest_filter='VerifyAttention*:MoeGemm*:WeightOnlyGemm*:CudaGemm*:GemmFingerprint*:ElementwiseKernels*:ElementwisePlan*' || rc=1
   if python3 -c "import torch" 2>/dev/null; then
     echo "### PyTorch on the same shapes"
     t python3 tools/torch_attention_bench.py --out "$OUT/torch-attention.json" --budget-s "${TORCH_BUDGET_S:-120}" \
       && torch_attn="--torch $OUT/torch-attention.json"
     t python3 tools/torch_gemm_bench.py --out "$OUT/torch-gemm.json" && torch_gemm="--torch $OUT/torch-gemm.json"
     t python3 tools/torch_linear_bench.py --out "$OUT/torch-linear.json" && torch_linear="--torch $OUT/torch-linear.json"
+    t python3 tools/torch_elementwise_bench.py --out "$OUT/torch-elementwise.json" && \
+      torch_elem="--torch $OUT/torch-elementwise.json"
   else
     echo "### PyTorch: skipped (torch does not import)"
   fi
@@ -153,6 +156,9 @@ step_kernels() {
   echo "### bench_dense_gemm"
   # shellcheck disable=SC2086
   t "$BUILD_DIR/bench/bench_dense_gemm" $torch_linear --json "$OUT/bench-dense-gemm.json" || rc=1
+  echo "### bench_elementwise"
+  # shellcheck disable=SC2086
+  t "$BUILD_DIR/bench/bench_elementwise" $torch_elem --json "$OUT/bench-elementwise.json" || rc=1
   return "$rc"
 }
 step_tests() {
@@ -253,7 +259,7 @@ step_sanitizer() {
   for tool in memcheck racecheck synccheck; do
     echo "### compute-sanitizer --tool $tool"
     EAGLESIM_TEST_QUICK=1 t compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$G" \
-      --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*:VerifyAttention.SmallShapes:MoeGemmGrouped.RowsPerExpertAcrossFormats' || rc=1
+      --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*:VerifyAttention.SmallShapes:MoeGemmGrouped.RowsPerExpertAcrossFormats:GemmFingerprint.*:ElementwiseKernels.*' || rc=1
   done
   return "$rc"
 }
@@ -277,7 +283,7 @@ summary_pattern() {
     bench-comm) echo "^###|^ +(1024|43008|65536|1048576|67108864) " ;;
     replay) echo "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^strategy |^error" ;;
     fidelity) echo "^###|^summary|^error" ;;
-    kernels) echo "^###|^\[  (PASSED|FAILED)|FAILED|Failure" ;;
+    kernels) echo "^###|^\[  (PASSED|FAILED)|FAILED|Failure|^summary:|^tuning:|^== summary|^(rmsnorm|add_rmsnorm|add_rmsnorm_unfused|residual_add|silu_mul) +[0-9]+ \||^empty kernel|^floor" ;;
     sanitizer) echo "^###|ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY|^\[  (PASSED|FAILED)" ;;
     torch) echo "^###|^\{|Error" ;;
   esac
@@ -301,6 +307,7 @@ done
 if [ "$(find "$OUT" -maxdepth 1 -type f | wc -l)" -gt 8 ]; then
   mapfile -t extra < <(cd "$OUT" && find . -maxdepth 1 -type f ! -name summary.txt ! -name calibrated.json \
     ! -name fidelity.json ! -name bench-comm.json ! -name bench-attention.json ! -name bench-gemm.json ! -name bench-dense-gemm.json \
+    ! -name bench-elementwise.json \
     ! -name logs.tar.gz -printf '%f\n' | sort)
   (cd "$OUT" && tar czf logs.tar.gz "${extra[@]}" && rm -f "${extra[@]}") &&
     note "packed ${#extra[@]} files (logs, replay reports) into logs.tar.gz"

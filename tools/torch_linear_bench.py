@@ -17,7 +17,7 @@ SHAPES = [("llama-3.1-8b", "qkv", 6144, 4096), ("llama-3.1-8b", "o", 4096, 4096)
           ("llama-3.1-8b", "lm_head", 128256, 4096), ("llama-3.1-70b", "qkv", 10240, 8192),
           ("llama-3.1-70b", "o", 8192, 8192), ("llama-3.1-70b", "gate_up", 57344, 8192),
           ("llama-3.1-70b", "down", 8192, 28672), ("llama-3.1-70b", "lm_head", 128256, 8192)]
-ROWS = [1, 4, 16, 64, 128, 256]
+ROWS = [1, 4, 16, 64, 256]
 
 
 def time_graph_us(fn, calls, replays=15, warmup=3):

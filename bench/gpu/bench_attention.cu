@@ -25,7 +25,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -102,60 +101,6 @@ std::vector<std::uint32_t> bench_tree(int q) {
   return tree_mask_from_parents(parent);
 }
 
-__global__ void fill_random_bf16(__nv_bfloat16* p, std::size_t n, std::uint32_t seed, float amp) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    std::uint32_t h = static_cast<std::uint32_t>(i) * 0x9e3779b1u ^ static_cast<std::uint32_t>(i >> 32) * 0x85ebca77u ^ seed;
-    h ^= h >> 15;
-    h *= 0x2c1b3c6du;
-    h ^= h >> 12;
-    h *= 0x297a2d39u;
-    h ^= h >> 15;
-    p[i] = __float2bfloat16(amp * (static_cast<float>(h >> 8) * (2.f / 16777216.f) - 1.f));
-  }
-}
-
-struct TorchRef {
-  double us = 0;
-  std::string backend;
-};
-
-// JSON lines {"shape": "...", "backend": "...", "us": N, ...}; the fastest line per shape wins.
-std::map<std::string, TorchRef> load_torch(const std::string& path) {
-  std::map<std::string, TorchRef> out;
-  std::ifstream f(path);
-  if (!f) {
-    std::fprintf(stderr, "bench_attention: cannot read %s (no torch column)\n", path.c_str());
-    return out;
-  }
-  auto field = [](const std::string& line, const std::string& key) -> std::string {
-    const std::string k = "\"" + key + "\"";
-    std::size_t at = line.find(k);
-    if (at == std::string::npos) return "";
-    at = line.find(':', at + k.size());
-    if (at == std::string::npos) return "";
-    ++at;
-    while (at < line.size() && line[at] == ' ') ++at;
-    if (at < line.size() && line[at] == '"') {
-      const std::size_t end = line.find('"', at + 1);
-      return end == std::string::npos ? "" : line.substr(at + 1, end - at - 1);
-    }
-    std::size_t end = at;
-    while (end < line.size() && line[end] != ',' && line[end] != '}') ++end;
-    return line.substr(at, end - at);
-  };
-  std::string line;
-  while (std::getline(f, line)) {
-    const std::string shape = field(line, "shape"), backend = field(line, "backend"), us = field(line, "us");
-    if (shape.empty() || us.empty()) continue;
-    const double t = std::atof(us.c_str());
-    if (!(t > 0)) continue;
-    auto it = out.find(shape);
-    if (it == out.end() || t < it->second.us) out[shape] = {t, backend};
-  }
-  return out;
-}
-
 double rel_error(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b, long long* nan) {
   double num = 0, den = 0;
   *nan = 0;
@@ -184,30 +129,18 @@ struct Summary {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string torch_path, json_path, filter;
-  bool plain = true, quick = false;
-  double budget_s = 1e9;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_attention: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--torch") torch_path = next();
-    else if (a == "--json") json_path = next();
-    else if (a == "--filter") filter = next();
-    else if (a == "--no-plain") plain = false;
-    else if (a == "--quick") quick = true;
-    else if (a == "--budget-s") budget_s = std::atof(next().c_str());
-    else {
-      std::fprintf(stderr,
-                   "usage: bench_attention [--torch FILE] [--json FILE] [--filter TEXT] [--no-plain] [--quick] [--budget-s S]\n");
-      return 2;
-    }
-  }
+  bool plain = true;
+  const bench::CommonArgs args = bench::parse_common_args(
+      argc, argv, "bench_attention",
+      "bench_attention [--torch FILE] [--json FILE] [--filter TEXT] [--no-plain] [--quick] [--budget-s S]",
+      [&](const std::string& a) {
+        if (a != "--no-plain") return false;
+        plain = false;
+        return true;
+      });
+  const std::string &torch_path = args.torch, &json_path = args.json, &filter = args.filter;
+  const bool quick = args.quick;
+  const double budget_s = args.budget_s;
   const auto t_start = std::chrono::steady_clock::now();
   try {
     cudaDeviceProp prop;
@@ -224,7 +157,8 @@ int main(int argc, char** argv) {
     if (quick)
       shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [](const Shape& s) { return s.batch == 64 || s.kv == 512; }),
                    shapes.end());
-    const auto torch = torch_path.empty() ? std::map<std::string, TorchRef>{} : load_torch(torch_path);
+    const auto torch = torch_path.empty() ? std::map<std::string, bench::ReferenceTime>{}
+                                          : bench::load_fastest_per_shape(torch_path, "backend", "bench_attention");
 
     // One pool for every shape's K/V copies, the largest shape's K/V once or 1 GiB of copies.
     std::size_t pool_bytes = std::size_t(1) << 30;
@@ -240,8 +174,8 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&q, max_rows * 2));
     CHECK(cudaMalloc(&out, max_rows * 2));
     CHECK(cudaMalloc(&out_plain, max_rows * 2));
-    fill_random_bf16<<<prop.multiProcessorCount * 8, 256>>>(pool, pool_bytes / 2, 0x1234567u, 1.f);
-    fill_random_bf16<<<prop.multiProcessorCount * 8, 256>>>(q, max_rows, 0x7654321u, 2.f);
+    bench::fill_random_bf16<<<prop.multiProcessorCount * 8, 256>>>(pool, pool_bytes / 2, 0x1234567u, 1.f);
+    bench::fill_random_bf16<<<prop.multiProcessorCount * 8, 256>>>(q, max_rows, 0x7654321u, 2.f);
     CHECK(cudaGetLastError());
     CHECK(cudaDeviceSynchronize());
 
@@ -344,7 +278,7 @@ int main(int argc, char** argv) {
       const auto t = torch.find(sh.key);
       if (t != torch.end()) {
         row.reference_us = t->second.us;
-        row.reference = "torch sdpa " + t->second.backend;
+        row.reference = "torch sdpa " + t->second.label;
       }
       bench::print_row(row);
       if (jf) {

@@ -274,4 +274,18 @@ std::vector<AllreduceLayerCase> allreduce_layers(const std::vector<Trace>& trace
   return out;
 }
 
+void append_residual_norm(Step& step, std::int64_t tokens, std::int64_t hidden, int layer) {
+  Op res;
+  res.kind = OpKind::residual_add;
+  res.name = "calibrate_residual";
+  res.tokens = tokens;
+  res.hidden = hidden;
+  res.layer = layer;
+  Op norm = res;
+  norm.kind = OpKind::rmsnorm;
+  norm.name = "calibrate_rmsnorm";
+  step.ops.push_back(res);
+  step.ops.push_back(norm);
+}
+
 }  // namespace eaglesim

@@ -3,6 +3,7 @@
 // (kernel transitions), whole compute layers, each allreduce between the ops around it (per
 // strategy), and whole layers with their allreduces. Deduplicated and capped, so a calibration
 // over several traces stays within its time budget.
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,11 @@ bool transition_kind(OpKind k);
 // What makes two layers' ops the same measurement: kinds, shapes and, for `other` ops (which the
 // replay spins for their traced time), that time. One entry of a layer's deduplication key.
 std::string op_signature(const Op& op);
+
+// Appends a residual add of `tokens` x `hidden` and the RMSNorm of the same rows right after it,
+// both numbered `layer`: what a fused allreduce absorbs after itself, and what the replay runs as
+// one fused add + RMSNorm kernel.
+void append_residual_norm(Step& step, std::int64_t tokens, std::int64_t hidden, int layer);
 
 // Consecutive compute ops of the first decoder layer of every step and the step from its last op
 // into the next layer, deduplicated; with `fused_pairs`, also the pairs a fused strategy makes

@@ -92,6 +92,18 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
     }
   }
 
+  for (const auto& [hidden, use] : s.add_rmsnorm) {
+    for (std::int64_t t : merged_grid(grid, use.tokens)) {
+      Op e;
+      e.kind = OpKind::residual_add;
+      e.name = "calibrate_add_rmsnorm";
+      e.tokens = t;
+      e.hidden = hidden;
+      q.add_rmsnorm.push_back(e);
+      q.add_rmsnorm_gpus.push_back(std::clamp(use.tp, 1, o.ranks));
+    }
+  }
+
   if (!s.other_us.empty()) {
     const double top = 2 * *s.other_us.rbegin();
     for (double us = kOtherMinUs; us <= top * kOtherGridFactor; us *= kOtherGridFactor) {

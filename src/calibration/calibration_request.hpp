@@ -73,6 +73,11 @@ struct CalibrationRequest {
   // replays on GPU 0, so a TP1 shape in a 2-GPU calibration is priced at GPU 0, not at the
   // slower GPU (GPUs of one machine differed by 3 % in docs/fidelity.md).
   std::vector<int> compute_gpus;
+  // Residual adds (tokens, hidden) to measure as the fused add + RMSNorm kernel that runs a
+  // residual_add and the RMSNorm of the same rows after it (the table kAddRmsnormTable), over the
+  // same token grid as the elementwise ops; add_rmsnorm_gpus parallel to it, as compute_gpus.
+  std::vector<Op> add_rmsnorm;
+  std::vector<int> add_rmsnorm_gpus;
   std::vector<AllreduceCase> allreduce;  // empty when ranks == 1
   Op context_gemm;                     // the GEMM every allreduce follows (kind gemm)
   // Each (strategy, allreduce, op before, op after) of the traces' first decoder layers.
@@ -84,6 +89,13 @@ struct CalibrationRequest {
   // Consecutive compute ops of the traces (A, B), measured as a chain of (A, B) pairs against
   // their own chains: the kernel-transition cost (Calibration::transition_us).
   std::vector<std::pair<Op, Op>> transitions;
+  // A residual_add followed by an rmsnorm of the same shape runs as one fused kernel
+  // (engine/op_pricing.hpp, fusable_add_norm), in the chains measured and in the fits that price
+  // them (the `add_rmsnorm` elementwise table); false: as two (--no-fused-add-norm). The chains
+  // it applies to are the decoder layers' (compute_layers, allreduce_layers); single ops,
+  // transitions and allreduce contexts are measured as separate kernels either way, and the
+  // add_rmsnorm cases as the fused kernel.
+  bool fuse_add_norm = true;
   int iters = 7;                       // timed graph replays per graph (median)
   int warmup = 2;
   double timeout_s = 30;
@@ -98,6 +110,7 @@ struct CalibrationMeasurements {
   std::string gpu_name;                // e.g. "NVIDIA H200"
   int ranks = 1;
   std::vector<double> compute_us;      // parallel to request.compute
+  std::vector<double> add_rmsnorm_us;  // parallel to request.add_rmsnorm (NaN: not measured); may be empty
   std::vector<double> allreduce_us;    // parallel to request.allreduce
   std::vector<double> allreduce_context_us;  // parallel to request.allreduce_contexts (NaN: not measured)
   // Parallel to request.allreduce_layers: µs the allreduces add to one more copy of the layer

@@ -57,7 +57,8 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
       (!m.transition_us.empty() && m.transition_us.size() != q.transitions.size()) ||
       (!m.allreduce_context_us.empty() && m.allreduce_context_us.size() != q.allreduce_contexts.size()) ||
       (!m.allreduce_layer_us.empty() && m.allreduce_layer_us.size() != q.allreduce_layers.size()) ||
-      (!m.compute_layer_us.empty() && m.compute_layer_us.size() != q.compute_layers.size()))
+      (!m.compute_layer_us.empty() && m.compute_layer_us.size() != q.compute_layers.size()) ||
+      (!m.add_rmsnorm_us.empty() && m.add_rmsnorm_us.size() != q.add_rmsnorm.size()))
     throw std::invalid_argument("build_calibration: measurements do not match the request");
   const TraceShapes s = collect_trace_shapes(traces);
   Calibration cal;
@@ -137,6 +138,14 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
         }
         break;
     }
+  }
+  // The fused add + RMSNorm kernel, by the rows' tokens x hidden; exact where a trace has a
+  // residual add + RMSNorm pair of those very rows.
+  for (std::size_t i = 0; i < m.add_rmsnorm_us.size(); ++i) {
+    const Op& op = q.add_rmsnorm[i];
+    auto used = s.add_rmsnorm.find(op.hidden);
+    add_point(elementwise[kAddRmsnormTable], op.tokens * op.hidden, m.add_rmsnorm_us[i],
+              used != s.add_rmsnorm.end() && used->second.tokens.count(op.tokens) > 0);
   }
   std::set<std::int64_t> exact_ar;
   for (const auto& [b, dt] : s.allreduce) exact_ar.insert(b);

@@ -3,7 +3,8 @@
 // simulator looks them up (cost/compute_model.cpp, comm/modelled_communicator.cpp):
 //   gemm        (n, k, dtype) points interpolated in m (lm_head uses the same table)
 //   attention   "gqa:H:KV:D:qQ" (layout + query tokens) interpolated in kv_len
-//   elementwise rmsnorm | residual_add | act | embedding by tokens x hidden; other by requested ns
+//   elementwise rmsnorm | residual_add | act | embedding by tokens x hidden; other by requested ns;
+//               add_rmsnorm (the fused residual add + RMSNorm kernel) by tokens x hidden
 //   allreduce   strategy -> in-context µs by bytes, with calibration.ranks = the ranks measured on
 // plus kernel transitions and allreduces in their trace context, scaled to whole layers.
 #include <vector>

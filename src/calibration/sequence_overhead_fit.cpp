@@ -7,6 +7,7 @@
 
 #include "comm/strategy_facts.hpp"
 #include "engine/backend.hpp"
+#include "engine/op_pricing.hpp"
 
 namespace eaglesim {
 
@@ -35,10 +36,15 @@ SequenceFit fit_sequence_overhead(const std::vector<Trace>& traces, const Topolo
     ro.warmup = 3;
     ro.timeout_s = opts.timeout_s;
     ro.op_times = "model";  // the tables, as fidelity prices it
+    ro.fuse_add_norm = opts.fuse_add_norm;
     SequenceFitCase c;
     c.trace = trace.meta.model;
-    c.compute_ops = static_cast<int>(
-        std::count_if(step.ops.begin(), step.ops.end(), [](const Op& op) { return op.kind != OpKind::allreduce; }));
+    // The overhead is per kernel (compute_cost and add_rmsnorm_cost each add it once).
+    for (std::size_t i = 0; i < step.ops.size(); ++i) {
+      if (step.ops[i].is_comm()) continue;
+      ++c.compute_ops;
+      if (opts.fuse_add_norm && fusable_add_norm(step.ops, i)) ++i;
+    }
     c.predicted_us = sim->run_step(trace, step, free_allreduces, &topo, ro).step_us;
     c.measured_us = cuda->run_step(trace, step, free_allreduces, nullptr, ro).step_us;
     if (opts.progress)

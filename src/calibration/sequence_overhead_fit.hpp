@@ -16,7 +16,7 @@ namespace eaglesim {
 
 struct SequenceFitCase {
   std::string trace;          // trace name (model / file) for the progress line
-  int compute_ops = 0;        // compute ops in its verify step
+  int compute_ops = 0;        // compute kernels in its verify step (a fused add + norm pair is one)
   double measured_us = 0;     // CUDA replay, ideal allreduces
   double predicted_us = 0;    // simulator on the calibrated topology, without the overhead
 };
@@ -30,6 +30,7 @@ struct SequenceFitOptions {
   int ranks = 1;              // GPUs available; a trace replays on min(its tp, ranks)
   int iters = 7;
   double timeout_s = 30;
+  bool fuse_add_norm = true;  // residual_add + rmsnorm as one kernel (RunOptions::fuse_add_norm)
   std::function<void(const std::string&)> progress;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/op_pricing.hpp"
 #include "topology/calibration_keys.hpp"
 
 namespace eaglesim {
@@ -27,9 +28,18 @@ TraceShapes collect_trace_shapes(const std::vector<Trace>& traces) {
             break;
           }
           case OpKind::attention: {
+            // A batch is priced as one request over every request's KV positions
+            // (cost/compute_model.cpp), so that is the shape measured.
             TraceShapes::AttentionUse& use = s.attention[attention_calibration_key_q(op)];
-            if (use.kv.empty()) use.tmpl = op;
-            use.kv.insert(op.kv_len);
+            const auto positions = static_cast<std::int64_t>(op.kv_len_total());
+            if (use.kv.empty()) {
+              use.tmpl = op;
+              use.tmpl.batch = 1;
+              use.tmpl.kv_lens.clear();
+              use.tmpl.kv_len = positions;
+              use.tmpl.mask = AttentionMask::causal;
+            }
+            use.kv.insert(positions);
             use.tp = std::max(use.tp, tp);
             break;
           }
@@ -52,6 +62,11 @@ TraceShapes collect_trace_shapes(const std::vector<Trace>& traces) {
           default:
             if (is_elementwise(op.kind)) {
               TraceShapes::ElementwiseUse& use = s.elementwise[{static_cast<int>(op.kind), op.hidden}];
+              use.tokens.insert(op.tokens);
+              use.tp = std::max(use.tp, tp);
+            }
+            if (fusable_add_norm(step.ops, i)) {
+              TraceShapes::ElementwiseUse& use = s.add_rmsnorm[op.hidden];
               use.tokens.insert(op.tokens);
               use.tp = std::max(use.tp, tp);
             }

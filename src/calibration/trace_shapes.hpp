@@ -35,6 +35,9 @@ struct TraceShapes {
   };
   std::map<std::string, AttentionUse> attention;                          // q-key ->
   std::map<std::pair<int, std::int64_t>, ElementwiseUse> elementwise;     // (kind, hidden) ->
+  // hidden -> residual adds followed by the RMSNorm of the same rows (one fused kernel in the
+  // replay, the table kAddRmsnormTable)
+  std::map<std::int64_t, ElementwiseUse> add_rmsnorm;
   std::set<double> other_us;
   std::set<std::pair<std::int64_t, int>> allreduce;                       // bytes, dtype
   std::set<std::int64_t> fused_hidden;                                    // hidden of rows after an allreduce

@@ -17,14 +17,43 @@ namespace eaglesim {
 
 namespace {
 
-// The consecutive compute-op pairs a step charges a transition for per copy of the layer: the
-// layer's own, and its last op into the next copy's first.
-std::vector<std::pair<const Op*, const Op*>> layer_pairs(const ComputeLayerCase& layer) {
+// One kernel of a layer copy: an op, or a residual_add and the rmsnorm after it run as one.
+struct LayerKernel {
+  const Op* first;
+  const Op* last;  // == first unless fused
+};
+
+// The kernels one copy of the layer runs in a chain of copies, in order. With fuse_add_norm a
+// residual_add and the rmsnorm after it are one kernel (fusable_add_norm), the layer's last op
+// and the next copy's first included (the MLP's residual add and the next layer's input norm):
+// that kernel ends the copy.
+std::vector<LayerKernel> layer_kernels(const ComputeLayerCase& layer, bool fuse_add_norm) {
+  const std::vector<Op>& ops = layer.ops;
+  const std::size_t n = ops.size();
+  const bool wraps = fuse_add_norm && n > 1 && fusable_add_norm({ops[n - 1], ops[0]}, 0);
+  std::vector<LayerKernel> out;
+  for (std::size_t i = wraps ? 1 : 0; i < n; ++i) {
+    if (wraps && i == n - 1) {
+      out.push_back({&ops[n - 1], &ops[0]});
+    } else if (fuse_add_norm && fusable_add_norm(ops, i)) {
+      out.push_back({&ops[i], &ops[i + 1]});
+      ++i;
+    } else {
+      out.push_back({&ops[i], &ops[i]});
+    }
+  }
+  return out;
+}
+
+// The consecutive compute-op pairs a step charges a transition for per copy of the layer: into
+// each kernel from the one before (a fused kernel's first op after the previous kernel's last),
+// the last kernel into the next copy's first included.
+std::vector<std::pair<const Op*, const Op*>> layer_pairs(const std::vector<LayerKernel>& kernels) {
   std::vector<std::pair<const Op*, const Op*>> pairs;
-  const std::size_t n = layer.ops.size();
+  const std::size_t n = kernels.size();
   for (std::size_t i = 0; i < n && n > 1; ++i) {
-    const Op& a = layer.ops[(i + n - 1) % n];
-    const Op& b = layer.ops[i];
+    const Op& a = *kernels[(i + n - 1) % n].last;
+    const Op& b = *kernels[i].first;
     if (transition_kind(a.kind) && transition_kind(b.kind)) pairs.emplace_back(&a, &b);
   }
   return pairs;
@@ -43,15 +72,16 @@ using WantedEntries = std::map<std::string, std::pair<double, int>>;  // shape k
 // price every op (else that op's model error would land in the transitions) and the chain was
 // measured, each of `shifted` (some of the layer's pairs) wants its entry moved, all by one amount,
 // so that the layer's ops and transitions add up to the chain; `wanted` collects that.
-LayerTransitionFit fit_layer(const ComputeLayerCase& layer, double measured_us, const Topology& topo,
-                             const OpPairs& pairs, const OpPairs& shifted, WantedEntries& wanted) {
+LayerTransitionFit fit_layer(const ComputeLayerCase& layer, const std::vector<LayerKernel>& kernels,
+                             double measured_us, const Topology& topo, const OpPairs& pairs, const OpPairs& shifted,
+                             WantedEntries& wanted) {
   const std::map<std::string, double>& table = topo.calibration.transition_us;
   LayerTransitionFit f;
   f.where = layer.where;
   f.measured_us = measured_us;
   bool by_tables = true;
-  for (const Op& op : layer.ops) {
-    const OpCost c = compute_cost(op, topo);
+  for (const LayerKernel& k : kernels) {
+    const OpCost c = k.first == k.last ? compute_cost(*k.first, topo) : add_rmsnorm_cost(*k.last, topo);
     f.ops_us += c.us;
     by_tables = by_tables && c.calibrated;
   }
@@ -83,14 +113,16 @@ std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationReque
     throw std::invalid_argument("fit_transitions_to_layers: measurements do not match the request");
   std::vector<LayerTransitionFit> fits;
   WantedEntries wanted;
+  std::vector<std::vector<LayerKernel>> kernels;
   for (std::size_t l = 0; l < m.compute_layer_us.size(); ++l) {
-    const OpPairs pairs = layer_pairs(q.compute_layers[l]);
-    fits.push_back(fit_layer(q.compute_layers[l], m.compute_layer_us[l], topo, pairs, pairs, wanted));
+    kernels.push_back(layer_kernels(q.compute_layers[l], q.fuse_add_norm));
+    const OpPairs pairs = layer_pairs(kernels.back());
+    fits.push_back(fit_layer(q.compute_layers[l], kernels.back(), m.compute_layer_us[l], topo, pairs, pairs, wanted));
   }
   set_wanted_means(wanted, topo.calibration.transition_us);
   // What each layer's transitions come to now (shared entries are means, so not exactly the fit).
   for (std::size_t l = 0; l < fits.size(); ++l)
-    fits[l].fitted_us = pairs_sum(topo.calibration.transition_us, layer_pairs(q.compute_layers[l]));
+    fits[l].fitted_us = pairs_sum(topo.calibration.transition_us, layer_pairs(kernels[l]));
   return fits;
 }
 
@@ -111,7 +143,8 @@ std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const Calibra
     throw std::invalid_argument("fit_transitions_to_stripped_layers: measurements do not match the request");
   std::set<std::string> compute_layer_keys;
   for (const ComputeLayerCase& layer : q.compute_layers)
-    for (const auto& [a, b] : layer_pairs(layer)) compute_layer_keys.insert(transition_key(*a, *b));
+    for (const auto& [a, b] : layer_pairs(layer_kernels(layer, q.fuse_add_norm)))
+      compute_layer_keys.insert(transition_key(*a, *b));
   std::vector<LayerTransitionFit> fits;
   std::vector<ComputeLayerCase> layers;
   WantedEntries wanted;
@@ -120,7 +153,7 @@ std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const Calibra
     // Verify steps only, as for compute layers: entries pool token counts.
     if (q.allreduce_layers[l].step != "verify") continue;
     ComputeLayerCase layer = stripped_layer(q.allreduce_layers[l]);
-    const OpPairs pairs = layer_pairs(layer);
+    const OpPairs pairs = layer_pairs(layer_kernels(layer, q.fuse_add_norm));
     OpPairs own;  // the pairs only stripped layers have
     for (const auto& p : pairs)
       if (!compute_layer_keys.count(transition_key(*p.first, *p.second))) own.push_back(p);
@@ -128,12 +161,13 @@ std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const Calibra
     for (const Op& op : layer.ops) signature += op_signature(op);
     if (own.empty() || !seen.insert(signature).second) continue;
     layer.where += " without its allreduces (" + q.allreduce_layers[l].strategy + ")";
-    fits.push_back(fit_layer(layer, m.allreduce_layer_baseline_us[l], topo, pairs, own, wanted));
+    fits.push_back(fit_layer(layer, layer_kernels(layer, q.fuse_add_norm), m.allreduce_layer_baseline_us[l], topo,
+                             pairs, own, wanted));
     layers.push_back(std::move(layer));
   }
   set_wanted_means(wanted, topo.calibration.transition_us);
   for (std::size_t l = 0; l < fits.size(); ++l)
-    fits[l].fitted_us = pairs_sum(topo.calibration.transition_us, layer_pairs(layers[l]));
+    fits[l].fitted_us = pairs_sum(topo.calibration.transition_us, layer_pairs(layer_kernels(layers[l], q.fuse_add_norm)));
   return fits;
 }
 

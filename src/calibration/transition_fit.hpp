@@ -23,10 +23,12 @@ struct LayerTransitionFit {
 
 // Kernel transitions fitted to whole layers: every measured compute layer shifts the entries of
 // its consecutive op pairs (shape keys, created where only a kind entry existed) by one amount,
-// so that its ops (compute_cost on `topo`) and transitions add up to its chain; an entry several
-// layers share takes the mean of what they want. Run on the calibrated topology (its tables price
-// the ops). Layers not measured, or with an op the tables do not price (its model's error would
-// land in the transitions), leave their entries alone.
+// so that its ops (compute_cost on `topo`; with request.fuse_add_norm a residual add and the
+// RMSNorm after it as one kernel, add_rmsnorm_cost, with no transition between them) and
+// transitions add up to its chain; an entry several layers share takes the mean of what they
+// want. Run on the calibrated topology (its tables price the ops). Layers not measured, or with an
+// op the tables do not price (its model's error would land in the transitions), leave their
+// entries alone.
 std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationRequest& request,
                                                           const CalibrationMeasurements& m, Topology& topo);
 

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/add_norm_flag.hpp"
 #include "cli/commands.hpp"
 #include "cli/replay_flags.hpp"
 #include "comm/communicator.hpp"
@@ -46,6 +47,7 @@ struct CalibrateArgs {
   double chain_us = 300;
   double timeout_s = 30;
   bool fit_sequence = false;
+  bool no_fused_add_norm = false;
 };
 
 std::vector<Trace> load_traces(const CalibrateArgs& a) {
@@ -85,6 +87,7 @@ void run_calibrate_command(const CalibrateArgs& a) {
   q.iters = a.iters;
   q.chain_us = a.chain_us;
   q.timeout_s = a.timeout_s;
+  q.fuse_add_norm = !a.no_fused_add_norm;
   q.progress = [](const std::string& line) {
     fmt::print(stderr, "calibrate: {}\n", line);
     std::fflush(stderr);
@@ -136,6 +139,7 @@ void run_calibrate_command(const CalibrateArgs& a) {
     so.ranks = ranks;
     so.iters = a.iters;
     so.timeout_s = a.timeout_s;
+    so.fuse_add_norm = q.fuse_add_norm;
     so.progress = q.progress;
     const SequenceFit fit = fit_sequence_overhead(traces, topo, so);
     topo.calibration.sequence_overhead_us = fit.overhead_us;
@@ -190,6 +194,7 @@ void add_calibrate(CLI::App& app) {
   cmd->add_flag("--fit-sequence", a->fit_sequence,
                 "Also replay the traces' verify steps (free allreduces) and fit a per-op sequence overhead "
                 "(experimental: docs/fidelity.md)");
+  add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
   cmd->callback([a] { run_calibrate_command(*a); });
 }
 

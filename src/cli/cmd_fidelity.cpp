@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "cli/add_norm_flag.hpp"
 #include "cli/replay_flags.hpp"
 #include "comm/communicator.hpp"
 #include "core/comma_list.hpp"
@@ -34,6 +35,7 @@ struct FidelityArgs {
   int ranks = 0;
   ReplayFlags replay;
   std::string op_times = "model";
+  bool no_fused_add_norm = false;
   double max_error_pct = 3.0;
   std::string json_out;
 };
@@ -80,6 +82,7 @@ void run_fidelity_command(const FidelityArgs& a) {
     opts.ranks = ft.ranks;
     apply_replay_flags(a.replay, opts);
     opts.op_times = a.op_times;
+    opts.fuse_add_norm = !a.no_fused_add_norm;
     std::vector<std::string> run_strategies = strategies;
     if (ft.ranks == 1 && run_strategies.size() > 1) {
       ft.notes.push_back(fmt::format("1 rank: no allreduce runs, every strategy is the same step; ran {} only",
@@ -135,6 +138,7 @@ void add_fidelity(CLI::App& app) {
   cmd->add_option("--strategy", a->strategies, "Comma-separated strategies")->capture_default_str();
   cmd->add_option("--ranks", a->ranks, "GPUs (0: each trace's tp)")->capture_default_str();
   add_replay_flags(cmd, a->replay);
+  add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
   cmd->add_option("--op-times", a->op_times,
                   "Simulator compute-op times: model (calibration tables; default), auto, measured")
       ->capture_default_str();

@@ -1,17 +1,24 @@
-// eaglesim gen --model CONFIG --tp N --tokens T [--draft DRAFT] [--kv-len L] [--weight-dtype D] -o OUT:
+// eaglesim gen --model CONFIG --tp N (--tokens T | --speculative-num-steps S [--speculative-eagle-topk K]
+//   [--speculative-num-draft-tokens D]) [--batch B] [--kv-len L | --kv-lens a,b,...] [--draft DRAFT]
+//   [--engine-cycle] [--weight-dtype D] -o OUT:
 // a per-rank trace of one verify step (and the draft and plain-decode steps) from an HF config.json.
+#include <cerrno>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_cursor.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
+#include "model/speculative_flags.hpp"
 #include "trace/trace_json.hpp"
 #include "trace/trace_stats.hpp"
 
@@ -24,18 +31,49 @@ struct GenArgs {
   std::string draft;
   std::string output;
   std::string weight_dtype = "bf16";
+  std::string kv_lens;
   int tp = 1;
   int tokens = 0;
+  int batch = 1;
   std::int64_t kv_len = 4096;
+  bool engine_cycle = false;
+  SpeculativeFlags speculative;
 };
 
-void run_gen(const GenArgs& a) {
+// "--kv-lens 1024,4096": one length per request, in request order (repeats allowed).
+std::vector<std::int64_t> parse_kv_lens(const std::string& text) {
+  std::vector<std::int64_t> out;
+  for (const std::string& item : split_comma_list("--kv-lens", text)) {
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (errno != 0 || end == item.c_str() || *end != '\0')
+      throw InputError(fmt::format("--kv-lens: expected comma-separated integers (one KV length per request), got '{}'",
+                                   item));
+    out.push_back(v);
+  }
+  return out;
+}
+
+void run_gen(const GenArgs& a, bool tokens_given) {
   // Fail on an unusable output path before reading anything.
   check_writable(a.output);
   GenOptions opt;
   opt.tp = a.tp;
-  opt.tokens = a.tokens;
   opt.kv_len = a.kv_len;
+  opt.batch = a.batch;
+  opt.engine_cycle = a.engine_cycle;
+  if (!a.kv_lens.empty()) opt.kv_lens = parse_kv_lens(a.kv_lens);
+  if (a.speculative.any()) {
+    ResolvedSpeculative r = resolve_speculative_flags(a.speculative);
+    for (const std::string& note : r.notes) spdlog::warn("{}", note);
+    opt.speculative = r.config;
+  } else if (!tokens_given) {
+    throw InputError("--tokens: required (the verify step's tokens per request), unless the SGLang flags "
+                     "--speculative-num-steps [--speculative-eagle-topk --speculative-num-draft-tokens] give them");
+  } else {
+    opt.tokens = a.tokens;
+  }
   parse_dtype(a.weight_dtype, opt.weight_dtype);  // CLI11 already restricted it to bf16|fp8|int4
   ModelConfig model = read_model_config(a.model);
   if (!a.draft.empty()) opt.draft = read_model_config(a.draft);
@@ -48,8 +86,8 @@ void run_gen(const GenArgs& a) {
   write_file_atomic(a.output, text);
 
   StepStats verify = compute_stats(trace.verify());
-  spdlog::info("wrote {}: verify step {} ops, {} allreduces", a.output, verify.op_count,
-               verify.ops_by_kind[static_cast<int>(OpKind::allreduce)]);
+  spdlog::info("wrote {} (trace version {}): verify step {} ops, {} allreduces", a.output, required_version(trace),
+               verify.op_count, verify.ops_by_kind[static_cast<int>(OpKind::allreduce)]);
 }
 
 }  // namespace
@@ -59,16 +97,32 @@ void add_gen(CLI::App& app) {
   auto a = std::make_shared<GenArgs>();
   cmd->add_option("--model", a->model, "Target model config.json (models/llm/...)")->required();
   cmd->add_option("--tp", a->tp, "Tensor-parallel ranks")->required();
-  cmd->add_option("--tokens", a->tokens, "Tokens in the verify step (1 + draft tokens)")->required();
+  auto* tokens = cmd->add_option("--tokens", a->tokens, "Tokens in the verify step (1 + draft tokens, a chain)");
+  auto* steps = cmd->add_option_function<int>(
+      "--speculative-num-steps", [a](const int& v) { a->speculative.num_steps = v; },
+      "SGLang's draft steps per cycle (draft depth)");
+  auto* topk = cmd->add_option_function<int>(
+      "--speculative-eagle-topk", [a](const int& v) { a->speculative.eagle_topk = v; },
+      "SGLang's branches kept per draft step (default 1: a chain)");
+  auto* draft_tokens = cmd->add_option_function<int>(
+      "--speculative-num-draft-tokens", [a](const int& v) { a->speculative.num_draft_tokens = v; },
+      "SGLang's tokens verified per request (default with topk 1: steps + 1)");
+  for (CLI::Option* o : {steps, topk, draft_tokens}) tokens->excludes(o);
+  cmd->add_option("--batch", a->batch, "Concurrent requests (1-4096)")->capture_default_str();
   cmd->add_option("--draft", a->draft, "EAGLE-3 draft head config.json: adds the draft step");
-  cmd->add_option("--kv-len", a->kv_len, "Context length the attention ops attend over")->capture_default_str();
+  auto* kv_len = cmd->add_option("--kv-len", a->kv_len, "Context length every request's attention attends over")
+                     ->capture_default_str();
+  auto* kv_lens = cmd->add_option("--kv-lens", a->kv_lens, "Context length per request, comma-separated (one per --batch request)");
+  kv_len->excludes(kv_lens);
+  cmd->add_flag("--engine-cycle", a->engine_cycle,
+                "The cycle as SGLang runs it: draft-extend step, top-k selection, tree building, sampling, host sync");
   cmd->add_option("--weight-dtype", a->weight_dtype, "Target linear-layer weights: bf16, fp8 or int4 (weight-only)")
       ->check(CLI::IsMember({"bf16", "fp8", "int4"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", a->output, "Trace file to write")->required();
-  cmd->callback([a] {
+  cmd->callback([a, tokens] {
     require_single_process("gen", kNoGpuWork);
-    run_gen(*a);
+    run_gen(*a, tokens->count() > 0);
   });
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "cli/add_norm_flag.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_flags.hpp"
 #include "cli/replay_flags.hpp"
@@ -55,6 +56,7 @@ struct RunArgs {
   std::string skew_us, rank_slowdown;
   std::string op_times = "auto";
   std::string engine_options;  // --engine-option: the engine strategies' launch options
+  bool no_fused_add_norm = false;
   ReplayFlags replay;
   std::string json_out, csv_out, timeline_out;
   std::string report_out;  // --report (sweep branch): self-contained HTML report
@@ -149,11 +151,14 @@ void run(const RunArgs& a) {
 
   const Trace trace = read_trace(trace_path);
 
-  // A v1 trace is one request with a chain of N drafts: num_steps N, eagle_topk 1,
-  // num_draft_tokens N + 1, at batch 1.
-  acceptance_in.batch = 1;
-  const ResolvedAcceptance acceptance =
-      resolve_acceptance(chain_config(scenario_draft_tokens(trace, a.draft_tokens)), acceptance_in);
+  // A v2 trace names its speculative configuration and batch (SGLang's terms); a v1 trace is one
+  // request with a chain of N drafts: num_steps N, eagle_topk 1, num_draft_tokens N + 1. An
+  // explicit --draft-tokens asks for that chain.
+  acceptance_in.batch = trace.meta.batch_size();
+  SpecConfig spec = chain_config(scenario_draft_tokens(trace, a.draft_tokens));
+  if (const auto& sp = trace.meta.speculative; sp && sp->method != SpecMethod::none && a.draft_tokens == 0)
+    spec = SpecConfig{sp->num_steps, sp->eagle_topk, sp->num_draft_tokens};
+  const ResolvedAcceptance acceptance = resolve_acceptance(spec, acceptance_in);
   if (acceptance.default_rate)
     defaults_used.insert(defaults_used.begin() + static_cast<std::ptrdiff_t>(accept_default_at),
                          fmt::format("accept rate a={} per position (EAGLE-3 paper range 0.7-0.8)", kDefaultAcceptRate));
@@ -172,6 +177,7 @@ void run(const RunArgs& a) {
   if (!a.rank_slowdown.empty()) req.options.rank_compute_scale = parse_per_rank(a.rank_slowdown, "--rank-slowdown");
   req.options.op_times = a.op_times;
   req.options.engine = resolve_engine_options(a.engine_options, strategies, trace.meta.model);
+  req.options.fuse_add_norm = !a.no_fused_add_norm;
   apply_replay_flags(a.replay, req.options);
   req.options.want_timeline = !a.timeline_out.empty() || !a.report_out.empty();  // the report draws a waterfall
   const int ranks = a.ranks > 0 ? a.ranks : trace.meta.tp;
@@ -243,6 +249,7 @@ void add_run(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "model", "measured"}))
       ->default_str("auto");
   add_engine_option_flag(cmd, a->engine_options);
+  add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
   add_replay_flags(cmd, a->replay);
   cmd->add_option("--json", a->json_out, "Write the report as JSON (docs/report-format.md)");
   cmd->add_option("--csv", a->csv_out, "Write the report as CSV");

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "cli/add_norm_flag.hpp"
 #include "cli/commands.hpp"
 #include "comm/communicator.hpp"
 #include "core/comma_list.hpp"
@@ -43,6 +44,7 @@ struct SweepArgs {
   std::int64_t kv_len = 4096;
   double gpu_mem_util = 0.9;
   int jobs = 0;
+  bool no_fused_add_norm = false;
   std::string csv, json, report;
 };
 
@@ -96,6 +98,7 @@ void run_sweep_command(const SweepArgs& a) {
     throw InputError(fmt::format("--kv-len: expected an integer in [1, {}], got {}", kMaxKvLen, a.kv_len));
   rq.kv_len = a.kv_len;
   rq.gpu_mem_util = a.gpu_mem_util;
+  rq.fuse_add_norm = !a.no_fused_add_norm;
   if (a.jobs < 0) throw InputError(fmt::format("-j/--jobs: expected 0 (all cores) or a positive count, got {}", a.jobs));
   rq.threads = a.jobs;
   rq.progress = true;
@@ -163,6 +166,7 @@ void add_sweep(CLI::App& app) {
   cmd->add_option("--gpu-mem-util", a->gpu_mem_util,
                   "Fraction of GPU memory weights + KV cache may use (the rest: context, activations, buffers)")
       ->capture_default_str();
+  add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
   cmd->add_option("-j,--jobs", a->jobs, "Threads (0 = all cores)")->capture_default_str();
   cmd->add_option("-o,--output", a->csv, "Write every combination as CSV");
   cmd->add_option("--json", a->json, "Write the results as JSON (docs/sweep.md)");

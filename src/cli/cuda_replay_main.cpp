@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/add_norm_flag.hpp"
 #include "cli/exit_code.hpp"
 #include "cli/stderr_logger.hpp"
 #include "comm/strategy_facts.hpp"
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   std::string trace_path, strategies = nccl_strategy(), step_name = "verify";
   RunOptions opts;
   bool no_nccl_prime = false;
+  bool no_fused_add_norm = false;
   app.add_option("trace", trace_path, "Trace file (native format)")->required();
   app.add_option("--strategy,-s", strategies, "Comma-separated strategies (nccl, ideal, custom ones when built)");
   app.add_option("--step", step_name, "Step to replay: verify, draft or decode");
@@ -32,9 +34,11 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", opts.warmup, "Warm-up graph replays")->check(CLI::Range(0, 100000));
   app.add_option("--timeout", opts.timeout_s, "Seconds before a stuck allreduce aborts the run")->check(CLI::PositiveNumber);
   app.add_flag("--no-nccl-prime", no_nccl_prime, "Measure an NCCL step without replaying it once, untimed, first");
+  cli::add_no_fused_add_norm_flag(&app, no_fused_add_norm);
   return cli::run_with_exit_code(app, [&] {
     app.parse(argc, argv);
     opts.nccl_prime = !no_nccl_prime;
+    opts.fuse_add_norm = !no_fused_add_norm;
     const Trace trace = read_trace(trace_path);
     const Step* step = trace.find_step(step_name);
     if (!step) throw InputError(trace_path + ": no step named \"" + step_name + "\"");

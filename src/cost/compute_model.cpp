@@ -8,7 +8,13 @@
 //     small m on the MMA's narrow side: mma.m16n8k16, wgmma N >= 8), so m = 4 costs the flops of
 //     m = 16; same ramp form for flops with kMaxFlopsEfficiency / kFlopsRampUs.
 // A GEMM costs max(memory time, compute time); nothing costs less than the launch gap (the
-// minimum time per kernel back to back in a CUDA graph). Calibration tables win in range.
+// minimum time per kernel back to back in a CUDA graph). Calibration tables win in range. A
+// residual add and the RMSNorm after it that a serving engine runs as one fused kernel are priced
+// as that kernel: one launch gap, or its bytes streamed, not two.
+//
+// The per-cycle ops of speculative decoding are small kernels over logits and tree indices:
+// each kernel streams its bytes at the bandwidth ceiling, never under the launch gap, and the
+// host synchronisation is a fixed cost (kHostSyncUs, below).
 //
 // Where the constants come from: kMaxBwEfficiency and kBwRampUs are a least-squares line through
 // the bf16 GEMM kernels of Llama-3.1-8B TP2 at m=4 measured on an H200 (PyTorch profiler, cuBLAS
@@ -25,6 +31,7 @@
 
 #include "cost/calibration.hpp"
 #include "topology/calibration_keys.hpp"
+#include "trace/op_traffic.hpp"
 
 namespace eaglesim {
 
@@ -40,6 +47,15 @@ constexpr double kMmaRows = 16;
 // (CUDA-core FP throughput is roughly that fraction of tensor throughput on H100/B200).
 constexpr double kInt4DequantOpsPerWeight = 4;
 constexpr double kCudaCoreShareOfTensor = 1.0 / 16.0;
+// Kernels of SGLang's tree building per cycle (eagle_utils.py organize_draft_results and
+// build_tree_kernel_efficient): the top-k over the candidates' scores, its sort, the gather of the
+// chosen tokens, the concatenation with the verified token and the tree kernel.
+constexpr double kTreeBuildKernels = 5;
+// A small device-to-host copy and the host's wait for it: 5-7 us per cudaMemcpyAsync measured in
+// DualPath (Wu et al., arXiv 2602.21548, section 5.2); the GPU idles that long, then waits one
+// launch gap for the first kernel the host issues after it. The host's own work between (SGLang's
+// per-request bookkeeping) is not in it: a trace can carry a measured `us` for the op.
+constexpr double kHostSyncUs = 6.0;
 
 double launch_gap(const Topology& t) {
   return t.calibration.launch_gap_us ? *t.calibration.launch_gap_us : t.gpu.launch_gap_us;
@@ -94,6 +110,23 @@ double attention_us(const Topology& t, const Op& op) {
   return std::max(compute, memory) + launch_gap(t);
 }
 
+// A kernel streaming `bytes`, never under the launch gap.
+double small_kernel_us(const Topology& t, double bytes) { return std::max(launch_gap(t), streaming_memory_us(t, bytes)); }
+
+// The per-cycle ops: softmax then top-k over the logits; the tree kernels; argmax over the logits
+// then the acceptance walk over the tree; the host's round trip.
+double cycle_op_us(const Topology& t, const Op& op) {
+  const double logits = 4.0 * static_cast<double>(op.rows) * static_cast<double>(op.vocab);
+  switch (op.kind) {
+    case OpKind::topk_select: return small_kernel_us(t, 2.0 * logits) + small_kernel_us(t, op.io_bytes() - 2.0 * logits);
+    case OpKind::tree_build: return (kTreeBuildKernels - 1) * launch_gap(t) + small_kernel_us(t, op.io_bytes());
+    case OpKind::sampling: return small_kernel_us(t, logits) + launch_gap(t);
+    case OpKind::host_sync: return kHostSyncUs + launch_gap(t);
+    default: break;
+  }
+  throw std::invalid_argument("cycle_op_us: not a per-cycle op kind");
+}
+
 OpCost from_table(const TableLookup& l, double model_us) {
   OpCost c;
   if (l.inside) {
@@ -112,12 +145,31 @@ const std::vector<SizeCalPoint>* find_table(const std::map<std::string, std::vec
   return it == m.end() ? nullptr : &it->second;
 }
 
-}  // namespace
-
-OpCost compute_cost(const Op& op, const Topology& topo) {
-  OpCost c = chain_cost(op, topo);
+// A chain cost in a step: the calibration's sequence overhead added.
+OpCost in_step(OpCost c, const Topology& topo) {
   if (topo.calibration.sequence_overhead_us) c.us = std::max(0.0, c.us + *topo.calibration.sequence_overhead_us);
   return c;
+}
+
+// Element-wise kernels streaming `bytes`, priced by the elementwise table `key` at tokens x hidden.
+OpCost elementwise_cost(const Topology& topo, double bytes, const std::string& key, const Op& op) {
+  const double model = std::max(launch_gap(topo), streaming_memory_us(topo, bytes));
+  TableLookup l;
+  if (const auto* table = find_table(topo.calibration.elementwise, key))
+    l = interpolate_table(*table, static_cast<double>(op.tokens) * static_cast<double>(op.hidden));
+  return from_table(l, model);
+}
+
+}  // namespace
+
+OpCost compute_cost(const Op& op, const Topology& topo) { return in_step(chain_cost(op, topo), topo); }
+
+OpCost add_rmsnorm_cost(const Op& norm, const Topology& topo) { return in_step(add_rmsnorm_chain_cost(norm, topo), topo); }
+
+OpCost add_rmsnorm_chain_cost(const Op& norm, const Topology& topo) {
+  if (norm.kind != OpKind::rmsnorm)
+    throw std::invalid_argument("add_rmsnorm_cost: op '" + norm.name + "' is a " + to_string(norm.kind) + ", not the pair's rmsnorm");
+  return elementwise_cost(topo, add_rmsnorm_traffic(norm).bytes, kAddRmsnormTable, norm);
 }
 
 OpCost chain_cost(const Op& op, const Topology& topo) {
@@ -142,19 +194,15 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
       TableLookup l;
       const auto* table = find_table(cal.attention, attention_calibration_key_q(op));
       if (!table) table = find_table(cal.attention, attention_calibration_key(op));
-      if (table) l = interpolate_table(*table, static_cast<double>(op.kv_len));
+      // A split-KV kernel over a batch streams every request's KV once: its time follows the
+      // KV positions of all requests together, as one request's does its own.
+      if (table) l = interpolate_table(*table, op.kv_len_total());
       return from_table(l, model);
     }
     case OpKind::rmsnorm:
     case OpKind::residual_add:
     case OpKind::act:
-    case OpKind::embedding: {
-      double model = std::max(gap, streaming_memory_us(topo, op.weight_bytes() + op.io_bytes()));
-      TableLookup l;
-      if (const auto* table = find_table(cal.elementwise, to_string(op.kind)))
-        l = interpolate_table(*table, static_cast<double>(op.tokens) * static_cast<double>(op.hidden));
-      return from_table(l, model);
-    }
+    case OpKind::embedding: return elementwise_cost(topo, op.weight_bytes() + op.io_bytes(), to_string(op.kind), op);
     case OpKind::other: {
       if (!op.us) throw std::invalid_argument("compute_cost: op '" + op.name + "' of kind other has no us");
       OpCost c;
@@ -166,6 +214,14 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
         TableLookup l = interpolate_table(*table, *op.us * 1000.0);
         if (l.inside) c.us = l.us;
       }
+      return c;
+    }
+    case OpKind::topk_select:
+    case OpKind::tree_build:
+    case OpKind::sampling:
+    case OpKind::host_sync: {
+      OpCost c;
+      c.us = cycle_op_us(topo, op);
       return c;
     }
     case OpKind::allreduce:

@@ -21,4 +21,13 @@ OpCost compute_cost(const Op& op, const Topology& topo);
 // What the op costs back to back with copies of itself (the tables' and the models' view).
 OpCost chain_cost(const Op& op, const Topology& topo);
 
+// The fused residual-add + RMSNorm kernel SGLang and vLLM run for a residual_add followed by an
+// rmsnorm of the same tokens and hidden (fused_add_rmsnorm: residual = x + residual; out =
+// rmsnorm(residual) * w), given the pair's rmsnorm: the `add_rmsnorm` elementwise table by
+// tokens x hidden where it covers the size, else the streaming time of its bytes
+// (add_rmsnorm_traffic), never under the launch gap. In a step (sequence overhead added once,
+// the pair being one kernel) and back to back.
+OpCost add_rmsnorm_cost(const Op& norm, const Topology& topo);
+OpCost add_rmsnorm_chain_cost(const Op& norm, const Topology& topo);
+
 }  // namespace eaglesim

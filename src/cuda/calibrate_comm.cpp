@@ -24,6 +24,7 @@
 #include "cuda/l2_rotation.hpp"
 #include "cuda/rank_comm.hpp"
 #include "cuda/rank_program.hpp"
+#include "calibration/calibration_cases.hpp"
 #include "calibration/layer_chain.hpp"
 #include "cuda/stream.hpp"
 
@@ -103,19 +104,7 @@ std::size_t add_allreduce(Step& step, const AllreduceCase& a) {
   ar.layer = static_cast<int>(step.ops.size());
   const std::size_t at = step.ops.size();
   step.ops.push_back(ar);
-  if (fuses_residual_norm(a.strategy)) {
-    Op res;
-    res.kind = OpKind::residual_add;
-    res.name = "calibrate_residual";
-    res.tokens = a.tokens;
-    res.hidden = a.hidden;
-    res.layer = ar.layer;
-    Op norm = res;
-    norm.kind = OpKind::rmsnorm;
-    norm.name = "calibrate_rmsnorm";
-    step.ops.push_back(res);
-    step.ops.push_back(norm);
-  }
+  if (fuses_residual_norm(a.strategy)) append_residual_norm(step, a.tokens, a.hidden, ar.layer);
   return at;
 }
 
@@ -129,8 +118,12 @@ struct LayoutResult {
 // (chain with the allreduce - baseline chain) / divisor (ChainCase::step_difference: the
 // difference of the slowest ranks), as the median over rounds of that round's difference.
 // Every graph is replayed once per round, replay_factor x (q.warmup + q.iters) rounds.
+// fuse_add_norm: a residual add and the RMSNorm right after it in the layout's step run as one
+// kernel (whole decoder layers, as the replay runs them); the chains of single ops in context
+// keep every op its own kernel.
 LayoutResult measure_layout(const CalibrationRequest& q, const std::string& strategy, std::int64_t max_bytes,
-                            const Layout& layout, std::vector<std::string>& notes, int replay_factor = 1) {
+                            const Layout& layout, std::vector<std::string>& notes, bool fuse_add_norm,
+                            int replay_factor = 1) {
   const int warmup = q.warmup * replay_factor, iters = q.iters * replay_factor;
   const std::size_t n_cases = layout.cases.size();
   LayoutResult result;
@@ -177,6 +170,7 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
         const cudaStream_t stream = stream_owner.get();
         ProgramOptions popts;
         popts.seed = 101 + static_cast<std::uint64_t>(r);
+        popts.fuse_add_norm = fuse_add_norm;
         RankProgram program(layout.step, r, group->rank(r), nullptr, popts);
         GraphTimer timer("calibrate", kChainPreRollUs, q.timeout_s, [&group] { group->abort(); });
         auto sync = [&] {
@@ -319,7 +313,7 @@ std::vector<double> calibrate_allreduce(const CalibrationRequest& q, std::vector
       // One context-GEMM chain per chain length.
       layout.cases.push_back(triple_chain(before, ar, {}, calls, calls, fuses_residual_norm(a.strategy)));
     }
-    const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes);
+    const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes, false);
     if (!measured.ran) continue;
     int unfused = 0;
     for (std::size_t c = 0; c < cases.size(); ++c) {
@@ -357,7 +351,7 @@ std::vector<double> calibrate_allreduce_contexts(const CalibrationRequest& q, st
       layout.cases.push_back(triple_chain(before, ar, after, calls, static_cast<int>(layout.cases.size()),
                                           fuses_residual_norm(cc.allreduce.strategy)));
     }
-    const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes);
+    const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes, false);
     if (!measured.ran) continue;
     for (std::size_t c = 0; c < cases.size(); ++c) result[cases[c]] = measured.us[c];
     if (q.progress)
@@ -402,7 +396,8 @@ AllreduceLayerTimes calibrate_allreduce_layers(const CalibrationRequest& q, std:
       for (const Op& op : lc.ops)
         if (op.is_comm()) max_bytes = std::max(max_bytes, op.bytes);
     }
-    const LayoutResult measured = measure_layout(q, strategy, max_bytes, layout, notes, kLayerReplayFactor);
+    const LayoutResult measured =
+        measure_layout(q, strategy, max_bytes, layout, notes, q.fuse_add_norm, kLayerReplayFactor);
     if (!measured.ran) continue;
     std::string detail;
     for (std::size_t c = 0; c < cases.size(); ++c) {

@@ -19,6 +19,7 @@
 #include "cuda/rank_program.hpp"
 #include "cuda/stream.hpp"
 #include "cuda/weight_arena.hpp"
+#include "calibration/calibration_cases.hpp"
 #include "calibration/layer_chain.hpp"
 
 namespace eaglesim::cuda {
@@ -119,9 +120,32 @@ struct ChainDevice {
   cudaStream_t stream = stream_owner.get();
 };
 
+// Each case a (residual_add, rmsnorm) pair of its rows in one program that fuses them: the
+// chain is of the fused kernel alone. The activations are the program's shared buffers (as for
+// the single elementwise ops: nothing to rotate), each case its own norm weight.
+std::vector<double> measure_add_rmsnorm(int device, const std::vector<Op>& cases, CommGroup& group, Chains& chains) {
+  std::vector<double> us(cases.size(), std::numeric_limits<double>::quiet_NaN());
+  if (cases.empty()) return us;
+  Step step;
+  step.name = "calibrate_add_rmsnorm";
+  for (const Op& c : cases) append_residual_norm(step, c.tokens, c.hidden, static_cast<int>(step.ops.size()));
+  ProgramOptions popts;
+  popts.seed = 5003;
+  popts.fuse_add_norm = true;
+  RankProgram program(step, device, group.rank(0), nullptr, popts);
+  for (std::size_t j = 0; j < cases.size(); ++j) {
+    const std::size_t at = 2 * j;
+    if (!program.absorbed(at + 1)) continue;  // not fused: no entry rather than a wrong one
+    const std::string what = program.label(at) + " + rmsnorm, fused";
+    us[j] = chains.per_call([&](int, cudaStream_t s) { program.enqueue(at, s); }, 1, what.c_str());
+  }
+  return us;
+}
+
 }  // namespace
 
-ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, const ChainTiming& timing,
+ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, const std::vector<Op>& add_rmsnorm,
+                                     const ChainTiming& timing,
                                      const std::function<void(const std::string&)>& progress) {
   ChainDevice dev(device);
   const double l2 = dev.l2;
@@ -187,6 +211,7 @@ ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, con
     }
     ProgramOptions popts;
     popts.seed = 7 + i;
+    popts.fuse_add_norm = false;  // each op its own kernel: the table of its kind
     RankProgram program(step, device, group.rank(0), nullptr, popts);
     for (const auto& n : program.notes())
       if (std::find(out.notes.begin(), out.notes.end(), n) == out.notes.end()) out.notes.push_back(n);
@@ -208,11 +233,19 @@ ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, con
     i = end;
   }
   end_phase();
+  if (!add_rmsnorm.empty()) {
+    const auto t_start = std::chrono::steady_clock::now();
+    release_parked_weights(device);
+    out.add_rmsnorm_us = measure_add_rmsnorm(device, add_rmsnorm, group, chains);
+    if (progress)
+      progress(fmt::format("fused add + rmsnorm: {} points measured ({:.1f} s)", add_rmsnorm.size(),
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()));
+  }
   return out;
 }
 
 std::vector<double> calibrate_compute_layers(int device, const std::vector<ComputeLayerCase>& layers,
-                                             const ChainTiming& timing,
+                                             const ChainTiming& timing, bool fuse_add_norm,
                                              const std::function<void(const std::string&)>& progress) {
   std::vector<double> out(layers.size(), std::numeric_limits<double>::quiet_NaN());
   if (layers.empty()) return out;
@@ -246,6 +279,7 @@ std::vector<double> calibrate_compute_layers(int device, const std::vector<Compu
     for (int p = 0; p < placements; ++p) {
       ProgramOptions popts;
       popts.seed = 4049 + l + 7919 * p;
+      popts.fuse_add_norm = fuse_add_norm;
       programs.push_back(std::make_unique<RankProgram>(step, device, dev.group->rank(0), nullptr, popts));
       RankProgram& program = *programs.back();
       per_placement.push_back(chains.per_call(
@@ -290,6 +324,7 @@ std::vector<double> calibrate_transitions(int device, const std::vector<std::pai
     }
     ProgramOptions popts;
     popts.seed = 991 + i;
+    popts.fuse_add_norm = false;  // the transition between the two kernels, each its own launch
     RankProgram program(step, device, dev.group->rank(0), nullptr, popts);
     const std::string what = "transition " + program.label(0) + " -> " + program.label(na);
     const int copies = std::max(na, nb);

@@ -17,6 +17,7 @@ namespace eaglesim::cuda {
 
 struct ComputeCalibration {
   std::vector<double> us;             // per op
+  std::vector<double> add_rmsnorm_us; // per fused add + RMSNorm case (NaN: the program did not fuse it)
   double launch_gap_us = 0;
   std::vector<std::string> notes;     // the replay's substitutions (fp8 stand-ins, ...)
 };
@@ -30,14 +31,19 @@ struct ChainTiming {
   double chain_us = 300;
 };
 
-ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, const ChainTiming& timing,
+// Each op alone (a residual add and an RMSNorm as two kernels), then each of `add_rmsnorm` (a
+// residual_add's tokens and hidden) as the one fused add + RMSNorm kernel the replay runs a
+// residual add and the RMSNorm after it as.
+ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, const std::vector<Op>& add_rmsnorm,
+                                     const ChainTiming& timing,
                                      const std::function<void(const std::string&)>& progress);
 
 // Compute layers: for each, the per-copy time of a chain of copies of its ops (as many copies as
-// compute_layer_chain_copies asks), (T(2C) - T(C)) / C as for single ops. Throws, as
-// calibrate_compute does, where the replay cannot run an op.
+// compute_layer_chain_copies asks), (T(2C) - T(C)) / C as for single ops, a residual add and the
+// RMSNorm after it as one kernel when fuse_add_norm. Throws, as calibrate_compute does, where the
+// replay cannot run an op.
 std::vector<double> calibrate_compute_layers(int device, const std::vector<ComputeLayerCase>& layers,
-                                             const ChainTiming& timing,
+                                             const ChainTiming& timing, bool fuse_add_norm,
                                              const std::function<void(const std::string&)>& progress);
 
 // Kernel transitions: for each (A, B), the per-pair time of a chain of (A, B) pairs minus the

@@ -72,8 +72,8 @@ ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const
         try {
           const auto progress = g == 0 ? q.progress : std::function<void(const std::string&)>();
           const auto gi = static_cast<std::size_t>(g);
-          per_gpu[gi] = calibrate_compute(g, q.compute, timing, progress);
-          layers_per_gpu[gi] = calibrate_compute_layers(g, q.compute_layers, timing, progress);
+          per_gpu[gi] = calibrate_compute(g, q.compute, q.add_rmsnorm, timing, progress);
+          layers_per_gpu[gi] = calibrate_compute_layers(g, q.compute_layers, timing, q.fuse_add_norm, progress);
         } catch (...) {
           errors[static_cast<std::size_t>(g)] = std::current_exception();
         }
@@ -87,8 +87,9 @@ ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const
     out.notes.push_back(line);
     if (q.progress) q.progress(line);
   };
-  std::vector<std::vector<double>> op_us_per_gpu;
+  std::vector<std::vector<double>> op_us_per_gpu, add_rmsnorm_us_per_gpu;
   op_us_per_gpu.push_back(std::move(out.us));
+  add_rmsnorm_us_per_gpu.push_back(std::move(out.add_rmsnorm_us));
   const std::vector<double>& layers0 = layers_per_gpu[0];
   for (int g = 1; g < gpus; ++g) {
     ComputeCalibration& c = per_gpu[static_cast<std::size_t>(g)];
@@ -108,8 +109,10 @@ ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const
     }
     out.launch_gap_us = std::max(out.launch_gap_us, c.launch_gap_us);
     op_us_per_gpu.push_back(std::move(c.us));
+    add_rmsnorm_us_per_gpu.push_back(std::move(c.add_rmsnorm_us));
   }
   out.us = slowest_of_first_gpus(op_us_per_gpu, q.compute_gpus);
+  out.add_rmsnorm_us = slowest_of_first_gpus(add_rmsnorm_us_per_gpu, q.add_rmsnorm_gpus);
   std::vector<int> layer_gpus;
   for (const ComputeLayerCase& c : q.compute_layers) layer_gpus.push_back(c.gpus);
   layer_us = slowest_of_first_gpus(layers_per_gpu, layer_gpus);
@@ -138,6 +141,7 @@ CalibrationMeasurements measure(const CalibrationRequest& q) {
   const ChainTiming timing{q.iters, q.warmup, q.timeout_s, q.chain_us};
   ComputeCalibration c = calibrate_compute_on_ranks(q, timing, m.compute_layer_us);
   m.compute_us = std::move(c.us);
+  m.add_rmsnorm_us = std::move(c.add_rmsnorm_us);
   m.launch_gap_us = c.launch_gap_us;
   m.notes = std::move(c.notes);
   m.transition_us = calibrate_transitions(0, q.transitions, timing, q.progress);

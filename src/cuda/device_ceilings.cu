@@ -84,7 +84,7 @@ double bf16_tflops(cudaStream_t stream) {
   // Small non-zero values: a GEMM of zeros draws less power and would clock higher than a real one.
   EAGLESIM_CUDA_CHECK(cudaMemsetAsync(w.get(), 0x3c, matrix, stream));
   EAGLESIM_CUDA_CHECK(cudaMemsetAsync(x.get(), 0x3c, matrix, stream));
-  const LtGemm gemm(lt.get(), kGemmDim, kGemmDim, kGemmDim, DType::bf16, kGemmWorkspaceBytes);
+  const LtGemm gemm(lt.get(), nullptr, kGemmDim, kGemmDim, kGemmDim, DType::bf16, kGemmWorkspaceBytes);
   const float ms = fastest_ms(stream, [&] { gemm.run(w.get(), x.get(), y.get(), workspace.get(), stream); });
   const double flops = 2.0 * kGemmDim * kGemmDim * kGemmDim;
   return flops / (ms * 1e9);  // FLOP/ms -> TFLOP/s

@@ -2,15 +2,21 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_graph.hpp"
+#include "cuda/elementwise_plan.hpp"
+#include "cuda/graph_timer.hpp"
 #include "cuda/moe_gemm_plan.hpp"
 #include "cuda/replay_kernels.hpp"
+#include "cuda/stream.hpp"
 #include "cuda/verify_attention_plan.hpp"
+#include "engine/op_pricing.hpp"
 
 namespace eaglesim::cuda {
 
@@ -241,8 +247,7 @@ const LtGemm& RankProgram::gemm_plan(std::int64_t m, std::int64_t n, std::int64_
   auto key = std::make_tuple(m, n, k, static_cast<int>(dtype));
   auto it = gemms_.find(key);
   if (it != gemms_.end()) return *it->second;
-  const float* scales = fp8_scales_.as<float>();
-  auto plan = std::make_unique<LtGemm>(lt_, m, n, k, dtype, kLtWorkspaceBytes, scales, scales + 1);
+  auto plan = std::make_unique<LtGemm>(lt_, blas_, m, n, k, dtype, kLtWorkspaceBytes, fp8_scales_->a(), fp8_scales_->b());
   // The shape's fastest algorithm, timed on its first op's real buffers (setup, before capture).
   plan->tune(w, x, y, workspace_.get());
   return *gemms_.emplace(key, std::move(plan)).first->second;
@@ -250,12 +255,13 @@ const LtGemm& RankProgram::gemm_plan(std::int64_t m, std::int64_t n, std::int64_
 
 // The phases, in this order because each needs what the one before made, and because the order
 // of allocations decides where the weights land (the weight arena's placement, weight_arena.hpp):
-//   open_device:   the GPU's properties, cuBLASLt, the GEMM workspace and fp8 scales;
+//   open_device:   the GPU's properties, cuBLASLt and cuBLAS, the GEMM workspace and fp8 scales;
 //   plan_step:     pass 1, per op how it runs and what memory it needs (nothing allocated yet,
 //                  so a step the replay cannot run fails before it takes any memory);
 //   allocate:      the shared scratch first, then the per-op regions in what memory is left;
 //   fill_contents: random data everywhere (never zeros, which can run faster and hide bugs);
-//   build_ops:     pass 2, one closure per op (a fused allreduce absorbs the two ops after it).
+//   build_ops:     pass 2, one closure per op (a fused allreduce absorbs the two ops after it, a
+//                  fused add + RMSNorm the RMSNorm after its residual add).
 AllreduceComms one_comm_for_all(const Step& step, RankComm& comm, RankComm* fallback) {
   AllreduceComms c;
   c.fallback = fallback;
@@ -271,6 +277,7 @@ RankProgram::RankProgram(const Step& step, int device, const AllreduceComms& com
   const std::size_t n_ops = step.ops.size();
   ops_.resize(n_ops);
   absorbed_.assign(n_ops, false);
+  for (const Op& op : step.ops) reported_kinds_.push_back(op.kind);
   labels_.resize(n_ops);
   details_.resize(n_ops);
   recorded_.assign(n_ops, false);
@@ -290,10 +297,9 @@ void RankProgram::open_device() {
   compute_capability_ = prop.major * 10 + prop.minor;
   has_fp8_ = compute_capability_ >= 89;  // fp8 tensor cores: Ada (8.9) and Hopper (9.0) onwards
   EAGLESIM_CUBLAS_CHECK(cublasLtCreate(&lt_));
+  EAGLESIM_CUBLAS_CHECK(cublasCreate(&blas_));
   workspace_ = DeviceBuffer(kLtWorkspaceBytes);
-  fp8_scales_ = DeviceBuffer(2 * sizeof(float));
-  const float ones[2] = {1.f, 1.f};
-  EAGLESIM_CUDA_CHECK(cudaMemcpy(fp8_scales_.get(), ones, sizeof(ones), cudaMemcpyHostToDevice));
+  fp8_scales_.emplace();
 }
 
 // ---------------------------------------------------------------- pass 1: the plan
@@ -311,6 +317,14 @@ ProgramPlan RankProgram::plan_step(const Step& step) {
       case OpKind::lm_head: plan_matmul(i, op, plan); break;
       case OpKind::grouped_gemm: plan_grouped_matmul(i, op, plan); break;
       case OpKind::attention: plan_attention_op(i, op, plan); break;
+      case OpKind::topk_select:
+      case OpKind::tree_build:
+      case OpKind::sampling:
+      case OpKind::host_sync:
+        throw InputError(fmt::format("{}: the CUDA backend does not replay the per-cycle op kind {} (top-k selection, "
+                                     "tree building, sampling, host synchronisation): use --backend sim, or a trace "
+                                     "generated without --engine-cycle",
+                                     labels_[i], to_string(op.kind)));
       default: plan_rowwise(i, op, plan); break;
     }
   }
@@ -401,6 +415,10 @@ VerifyAttentionRun& RankProgram::verify_run(const Op& op) {
 // it does not take run on the split-KV decode kernel, whose partials are shared scratch. An
 // attention shape neither kernel takes fails here, before anything is allocated.
 void RankProgram::plan_attention_op(std::size_t i, const Op& op, ProgramPlan& plan) {
+  if (op.batch != 1 || !op.kv_lens.empty() || op.mask != AttentionMask::causal)
+    throw InputError(fmt::format("{}: the CUDA backend does not replay attention over a batch of requests or with a "
+                                 "{} mask (trace version 2) yet: use --backend sim",
+                                 labels_[i], to_string(op.mask)));
   const AttentionShape s = attention_shape(op);
   plan.region_bytes[i] = kv_cache_bytes(s);
   plan.x = std::max(plan.x, as_size(s.q_tokens) * s.heads * s.dk * 2);
@@ -432,6 +450,12 @@ void RankProgram::plan_rowwise(std::size_t i, const Op& op, ProgramPlan& plan) {
       plan.z = std::max(plan.z, as_size(op.bytes));
       break;
     case OpKind::rmsnorm:
+      try {
+        // A width the kernels do not take fails here (a recorded one runs as a timed kernel).
+        if (!recorded_[i]) (void)row_norm_geometry(op.tokens, op.hidden, true);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{}: the CUDA backend cannot replay it: {}", labels_[i], e.what()));
+      }
       plan.region_bytes[i] = as_size(op.hidden) * 2;
       plan.x = std::max(plan.x, as_size(op.tokens * op.hidden) * 2);
       plan.y = std::max(plan.y, as_size(op.tokens * op.hidden) * 2);
@@ -532,8 +556,10 @@ void RankProgram::fill_contents(const Step& step, const ProgramPlan& plan, std::
 
 void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, const AllreduceComms& comms,
                             const ProgramOptions& opts) {
-  std::size_t recorded = 0, ours = 0;
+  std::size_t fused_norms = 0, recorded = 0, ours = 0;
   std::map<std::string, std::size_t> fused;  // per strategy: triples run as one kernel
+  const bool any_recorded = std::find(recorded_.begin(), recorded_.end(), true) != recorded_.end();
+  if (any_recorded) spin_boundary_us_ = measure_spin_boundary_us();
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     if (absorbed_[i]) continue;
     const Op& op = step.ops[i];
@@ -554,14 +580,23 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, const All
         if (build_allreduce(i, step, *comm, comms.fallback, opts.skip_allreduces)) ++fused[comm->strategy()];
         break;
       }
+      case OpKind::residual_add:
+        if (opts.fuse_add_norm && build_add_rmsnorm(i, step)) ++fused_norms;
+        else build_rowwise(i, op);
+        break;
       default: build_rowwise(i, op); break;
     }
   }
   for (const auto& [strategy, count] : fused)
     note(fmt::format("{} allreduce + residual add + RMSNorm triples ran as one {} kernel each", count, strategy));
+  if (fused_norms > 0)
+    note(fmt::format("{} residual add + RMSNorm pairs ran as one fused add + RMSNorm kernel each (SGLang's and "
+                     "vLLM's fused_add_rmsnorm)", fused_norms));
   if (recorded > 0)
-    note(fmt::format("compute: {} ops ran as timed kernels of their recorded durations{} (--op-times); only the "
-                     "allreduces ran for real", recorded, ours > 0 ? fmt::format(", {} as eaglesim's kernels", ours) : ""));
+    note(fmt::format("compute: {} ops ran as timed kernels of their recorded durations{} (--op-times), each "
+                     "shortened by the {:.2f} us a kernel boundary costs on this GPU so that they add up to the "
+                     "recording's; only the allreduces ran for real",
+                     recorded, ours > 0 ? fmt::format(", {} as eaglesim's kernels", ours) : "", spin_boundary_us_));
   else if (ours > 0)
     note("compute: eaglesim's kernels (--op-times measured runs an imported trace's recorded durations instead)");
 }
@@ -569,7 +604,26 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, const All
 // A compute op replayed as its recorded duration: the engine's kernel as the profile saw it.
 void RankProgram::build_recorded(std::size_t i, double us) {
   details_[i] = fmt::format("recorded {:.1f} us (timed kernel)", us);
-  ops_[i] = [us](cudaStream_t s) { launch_spin(us, s); };
+  const double spin_us = std::max(0.0, us - spin_boundary_us_);
+  ops_[i] = [spin_us](cudaStream_t s) { launch_spin(spin_us, s); };
+}
+
+// What one timed kernel costs beyond the time it spins, back to back in a CUDA graph (launch,
+// block start, the globaltimer's granularity): a graph of kSpins zero-length spins, best of a
+// few replays, per kernel. A recorded duration already holds its kernel's boundary.
+double RankProgram::measure_spin_boundary_us() {
+  constexpr int kSpins = 64, kReplays = 5;
+  const Stream stream;
+  const CudaGraph graph = CudaGraph::capture(stream.get(), [](cudaStream_t s) {
+    for (int r = 0; r < kSpins; ++r) launch_spin(0.0, s);
+  });
+  GraphTimer timer("the timed-kernel boundary", 0.0, kNoDeadline);
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < kReplays; ++r) {
+    timer.launch(graph, stream.get());
+    best = std::min(best, timer.finish("zero-length timed kernels"));
+  }
+  return best / kSpins;
 }
 
 // A GEMM or grouped GEMM as one launch of eaglesim's kernel, or on cuBLASLt (a grouped one as one
@@ -616,6 +670,7 @@ void RankProgram::build_matmul(std::size_t i, const Op& op, const MatmulChoice& 
     char* y = yb + as_size(e) * y_slot;
     const char* x = c.lt_dtype == DType::fp8 ? x8b + as_size(e) * x8_slot : xb + as_size(e) * x_slot;
     const LtGemm* plan = &gemm_plan(m, op.n, c.k_eff, c.lt_dtype, w, x, y);
+    if (experts == 1) detail += ": " + plan->candidate(plan->chosen()).name;
     parts.push_back([=](cudaStream_t s) { plan->run(w, x, y, ws, s); });
   }
   if (parts.size() == 1) ops_[i] = parts[0];
@@ -709,6 +764,28 @@ bool RankProgram::build_allreduce(std::size_t i, const Step& step, RankComm& com
   return true;
 }
 
+// A residual add whose next op is the RMSNorm of the same rows (fusable_add_norm, the simulator's
+// rule; not absorbed into a fused allreduce before it, nor replayed as its recorded duration):
+// both as one fused add + RMSNorm kernel, the RMSNorm absorbed (true
+// returned). The residual add's input and the norm's output are the buffers the two kernels would
+// use, the weight the norm's own.
+bool RankProgram::build_add_rmsnorm(std::size_t i, const Step& step) {
+  const auto& ops = step.ops;
+  if (!fusable_add_norm(ops, i) || absorbed_[i + 1] || recorded_[i + 1]) return false;
+  const Op& add = ops[i];
+  const char* xb = x_.as<char>();
+  void* r = residual_.get();
+  const void* w = arena_.region(i + 1);
+  char* yb = y_.as<char>();
+  const int t = int(add.tokens), h = int(add.hidden);
+  absorbed_[i + 1] = true;
+  reported_kinds_[i] = OpKind::rmsnorm;
+  details_[i + 1] = "fused into " + add.name;
+  details_[i] = "fused add + rmsnorm kernel";
+  ops_[i] = [=](cudaStream_t s) { launch_add_rmsnorm(xb, r, w, yb, t, h, kRmsEps, s); };
+  return true;
+}
+
 // The row-wise kernels and `other`'s timed spin.
 void RankProgram::build_rowwise(std::size_t i, const Op& op) {
   std::string& detail = details_[i];
@@ -756,6 +833,7 @@ void RankProgram::build_rowwise(std::size_t i, const Op& op) {
 
 RankProgram::~RankProgram() {
   gemms_.clear();
+  if (blas_) cublasDestroy(blas_);
   if (lt_) cublasLtDestroy(lt_);
 }
 

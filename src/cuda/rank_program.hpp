@@ -2,7 +2,8 @@
 // The ops of one step, made runnable on one GPU: every trace op becomes a closure that
 // enqueues real work with the traced shape on a stream (cuBLASLt bf16 GEMMs, eaglesim's
 // weight-only and grouped MoE GEMM kernels for quantised weights and experts, the
-// verify-attention kernel, row-wise kernels, the rank's allreduce, a timed spin for `other`).
+// verify-attention kernel, row-wise kernels (a residual add and the RMSNorm after it as one fused
+// kernel), the rank's allreduce, a timed spin for `other`).
 // Construction allocates
 // and randomly fills everything (weights per op, KV caches, activations) and prepares the
 // GEMM algorithms, so that enqueueing never allocates and can be captured into a CUDA graph.
@@ -11,11 +12,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "cuda/allreduce_self_check.hpp"
@@ -67,6 +70,10 @@ class RankProgram {
     if (ops_[i]) ops_[i](stream);
   }
   bool absorbed(std::size_t i) const { return absorbed_[i]; }
+  // The kind op i's time is reported under: its own, except a fused add + RMSNorm kernel (run by
+  // the residual add), which reports as rmsnorm, as the simulator prices it and as the roofline
+  // counts its traffic (engine/evaluate.cpp).
+  OpKind reported_kind(std::size_t i) const { return reported_kinds_[i]; }
   const std::string& label(std::size_t i) const { return labels_[i]; }
   const std::string& detail(std::size_t i) const { return details_[i]; }
   // Substitutions and caveats, each once (e.g. "int4 GEMM m=64 replayed as fp8 ...").
@@ -90,8 +97,10 @@ class RankProgram {
   void build_matmul(std::size_t i, const Op& op, const MatmulChoice& choice);
   void build_attention(std::size_t i, const Op& op, const ProgramPlan& plan);
   bool build_allreduce(std::size_t i, const Step& step, RankComm& comm, RankComm* fallback, bool skip_allreduces);
+  bool build_add_rmsnorm(std::size_t i, const Step& step);
   void build_rowwise(std::size_t i, const Op& op);
   void build_recorded(std::size_t i, double us);
+  static double measure_spin_boundary_us();
 
   void note(const std::string& text);
   void use_collective(const CollectiveUse& use);  // remembered once
@@ -107,7 +116,9 @@ class RankProgram {
   int compute_capability_ = 0;  // major * 10 + minor
   bool has_fp8_ = false;
   cublasLtHandle_t lt_ = nullptr;
-  DeviceBuffer workspace_, x_, x8_, y_, z_, residual_, part_acc_, part_ml_, ids_, fp8_scales_;
+  cublasHandle_t blas_ = nullptr;  // the GEMM tuner's cublasGemmEx candidate (lt_gemm.hpp)
+  DeviceBuffer workspace_, x_, x8_, y_, z_, residual_, part_acc_, part_ml_, ids_;
+  std::optional<UnitFp8Scales> fp8_scales_;  // made in open_device, on the rank's device
   // The grouped GEMM kernels' shared workspace and the rows each expert gets, per grouped op.
   DeviceBuffer moe_workspace_, expert_offsets_;
   std::size_t moe_counter_bytes_ = 0;  // the counters' part of moe_workspace_ (the most any plan needs)
@@ -116,6 +127,8 @@ class RankProgram {
   std::map<std::vector<std::int64_t>, std::unique_ptr<VerifyAttentionRun>> verify_runs_;
   std::vector<std::function<void(cudaStream_t)>> ops_;
   std::vector<bool> absorbed_;
+  std::vector<OpKind> reported_kinds_;
+  double spin_boundary_us_ = 0;  // measure_spin_boundary_us(), taken off every recorded duration
   std::vector<bool> recorded_;  // runs as a timed kernel of its recorded `us` (ProgramOptions::recorded_compute)
   std::vector<std::string> labels_, details_, notes_;
   std::vector<CollectiveUse> collectives_;

@@ -2,14 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/elementwise_plan.hpp"
+#include "pointwise_bf16.cuh"
 #include "replay_attention.cuh"
 #include "replay_fill.cuh"
 #include "replay_rowwise.cuh"
+#include "row_norm.cuh"
 
 namespace eaglesim::cuda {
 
@@ -55,25 +59,118 @@ void fill_random_ids(int* p, std::size_t count, int rows, std::uint64_t seed, cu
   EAGLESIM_CUDA_CHECK_LAUNCH();
 }
 
+// ---------------------------------------------------------------- row norms and point-wise ops
+
+static_assert(k::kRowNormMaxThreads == kRowNormMaxThreads, "row_norm.cuh and elementwise_plan.hpp disagree");
+static_assert(k::kRowNormWarpRowsThreads == 32 * kRowNormWarpRowsPerBlock, "row_norm.cuh and elementwise_plan.hpp disagree");
+static_assert(k::kPointwiseThreads == kPointwiseThreads, "pointwise_bf16.cuh and elementwise_plan.hpp disagree");
+
+namespace {
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+int current_sm_count() {
+  int device = 0, sms = 0;
+  EAGLESIM_CUDA_CHECK(cudaGetDevice(&device));
+  EAGLESIM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+template <int V, bool ADD, bool PACKED, bool WARP_ROWS>
+void launch_row_norm_kernel(const RowNormGeometry& g, const k::RowNormArgs& a, cudaStream_t stream) {
+  k::row_norm_kernel<V, ADD, PACKED, WARP_ROWS>
+      <<<static_cast<unsigned>(g.blocks), static_cast<unsigned>(g.threads), 0, stream>>>(a);
+}
+
+template <bool ADD, bool PACKED, bool WARP_ROWS>
+void launch_row_norm_v(const RowNormGeometry& g, const k::RowNormArgs& a, cudaStream_t stream) {
+  switch (g.vectors_per_thread) {
+    case 1: launch_row_norm_kernel<1, ADD, PACKED, WARP_ROWS>(g, a, stream); break;
+    case 2: launch_row_norm_kernel<2, ADD, PACKED, WARP_ROWS>(g, a, stream); break;
+    default: launch_row_norm_kernel<4, ADD, PACKED, WARP_ROWS>(g, a, stream); break;
+  }
+}
+
+template <bool ADD>
+void launch_row_norm(const k::RowNormArgs& a, cudaStream_t stream) {
+  if (a.rows <= 0) return;
+  const bool aligned = aligned16(a.x) && aligned16(a.weight) && aligned16(a.out) && (!ADD || aligned16(a.residual));
+  const RowNormGeometry g = row_norm_geometry(a.rows, a.hidden, aligned);
+  if (g.packed) {
+    if (g.warp_per_row) launch_row_norm_v<ADD, true, true>(g, a, stream);
+    else launch_row_norm_v<ADD, true, false>(g, a, stream);
+  } else {
+    if (g.warp_per_row) launch_row_norm_v<ADD, false, true>(g, a, stream);
+    else launch_row_norm_v<ADD, false, false>(g, a, stream);
+  }
+  EAGLESIM_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+namespace {
+k::RowNormArgs row_norm_args(const void* x, void* residual, const void* weight, void* out, int tokens, int hidden,
+                             float eps) {
+  k::RowNormArgs a;
+  a.x = static_cast<const __nv_bfloat16*>(x);
+  a.residual = static_cast<__nv_bfloat16*>(residual);
+  a.weight = static_cast<const __nv_bfloat16*>(weight);
+  a.out = static_cast<__nv_bfloat16*>(out);
+  a.rows = tokens;
+  a.hidden = hidden;
+  a.eps = eps;
+  return a;
+}
+}  // namespace
+
 void launch_rmsnorm(const void* x, const void* weight, void* out, int tokens, int hidden, float eps,
                     cudaStream_t stream) {
-  k::rmsnorm_kernel<<<tokens, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(x),
-                                                static_cast<const __nv_bfloat16*>(weight),
-                                                static_cast<__nv_bfloat16*>(out), hidden, eps);
-  EAGLESIM_CUDA_CHECK_LAUNCH();
+  launch_row_norm<false>(row_norm_args(x, nullptr, weight, out, tokens, hidden, eps), stream);
+}
+
+void launch_add_rmsnorm(const void* x, void* residual, const void* weight, void* out, int tokens, int hidden,
+                        float eps, cudaStream_t stream) {
+  launch_row_norm<true>(row_norm_args(x, residual, weight, out, tokens, hidden, eps), stream);
 }
 
 void launch_residual_add(void* residual, const void* x, std::size_t count, cudaStream_t stream) {
-  const std::size_t work = count % 8 == 0 ? count / 8 : count;
-  k::residual_add_kernel<<<grid_for(work, 256), 256, 0, stream>>>(
-      static_cast<__nv_bfloat16*>(residual), static_cast<const __nv_bfloat16*>(x), count);
+  if (count == 0) return;
+  const bool packed = aligned16(residual) && aligned16(x);
+  const std::size_t vectors = packed ? count / 8 : 0;
+  PointwiseGeometry g = pointwise_geometry(1, static_cast<std::int64_t>(vectors), current_sm_count());
+  if (vectors == 0) g.grid_x = static_cast<std::int64_t>(grid_for(count, kPointwiseThreads));  // all scalar
+  auto* r = static_cast<__nv_bfloat16*>(residual);
+  const auto* xb = static_cast<const __nv_bfloat16*>(x);
+  const auto grid = static_cast<unsigned>(g.grid_x);
+  switch (g.units_per_thread) {
+    case 4: k::residual_add_kernel<4><<<grid, kPointwiseThreads, 0, stream>>>(r, xb, vectors, count); break;
+    case 2: k::residual_add_kernel<2><<<grid, kPointwiseThreads, 0, stream>>>(r, xb, vectors, count); break;
+    default: k::residual_add_kernel<1><<<grid, kPointwiseThreads, 0, stream>>>(r, xb, vectors, count); break;
+  }
   EAGLESIM_CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+template <bool PACKED>
+void launch_silu_mul_kernel(const PointwiseGeometry& g, const __nv_bfloat16* in, __nv_bfloat16* out, int tokens,
+                            int hidden, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(g.grid_x), static_cast<unsigned>(g.grid_y));
+  switch (g.units_per_thread) {
+    case 4: k::silu_mul_kernel<4, PACKED><<<grid, kPointwiseThreads, 0, stream>>>(in, out, tokens, hidden); break;
+    case 2: k::silu_mul_kernel<2, PACKED><<<grid, kPointwiseThreads, 0, stream>>>(in, out, tokens, hidden); break;
+    default: k::silu_mul_kernel<1, PACKED><<<grid, kPointwiseThreads, 0, stream>>>(in, out, tokens, hidden); break;
+  }
+}
+}  // namespace
+
 void launch_silu_mul(const void* gate_up, void* out, int tokens, int hidden, cudaStream_t stream) {
-  const std::size_t n = static_cast<std::size_t>(tokens) * hidden;
-  k::silu_mul_kernel<<<grid_for(n, 256), 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(gate_up),
-                                                           static_cast<__nv_bfloat16*>(out), tokens, hidden);
+  if (tokens <= 0 || hidden <= 0) return;
+  const bool packed = hidden % 8 == 0 && aligned16(gate_up) && aligned16(out);
+  const PointwiseGeometry g = pointwise_geometry(tokens, packed ? hidden / 8 : hidden, current_sm_count());
+  const auto* in = static_cast<const __nv_bfloat16*>(gate_up);
+  auto* o = static_cast<__nv_bfloat16*>(out);
+  if (packed) launch_silu_mul_kernel<true>(g, in, o, tokens, hidden, stream);
+  else launch_silu_mul_kernel<false>(g, in, o, tokens, hidden, stream);
   EAGLESIM_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// Host entry points of the replay op kernels (kernels/replay_*.cuh): random fills, RMSNorm,
+// Host entry points of the replay op kernels (kernels/replay_*.cuh, row_norm.cuh,
+// pointwise_bf16.cuh): random fills, RMSNorm (alone and fused with the residual add before it),
 // residual add, SiLU*mul, embedding gather, timed spin and split-KV decode attention (for the
 // shapes the verify-attention kernel does not take). Every launcher is stream-ordered and
 // capturable, and checks its launch.
@@ -22,8 +23,19 @@ void fill_random(void* p, std::size_t count, DType dtype, std::uint64_t seed, fl
 void fill_uniform(void* p, std::size_t count, DType dtype, std::uint64_t seed, float scale, cudaStream_t stream);
 void fill_random_ids(int* p, std::size_t count, int rows, std::uint64_t seed, cudaStream_t stream);
 
+// The memory-bound glue of a decoder layer, bf16 rows of `hidden` elements (kernels/row_norm.cuh,
+// kernels/pointwise_bf16.cuh; geometry in cuda/elementwise_plan.hpp). 16-byte loads where the
+// width and the pointers allow, scalar ones otherwise; fp32 arithmetic.
+//   rmsnorm:      out = x * rsqrt(mean(x^2) + eps) * weight, per row (InputError beyond
+//                 kRowNormMaxHidden elements per row)
+//   add_rmsnorm:  residual = x + residual (written back), out = rmsnorm(residual) * weight: SGLang's
+//                 and vLLM's fused_add_rmsnorm, one kernel; `out` may be `x`
+//   residual_add: residual += x over `count` elements
+//   silu_mul:     out[t, h] = silu(gate_up[t, h]) * gate_up[t, hidden + h], gate_up [tokens, 2 * hidden]
 void launch_rmsnorm(const void* x, const void* weight, void* out, int tokens, int hidden, float eps,
                     cudaStream_t stream);
+void launch_add_rmsnorm(const void* x, void* residual, const void* weight, void* out, int tokens, int hidden,
+                        float eps, cudaStream_t stream);
 void launch_residual_add(void* residual, const void* x, std::size_t count, cudaStream_t stream);
 void launch_silu_mul(const void* gate_up, void* out, int tokens, int hidden, cudaStream_t stream);
 void launch_embedding(const void* table, const int* ids, void* out, int tokens, int hidden, cudaStream_t stream);

@@ -37,6 +37,7 @@ struct RankOutcome {
   std::vector<double> span_start, span_end;   // per op, last attribution replay, us from step start
   std::vector<std::string> notes, details;
   std::vector<bool> absorbed;
+  std::vector<OpKind> kinds;                  // per op: the kind its time is reported under
   bool attribution_in_graph = true;
 };
 
@@ -116,6 +117,7 @@ class RankRunner {
     for (std::size_t i = 0; i < n; ++i) {
       out.details.push_back(program.detail(i));
       out.absorbed.push_back(program.absorbed(i));
+      out.kinds.push_back(program.reported_kind(i));
     }
     std::vector<WatchedOp> per_op;
     for (std::size_t i = 0; i < n; ++i) per_op.push_back({ev[i + 1], program.label(i)});
@@ -253,7 +255,7 @@ std::vector<double> pack(const RankOutcome& o) {
 }
 
 RankOutcome unpack(const double* p, std::size_t iters, std::size_t n, const RankOutcome& local) {
-  RankOutcome o = local;  // notes/details/absorbed are the same on every rank
+  RankOutcome o = local;  // notes/details/absorbed/kinds are the same on every rank
   o.step_us.assign(p, p + iters);
   o.op_us.assign(p + iters, p + iters + n);
   o.span_start.assign(p + iters + n, p + iters + 2 * n);
@@ -303,9 +305,10 @@ StepResult assemble(const Step& step, const ReplayConfig& config, const std::vec
   }
   const std::vector<double> op_us = fit_to_step(ranks[critical].op_us, r.step_us);
   double fitted_sum = 0;
+  const std::vector<OpKind>& kinds = ranks[critical].kinds;
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = step.ops[i];
-    r.kind_us[static_cast<int>(op.kind)] += op_us[i];
+    r.kind_us[static_cast<int>(kinds[i])] += op_us[i];
     fitted_sum += op_us[i];
     if (op.kind == OpKind::allreduce) ++r.allreduce_count;
   }
@@ -322,8 +325,11 @@ StepResult assemble(const Step& step, const ReplayConfig& config, const std::vec
       Span s;
       s.rank = static_cast<int>(k);
       s.op_index = static_cast<int>(i);
-      s.kind = op.kind;
+      s.kind = kinds[i];
       s.name = op.name;
+      // A compute kernel that runs the op after it too (a fused add + RMSNorm): named after both,
+      // as the simulator's span is.
+      if (kinds[i] != op.kind && i + 1 < n && ranks[k].absorbed[i + 1]) s.name += "+" + step.ops[i + 1].name;
       s.layer = op.layer;
       s.start_us = ranks[k].span_start[i];
       s.end_us = ranks[k].span_end[i];

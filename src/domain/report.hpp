@@ -37,6 +37,7 @@ struct Scenario {
   int ranks = 1;             // ranks actually used (cuda --ranks K may differ from tp)
   int draft_tokens = 0;
   Acceptance acceptance;
+  bool fused_add_norm = true;  // residual_add + rmsnorm ran as one kernel (RunOptions::fuse_add_norm)
   std::vector<std::string> notes;
 };
 
@@ -46,7 +47,7 @@ struct CycleMetrics {
   double verify_us = 0, compute_us = 0, comm_us = 0, comm_fraction = 0;
   int allreduce_count = 0;
   double allreduce_mean_us = 0;
-  double draft_us = 0;        // all N draft forwards of one cycle
+  double draft_us = 0;        // all N draft forwards of one cycle (with a draft-extend pass: it and N - 1 forwards)
   double decode_us = 0;
   double cycle_us = 0;        // draft_us + verify_us
   double tokens_per_cycle = 0;
@@ -63,6 +64,7 @@ struct StrategyResult : CycleMetrics {
   std::string reason;  // when unsupported
   StepResult verify;
   std::optional<StepResult> draft;   // one draft-head forward
+  std::optional<StepResult> draft_extend;  // the draft-extend pass (version-2 traces of the engine's cycle)
   std::optional<StepResult> decode;  // one plain decode step
 };
 

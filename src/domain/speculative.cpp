@@ -1,5 +1,6 @@
 #include "domain/speculative.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -56,7 +57,10 @@ void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, in
   r.comm_fraction = v.step_us > 0 ? v.comm_us / v.step_us : 0.0;
   r.allreduce_count = v.allreduce_count;
   r.allreduce_mean_us = v.allreduce_mean_us;
-  r.draft_us = r.draft ? draft_tokens * r.draft->step_us : 0.0;
+  // The draft-extend pass stands for the first of the N draft forwards (trace/trace.hpp,
+  // draft_forwards_per_cycle).
+  const int forwards = r.draft_extend ? std::max(0, draft_tokens - 1) : draft_tokens;
+  r.draft_us = (r.draft ? forwards * r.draft->step_us : 0.0) + (r.draft_extend ? r.draft_extend->step_us : 0.0);
   r.decode_us = r.decode ? r.decode->step_us : 0.0;
   r.cycle_us = r.draft_us + r.verify_us;
   r.tokens_per_cycle = acceptance.tokens_per_cycle(draft_tokens);

@@ -8,16 +8,26 @@
 #include "core/errors.hpp"
 #include "domain/speculative.hpp"
 #include "engine/op_pricing.hpp"
+#include "trace/op_traffic.hpp"
 
 namespace eaglesim {
 
 namespace {
 
 // The traffic behind each kind's time: the residual adds and RMSNorms a fusing strategy runs
-// inside its allreduce kernel are the allreduce's time, so they are not counted for their kinds.
-KindTraffic step_kind_traffic(const Step& step, bool fuses) {
+// inside its allreduce kernel are the allreduce's time, so they are not counted for their kinds;
+// a residual add run with its RMSNorm as one kernel (fuse_add_norm) is that kernel's traffic,
+// under rmsnorm, where its time is reported.
+KindTraffic step_kind_traffic(const Step& step, bool fuses, bool fuse_add_norm) {
   KindTraffic t{};
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
+    if (fuse_add_norm && fusable_add_norm(step.ops, i)) {
+      const OpTraffic f = add_rmsnorm_traffic(step.ops[i + 1]);
+      t[static_cast<std::size_t>(OpKind::rmsnorm)].bytes += f.bytes;
+      t[static_cast<std::size_t>(OpKind::rmsnorm)].flops += f.flops;
+      ++i;
+      continue;
+    }
     add_traffic(t, step.ops[i]);
     if (fuses && step.ops[i].is_comm()) i += static_cast<std::size_t>(fusable_followers(step.ops, i));
   }
@@ -38,6 +48,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   const Step& verify = trace.verify();
   const Step* draft = trace.find_step("draft");
   const Step* decode = trace.find_step("decode");
+  const Step* draft_extend = trace.find_step("draft_extend");
 
   Report report;
   Scenario& sc = report.scenario;
@@ -61,7 +72,10 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     sc.notes.push_back(fmt::format("trace made for tp={}, run on {} ranks: op shapes are the trace's, only the "
                                    "collectives see the different world size",
                                    trace.meta.tp, sc.ranks));
-  if (!draft) sc.notes.push_back("the trace has no draft step: draft cost is not included in the cycle (tok/s is optimistic)");
+  sc.fused_add_norm = req.options.fuse_add_norm;
+  if (!sc.fused_add_norm)
+    sc.notes.push_back(kUnfusedAddNormNote);
+  if (!draft && !draft_extend) sc.notes.push_back("the trace has no draft step: draft cost is not included in the cycle (tok/s is optimistic)");
   if (!decode) sc.notes.push_back("the trace has no decode step: speedup vs plain decoding and break-even are n/a");
 
   RunOptions quiet = req.options;
@@ -70,10 +84,13 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     // Draft and decode are priced only when the verify step could run, as the report needs all
     // three or none.
     const PricedStep v = price_step(backend, trace, verify, name, req.topo, req.options);
-    std::optional<PricedStep> d, p;
+    std::optional<PricedStep> d, e, p;
     if (v.supported && draft) d = price_step(backend, trace, *draft, name, req.topo, quiet);
-    if (v.supported && (!d || d->supported) && decode) p = price_step(backend, trace, *decode, name, req.topo, quiet);
-    StrategyResult r = assemble_result(name, v, d ? &*d : nullptr, p ? &*p : nullptr);
+    if (v.supported && (!d || d->supported) && draft_extend)
+      e = price_step(backend, trace, *draft_extend, name, req.topo, quiet);
+    if (v.supported && (!d || d->supported) && (!e || e->supported) && decode)
+      p = price_step(backend, trace, *decode, name, req.topo, quiet);
+    StrategyResult r = assemble_result(name, v, d ? &*d : nullptr, p ? &*p : nullptr, e ? &*e : nullptr);
     derive_strategy_metrics(r, sc.acceptance, sc.draft_tokens);
     report.results.push_back(std::move(r));
   }
@@ -85,7 +102,8 @@ PricedStep price_step(Backend& backend, const Trace& trace, const Step& step, co
   PricedStep p;
   try {
     p.result = backend.run_step(trace, step, strategy, topo, options);
-    if (p.result.ceilings) p.result.kind_traffic = step_kind_traffic(step, fuses_residual_norm(strategy));
+    if (p.result.ceilings)
+      p.result.kind_traffic = step_kind_traffic(step, fuses_residual_norm(strategy), options.fuse_add_norm);
   } catch (const StrategyUnsupported& e) {
     p.supported = false;
     p.reason = e.what();
@@ -94,10 +112,10 @@ PricedStep price_step(Backend& backend, const Trace& trace, const Step& step, co
 }
 
 StrategyResult assemble_result(const std::string& strategy, const PricedStep& verify, const PricedStep* draft,
-                               const PricedStep* decode) {
+                               const PricedStep* decode, const PricedStep* draft_extend) {
   StrategyResult r;
   r.strategy = strategy;
-  for (const PricedStep* p : {&verify, draft, decode})
+  for (const PricedStep* p : {&verify, draft, decode, draft_extend})
     if (p && !p->supported) {
       r.supported = false;
       r.reason = p->reason;
@@ -106,6 +124,7 @@ StrategyResult assemble_result(const std::string& strategy, const PricedStep& ve
   r.verify = verify.result;
   if (draft) r.draft = draft->result;
   if (decode) r.decode = decode->result;
+  if (draft_extend) r.draft_extend = draft_extend->result;
   return r;
 }
 

@@ -44,7 +44,8 @@ PricedStep price_step(Backend& backend, const Trace& trace, const Step& step, co
                       const Topology* topo, const RunOptions& options);
 // verify, draft and decode as priced (draft/decode null when the trace has no such step); the
 // first unsupported one makes the result unsupported with its reason.
+// `draft_extend`: the draft-extend pass of a version-2 trace of the engine's cycle, when it has one.
 StrategyResult assemble_result(const std::string& strategy, const PricedStep& verify, const PricedStep* draft,
-                               const PricedStep* decode);
+                               const PricedStep* decode, const PricedStep* draft_extend = nullptr);
 
 }  // namespace eaglesim

@@ -67,10 +67,18 @@ StepResult simulate_step(const Step& step, const StepPlan& plan, const EngineOpt
     proto.name = op.name;
     proto.layer = p.layer;
     proto.detail = p.detail >= 0 ? plan.details[static_cast<std::size_t>(p.detail)] : std::string();
-    if (p.absorbed > 0) {
+    if (p.absorbed > 0 && p.collective) {
       proto.detail += " +";
       for (int a = 1; a <= p.absorbed; ++a)
         proto.detail += std::string(" ") + to_string(step.ops[static_cast<std::size_t>(p.op_index + a)].kind);
+    } else if (p.absorbed > 0) {
+      // A fused compute kernel (residual_add + rmsnorm): named after every op it runs.
+      proto.detail += ", fused:";
+      for (int a = 0; a <= p.absorbed; ++a) {
+        const Op& part = step.ops[static_cast<std::size_t>(p.op_index + a)];
+        if (a > 0) proto.name += "+" + part.name;
+        proto.detail += std::string(a > 0 ? " + " : " ") + to_string(part.kind);
+      }
     }
     proto.shape = op.shape_string();
     proto.bytes = op.is_comm() ? op.bytes : 0;

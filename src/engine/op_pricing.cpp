@@ -36,9 +36,14 @@ bool in_fusion_layer(const Op& follower, int ar_layer) {
 }
 
 // The fields a compute cost can depend on. A trace repeats the same few shapes once per layer
-// (61 times for Kimi-K2), so pricing each distinct shape once keeps planning cheap.
+// (61 times for Kimi-K2), so pricing each distinct shape once keeps planning cheap. Slots a kind
+// does not use carry its other inputs: an attention op's KV slot holds its KV positions over all
+// requests (its kv_len at batch 1) and its hidden slot the batch and mask; the per-cycle kinds'
+// rows, vocab, topk and candidates (and tree_build's batch) sit in the m, n, k, experts (and
+// hidden) slots.
+constexpr int kShapeFields = 17;
 struct ShapeKey {
-  std::int64_t v[17];
+  std::int64_t v[kShapeFields];
   bool operator==(const ShapeKey& o) const { return std::memcmp(v, o.v, sizeof v) == 0; }
 };
 
@@ -47,11 +52,24 @@ ShapeKey shape_key(const Op& op) {
   double us = op.kind == OpKind::other && op.us ? *op.us : 0.0;
   std::int64_t us_bits;
   std::memcpy(&us_bits, &us, sizeof us_bits);
-  std::int64_t fields[17] = {static_cast<std::int64_t>(op.kind),
-                             op.m, op.n, op.k, op.tokens, op.experts, op.hidden, op.bytes,
-                             op.q_tokens, op.kv_len, op.heads, op.kv_heads, op.head_dim,
-                             static_cast<std::int64_t>(op.variant), op.kv_lora_rank * 65536 + op.rope_dim,
-                             static_cast<std::int64_t>(op.dtype), us_bits};
+  std::int64_t m = op.m, n = op.n, k = op.k, experts = op.experts, hidden = op.hidden, kv = op.kv_len;
+  switch (op.kind) {
+    case OpKind::attention:
+      kv = op.kv_lens.empty() ? op.batch * op.kv_len : static_cast<std::int64_t>(op.kv_len_total());
+      hidden = op.batch | static_cast<std::int64_t>(op.mask) << 40;
+      break;
+    case OpKind::topk_select:
+    case OpKind::sampling:
+    case OpKind::tree_build:
+      m = op.rows; n = op.vocab; k = op.topk; experts = op.candidates; hidden = op.batch;
+      break;
+    default: break;
+  }
+  std::int64_t fields[kShapeFields] = {static_cast<std::int64_t>(op.kind),
+                                       m, n, k, op.tokens, experts, hidden, op.bytes,
+                                       op.q_tokens, kv, op.heads, op.kv_heads, op.head_dim,
+                                       static_cast<std::int64_t>(op.variant), op.kv_lora_rank * 65536 + op.rope_dim,
+                                       static_cast<std::int64_t>(op.dtype), us_bits};
   std::memcpy(key.v, fields, sizeof fields);
   return key;
 }
@@ -61,7 +79,7 @@ struct ShapeKeyHash {
   // xor-shift spreads high bits into the bucket index.
   std::size_t operator()(const ShapeKey& k) const {
     std::uint64_t h = 0;
-    for (int i = 0; i < 17; ++i)
+    for (int i = 0; i < kShapeFields; ++i)
       h += static_cast<std::uint64_t>(k.v[i]) * (0x9E3779B97F4A7C15ull + 2ull * static_cast<std::uint64_t>(i) * 0x632BE59BD9B4E019ull);
     h ^= h >> 32;
     h *= 0xD6E8FEB86659FD93ull;
@@ -157,6 +175,18 @@ const Op* compute_from(const std::vector<Op>& ops, std::size_t from) {
   return nullptr;
 }
 
+const char* const kUnfusedAddNormNote =
+    "--no-fused-add-norm: every residual_add and rmsnorm runs as its own kernel (SGLang and vLLM run a residual add "
+    "and the norm after it as one fused kernel)";
+
+bool fusable_add_norm(const std::vector<Op>& ops, std::size_t i) {
+  if (i + 1 >= ops.size()) return false;
+  const Op& add = ops[i];
+  const Op& norm = ops[i + 1];
+  return add.kind == OpKind::residual_add && norm.kind == OpKind::rmsnorm && add.tokens == norm.tokens &&
+         add.hidden == norm.hidden;
+}
+
 int fusable_followers(const std::vector<Op>& ops, std::size_t i) {
   const Op& ar = ops[i];
   std::size_t j = i + 1;
@@ -177,6 +207,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   const int d_extrapolated = details.id("model (outside calibration)");
 
   std::unordered_map<ShapeKey, OpCost, ShapeKeyHash> compute_memo(64);
+  std::unordered_map<ShapeKey, OpCost, ShapeKeyHash> add_norm_memo;  // fused add+norm kernels, by the norm's shape
   std::unordered_map<CommKey, PricedComm, CommKeyHash> comm_memo;
   // A strategy that always fuses (fused): its allreduces without an RMSNorm after them are noted.
   const bool always_fuses = opts.comm && opts.comm->fuses_residual_norm();
@@ -184,6 +215,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   int n_fused = 0, n_absorbed = 0, n_unfused = 0, n_comm_extra = 0, n_untabled = 0, n_comm_untabled = 0;
   std::string untabled_models;  // the strategies those allreduces ran as (an engine strategy runs several)
   int n_transitions = 0, n_in_context = 0;
+  int n_add_norm = 0;  // residual_add + rmsnorm pairs run as one kernel
   double transition_sum = 0;
   const bool has_contexts = opts.allreduce_contexts && !opts.allreduce_contexts->empty() && opts.comm;
   std::unordered_map<ContextKey, std::optional<double>, ContextKeyHash> context_memo;
@@ -271,33 +303,44 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       continue;
     }
 
-    bool use_measured = opts.op_times == OpTimes::measured ||
-                        (opts.op_times == OpTimes::automatic && opts.trace_imported && op.us.has_value());
+    auto uses_measured = [&](const Op& o) {
+      return opts.op_times == OpTimes::measured ||
+             (opts.op_times == OpTimes::automatic && opts.trace_imported && o.us.has_value());
+    };
+    const bool use_measured = uses_measured(op);
     if (opts.op_times == OpTimes::measured && !op.us)
       throw InputError(fmt::format("--op-times measured: step {} op {} ('{}', {}) has no measured 'us'; "
                                    "use --op-times auto or model",
                                    step.name, i, op.name, to_string(op.kind)));
+    // A residual add and the norm after it, both for the cost model to price: one fused kernel.
+    const bool fused_add_norm = opts.fuse_add_norm && op.kind == OpKind::residual_add && !use_measured &&
+                                fusable_add_norm(step.ops, i) && !uses_measured(step.ops[i + 1]);
+    const Op& last = fused_add_norm ? step.ops[i + 1] : op;  // the kernel's last op: the next one's predecessor
     if (use_measured) {
       p.us = *op.us;
       p.detail = d_measured;
       ++n_measured;
     } else {
-      if (!opts.compute_cost)
+      const ComputeCostFn& cost_fn = fused_add_norm ? opts.add_norm_cost : opts.compute_cost;
+      if (!cost_fn)
         throw InputError(fmt::format("step {}: op {} ('{}') needs the compute model but no topology was given",
                                      step.name, i, op.name));
-      ShapeKey key = shape_key(op);
-      auto it = compute_memo.find(key);
-      if (it == compute_memo.end()) it = compute_memo.emplace(key, opts.compute_cost(op)).first;
+      auto& memo = fused_add_norm ? add_norm_memo : compute_memo;
+      const ShapeKey key = shape_key(last);  // the op priced: the op itself, or the fused kernel's norm
+      auto it = memo.find(key);
+      if (it == memo.end()) it = memo.emplace(key, cost_fn(last)).first;
       const OpCost& c = it->second;
       p.us = c.us;
       p.detail = c.measured ? d_measured : c.extrapolated ? d_extrapolated : c.calibrated ? d_calibrated : d_model;
-      if (c.measured) ++n_measured;
-      else ++n_model;
+      const int ops_priced = fused_add_norm ? 2 : 1;
+      if (c.measured) n_measured += ops_priced;
+      else n_model += ops_priced;
       if (c.extrapolated) ++n_extrapolated;
       else if (!c.calibrated && !c.measured && calibrated_topo) ++n_untabled;
-      if (opts.op_times == OpTimes::automatic && opts.trace_imported && op.kind != OpKind::other) ++n_fallback;
+      if (opts.op_times == OpTimes::automatic && opts.trace_imported && op.kind != OpKind::other) n_fallback += ops_priced;
+      // The kernel starts where its first op would: the transition into it is the one into that op.
       if (has_transitions && prev && !c.measured) {
-        auto [t, fresh] = transition_memo.try_emplace(ShapePair{shape_key(*prev), key});
+        auto [t, fresh] = transition_memo.try_emplace(ShapePair{shape_key(*prev), fused_add_norm ? shape_key(op) : key});
         if (fresh) t->second = find_transition(*opts.transitions, *prev, op);
         if (t->second) {
           p.us = std::max(0.0, p.us + *t->second);
@@ -305,8 +348,14 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
           ++n_transitions;
         }
       }
+      if (fused_add_norm) {
+        p.kind = OpKind::rmsnorm;
+        p.absorbed = 1;
+        ++n_add_norm;
+        ++i;
+      }
     }
-    prev = &op;
+    prev = &last;
     plan.ops.push_back(p);
   }
 
@@ -339,6 +388,10 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   if (n_fused > 0)
     plan.notes.push_back(fmt::format("{}: {} allreduce{} fused with the {} residual_add/rmsnorm ops after them", s,
                                      n_fused, n_fused == 1 ? "" : "s", n_absorbed));
+  if (n_add_norm > 0)
+    plan.notes.push_back(fmt::format("{}: {} residual_add + rmsnorm pair{} run as one fused kernel each (reported as "
+                                     "rmsnorm; --no-fused-add-norm runs them as two)", s, n_add_norm,
+                                     n_add_norm == 1 ? "" : "s"));
   if (n_unfused > 0)
     plan.notes.push_back(fmt::format("{}: {} allreduce{} not followed by an rmsnorm: run unfused", s, n_unfused,
                                      n_unfused == 1 ? "" : "s"));

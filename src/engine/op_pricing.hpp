@@ -4,7 +4,8 @@
 // (the compute model, or the op's own measured `us`); allreduces always by the strategy's
 // communicator, which is the point of an A/B run: a measured allreduce is never reused as a
 // cost. A communicator that fuses residual_add + rmsnorm into its allreduce absorbs those ops
-// here, so they vanish from the step.
+// here, so they vanish from the step. A residual_add followed by an rmsnorm of the same shape,
+// which SGLang and vLLM run as one fused_add_rmsnorm kernel, is priced as that one kernel.
 #include <functional>
 #include <map>
 #include <optional>
@@ -45,13 +46,20 @@ struct PricingOptions {
   // absorbs) have an entry costs that instead of the strategy's table. nullptr: none (also when
   // the calibration was measured on another rank count).
   const std::map<std::string, double>* allreduce_contexts = nullptr;
+  // Residual adds followed by an rmsnorm of the same shape (fusable_add_norm) run as one kernel,
+  // priced by add_norm_cost, when no fusing allreduce absorbed them and the cost model prices
+  // both (measured times are the kernels a recording ran, kept as they are). The kernel takes
+  // the add's place in the step and reports as rmsnorm. RunOptions::fuse_add_norm.
+  bool fuse_add_norm = true;
+  ComputeCostFn add_norm_cost;         // the fused kernel, given the pair's rmsnorm; required when a pair fuses
 };
 
 // One op of a step after pricing and fusion.
 struct PricedOp {
   int op_index = 0;        // index into Step::ops
-  int absorbed = 0;        // ops after op_index fused into this one (0 or 2 / 1)
-  OpKind kind = OpKind::other;
+  int absorbed = 0;        // ops after op_index fused into this one: a fused allreduce's 2 or 1;
+                           // a residual_add's 1, the rmsnorm of its fused add+norm kernel
+  OpKind kind = OpKind::other;  // a fused add+norm kernel: rmsnorm (the norm is the kernel)
   int layer = -1;
   int stream = 0;          // index into StepPlan::stream_names
   int depends_on = -1;     // an earlier PricedOp (other stream) this one waits for; -1: none
@@ -83,6 +91,14 @@ std::optional<double> find_transition(const std::map<std::string, double>& table
 // rmsnorm, both in the allreduce's layer, the next layer (the next layer's input norm), or
 // outside any layer (the final norm after the last layer).
 int fusable_followers(const std::vector<Op>& ops, std::size_t i);
+
+// True when ops[i] and ops[i+1] are a residual_add and an rmsnorm of the same tokens and hidden:
+// the pair SGLang and vLLM run as one fused_add_rmsnorm kernel (residual = x + residual; out =
+// rmsnorm(residual) * w), the MLP's residual add with the next layer's input norm (or the final
+// norm) included.
+bool fusable_add_norm(const std::vector<Op>& ops, std::size_t i);
+// What a run or a sweep with fuse_add_norm off says once about it (the plans say nothing then).
+extern const char* const kUnfusedAddNormNote;
 
 // The compute op nearest to an allreduce at ops[i] on either side (allreduces skipped), or
 // nullptr: before it, and at or after index `from` (i + 1, or past the ops a fused strategy

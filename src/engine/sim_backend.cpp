@@ -36,6 +36,8 @@ StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std:
   po.query.nccl = opts.nccl;
   po.query.engine = &opts.engine;
   po.compute_cost = [topo](const Op& op) { return compute_cost(op, *topo); };
+  po.fuse_add_norm = opts.fuse_add_norm;
+  po.add_norm_cost = [topo](const Op& norm) { return add_rmsnorm_cost(norm, *topo); };
   po.op_times = parse_op_times(opts.op_times);
   po.trace_imported = trace.meta.source == "imported";
   po.transitions = &topo->calibration.transition_us;

@@ -5,26 +5,39 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "model/speculative_flags.hpp"
+#include "trace/eagle_tree.hpp"
 #include "trace/trace_json.hpp"
 
 namespace eaglesim {
 
 namespace {
 
-// Appends the ops of one step for one rank. Every helper takes the token count of the step, so
-// the same layer code serves the verify (T tokens), decode (1) and draft (1) steps.
+// The requests one step serves and how their attention looks: `batch` requests of
+// `tokens_per_request` query tokens each, every request over its KV (kv_len, or kv_lens[r]).
+struct Requests {
+  std::int64_t batch = 1;
+  std::int64_t tokens_per_request = 1;
+  std::int64_t kv_len = 0;
+  const std::vector<std::int64_t>* kv_lens = nullptr;  // ragged; nullptr: kv_len for every request
+  AttentionMask mask = AttentionMask::causal;
+  std::int64_t rows() const { return batch * tokens_per_request; }
+};
+
+// Appends the ops of one step for one rank. GEMMs, norms, activations and allreduces see the
+// step's rows (every request's tokens together); attention sees the requests.
 class StepBuilder {
  public:
-  StepBuilder(int tp, std::int64_t tokens, std::int64_t kv_len) : tp_(tp), t_(tokens), kv_len_(kv_len) {}
+  StepBuilder(int tp, const Requests& requests) : tp_(tp), req_(requests), t_(requests.rows()) {}
 
   std::vector<Op> take() { return std::move(ops_); }
   int tp() const { return tp_; }
   std::int64_t tokens() const { return t_; }
 
   void gemm(const std::string& name, int layer, std::int64_t n, std::int64_t k, DType dtype,
-            OpKind kind = OpKind::gemm) {
+            OpKind kind = OpKind::gemm, std::int64_t rows = 0) {
     Op op = make(kind, name, layer);
-    op.m = t_; op.n = n; op.k = k; op.dtype = dtype;
+    op.m = rows > 0 ? rows : t_; op.n = n; op.k = k; op.dtype = dtype;
     ops_.push_back(op);
   }
   void grouped_gemm(const std::string& name, int layer, std::int64_t rows, std::int64_t experts,
@@ -39,21 +52,21 @@ class StepBuilder {
     ops_.push_back(op);
   }
   void attention_gqa(int layer, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
-    Op op = make(OpKind::attention, "attn", layer);
-    op.q_tokens = t_; op.kv_len = kv_len_; op.heads = heads; op.kv_heads = kv_heads; op.head_dim = head_dim;
+    Op op = attention(layer);
+    op.heads = heads; op.kv_heads = kv_heads; op.head_dim = head_dim;
     op.variant = AttentionVariant::gqa;
     ops_.push_back(op);
   }
   void attention_mla(int layer, std::int64_t heads, std::int64_t kv_lora_rank, std::int64_t rope_dim) {
     // Absorbed MLA (as decode and verify run it): every head attends over one shared latent KV
     // "head" of width kv_lora_rank + rope_dim.
-    Op op = make(OpKind::attention, "attn", layer);
-    op.q_tokens = t_; op.kv_len = kv_len_; op.heads = heads; op.kv_heads = 1;
+    Op op = attention(layer);
+    op.heads = heads; op.kv_heads = 1;
     op.head_dim = kv_lora_rank + rope_dim;
     op.variant = AttentionVariant::mla; op.kv_lora_rank = kv_lora_rank; op.rope_dim = rope_dim;
     ops_.push_back(op);
   }
-  // The allreduce that ends a row-parallel block: the partial sums of tokens x hidden bf16
+  // The allreduce that ends a row-parallel block: the partial sums of rows x hidden bf16
   // activations. None at TP=1.
   void allreduce(const std::string& name, int layer, std::int64_t hidden, const char* site) {
     if (tp_ == 1) return;
@@ -63,6 +76,23 @@ class StepBuilder {
     op.site = site;
     ops_.push_back(op);
   }
+  // The per-cycle ops (docs/trace-format.md, "The cycle").
+  void topk_select(std::int64_t rows, std::int64_t vocab, std::int64_t topk) {
+    Op op = make(OpKind::topk_select, "topk_select", -1);
+    op.rows = rows; op.vocab = vocab; op.topk = topk;
+    ops_.push_back(op);
+  }
+  void tree_build(std::int64_t candidates) {
+    Op op = make(OpKind::tree_build, "tree_build", -1);
+    op.batch = req_.batch; op.candidates = candidates; op.tokens = req_.tokens_per_request;
+    ops_.push_back(op);
+  }
+  void sampling(std::int64_t vocab) {
+    Op op = make(OpKind::sampling, "sampling", -1);
+    op.rows = t_; op.vocab = vocab;
+    ops_.push_back(op);
+  }
+  void host_sync() { ops_.push_back(make(OpKind::host_sync, "host_sync", -1)); }
 
  private:
   static Op make(OpKind kind, const std::string& name, int layer) {
@@ -72,9 +102,18 @@ class StepBuilder {
     op.layer = layer;
     return op;
   }
+  Op attention(int layer) const {
+    Op op = make(OpKind::attention, "attn", layer);
+    op.q_tokens = req_.tokens_per_request;
+    op.batch = req_.batch;
+    op.kv_len = req_.kv_len;
+    if (req_.kv_lens) op.kv_lens = *req_.kv_lens;
+    op.mask = req_.mask;
+    return op;
+  }
   int tp_;
+  Requests req_;
   std::int64_t t_;
-  std::int64_t kv_len_;
   std::vector<Op> ops_;
 };
 
@@ -142,9 +181,10 @@ void embedding(StepBuilder& b, std::int64_t hidden) {
   b.allreduce("embed_allreduce", -1, hidden, "embed");
 }
 
-// A target-model forward pass over b.tokens() tokens.
-std::vector<Op> target_step(const ModelConfig& m, int tp, std::int64_t tokens, std::int64_t kv_len, DType w) {
-  StepBuilder b(tp, tokens, kv_len);
+// A target-model forward pass over every request's tokens.
+void target_forward(StepBuilder& b, const ModelConfig& m, DType w) {
+  const int tp = b.tp();
+  const std::int64_t tokens = b.tokens();
   const std::int64_t H = m.hidden;
   embedding(b, H);
   for (int layer = 0; layer < m.layers; ++layer) {
@@ -161,18 +201,25 @@ std::vector<Op> target_step(const ModelConfig& m, int tp, std::int64_t tokens, s
   }
   b.rowwise(OpKind::rmsnorm, "final_norm", -1, tokens, H);
   b.gemm("lm_head", -1, vocab_per_rank(m.vocab, tp), H, DType::bf16, OpKind::lm_head);
-  return b.take();
 }
 
-// One forward of an EAGLE-3 draft head (one token per forward in chain drafting). The head's
-// weights are bf16 whatever the target's are; its fc is a plain (replicated) linear layer.
-std::vector<Op> draft_step(const ModelConfig& d, int tp, std::int64_t kv_len) {
-  const std::int64_t tokens = 1;
-  StepBuilder b(tp, tokens, kv_len);
+// How one forward of the EAGLE-3 head is shaped. SGLang (python/sglang/srt/models/llama_eagle3.py)
+// applies the fc only when its input is the target's three fused features, i.e. in the
+// draft-extend pass; a draft forward reads the head's own hidden state.
+struct DraftForward {
+  bool fc = true;
+  std::int64_t logit_rows = 0;  // rows the lm_head sees; 0: all of them
+};
+
+// One forward of an EAGLE-3 draft head. The head's weights are bf16 whatever the target's are;
+// its fc is a plain (replicated) linear layer.
+void draft_forward(StepBuilder& b, const ModelConfig& d, const DraftForward& f) {
+  const int tp = b.tp();
+  const std::int64_t tokens = b.tokens();
   const std::int64_t H = d.hidden;
   const DType w = DType::bf16;
   embedding(b, H);
-  b.gemm("fc", -1, H, 3 * H, w);
+  if (f.fc) b.gemm("fc", -1, H, 3 * H, w);
   b.rowwise(OpKind::rmsnorm, "input_layernorm", 0, tokens, H);
   b.rowwise(OpKind::rmsnorm, "hidden_norm", 0, tokens, H);
   gqa_block(b, d, 0, 2 * H, w);
@@ -183,17 +230,57 @@ std::vector<Op> draft_step(const ModelConfig& d, int tp, std::int64_t kv_len) {
   b.allreduce("mlp_allreduce", 0, H, "mlp_out");
   b.rowwise(OpKind::residual_add, "mlp_residual", 0, tokens, H);
   b.rowwise(OpKind::rmsnorm, "final_norm", -1, tokens, H);
-  b.gemm("lm_head", -1, vocab_per_rank(d.draft_vocab, tp), H, w, OpKind::lm_head);
-  return b.take();
+  b.gemm("lm_head", -1, vocab_per_rank(d.draft_vocab, tp), H, w, OpKind::lm_head, f.logit_rows);
+}
+
+// The configuration a trace is generated for: SGLang's, or the chain of tokens - 1 drafts the
+// --tokens flag describes (no drafts at all for one token).
+SpeculativeConfig resolved_speculative(const GenOptions& o) {
+  if (o.speculative) return *o.speculative;
+  SpeculativeConfig c;
+  if (o.tokens < 2) {
+    c.method = SpecMethod::none;
+    return c;
+  }
+  c.num_steps = o.tokens - 1;
+  c.eagle_topk = 1;
+  c.num_draft_tokens = o.tokens;
+  return c;
+}
+
+int verify_tokens(const SpeculativeConfig& c) { return c.method == SpecMethod::none ? 1 : c.num_draft_tokens; }
+
+// Per-request KV lengths when they differ; empty when every request has the same.
+std::vector<std::int64_t> ragged_kv_lens(const GenOptions& o) {
+  for (std::int64_t l : o.kv_lens)
+    if (l != o.kv_lens.front()) return o.kv_lens;
+  return {};
 }
 
 void check_options(const ModelConfig& m, const GenOptions& o) {
   if (o.tp < 1 || o.tp > kMaxTp)
     throw InputError(fmt::format("--tp: expected an integer in [1, {}], got {}", kMaxTp, o.tp));
-  if (o.tokens < 1 || o.tokens > kMaxGenTokens)
+  if (!o.speculative && (o.tokens < 1 || o.tokens > kMaxGenTokens))
     throw InputError(fmt::format("--tokens: expected an integer in [1, {}], got {}", kMaxGenTokens, o.tokens));
   if (o.kv_len < 1 || o.kv_len > kMaxKvLen)
     throw InputError(fmt::format("--kv-len: expected an integer in [1, {}], got {}", kMaxKvLen, o.kv_len));
+  if (o.batch < 1 || o.batch > kMaxGenBatch)
+    throw InputError(fmt::format("--batch: expected an integer in [1, {}] (concurrent requests), got {}", kMaxGenBatch,
+                                 o.batch));
+  if (!o.kv_lens.empty()) {
+    if (o.kv_lens.size() != static_cast<std::size_t>(o.batch))
+      throw InputError(fmt::format("--kv-lens: expected one KV length per request (--batch {}), got {} value{}", o.batch,
+                                   o.kv_lens.size(), o.kv_lens.size() == 1 ? "" : "s"));
+    for (std::size_t r = 0; r < o.kv_lens.size(); ++r)
+      if (o.kv_lens[r] < 1 || o.kv_lens[r] > kMaxKvLen)
+        throw InputError(fmt::format("--kv-lens: expected lengths in [1, {}], got {} (request {})", kMaxKvLen,
+                                     o.kv_lens[r], r));
+  }
+  if (o.speculative) throw_if_speculative_problem(*o.speculative);
+  const std::int64_t rows = static_cast<std::int64_t>(o.batch) * verify_tokens(resolved_speculative(o));
+  if (rows > kMaxTokens)
+    throw InputError(fmt::format("--batch: {} requests x {} verify tokens = {} rows per step, expected at most {}", o.batch,
+                                 verify_tokens(resolved_speculative(o)), rows, kMaxTokens));
   if (o.weight_dtype != DType::bf16 && o.weight_dtype != DType::fp8 && o.weight_dtype != DType::int4)
     throw InputError(fmt::format("--weight-dtype: expected bf16, fp8 or int4, got {}", to_string(o.weight_dtype)));
   if (m.is_draft())
@@ -208,10 +295,19 @@ void check_options(const ModelConfig& m, const GenOptions& o) {
     if (d.hidden != m.hidden)
       throw InputError::at(d.file, "hidden_size",
                            fmt::format("expected the target's hidden_size ({}), got {}", m.hidden, d.hidden));
-    if (o.tokens < 2)
+    if (resolved_speculative(o).method == SpecMethod::none)
       throw InputError("--tokens: with --draft the verify step needs at least 2 tokens (1 + draft tokens)");
     check_tp(d, o.tp);
   }
+}
+
+std::string version2_notes(const GenOptions& o, const SpeculativeConfig& c) {
+  std::string n = fmt::format("; {} concurrent request{}", o.batch, o.batch == 1 ? "" : "s");
+  if (c.method != SpecMethod::none)
+    n += fmt::format("; SGLang speculative config: {} steps, topk {}, {} draft tokens, {} mask", c.num_steps,
+                     c.eagle_topk, c.num_draft_tokens, to_string(c.mask));
+  if (o.engine_cycle) n += "; the engine's cycle: draft-extend step and per-cycle ops";
+  return n;
 }
 
 }  // namespace
@@ -222,25 +318,86 @@ std::int64_t experts_touched(std::int64_t experts, std::int64_t top_k, std::int6
 
 Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
   check_options(m, o);
+  const SpeculativeConfig spec = resolved_speculative(o);
+  const std::vector<std::int64_t> ragged = ragged_kv_lens(o);
+  const bool drafts = spec.method != SpecMethod::none;
+  const bool version2 = o.batch > 1 || !ragged.empty() || spec.eagle_topk > 1 || o.engine_cycle;
+  const std::int64_t kv_len = o.kv_lens.empty() ? o.kv_len
+                                                : *std::max_element(o.kv_lens.begin(), o.kv_lens.end());
+
   Trace t;
   t.meta.model = m.name;
   t.meta.tp = o.tp;
-  t.meta.tokens = o.tokens;
+  t.meta.tokens = verify_tokens(spec);
   t.meta.dtype = DType::bf16;
   t.meta.source = "generated";
-  t.meta.draft_tokens = o.tokens - 1;
-  t.meta.kv_len = o.kv_len;
+  t.meta.draft_tokens = spec.num_steps;
+  if (ragged.empty()) t.meta.kv_len = kv_len;
   t.meta.weight_dtype = o.weight_dtype;
   if (o.draft) t.meta.draft_model = o.draft->name;
   std::string notes = fmt::format("eaglesim gen from {} ({}): per-rank ops at TP {}", m.name, m.model_type, o.tp);
   if (m.is_moe())
     notes += fmt::format("; TP-MoE, experts touched per MoE layer = min({}, tokens x {})", m.routed_experts,
                          m.experts_per_token);
+  if (version2) {
+    t.meta.batch = o.batch;
+    t.meta.kv_lens = ragged;
+    t.meta.speculative = spec;
+    notes += version2_notes(o, spec);
+  }
   t.meta.notes = notes;
 
-  t.steps.push_back({"verify", target_step(m, o.tp, o.tokens, o.kv_len, o.weight_dtype), std::nullopt});
-  if (o.draft) t.steps.push_back({"draft", draft_step(*o.draft, o.tp, o.kv_len), std::nullopt});
-  t.steps.push_back({"decode", target_step(m, o.tp, 1, o.kv_len, o.weight_dtype), std::nullopt});
+  const std::vector<std::int64_t>* per_request = ragged.empty() ? nullptr : &ragged;
+  const std::int64_t B = o.batch;
+  auto requests = [&](std::int64_t tokens, AttentionMask mask) {
+    return Requests{B, tokens, kv_len, per_request, mask};
+  };
+  auto step = [&](const char* name, StepBuilder& b) { t.steps.push_back({name, b.take(), std::nullopt}); };
+
+  {
+    StepBuilder b(o.tp, requests(verify_tokens(spec), spec.mask == VerifyMask::tree ? AttentionMask::tree
+                                                                                       : AttentionMask::causal));
+    if (o.engine_cycle && drafts) b.tree_build(draft_candidates(spec.num_steps, spec.eagle_topk));
+    target_forward(b, m, o.weight_dtype);
+    if (o.engine_cycle) {
+      b.sampling(m.vocab);
+      b.host_sync();
+    }
+    step("verify", b);
+  }
+  if (o.draft) {
+    const ModelConfig& d = *o.draft;
+    const std::int64_t topk = spec.eagle_topk;
+    const AttentionMask branch_mask = topk > 1 ? AttentionMask::branches : AttentionMask::causal;
+    if (o.engine_cycle) {
+      // The draft model over each request's accepted tokens, padded to num_steps + 1 as SGLang's
+      // CUDA graph for it runs (eagle_draft_extend_cuda_graph_runner.py); logits only for each
+      // request's last token, whose top-k are the tree's first level.
+      StepBuilder e(o.tp, requests(spec.num_steps + 1, AttentionMask::causal));
+      draft_forward(e, d, DraftForward{true, B});
+      e.topk_select(B, d.draft_vocab, topk);
+      step("draft_extend", e);
+      if (spec.num_steps > 1) {
+        StepBuilder f(o.tp, requests(topk, branch_mask));
+        draft_forward(f, d, DraftForward{false, 0});
+        f.topk_select(B * topk, d.draft_vocab, topk);
+        step("draft", f);
+      }
+    } else {
+      StepBuilder f(o.tp, requests(topk, branch_mask));
+      draft_forward(f, d, DraftForward{true, 0});
+      step("draft", f);
+    }
+  }
+  {
+    StepBuilder b(o.tp, requests(1, AttentionMask::causal));
+    target_forward(b, m, o.weight_dtype);
+    if (o.engine_cycle) {
+      b.sampling(m.vocab);
+      b.host_sync();
+    }
+    step("decode", b);
+  }
   return t;
 }
 

@@ -6,23 +6,35 @@
 // assumptions are spelled out in docs/trace-format.md, "Generated traces".
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "core/dtype.hpp"
 #include "model/model_config.hpp"
+#include "trace/speculative.hpp"
 #include "trace/trace.hpp"
 
 namespace eaglesim {
 
 struct GenOptions {
   int tp = 1;
-  int tokens = 1;                    // verify-step tokens: 1 + draft tokens
+  int tokens = 1;                    // verify-step tokens per request, without `speculative`: 1 + chain drafts
   std::int64_t kv_len = 4096;        // context length every attention op attends over
   DType weight_dtype = DType::bf16;  // bf16, fp8 or int4 (weight-only) for the target's linear layers
-  std::optional<ModelConfig> draft;  // EAGLE-3 head: adds the "draft" step
+  std::optional<ModelConfig> draft;  // EAGLE-3 head: adds the "draft" step (and "draft_extend")
+  // Version 2 (docs/trace-format.md). A trace that needs none of it is written as version 1.
+  int batch = 1;                          // concurrent requests
+  std::vector<std::int64_t> kv_lens;      // per request (one per request); empty: kv_len for every one
+  std::optional<SpeculativeConfig> speculative;  // SGLang's config (speculative_flags.hpp); absent:
+                                                 // the chain of tokens - 1 drafts
+  // The cycle as SGLang's EAGLE worker runs it: the draft-extend step, draft forwards without
+  // the fc of the target's features, top-k selection, tree building, sampling and the host
+  // synchronisation. Without it: the verify, the draft forward (run num_steps times) and decode.
+  bool engine_cycle = false;
 };
 
 // Limits gen accepts (beyond them a verify step is not a verify step any more).
 constexpr int kMaxGenTokens = 16384;
+constexpr int kMaxGenBatch = 4096;
 
 // Experts a MoE layer reads weights of when `tokens` tokens each pick `top_k` of `experts`:
 // min(experts, tokens * top_k), i.e. no two tokens share an expert. This is an upper bound on

@@ -70,6 +70,7 @@ json result_json(const Report& report, const StrategyResult& r) {
   j["decode_tokens_per_s"] = has_decode ? json(r.decode_tokens_per_s) : json(nullptr);
   j["speedup_vs_first"] = speedup_vs_reference(report, r);
   j["draft_step_us"] = r.draft ? json(r.draft->step_us) : json(nullptr);
+  if (r.draft_extend) j["draft_extend_step_us"] = r.draft_extend->step_us;
   j["critical_rank"] = r.verify.critical_rank;
   j["verify_kind_us"] = kind_us_json(r.verify);
   j["verify_spread"] = {{"min_us", r.verify.step_us_min}, {"max_us", r.verify.step_us_max}, {"samples", r.verify.samples}};
@@ -126,6 +127,7 @@ nlohmann::ordered_json report_to_json(const Report& report) {
                             {"tokens_per_cycle", sc.acceptance.tokens_per_cycle(sc.draft_tokens)},
                             {"description", sc.acceptance.describe(sc.draft_tokens)}};
   if (sc.acceptance.source) scenario["acceptance"]["source"] = acceptance_source_json(*sc.acceptance.source);
+  scenario["fused_add_norm"] = sc.fused_add_norm;
   scenario["notes"] = sc.notes;
   json results = json::array();
   for (const StrategyResult& r : report.results) results.push_back(result_json(report, r));

@@ -21,6 +21,7 @@ std::vector<std::string> strategy_notes(const StrategyResult& r) {
     }
   };
   add_step(r.draft, "draft");
+  add_step(r.draft_extend, "draft_extend");
   add_step(r.decode, "decode");
   return out;
 }

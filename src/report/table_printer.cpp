@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "domain/ranking.hpp"
 #include "domain/roofline.hpp"
@@ -151,10 +152,29 @@ std::string report_to_table(const Report& report) {
       out += fmt::format("  {}: {}\n", r.strategy, r.reason);
     }
 
+  // A note several strategies share (a fusion count, a calibration caveat) is printed once with
+  // their names, so the notes that tell strategies apart are not buried under copies.
   std::vector<std::string> notes = report.scenario.notes;
+  std::vector<std::string> texts;               // distinct notes, in order of first appearance
+  std::vector<std::vector<std::string>> owners;  // the strategies that have each
+  std::size_t supported = 0;
   for (const StrategyResult& r : report.results) {
     if (!r.supported) continue;
-    for (const std::string& n : strategy_notes(r)) notes.push_back(r.strategy + ": " + n);
+    ++supported;
+    for (const std::string& n : strategy_notes(r)) {
+      const auto it = std::find(texts.begin(), texts.end(), n);
+      if (it == texts.end()) {
+        texts.push_back(n);
+        owners.push_back({r.strategy});
+      } else if (owners[it - texts.begin()].back() != r.strategy) {
+        owners[it - texts.begin()].push_back(r.strategy);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const bool everyone = supported > 1 && owners[i].size() == supported;
+    notes.push_back((everyone ? std::string("every strategy") : fmt::format("{}", fmt::join(owners[i], ", "))) + ": " +
+                    texts[i]);
   }
   if (!notes.empty()) {
     out += "\nnotes:\n";

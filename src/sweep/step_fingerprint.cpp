@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <tuple>
 #include <type_traits>
 
@@ -35,7 +36,8 @@ struct Mixer {
 auto op_fields(const Op& op) {
   return std::tie(op.kind, op.name, op.layer, op.us, op.us_source, op.site, op.m, op.n, op.k, op.tokens, op.experts,
                   op.hidden, op.bytes, op.q_tokens, op.kv_len, op.heads, op.kv_heads, op.head_dim, op.variant,
-                  op.kv_lora_rank, op.rope_dim, op.dtype);
+                  op.kv_lora_rank, op.rope_dim, op.dtype, op.batch, op.kv_lens, op.mask, op.rows, op.vocab, op.topk,
+                  op.candidates);
 }
 
 }  // namespace
@@ -54,10 +56,15 @@ std::uint64_t step_fingerprint(const Step& step) {
     if (op.us) f.value(*op.us);
     f.value(op.us_source);
     f.text(op.site);
-    for (std::int64_t v : {op.m, op.n, op.k, op.tokens, op.experts, op.hidden, op.bytes, op.q_tokens, op.kv_len,
-                           op.heads, op.kv_heads, op.head_dim, op.kv_lora_rank, op.rope_dim})
+    for (std::int64_t v : std::initializer_list<std::int64_t>{op.m, op.n, op.k, op.tokens, op.experts, op.hidden,
+                                                               op.bytes, op.q_tokens, op.kv_len, op.heads, op.kv_heads,
+                                                               op.head_dim, op.kv_lora_rank, op.rope_dim, op.candidates,
+                                                               op.batch, op.rows, op.vocab, op.topk})
       f.value(v);
+    f.value(op.kv_lens.size());
+    for (std::int64_t v : op.kv_lens) f.value(v);
     f.value(op.variant);
+    f.value(op.mask);
     f.value(op.dtype);
   }
   return f.h;

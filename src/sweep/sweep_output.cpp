@@ -108,6 +108,7 @@ json sweep_to_json(const SweepResults& res) {
   axes["strategies"] = ax.strategies;
   axes["kv_len"] = ax.kv_len;
   axes["gpu_mem_util"] = ax.gpu_mem_util;
+  axes["fused_add_norm"] = ax.fused_add_norm;
   json excluded = json::array();
   for (const std::string& s : ax.strategies)
     if (is_lower_bound(s)) excluded.push_back(s);

@@ -38,6 +38,7 @@ struct SweepAxes {
   std::vector<std::string> strategies;
   std::int64_t kv_len = 4096;
   double gpu_mem_util = 0.9;
+  bool fused_add_norm = true;  // residual_add + rmsnorm ran as one kernel
 
   std::size_t combination_count() const;
 };

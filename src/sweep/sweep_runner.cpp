@@ -10,6 +10,7 @@
 #include "core/errors.hpp"
 #include "domain/speculative.hpp"
 #include "engine/evaluate.hpp"
+#include "engine/op_pricing.hpp"
 #include "engine/sim_backend.hpp"
 #include "model/generator.hpp"
 #include "sweep/memory_check.hpp"
@@ -154,7 +155,10 @@ void Sweep::describe_axes() {
   }
   for (const Topology& t : rq_.topologies) topologies.push_back(t.name);
   out_.axes = SweepAxes{models,          drafts,           topologies,     rq_.weight_dtypes, rq_.tps,
-                        rq_.draft_tokens, rq_.acceptances, rq_.strategies, rq_.kv_len,        rq_.gpu_mem_util};
+                        rq_.draft_tokens, rq_.acceptances, rq_.strategies, rq_.kv_len,        rq_.gpu_mem_util,
+                        rq_.fuse_add_norm};
+  if (!rq_.fuse_add_norm)
+    out_.notes.push_back(kUnfusedAddNormNote);
 }
 
 // 1. Feasibility per (model, topology, dtype, TP): GPU count, sharding, memory (cheap, serial).
@@ -295,6 +299,7 @@ void Sweep::price_steps() {
     RunOptions opts;
     opts.ranks = u.tp;
     opts.engine.model_architecture = architecture_of(u.trace->meta.model);
+    opts.fuse_add_norm = rq_.fuse_add_norm;
     priced_[i] = price_step(backend, *u.trace, *u.step, rq_.strategies[job.strategy], &rq_.topologies[job.topo], opts);
     bar.advance();
   });
@@ -407,6 +412,7 @@ void Sweep::add_waterfalls() {
     SimBackend backend;
     RunOptions opts;
     opts.ranks = rq_.tps[g.tp];
+    opts.fuse_add_norm = rq_.fuse_add_norm;
     opts.want_timeline = true;
     opts.engine.model_architecture = architecture_of(s.trace.meta.model);
     StepResult r = backend.run_step(s.trace, s.trace.verify(), rq_.strategies[g.strategy], &rq_.topologies[g.topology], opts);

@@ -35,6 +35,7 @@ struct SweepRequest {
   std::vector<std::string> strategies;
   std::int64_t kv_len = 4096;
   double gpu_mem_util = 0.9;
+  bool fuse_add_norm = true;  // residual_add + rmsnorm as one kernel (RunOptions::fuse_add_norm)
   int threads = 0;           // 0: all cores
   bool progress = false;     // draw a progress bar on stderr (only if it is a terminal)
   bool waterfalls = true;    // re-simulate each model's best configuration with a timeline

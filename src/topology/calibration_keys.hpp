@@ -12,6 +12,11 @@
 
 namespace eaglesim {
 
+// The elementwise table of the fused residual-add + RMSNorm kernel (fused_add_rmsnorm), µs by
+// tokens x hidden like the tables named after an op kind; no op kind has this name, the simulator
+// prices a residual_add + rmsnorm pair it runs as one kernel by it.
+inline constexpr const char* kAddRmsnormTable = "add_rmsnorm";
+
 std::string attention_calibration_key(const Op& op);
 std::string attention_calibration_key_q(const Op& op);  // the key above + ":q" + op.q_tokens
 bool valid_attention_key(const std::string& key);

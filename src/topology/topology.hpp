@@ -70,7 +70,7 @@ struct Calibration {
   std::vector<GemmCalPoint> gemm;                                  // by (n,k,dtype), interpolated in m
   std::map<std::string, std::vector<SizeCalPoint>> allreduce;      // strategy -> in-context µs by bytes
   std::map<std::string, std::vector<SizeCalPoint>> attention;      // "gqa:heads:kv_heads:head_dim" -> µs by kv_len
-  std::map<std::string, std::vector<SizeCalPoint>> elementwise;    // op kind -> µs by tokens*hidden
+  std::map<std::string, std::vector<SizeCalPoint>> elementwise;    // op kind, or add_rmsnorm -> µs by tokens*hidden
   std::optional<double> launch_gap_us;
   // What a compute op costs in a real step beyond its back-to-back chain time in the tables
   // (kernel-to-kernel transitions between different kernels), µs per op; fitted by

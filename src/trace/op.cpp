@@ -7,9 +7,12 @@ namespace eaglesim {
 const std::vector<std::string>& op_kind_names() {
   static const std::vector<std::string> names{"gemm",         "grouped_gemm", "attention", "allreduce",
                                               "rmsnorm",      "residual_add", "act",       "embedding",
-                                              "lm_head",      "other"};
+                                              "lm_head",      "other",        "topk_select", "tree_build",
+                                              "sampling",     "host_sync"};
   return names;
 }
+
+bool is_version1_kind(OpKind k) { return static_cast<int>(k) < static_cast<int>(OpKind::topk_select); }
 
 const char* to_string(OpKind k) { return op_kind_names()[static_cast<int>(k)].c_str(); }
 
@@ -23,15 +26,34 @@ bool parse_op_kind(const std::string& name, OpKind& out) {
 const char* to_string(AttentionVariant v) { return v == AttentionVariant::mla ? "mla" : "gqa"; }
 const char* to_string(UsSource s) { return s == UsSource::aligned ? "aligned" : "measured"; }
 
+const std::vector<std::string>& attention_mask_names() {
+  static const std::vector<std::string> names{"causal", "tree", "branches"};
+  return names;
+}
+
+const char* to_string(AttentionMask m) { return attention_mask_names()[static_cast<int>(m)].c_str(); }
+
+double Op::kv_len_total() const {
+  if (kv_lens.empty()) return static_cast<double>(batch) * static_cast<double>(kv_len);
+  double total = 0;
+  for (std::int64_t l : kv_lens) total += static_cast<double>(l);
+  return total;
+}
+
+bool Op::has_version2_fields() const {
+  return !is_version1_kind(kind) || batch != 1 || !kv_lens.empty() || mask != AttentionMask::causal;
+}
+
 double Op::flops() const {
   switch (kind) {
     case OpKind::gemm:
     case OpKind::lm_head: return 2.0 * m * n * k;
     case OpKind::grouped_gemm: return 2.0 * tokens * n * k;
     case OpKind::attention:
+      // Summed over the requests: each request's q_tokens against its own KV.
       if (variant == AttentionVariant::mla)  // absorbed MLA: QK over latent+rope, PV over latent
-        return 2.0 * q_tokens * kv_len * heads * (2.0 * kv_lora_rank + rope_dim);
-      return 4.0 * q_tokens * kv_len * heads * head_dim;
+        return 2.0 * q_tokens * kv_len_total() * heads * (2.0 * kv_lora_rank + rope_dim);
+      return 4.0 * q_tokens * kv_len_total() * heads * head_dim;
     default: return 0.0;
   }
 }
@@ -53,12 +75,13 @@ double Op::io_bytes() const {
     case OpKind::lm_head: return a * (static_cast<double>(m) * k + static_cast<double>(m) * n);
     case OpKind::grouped_gemm: return a * static_cast<double>(tokens) * (k + n);
     case OpKind::attention: {
-      double kv = variant == AttentionVariant::mla
-                      ? static_cast<double>(kv_len) * (kv_lora_rank + rope_dim) * a
-                      : static_cast<double>(kv_len) * kv_heads * head_dim * 2.0 * a;
-      double qo = variant == AttentionVariant::mla
-                      ? static_cast<double>(q_tokens) * heads * (2.0 * kv_lora_rank + rope_dim) * a
-                      : 2.0 * q_tokens * heads * head_dim * a;
+      // Every request's KV is read once; queries and outputs of all requests.
+      const double positions = kv_len_total();
+      const double q = static_cast<double>(q_tokens) * static_cast<double>(batch);
+      double kv = variant == AttentionVariant::mla ? positions * (kv_lora_rank + rope_dim) * a
+                                                   : positions * kv_heads * head_dim * 2.0 * a;
+      double qo = variant == AttentionVariant::mla ? q * heads * (2.0 * kv_lora_rank + rope_dim) * a
+                                                   : 2.0 * q * heads * head_dim * a;
       return kv + qo;
     }
     case OpKind::allreduce: return static_cast<double>(bytes);
@@ -67,6 +90,19 @@ double Op::io_bytes() const {
     case OpKind::act: return 3.0 * a * tokens * hidden;
     case OpKind::embedding: return a * tokens * hidden;
     case OpKind::other: return 0.0;
+    // fp32 logits: softmax reads them and writes probabilities, top-k reads those and writes
+    // topk (probability, int64 index) pairs per row.
+    case OpKind::topk_select:
+      return 3.0 * 4.0 * static_cast<double>(rows) * vocab + 12.0 * static_cast<double>(rows) * topk;
+    // Per request: the candidates' fp32 scores read by the top-k, then the tree's tokens x tokens
+    // mask (bytes) and four int64 arrays per token (positions, retrieve index, next token, next
+    // sibling) written.
+    case OpKind::tree_build:
+      return static_cast<double>(batch) *
+             (4.0 * candidates + static_cast<double>(tokens) * tokens + 32.0 * static_cast<double>(tokens));
+    // Greedy acceptance: one pass of the target's argmax over the fp32 logits.
+    case OpKind::sampling: return 4.0 * static_cast<double>(rows) * vocab;
+    case OpKind::host_sync: return 0.0;
   }
   return 0.0;
 }
@@ -77,17 +113,26 @@ std::string Op::shape_string() const {
     case OpKind::lm_head: return fmt::format("m={} n={} k={} {}", m, n, k, to_string(dtype));
     case OpKind::grouped_gemm:
       return fmt::format("tokens={} experts={} n={} k={} {}", tokens, experts, n, k, to_string(dtype));
-    case OpKind::attention:
-      if (variant == AttentionVariant::mla)
-        return fmt::format("mla q={} kv={} heads={} lora={} rope={}", q_tokens, kv_len, heads,
-                           kv_lora_rank, rope_dim);
-      return fmt::format("q={} kv={} heads={}/{} dim={}", q_tokens, kv_len, heads, kv_heads, head_dim);
+    case OpKind::attention: {
+      std::string s = variant == AttentionVariant::mla
+                          ? fmt::format("mla q={} kv={} heads={} lora={} rope={}", q_tokens, kv_len, heads,
+                                        kv_lora_rank, rope_dim)
+                          : fmt::format("q={} kv={} heads={}/{} dim={}", q_tokens, kv_len, heads, kv_heads, head_dim);
+      if (batch != 1) s += fmt::format(" batch={}", batch);
+      if (!kv_lens.empty()) s += fmt::format(" kv_sum={:.0f}", kv_len_total());
+      if (mask != AttentionMask::causal) s += fmt::format(" {}", to_string(mask));
+      return s;
+    }
     case OpKind::allreduce: return fmt::format("{} B {}", bytes, to_string(dtype));
     case OpKind::rmsnorm:
     case OpKind::residual_add:
     case OpKind::act:
     case OpKind::embedding: return fmt::format("{}x{}", tokens, hidden);
     case OpKind::other: return us ? fmt::format("{:.1f} us", *us) : std::string("-");
+    case OpKind::topk_select: return fmt::format("rows={} vocab={} topk={}", rows, vocab, topk);
+    case OpKind::tree_build: return fmt::format("batch={} candidates={} tokens={}", batch, candidates, tokens);
+    case OpKind::sampling: return fmt::format("rows={} vocab={}", rows, vocab);
+    case OpKind::host_sync: return us ? fmt::format("{:.1f} us", *us) : std::string("-");
   }
   return "";
 }

@@ -23,15 +23,30 @@ enum class OpKind {
   embedding,     // tokens, hidden
   lm_head,       // m, n, k, dtype
   other,         // us (measured) is required
+  // The small per-cycle ops of speculative decoding (trace version 2; docs/trace-format.md).
+  topk_select,   // rows, vocab, topk: softmax over fp32 logits and the top-k tokens of each row
+  tree_build,    // batch, candidates, tokens: pick tokens - 1 of candidates drafts, build the verify tree
+  sampling,      // rows, vocab: the target's sampling / acceptance over fp32 logits
+  host_sync,     // none: the accepted tokens copied to the host and the host's wait for them
 };
 
 const char* to_string(OpKind k);
 bool parse_op_kind(const std::string& name, OpKind& out);
 const std::vector<std::string>& op_kind_names();
-constexpr int kOpKindCount = 10;
+constexpr int kOpKindCount = 14;
+// Kinds a version-1 trace may hold: every kind before topk_select.
+bool is_version1_kind(OpKind k);
 
 enum class AttentionVariant { gqa, mla };
 const char* to_string(AttentionVariant v);
+
+// Which of a request's query tokens each query token sees (all of them see the request's KV):
+//   causal:   token j sees tokens 0..j (a chain of drafts, decode, a draft-extend pass)
+//   tree:     token i sees its ancestors and itself in the verify tree (TraceMeta::speculative)
+//   branches: every token sees only itself (the top-k branches a draft forward extends)
+enum class AttentionMask { causal, tree, branches };
+const char* to_string(AttentionMask m);
+const std::vector<std::string>& attention_mask_names();
 
 // Where a measured duration came from. `aligned`: a collective's cost estimated from several
 // ranks' timelines (latest start to common end), not the raw kernel duration, which includes
@@ -40,29 +55,42 @@ enum class UsSource { measured, aligned };
 const char* to_string(UsSource s);
 
 struct Op {
+  // The small fields first, together: the simulator walks a step's ops once per plan, so the
+  // struct's size is what that walk reads.
   OpKind kind = OpKind::other;
-  std::string name;
   int layer = -1;                 // -1: not inside a decoder layer (embedding, final norm, lm_head)
-  std::optional<double> us;       // measured duration on the recording machine
   UsSource us_source = UsSource::measured;
+  AttentionVariant variant = AttentionVariant::gqa;  // attention
+  AttentionMask mask = AttentionMask::causal;        // attention
+  DType dtype = DType::bf16;
+  std::string name;
+  std::optional<double> us;       // measured duration on the recording machine
   std::string site;               // attn_out, mlp_out, embed, ... (empty: none)
 
   // Shape fields; which are used depends on kind.
   std::int64_t m = 0, n = 0, k = 0;     // gemm, lm_head; grouped_gemm uses n, k
-  std::int64_t tokens = 0;              // grouped_gemm, rmsnorm, residual_add, act, embedding
+  std::int64_t tokens = 0;              // grouped_gemm, rmsnorm, residual_add, act, embedding, tree_build
   std::int64_t experts = 0;             // grouped_gemm
   std::int64_t hidden = 0;              // rmsnorm, residual_add, act, embedding
   std::int64_t bytes = 0;               // allreduce
-  // attention
+  // attention: `batch` requests of q_tokens query tokens each. Every request attends over kv_len
+  // positions, or, when kv_lens is not empty, request r over kv_lens[r] (then kv_len is the
+  // longest of them).
   std::int64_t q_tokens = 0, kv_len = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  AttentionVariant variant = AttentionVariant::gqa;
   std::int64_t kv_lora_rank = 0, rope_dim = 0;  // mla only
-  DType dtype = DType::bf16;
+  std::int64_t candidates = 0;                  // tree_build: drafts scored per request
+  std::int32_t batch = 1;                       // attention, tree_build: requests (at most 4096)
+  // topk_select, sampling: rows of `vocab` fp32 logits (at most 2^22 and 2^24); topk_select
+  // keeps `topk` per row. tree_build: per request, tokens - 1 drafts chosen among `candidates`.
+  std::int32_t rows = 0, vocab = 0, topk = 0;
+  std::vector<std::int64_t> kv_lens;            // attention: per request; empty: kv_len for all
 
   // Derived quantities used by inspect, the cost models and the report.
   double flops() const;          // multiply-adds count as 2
   double weight_bytes() const;   // bytes of weights read (gemm, grouped_gemm, lm_head, embedding rows)
   double io_bytes() const;       // bytes of activations/KV read + written (memory traffic besides weights)
+  double kv_len_total() const;   // attention: KV positions over all requests
+  bool has_version2_fields() const;  // a kind or field only trace version 2 has
   bool is_comm() const { return kind == OpKind::allreduce; }
   bool is_matmul() const {
     return kind == OpKind::gemm || kind == OpKind::grouped_gemm || kind == OpKind::lm_head;

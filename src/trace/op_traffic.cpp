@@ -9,6 +9,12 @@ OpTraffic op_traffic(const Op& op) {
   return {op.weight_bytes() + op.io_bytes(), op.flops()};
 }
 
+OpTraffic add_rmsnorm_traffic(const Op& norm) {
+  const double a = 2.0;  // bf16
+  const double rows = static_cast<double>(norm.tokens) * static_cast<double>(norm.hidden);
+  return {a * (4.0 * rows + static_cast<double>(norm.hidden)), 0.0};
+}
+
 void add_traffic(KindTraffic& into, const Op& op) {
   const OpTraffic t = op_traffic(op);
   OpTraffic& k = into[static_cast<std::size_t>(op.kind)];

@@ -27,6 +27,12 @@ using KindTraffic = std::array<OpTraffic, kOpKindCount>;
 //   allreduce, other: nothing (an allreduce's floor is the links, not HBM; `other` has no shape)
 OpTraffic op_traffic(const Op& op);
 
+// The fused residual-add + RMSNorm kernel (fused_add_rmsnorm: residual = x + residual;
+// out = rmsnorm(residual) * w) of the pair whose rmsnorm is `norm`: x and residual read, the
+// weight row read, residual and out written, tokens·hidden·2 B each (the weight row hidden·2 B);
+// no flops, like every elementwise op.
+OpTraffic add_rmsnorm_traffic(const Op& norm);
+
 void add_traffic(KindTraffic& into, const Op& op);
 
 }  // namespace eaglesim

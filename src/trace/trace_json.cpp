@@ -5,6 +5,7 @@
 #include "core/errors.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_cursor.hpp"
+#include "trace/op_json.hpp"
 
 namespace eaglesim {
 
@@ -12,172 +13,93 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-DType read_dtype(const JsonCursor& c) {
-  DType t;
-  parse_dtype(c.as_enum(dtype_names()), t);
-  return t;
-}
-
-// The fields each kind carries, beside the common ones. Kept in one table so that the reader
-// (which rejects anything else) and the documentation agree.
-const std::vector<std::string>& kind_fields(OpKind kind) {
-  static const std::vector<std::string> matmul{"m", "n", "k", "dtype"};
-  static const std::vector<std::string> grouped{"tokens", "experts", "n", "k", "dtype"};
-  static const std::vector<std::string> attention{"q_tokens", "kv_len",  "heads",        "kv_heads",
-                                                  "head_dim", "variant", "kv_lora_rank", "rope_dim"};
-  static const std::vector<std::string> allreduce{"bytes", "dtype"};
-  static const std::vector<std::string> rowwise{"tokens", "hidden"};
-  static const std::vector<std::string> none{};
-  switch (kind) {
-    case OpKind::gemm:
-    case OpKind::lm_head: return matmul;
-    case OpKind::grouped_gemm: return grouped;
-    case OpKind::attention: return attention;
-    case OpKind::allreduce: return allreduce;
-    case OpKind::rmsnorm:
-    case OpKind::residual_add:
-    case OpKind::act:
-    case OpKind::embedding: return rowwise;
-    case OpKind::other: return none;
+const char* speculative_field_name(SpecField f) {
+  switch (f) {
+    case SpecField::method: return "method";
+    case SpecField::num_steps: return "num_steps";
+    case SpecField::eagle_topk: return "eagle_topk";
+    case SpecField::num_draft_tokens: return "num_draft_tokens";
+    case SpecField::mask: return "mask";
+    case SpecField::parents: return "parents";
   }
-  return none;
+  return "method";
 }
 
-Op parse_op(const JsonCursor& c) {
+// meta.speculative: SGLang's configuration and the verify tree, checked by the rules of
+// trace/speculative.hpp (the path names the field, or the parent list's element, at fault).
+SpeculativeConfig parse_speculative(const JsonCursor& c) {
   c.expect_object();
-  Op op;
-  {
-    auto kc = c.at("kind");
-    std::string list;
-    for (const auto& n : op_kind_names()) list += (list.empty() ? "" : ", ") + n;
-    if (!kc.json().is_string() || !parse_op_kind(kc.json().get<std::string>(), op.kind))
-      kc.fail("an op kind (one of " + list + ")");
-  }
-  std::vector<std::string> allowed{"kind", "name", "layer", "us", "us_source", "site"};
-  for (const auto& f : kind_fields(op.kind)) allowed.push_back(f);
-  c.only_keys(allowed);
-
-  op.name = c.at("name").as_string();
-  if (auto l = c.find("layer")) op.layer = static_cast<int>(l->as_int(-1, 100000));
-  if (auto u = c.find("us")) op.us = u->as_number(0.0, kMaxOpUs);
-  if (auto s = c.find("us_source")) {
-    op.us_source = s->as_enum({"measured", "aligned"}) == "aligned" ? UsSource::aligned : UsSource::measured;
-    if (!op.us) s->fail_raw("us_source given without us");
-  }
-  if (auto s = c.find("site")) op.site = s->as_string();
-
-  switch (op.kind) {
-    case OpKind::gemm:
-    case OpKind::lm_head:
-      op.m = c.at("m").as_positive_int(kMaxTokens);
-      op.n = c.at("n").as_positive_int(kMaxDim);
-      op.k = c.at("k").as_positive_int(kMaxDim);
-      op.dtype = read_dtype(c.at("dtype"));
-      break;
-    case OpKind::grouped_gemm:
-      op.tokens = c.at("tokens").as_positive_int(kMaxTokens);
-      op.experts = c.at("experts").as_positive_int(kMaxExperts);
-      op.n = c.at("n").as_positive_int(kMaxDim);
-      op.k = c.at("k").as_positive_int(kMaxDim);
-      op.dtype = read_dtype(c.at("dtype"));
-      break;
-    case OpKind::attention: {
-      op.q_tokens = c.at("q_tokens").as_positive_int(kMaxTokens);
-      op.kv_len = c.at("kv_len").as_positive_int(kMaxKvLen);
-      op.heads = c.at("heads").as_positive_int(kMaxHeads);
-      op.kv_heads = c.at("kv_heads").as_positive_int(kMaxHeads);
-      op.head_dim = c.at("head_dim").as_positive_int(kMaxHeads * 4);
-      if (auto v = c.find("variant"))
-        op.variant = v->as_enum({"gqa", "mla"}) == "mla" ? AttentionVariant::mla : AttentionVariant::gqa;
-      if (op.variant == AttentionVariant::mla) {
-        op.kv_lora_rank = c.at("kv_lora_rank").as_positive_int(kMaxDim);
-        op.rope_dim = c.at("rope_dim").as_nonnegative_int(kMaxDim);
-      } else {
-        for (const char* f : {"kv_lora_rank", "rope_dim"})
-          if (c.has(f)) c.at(f).fail_raw("only allowed with \"variant\": \"mla\"");
-        if (op.heads % op.kv_heads != 0)
-          c.at("kv_heads").fail(fmt::format("a divisor of heads ({})", op.heads));
-      }
-      break;
+  c.only_keys({"method", "num_steps", "eagle_topk", "num_draft_tokens", "mask", "parents"});
+  SpeculativeConfig sc;
+  const std::string method = c.at("method").as_enum(spec_method_names());
+  sc.method = method == "eagle3" ? SpecMethod::eagle3 : method == "eagle" ? SpecMethod::eagle : SpecMethod::none;
+  auto count = [&](const char* f) {
+    if (sc.method == SpecMethod::none) {
+      if (c.has(f)) c.at(f).fail_raw("not allowed with \"method\": \"none\" (no drafts)");
+      return 0;
     }
-    case OpKind::allreduce:
-      op.bytes = c.at("bytes").as_positive_int(kMaxBytes);
-      op.dtype = read_dtype(c.at("dtype"));
-      if (op.dtype == DType::int4) c.at("dtype").fail("bf16, fp16, fp32 or fp8 (allreduces cannot be int4)");
-      if (op.bytes % static_cast<std::int64_t>(bytes_per_element(op.dtype)) != 0)
-        c.at("bytes").fail(fmt::format("a multiple of the {} element size", to_string(op.dtype)));
-      break;
-    case OpKind::rmsnorm:
-    case OpKind::residual_add:
-    case OpKind::act:
-    case OpKind::embedding:
-      op.tokens = c.at("tokens").as_positive_int(kMaxTokens);
-      op.hidden = c.at("hidden").as_positive_int(kMaxDim);
-      break;
-    case OpKind::other:
-      if (!op.us) throw InputError::at(c.file(), c.path() + ".us",
-                                       "missing required field (an \"other\" op needs its measured us)");
-      break;
+    return static_cast<int>(c.at(f).as_int(-(1 << 30), 1 << 30));
+  };
+  sc.num_steps = count("num_steps");
+  sc.eagle_topk = count("eagle_topk");
+  sc.num_draft_tokens = count("num_draft_tokens");
+  if (auto m = c.find("mask")) sc.mask = m->as_enum({"chain", "tree"}) == "tree" ? VerifyMask::tree : VerifyMask::chain;
+  if (auto p = c.find("parents")) {
+    if (sc.mask != VerifyMask::tree) p->fail_raw("only allowed with \"mask\": \"tree\"");
+    p->expect_array();
+    for (std::size_t i = 0; i < p->size(); ++i)
+      sc.parents.push_back(static_cast<int>(p->at(i).as_int(-(1 << 30), 1 << 30)));
+  } else if (sc.mask == VerifyMask::tree) {
+    throw InputError::at(c.file(), c.path() + ".parents", "missing required field (\"mask\": \"tree\" needs the parent list)");
   }
-  return op;
+  if (auto problem = find_speculative_problem(sc)) {
+    const char* name = speculative_field_name(problem->field);
+    JsonCursor at = c.has(name) ? c.at(name) : c;
+    if (problem->field == SpecField::parents && problem->index >= 0) at = at.at(static_cast<std::size_t>(problem->index));
+    const std::string path = c.has(name) ? at.path() : c.path() + "." + name;
+    throw InputError::at(c.file(), path, fmt::format("expected {}, got {}", problem->expected, problem->got));
+  }
+  return sc;
 }
 
-ojson op_to_json(const Op& op) {
-  ojson j;
-  j["kind"] = to_string(op.kind);
-  j["name"] = op.name;
-  j["layer"] = op.layer;
-  switch (op.kind) {
-    case OpKind::gemm:
-    case OpKind::lm_head:
-      j["m"] = op.m; j["n"] = op.n; j["k"] = op.k; j["dtype"] = to_string(op.dtype);
-      break;
-    case OpKind::grouped_gemm:
-      j["tokens"] = op.tokens; j["experts"] = op.experts; j["n"] = op.n; j["k"] = op.k;
-      j["dtype"] = to_string(op.dtype);
-      break;
-    case OpKind::attention:
-      j["q_tokens"] = op.q_tokens; j["kv_len"] = op.kv_len; j["heads"] = op.heads;
-      j["kv_heads"] = op.kv_heads; j["head_dim"] = op.head_dim; j["variant"] = to_string(op.variant);
-      if (op.variant == AttentionVariant::mla) { j["kv_lora_rank"] = op.kv_lora_rank; j["rope_dim"] = op.rope_dim; }
-      break;
-    case OpKind::allreduce:
-      j["bytes"] = op.bytes; j["dtype"] = to_string(op.dtype);
-      break;
-    case OpKind::rmsnorm:
-    case OpKind::residual_add:
-    case OpKind::act:
-    case OpKind::embedding:
-      j["tokens"] = op.tokens; j["hidden"] = op.hidden;
-      break;
-    case OpKind::other: break;
+// The version-2 meta fields: the batch, per-request KV lengths, the speculative configuration,
+// and how they agree with the version-1 fields.
+void parse_meta_version2(const JsonCursor& meta, int version, TraceMeta& m) {
+  for (const char* f : {"batch", "kv_lens", "speculative"})
+    if (meta.has(f) && version < kTraceVersionLatest) fail_needs_version2(meta.at(f), fmt::format("\"{}\"", f));
+  if (auto b = meta.find("batch")) m.batch = static_cast<int>(b->as_positive_int(kMaxBatch));
+  if (auto l = meta.find("kv_lens")) {
+    if (meta.has("kv_len")) meta.at("kv_len").fail_raw("give kv_len (every request) or kv_lens (one per request), not both");
+    l->expect_array();
+    if (l->size() != static_cast<std::size_t>(m.batch_size()))
+      l->fail(fmt::format("one KV length per request (batch = {})", m.batch_size()));
+    for (std::size_t i = 0; i < l->size(); ++i) m.kv_lens.push_back(l->at(i).as_positive_int(kMaxKvLen));
   }
-  if (!op.site.empty()) j["site"] = op.site;
-  if (op.us) {
-    j["us"] = *op.us;
-    if (op.us_source != UsSource::measured) j["us_source"] = to_string(op.us_source);
+  if (auto s = meta.find("speculative")) {
+    m.speculative = parse_speculative(*s);
+    const SpeculativeConfig& sc = *m.speculative;
+    const int verify_tokens = sc.method == SpecMethod::none ? 1 : sc.num_draft_tokens;
+    if (m.tokens != verify_tokens)
+      meta.at("tokens").fail(fmt::format("the tokens a request verifies, {} (meta.speculative)", verify_tokens));
+    if (m.draft_tokens && *m.draft_tokens != sc.num_steps)
+      meta.at("draft_tokens").fail(fmt::format("meta.speculative.num_steps ({})", sc.num_steps));
+  }
+}
+
+ojson speculative_to_json(const SpeculativeConfig& sc) {
+  ojson j;
+  j["method"] = to_string(sc.method);
+  if (sc.method != SpecMethod::none) {
+    j["num_steps"] = sc.num_steps;
+    j["eagle_topk"] = sc.eagle_topk;
+    j["num_draft_tokens"] = sc.num_draft_tokens;
+    j["mask"] = to_string(sc.mask);
+    if (sc.mask == VerifyMask::tree) j["parents"] = sc.parents;
   }
   return j;
 }
 
 }  // namespace
-
-const std::vector<std::string>& step_names() {
-  static const std::vector<std::string> names{"verify", "draft", "decode"};
-  return names;
-}
-
-const Step* Trace::find_step(const std::string& name) const {
-  for (const auto& s : steps)
-    if (s.name == name) return &s;
-  return nullptr;
-}
-
-const Step& Trace::verify() const {
-  const Step* s = find_step("verify");
-  if (!s) throw InputError("trace has no \"verify\" step");
-  return *s;
-}
 
 Trace parse_trace(const nlohmann::json& doc, const std::string& file) {
   JsonCursor root(doc, file);
@@ -185,14 +107,15 @@ Trace parse_trace(const nlohmann::json& doc, const std::string& file) {
   root.only_keys({"format", "version", "meta", "steps"});
   if (root.at("format").as_string() != kTraceFormat)
     root.at("format").fail(fmt::format("\"{}\"", kTraceFormat));
-  // Only one version exists; name it rather than a one-value range.
-  if (root.at("version").as_positive_int() != kTraceVersion)
-    root.at("version").fail(fmt::format("{} (the trace version this build reads)", kTraceVersion));
+  const std::int64_t version = root.at("version").as_positive_int();
+  if (version != kTraceVersion1 && version != kTraceVersionLatest)
+    root.at("version").fail(fmt::format("{} or {} (the trace versions this build reads)", kTraceVersion1, kTraceVersionLatest));
+  const int v = static_cast<int>(version);
 
   Trace t;
   auto meta = root.at("meta");
   meta.only_keys({"model", "tp", "tokens", "dtype", "source", "notes", "draft_tokens", "kv_len",
-                  "weight_dtype", "draft_model"});
+                  "weight_dtype", "draft_model", "batch", "kv_lens", "speculative"});
   t.meta.model = meta.at("model").as_string();
   t.meta.tp = static_cast<int>(meta.at("tp").as_positive_int(kMaxTp));
   t.meta.tokens = static_cast<int>(meta.at("tokens").as_positive_int(kMaxTokens));
@@ -203,6 +126,7 @@ Trace parse_trace(const nlohmann::json& doc, const std::string& file) {
   if (auto k = meta.find("kv_len")) t.meta.kv_len = k->as_nonnegative_int(kMaxKvLen);
   if (auto w = meta.find("weight_dtype")) t.meta.weight_dtype = read_dtype(*w);
   if (auto d = meta.find("draft_model")) t.meta.draft_model = d->as_string();
+  parse_meta_version2(meta, v, t.meta);
 
   auto steps = root.at("steps");
   steps.expect_array();
@@ -213,13 +137,24 @@ Trace parse_trace(const nlohmann::json& doc, const std::string& file) {
     sc.expect_object();
     sc.only_keys({"name", "measured_us", "ops"});
     Step s;
-    s.name = sc.at("name").as_enum(step_names());
+    {
+      auto nc = sc.at("name");
+      s.name = nc.as_enum(v < kTraceVersionLatest && !(nc.json().is_string() && nc.json() == "draft_extend")
+                              ? version1_step_names()
+                              : step_names());
+      if (s.name == "draft_extend") {
+        if (v < kTraceVersionLatest) fail_needs_version2(nc, "step \"draft_extend\"");
+        if (!t.meta.speculative || t.meta.speculative->method == SpecMethod::none)
+          nc.fail_raw("\"draft_extend\" needs meta.speculative with drafts (its num_steps says how often the draft "
+                      "step runs)");
+      }
+    }
     if (auto m = sc.find("measured_us")) s.measured_us = m->as_positive_number(kMaxOpUs);
     auto ops = sc.at("ops");
     ops.expect_array();
     if (ops.size() == 0) ops.fail("at least one op");
     s.ops.reserve(ops.size());
-    for (std::size_t j = 0; j < ops.size(); ++j) s.ops.push_back(parse_op(ops.at(j)));
+    for (std::size_t j = 0; j < ops.size(); ++j) s.ops.push_back(parse_op(ops.at(j), v, t.meta));
     has_verify = has_verify || s.name == "verify";
     t.steps.push_back(std::move(s));
   }
@@ -240,13 +175,16 @@ std::string trace_to_string(const Trace& t) {
   if (t.meta.kv_len) meta["kv_len"] = *t.meta.kv_len;
   if (t.meta.weight_dtype) meta["weight_dtype"] = to_string(*t.meta.weight_dtype);
   if (!t.meta.draft_model.empty()) meta["draft_model"] = t.meta.draft_model;
+  if (t.meta.batch) meta["batch"] = *t.meta.batch;
+  if (!t.meta.kv_lens.empty()) meta["kv_lens"] = t.meta.kv_lens;
+  if (t.meta.speculative) meta["speculative"] = speculative_to_json(*t.meta.speculative);
   if (!t.meta.notes.empty()) meta["notes"] = t.meta.notes;
 
   // Hand-laid-out: one op per line keeps files diffable and small.
   std::string out;
   out += "{\n";
   out += fmt::format("  \"format\": \"{}\",\n", kTraceFormat);
-  out += fmt::format("  \"version\": {},\n", kTraceVersion);
+  out += fmt::format("  \"version\": {},\n", required_version(t));
   out += "  \"meta\": " + meta.dump() + ",\n";
   out += "  \"steps\": [\n";
   for (std::size_t i = 0; i < t.steps.size(); ++i) {

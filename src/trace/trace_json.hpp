@@ -1,7 +1,8 @@
 #pragma once
 // Reading and writing the native trace format (docs/trace-format.md). The reader validates
 // every field and reports the first problem as "FILE: JSON.PATH: expected X, got Y"; the writer
-// is deterministic, so write -> read -> write is byte-identical.
+// is deterministic, so write -> read -> write is byte-identical, and writes version 1 whenever
+// the trace holds nothing of version 2.
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,8 @@ constexpr std::int64_t kMaxBytes = std::int64_t{1} << 38;      // 256 GiB per al
 constexpr std::int64_t kMaxHeads = 4096;
 constexpr std::int64_t kMaxExperts = 65536;
 constexpr int kMaxTp = 1024;
+constexpr std::int64_t kMaxBatch = 4096;                        // concurrent requests (version 2)
+constexpr std::int64_t kMaxTreeCandidates = std::int64_t{1} << 40;
 constexpr double kMaxOpUs = 1e9;
 
 }  // namespace eaglesim

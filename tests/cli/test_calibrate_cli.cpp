@@ -33,6 +33,16 @@ TEST_F(NoGpu, CalibrateFromModelConfigsWithoutGpuExits3) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
 }
 
+// Both take --no-fused-add-norm (the flags are checked before the GPU part is refused).
+TEST_F(NoGpu, CalibrateAndFidelityTakeNoFusedAddNorm) {
+  CliResult c = run_cli("calibrate --traces " + kTrace + " --no-fused-add-norm --fit-sequence -o " + temp_dir() + "/c.json");
+  EXPECT_EQ(c.exit_code, 3) << c.err;
+  CliResult f = run_cli("fidelity " + kTrace + " --topology 2x-h200-nvlink --no-fused-add-norm");
+  EXPECT_EQ(f.exit_code, 3) << f.err;
+  for (const char* cmd : {"calibrate", "fidelity"})
+    EXPECT_NE(run_cli(std::string(cmd) + " --help").out.find("--no-fused-add-norm"), std::string::npos) << cmd;
+}
+
 TEST_F(NoGpu, CalibrateBadFlagsExit2) {
   const std::string out = temp_dir() + "/cal.json";
   struct Case {

@@ -163,3 +163,79 @@ TEST(GenCli, ShippedTracesMatchTheGenerator) {
                                        << " is stale: rebuild with `cmake --build build --target regen-traces`";
   }
 }
+
+TEST(GenCli, SglangFlagsForTheChainAtBatchOneWriteTheTokensTrace) {
+  TempDir tmp;
+  const std::string dir = tmp.path;
+  const std::string models[] = {kLlama8b + " --tp 2 --draft models/llm/llama-3.1-8b-eagle3.json",
+                                "--model models/llm/deepseek-v3.json --tp 8 --weight-dtype fp8",
+                                "--model models/llm/glm-4.5.json --tp 4 --kv-len 1024"};
+  for (const std::string& m : models)
+    for (int steps : {1, 3, 5}) {
+      SCOPED_TRACE(m + " steps " + std::to_string(steps));
+      const std::string tokens = dir + "/tokens.json", sglang = dir + "/sglang.json", bare = dir + "/bare.json";
+      ASSERT_EQ(run_cli("gen " + m + " --tokens " + std::to_string(steps + 1) + " -o " + tokens).exit_code, 0);
+      CliResult r = run_cli("gen " + m + " --batch 1 --speculative-num-steps " + std::to_string(steps) +
+                            " --speculative-eagle-topk 1 --speculative-num-draft-tokens " + std::to_string(steps + 1) +
+                            " -o " + sglang);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      ASSERT_EQ(run_cli("gen " + m + " --speculative-num-steps " + std::to_string(steps) + " -o " + bare).exit_code, 0);
+      EXPECT_TRUE(slurp(sglang) == slurp(tokens));
+      EXPECT_TRUE(slurp(bare) == slurp(tokens));
+      EXPECT_NE(slurp(tokens).find("\"version\": 1,"), std::string::npos);
+    }
+}
+
+TEST(GenCli, TopkOneWithOtherDraftTokensIsAdjustedWithANote) {
+  TempDir tmp;
+  const std::string dir = tmp.path, adjusted = dir + "/a.json", chain = dir + "/c.json";
+  CliResult r = run_cli("gen " + kLlama8b + " --tp 1 --speculative-num-steps 3 --speculative-eagle-topk 1 "
+                        "--speculative-num-draft-tokens 6 -o " + adjusted);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("--speculative-num-draft-tokens 6 adjusted to --speculative-num-steps + 1 = 4"),
+            std::string::npos) << r.err;
+  ASSERT_EQ(run_cli("gen " + kLlama8b + " --tp 1 --tokens 4 -o " + chain).exit_code, 0);
+  EXPECT_TRUE(slurp(adjusted) == slurp(chain));
+}
+
+TEST(GenCli, BatchedTreeWithTheEngineCycleShowsInInspect) {
+  TempDir tmp;
+  const std::string dir = tmp.path, out = dir + "/t.json";
+  CliResult r = run_cli("gen --model models/llm/kimi-k2-instruct.json --tp 8 --batch 8 --speculative-num-steps 5 "
+                        "--speculative-eagle-topk 4 --speculative-num-draft-tokens 8 --kv-lens "
+                        "1024,2048,4096,8192,1024,2048,4096,8192 --draft models/llm/kimi-k2-eagle3.json --engine-cycle -o " +
+                        out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto trace = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(trace["version"], 2);
+  CliResult i = run_cli("inspect --json " + out);
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  auto s = nlohmann::json::parse(i.out);
+  EXPECT_EQ(s["batch"], 8);
+  EXPECT_EQ(s["kv_lens"]["min"], 1024);
+  EXPECT_EQ(s["kv_lens"]["max"], 8192);
+  EXPECT_DOUBLE_EQ(s["kv_lens"]["mean"].get<double>(), 3840.0);
+  EXPECT_EQ(s["speculative"]["num_steps"], 5);
+  EXPECT_EQ(s["speculative"]["eagle_topk"], 4);
+  EXPECT_EQ(s["speculative"]["mask"], "tree");
+  EXPECT_EQ(s["speculative"]["parents"].size(), 8u);
+  EXPECT_EQ(s["steps"]["verify"]["rows"], 64);                    // 8 requests x 8 draft tokens
+  EXPECT_EQ(s["steps"]["verify"]["allreduce_bytes"]["917504"], 123);  // 64 x 7168 x 2 B, 61 x 2 + 1
+  EXPECT_EQ(s["steps"]["verify"]["attention"]["mask"], "tree");
+  EXPECT_EQ(s["steps"]["draft_extend"]["rows"], 48);  // 8 x (5 + 1)
+  EXPECT_EQ(s["steps"]["draft"]["rows"], 32);         // 8 x topk 4
+  EXPECT_EQ(s["steps"]["draft"]["runs_per_cycle"], 4);
+  EXPECT_EQ(s["steps"]["decode"]["rows"], 8);
+  EXPECT_EQ(s["steps"]["decode"]["runs_per_cycle"], 0);
+  EXPECT_EQ(s["steps"]["verify"]["ops_by_kind"]["host_sync"], 1);
+
+  // The simulator runs it end to end, the draft-extend pass in the cycle.
+  const std::string topo = std::string(EAGLESIM_REPO) + "/models/topologies/8x-h200-nvswitch.json";
+  CliResult run = run_cli("run " + out + " --topology " + topo + " --strategy nccl --json " + dir + "/r.json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto report = nlohmann::json::parse(slurp(dir + "/r.json"));
+  const auto& res = report["results"][0];
+  EXPECT_GT(res["draft_extend_step_us"].get<double>(), 0.0);
+  EXPECT_NEAR(res["draft_us"].get<double>(),
+              4 * res["draft_step_us"].get<double>() + res["draft_extend_step_us"].get<double>(), 1e-6);
+}

@@ -69,6 +69,72 @@ TEST(RunCli, FusedVerifyIsHandComputable) {
   EXPECT_EQ(doc["scenario"]["acceptance"]["mode"], "rate");
 }
 
+// SGLang and vLLM run a residual add and the RMSNorm after it as one kernel; so does the
+// simulator unless --no-fused-add-norm. Llama-3.1-8B TP1 on 2 x H200: every one of the verify
+// step's 64 pairs is a launch gap (2.5 us) cheaper fused, and the notes and JSON say which ran.
+TEST(RunCli, NoFusedAddNormRunsTheResidualAddAndNormAsTwoKernels) {
+  const std::string dir = temp_dir();
+  const std::string trace = "traces/llama-3.1-8b_tp1_t4.json";
+  const std::string args = "run " + trace + " --topology 2x-h200-nvlink --strategy nccl --accept-rate 0.7";
+  const CliResult fused = run_cli(args + " --json " + dir + "/fused.json");
+  ASSERT_EQ(fused.exit_code, 0) << fused.err;
+  const CliResult apart = run_cli(args + " --no-fused-add-norm --json " + dir + "/apart.json");
+  ASSERT_EQ(apart.exit_code, 0) << apart.err;
+
+  int pairs = 0;  // residual_add followed by an rmsnorm of the same shape in the verify step
+  const auto t = nlohmann::json::parse(slurp(std::string(EAGLESIM_REPO) + "/" + trace));
+  for (const auto& step : t["steps"]) {
+    if (step["name"] != "verify") continue;
+    const auto& ops = step["ops"];
+    for (std::size_t i = 0; i + 1 < ops.size(); ++i)
+      pairs += ops[i]["kind"] == "residual_add" && ops[i + 1]["kind"] == "rmsnorm" &&
+               ops[i]["tokens"] == ops[i + 1]["tokens"] && ops[i]["hidden"] == ops[i + 1]["hidden"];
+  }
+  EXPECT_EQ(pairs, 64);  // 32 layers x (attention add + post-attention norm, MLP add + next input norm)
+
+  const auto f = nlohmann::json::parse(slurp(dir + "/fused.json"));
+  const auto a = nlohmann::json::parse(slurp(dir + "/apart.json"));
+  EXPECT_EQ(f["scenario"]["fused_add_norm"], true);
+  EXPECT_EQ(a["scenario"]["fused_add_norm"], false);
+  const double fused_us = f["results"][0]["verify_us"].get<double>();
+  const double apart_us = a["results"][0]["verify_us"].get<double>();
+  EXPECT_NEAR(apart_us - fused_us, pairs * 2.5, 1e-6);
+  EXPECT_EQ(f["results"][0]["verify_kind_us"].count("residual_add"), 0u) << "every add ran inside a norm's kernel";
+  EXPECT_GT(a["results"][0]["verify_kind_us"]["residual_add"].get<double>(), 0.0);
+
+  auto has_note = [](const nlohmann::json& notes, const std::string& text) {
+    for (const auto& n : notes)
+      if (n.get<std::string>().find(text) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_note(f["results"][0]["notes"], "verify: 64 residual_add + rmsnorm pairs run as one fused kernel each"));
+  EXPECT_FALSE(has_note(f["scenario"]["notes"], "--no-fused-add-norm"));
+  EXPECT_FALSE(has_note(a["results"][0]["notes"], "fused kernel each"));
+  EXPECT_TRUE(has_note(a["scenario"]["notes"], "--no-fused-add-norm: every residual_add and rmsnorm runs as its own kernel"));
+  EXPECT_NE(fused.out.find("residual_add + rmsnorm pairs run as one fused kernel each"), std::string::npos) << fused.out;
+  EXPECT_NE(apart.out.find("--no-fused-add-norm: every residual_add"), std::string::npos) << apart.out;
+  EXPECT_NE(run_cli("run --help").out.find("--no-fused-add-norm"), std::string::npos);
+}
+
+// A version-2 trace's speculative configuration drives the acceptance: the tree model at its
+// (num_steps, eagle_topk, num_draft_tokens), not a chain of its draft tokens.
+TEST(RunCli, TreeTraceUsesItsSpeculativeConfigForAcceptance) {
+  const std::string dir = temp_dir();
+  ASSERT_EQ(run_cli("gen --model models/llm/llama-3.1-8b.json --tp 1 --batch 4 --speculative-num-steps 5 "
+                    "--speculative-eagle-topk 4 --speculative-num-draft-tokens 8 --kv-len 1024 -o " + dir + "/t.json")
+                .exit_code,
+            0);
+  const CliResult r = run_cli("run " + dir + "/t.json --topology 2x-h200-nvlink --strategy nccl --accept-rate 0.6");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tree model"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("num_steps 5, eagle_topk 4, num_draft_tokens 8"), std::string::npos) << r.out;
+  // --draft-tokens asks for the chain explicitly.
+  const CliResult chain =
+      run_cli("run " + dir + "/t.json --topology 2x-h200-nvlink --strategy nccl --accept-rate 0.6 --draft-tokens 3");
+  ASSERT_EQ(chain.exit_code, 0) << chain.err;
+  EXPECT_EQ(chain.out.find("eagle_topk 4"), std::string::npos) << chain.out;
+}
+
 TEST(RunCli, JsonCsvAndTimelineFiles) {
   std::string dir = temp_dir();
   CliResult r = run_cli(kScenario + " --strategy nccl,ideal --json " + dir + "/r.json --csv " + dir +

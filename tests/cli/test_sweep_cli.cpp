@@ -83,6 +83,29 @@ TEST(SweepCli, JsonAndReportDescribeTheSameRun) {
   for (const char* remote : {"http://", "https://", "<link ", "@import", "src=\""}) EXPECT_EQ(html.find(remote), std::string::npos) << remote;
 }
 
+// --no-fused-add-norm: every residual add and RMSNorm its own kernel, so every TP1 row is slower
+// (its adds and norms are pairs no allreduce absorbs), and the JSON and notes say so.
+TEST(SweepCli, NoFusedAddNormIsSweptAndRecorded) {
+  const std::string dir = temp_dir();
+  const std::string args = "sweep --model llama-3.1-8b --topology 8x-h100-nvswitch --tp 1 --draft-tokens 3 "
+                           "--strategy nccl --json ";
+  const CliResult fused = run_cli(args + dir + "/f.json");
+  const CliResult apart = run_cli(args + dir + "/a.json --no-fused-add-norm");
+  ASSERT_EQ(fused.exit_code, 0) << fused.err;
+  ASSERT_EQ(apart.exit_code, 0) << apart.err;
+  const auto f = nlohmann::json::parse(slurp(dir + "/f.json"));
+  const auto a = nlohmann::json::parse(slurp(dir + "/a.json"));
+  EXPECT_EQ(f["axes"]["fused_add_norm"], true);
+  EXPECT_EQ(a["axes"]["fused_add_norm"], false);
+  ASSERT_EQ(f["rows"].size(), a["rows"].size());
+  ASSERT_FALSE(f["rows"].empty());
+  for (std::size_t i = 0; i < f["rows"].size(); ++i)
+    EXPECT_LT(f["rows"][i]["verify_us"].get<double>(), a["rows"][i]["verify_us"].get<double>()) << i;
+  EXPECT_EQ(f["notes"].dump().find("--no-fused-add-norm"), std::string::npos);
+  EXPECT_NE(a["notes"].dump().find("--no-fused-add-norm"), std::string::npos);
+  EXPECT_NE(run_cli("sweep --help").out.find("--no-fused-add-norm"), std::string::npos);
+}
+
 TEST(SweepCli, UnknownNamesAndEmptyGlobsExitWithInputError) {
   CliResult r = run_cli("sweep --model no-such-model --topology 8x-h100-nvswitch");
   EXPECT_EQ(r.exit_code, 2);

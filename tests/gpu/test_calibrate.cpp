@@ -66,6 +66,22 @@ TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
     EXPECT_TRUE(std::isfinite(m.compute_us[i]) && m.compute_us[i] > 0) << q.compute[i].shape_string();
     EXPECT_GE(m.compute_us[i], 0.5 * m.launch_gap_us) << q.compute[i].shape_string();
   }
+  // The fused add + RMSNorm kernel (table add_rmsnorm): one positive entry per case, not slower
+  // than the residual add and the RMSNorm of the same rows measured one by one (+20 %).
+  ASSERT_EQ(m.add_rmsnorm_us.size(), q.add_rmsnorm.size());
+  EXPECT_FALSE(q.add_rmsnorm.empty());
+  for (std::size_t i = 0; i < q.add_rmsnorm.size(); ++i) {
+    const Op& c = q.add_rmsnorm[i];
+    EXPECT_TRUE(std::isfinite(m.add_rmsnorm_us[i]) && m.add_rmsnorm_us[i] > 0) << c.shape_string();
+    double separate = 0;
+    for (std::size_t j = 0; j < q.compute.size(); ++j) {
+      const Op& op = q.compute[j];
+      if ((op.kind == OpKind::residual_add || op.kind == OpKind::rmsnorm) && op.tokens == c.tokens &&
+          op.hidden == c.hidden)
+        separate += m.compute_us[j];
+    }
+    if (separate > 0) EXPECT_LT(m.add_rmsnorm_us[i], 1.2 * separate) << c.shape_string();
+  }
   // GEMM time by shape: m = 256 is not faster than m = 1 (same weights, more rows), and a
   // GEMM reading more weight bytes at m = 4 is not faster than one reading less (by 2x).
   std::map<std::pair<std::int64_t, std::int64_t>, std::map<std::int64_t, double>> gemm;
@@ -128,4 +144,5 @@ TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
   EXPECT_EQ(back.calibration.gemm.size(), topo.calibration.gemm.size());
   EXPECT_FALSE(back.calibration.attention.empty());
   EXPECT_EQ(back.calibration.allreduce_context_us.size(), q.allreduce_contexts.size());
+  EXPECT_EQ(back.calibration.elementwise.count("add_rmsnorm"), 1u);
 }

@@ -14,7 +14,9 @@
 #include <vector>
 
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -22,7 +24,9 @@
 #include "cuda/allreduce_self_check.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/gemm_fingerprint.hpp"
 #include "cuda/ideal_comm_group.hpp"
+#include "cuda/l2_read_flush.hpp"
 #include "cuda/lt_gemm.hpp"
 #include "cuda/rank_program.hpp"
 #include "cuda/replay_kernels.hpp"
@@ -198,48 +202,6 @@ TEST(CudaKernels, MlaAttentionMatchesCpuReference) {
   check_attention(s);
 }
 
-TEST(CudaKernels, RmsNormMatchesCpuReference) {
-  REQUIRE_GPUS(1);
-  for (int hidden : {4096, 100}) {  // packed and scalar paths
-    const int tokens = 3;
-    const std::size_t n = static_cast<std::size_t>(tokens) * hidden;
-    DeviceBuffer x = random_bf16(n, 21), w = random_bf16(hidden, 22), out = poisoned(n * 2);
-    launch_rmsnorm(x.get(), w.get(), out.get(), tokens, hidden, 1e-5f, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    auto hx = download_bf16(x, n), hw = download_bf16(w, hidden), got = download_bf16(out, n);
-    std::vector<double> ref(n);
-    for (int t = 0; t < tokens; ++t) {
-      double ss = 0;
-      for (int i = 0; i < hidden; ++i) ss += double(hx[t * hidden + i]) * hx[t * hidden + i];
-      const double inv = 1.0 / std::sqrt(ss / hidden + 1e-5);
-      for (int i = 0; i < hidden; ++i) ref[t * hidden + i] = hx[t * hidden + i] * inv * hw[i];
-    }
-    EXPECT_LT(rel_l2(got, ref), 1e-2) << "hidden " << hidden;
-  }
-}
-
-TEST(CudaKernels, SiluMulAndResidualAddMatchCpu) {
-  REQUIRE_GPUS(1);
-  const int tokens = 4, hidden = 1000;
-  const std::size_t n = static_cast<std::size_t>(tokens) * hidden;
-  DeviceBuffer gu = random_bf16(2 * n, 31), out = poisoned(n * 2);
-  launch_silu_mul(gu.get(), out.get(), tokens, hidden, nullptr);
-  DeviceBuffer res = random_bf16(n, 32), x = random_bf16(n, 33);
-  auto r0 = download_bf16(res, n), hx = download_bf16(x, n);
-  launch_residual_add(res.get(), x.get(), n, nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  auto hgu = download_bf16(gu, 2 * n), got = download_bf16(out, n), r1 = download_bf16(res, n);
-  std::vector<double> ref(n), rref(n);
-  for (int t = 0; t < tokens; ++t)
-    for (int h = 0; h < hidden; ++h) {
-      const double g = hgu[t * 2 * hidden + h], u = hgu[t * 2 * hidden + hidden + h];
-      ref[t * hidden + h] = g / (1 + std::exp(-g)) * u;
-    }
-  for (std::size_t i = 0; i < n; ++i) rref[i] = double(r0[i]) + hx[i];
-  EXPECT_LT(rel_l2(got, ref), 1e-2);
-  EXPECT_LT(rel_l2(r1, rref), 1e-2);
-}
-
 // A memory-bound GEMM (m=4, 117 MB of weights) must stream its weights at a rate between a
 // third of and about the device-to-device copy rate measured here.
 TEST(CudaGemm, SmallMGemmTimeMatchesWeightBandwidth) {
@@ -252,7 +214,7 @@ TEST(CudaGemm, SmallMGemmTimeMatchesWeightBandwidth) {
   std::vector<DeviceBuffer> weights;  // rotate 3 copies: 350 MB, far beyond L2
   for (int i = 0; i < 3; ++i) weights.push_back(random_bf16(wbytes / 2, 50 + i, 0.05f));
   DeviceBuffer x = random_bf16(m * k, 60), y = poisoned(m * n * 2);
-  LtGemm gemm(lt, m, n, k, DType::bf16, ws.bytes());
+  LtGemm gemm(lt, nullptr, m, n, k, DType::bf16, ws.bytes());
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
@@ -282,6 +244,213 @@ TEST(CudaGemm, SmallMGemmTimeMatchesWeightBandwidth) {
   EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }));
   cudaEventDestroy(a);
   cudaEventDestroy(b);
+  cublasLtDestroy(lt);
+}
+
+// The tuner compares candidates by fingerprint: rounding-level differences pass, a wrong product
+// (lost elements, shifted elements, a NaN) does not.
+TEST(GemmFingerprint, SeparatesRoundingFromWrongProducts) {
+  REQUIRE_GPUS(1);
+  const std::size_t n = 1 << 16;
+  DeviceBuffer y = random_bf16(n, 71), scratch(5 * sizeof(double));
+  std::vector<std::uint16_t> h(n);
+  ASSERT_EQ(cudaMemcpy(h.data(), y.get(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  const GemmFingerprint reference = fingerprint_bf16(y.get(), n, scratch.as<double>(), nullptr);
+  auto print_of = [&](const std::vector<std::uint16_t>& v) {
+    DeviceBuffer d(n * 2);
+    EXPECT_EQ(cudaMemcpy(d.get(), v.data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    return fingerprint_bf16(d.get(), n, scratch.as<double>(), nullptr);
+  };
+  std::vector<std::uint16_t> rounded = h, lost = h, shifted(n), with_nan = h;
+  for (std::size_t i = 0; i < n; ++i) {
+    if ((i * 2654435761u) >> 31 & 1) rounded[i] ^= 1;  // one unit in the last place, half the elements
+    if (i % 10 == 0) lost[i] = 0;
+    shifted[i] = h[(i + 1) % n];
+  }
+  with_nan[n / 2] = 0x7fc0;
+  EXPECT_EQ(fingerprint_mismatch(print_of(h), reference), "");
+  EXPECT_EQ(fingerprint_mismatch(print_of(rounded), reference), "");
+  EXPECT_NE(fingerprint_mismatch(print_of(lost), reference), "");
+  EXPECT_NE(fingerprint_mismatch(print_of(shifted), reference), "");
+  EXPECT_NE(fingerprint_mismatch(print_of(with_nan), reference), "");
+}
+
+// The tuner's cold L2: after the flush, a buffer that was in L2 is read from HBM again (slower
+// than from L2), and the flush has written nothing (its buffer and its sink hold zeros).
+TEST(CudaGemm, ReadFlushEvictsTheL2AndWritesNothing) {
+  REQUIRE_GPUS(1);
+  const L2ReadFlush flush;
+  ASSERT_GE(flush.bytes(), 2 * current_l2_bytes());
+  // A quarter of the L2, read by the same kernel: small enough to stay in L2 between two reads.
+  const L2ReadFlush probe(current_l2_bytes() / 4);
+  cudaEvent_t a, b;
+  ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&b), cudaSuccess);
+  auto probe_us = [&] {
+    cudaEventRecord(a);
+    probe.launch(nullptr);
+    cudaEventRecord(b);
+    EXPECT_EQ(cudaEventSynchronize(b), cudaSuccess);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    return 1000.0 * ms;
+  };
+  double hot_us = 1e30, cold_us = 1e30;
+  for (int r = 0; r < 10; ++r) {
+    probe.launch(nullptr);
+    hot_us = std::min(hot_us, probe_us());
+    flush.launch(nullptr);
+    cold_us = std::min(cold_us, probe_us());
+  }
+  std::printf("%zu MB read: %.2f us from L2, %.2f us after the flush of %zu MB\n", probe.bytes() >> 20, hot_us,
+              cold_us, flush.bytes() >> 20);
+  EXPECT_GT(cold_us, 1.15 * hot_us);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  unsigned sink = 1;
+  ASSERT_EQ(cudaMemcpy(&sink, flush.sink().get(), sizeof(sink), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(sink, 0u);
+  std::vector<unsigned char> h(flush.bytes());
+  ASSERT_EQ(cudaMemcpy(h.data(), flush.buffer().get(), h.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(std::all_of(h.begin(), h.end(), [](unsigned char v) { return v == 0; }));
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+}
+
+// An fp8 GEMM with a scale pointer off 16 bytes is refused when it is made, with the reason (the
+// library would refuse every algorithm at launch only).
+TEST(CudaGemm, Fp8ScalePointerOffAlignmentIsRefusedWhenMade) {
+  REQUIRE_GPUS(1);
+  cublasLtHandle_t lt;
+  ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  const UnitFp8Scales scales;
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(scales.a()) % kLtScaleAlignment, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(scales.b()) % kLtScaleAlignment, 0u);
+  try {
+    LtGemm gemm(lt, nullptr, 16, 2048, 4096, DType::fp8, 32u << 20, scales.a(), scales.a() + 1);
+    ADD_FAILURE() << "an fp8 GEMM with a scale pointer 4 bytes past a 16-byte boundary was made";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("aligned"), std::string::npos) << e.what();
+  }
+  cublasLtDestroy(lt);
+}
+
+struct GemmCase {
+  std::int64_t m, n, k;
+  DType dtype;
+};
+
+// y[m, n] = x[m, k] . W[n, k]^T in double from the device's operands (bf16 or e4m3 bytes).
+std::vector<double> gemm_reference(const DeviceBuffer& w, const DeviceBuffer& x, const GemmCase& g) {
+  auto decode = [&](const DeviceBuffer& b, std::size_t count) {
+    std::vector<double> out(count);
+    if (g.dtype == DType::fp8) {
+      std::vector<__nv_fp8_e4m3> h(count);
+      EXPECT_EQ(cudaMemcpy(h.data(), b.get(), count, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<float>(h[i]);
+    } else {
+      const std::vector<float> f = download_bf16(b, count);
+      out.assign(f.begin(), f.end());
+    }
+    return out;
+  };
+  const std::vector<double> hw = decode(w, g.n * g.k), hx = decode(x, g.m * g.k);
+  std::vector<double> y(g.m * g.n);
+  for (std::int64_t r = 0; r < g.m; ++r)
+    for (std::int64_t c = 0; c < g.n; ++c) {
+      double s = 0;
+      for (std::int64_t i = 0; i < g.k; ++i) s += hx[r * g.k + i] * hw[c * g.k + i];
+      y[r * g.n + c] = s;
+    }
+  return y;
+}
+
+// Every candidate the tuner may choose, cuBLAS's default (what PyTorch's F.linear calls) and the
+// split-K and enumerated cuBLASLt configurations included, computes the product; so does the
+// choice tune() makes.
+TEST(CudaGemm, EveryCandidateMatchesCpuReference) {
+  REQUIRE_GPUS(1);
+  cublasLtHandle_t lt;
+  cublasHandle_t blas;
+  ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
+  DeviceBuffer ws(32u << 20);
+  const UnitFp8Scales scales;
+  const GemmCase cases[] = {{1, 2048, 4096, DType::bf16},
+                            {16, 1024, 8192, DType::bf16},
+                            {64, 3072, 1024, DType::bf16},
+                            {200, 1024, 1536, DType::bf16},
+                            {16, 2048, 4096, DType::fp8}};
+  for (const GemmCase& g : cases) {
+    SCOPED_TRACE(fmt::format("m={} n={} k={} {}", g.m, g.n, g.k, to_string(g.dtype)));
+    const bool fp8 = g.dtype == DType::fp8;
+    const std::size_t elem = fp8 ? 1 : 2;
+    DeviceBuffer w(g.n * g.k * elem), x(g.m * g.k * elem), y = poisoned(g.m * g.n * 2);
+    fill_random(w.get(), g.n * g.k, g.dtype, 81, fp8 ? 0.5f : 0.05f, nullptr);
+    fill_random(x.get(), g.m * g.k, g.dtype, 82, 1.f, nullptr);
+    const std::vector<double> ref = gemm_reference(w, x, g);
+    LtGemm gemm(lt, blas, g.m, g.n, g.k, g.dtype, ws.bytes(), scales.a(), scales.b());
+    gemm.add_all_candidates();
+    int ran = 0, cublas_default = 0;
+    std::map<GemmSource, int> per_source;
+    for (int c = 0; c < gemm.candidate_count(); ++c) {
+      const GemmCandidate& cand = gemm.candidate(c);
+      ASSERT_EQ(cudaMemset(y.get(), 0xFF, g.m * g.n * 2), cudaSuccess);
+      const cublasStatus_t st = gemm.run_candidate(c, w.get(), x.get(), y.get(), ws.get(), nullptr);
+      // The heuristic's first choice and cuBLAS's default must run; others may be refused at launch.
+      if (c == 0 || cand.source == GemmSource::cublas_default) EXPECT_EQ(st, CUBLAS_STATUS_SUCCESS) << cand.name;
+      if (st != CUBLAS_STATUS_SUCCESS) continue;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cand.name;
+      EXPECT_LT(rel_l2(download_bf16(y, g.m * g.n), ref), 1e-2) << cand.name;
+      ++ran;
+      ++per_source[cand.source];
+      if (cand.source == GemmSource::cublas_default) ++cublas_default;
+    }
+    EXPECT_EQ(cublas_default, fp8 ? 0 : 1);
+    std::printf("m=%lld n=%lld k=%lld %s: %d of %d candidates ran (heuristic %d, split-K %d, enumerated %d, cublas %d)\n",
+                static_cast<long long>(g.m), static_cast<long long>(g.n), static_cast<long long>(g.k),
+                to_string(g.dtype), ran, gemm.candidate_count(), per_source[GemmSource::heuristic],
+                per_source[GemmSource::split_k], per_source[GemmSource::enumerated], per_source[GemmSource::cublas_default]);
+    gemm.tune(w.get(), x.get(), y.get(), ws.get());
+    ASSERT_EQ(cudaMemset(y.get(), 0xFF, g.m * g.n * 2), cudaSuccess);
+    gemm.run(w.get(), x.get(), y.get(), ws.get(), nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_LT(rel_l2(download_bf16(y, g.m * g.n), ref), 1e-2) << gemm.describe();
+    for (const std::string& r : gemm.tuning().rejected) std::printf("  rejected %s\n", r.c_str());
+    std::printf("  %s, %.3f s\n", gemm.describe().c_str(), gemm.tuning().seconds);
+  }
+  cublasDestroy(blas);
+  cublasLtDestroy(lt);
+}
+
+// A shape tuned once is not tuned again in the process: the next GEMM of the shape takes the
+// same candidate without timing anything.
+TEST(CudaGemm, TunedChoiceIsRememberedPerShape) {
+  REQUIRE_GPUS(1);
+  const std::int64_t m = 3, n = 5120, k = 3072;  // a shape no other test tunes
+  cublasLtHandle_t lt;
+  cublasHandle_t blas;
+  ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
+  DeviceBuffer ws(32u << 20), w = random_bf16(n * k, 91, 0.05f), x = random_bf16(m * k, 92), y = poisoned(m * n * 2);
+  LtGemm first(lt, blas, m, n, k, DType::bf16, ws.bytes());
+  first.tune(w.get(), x.get(), y.get(), ws.get());
+  EXPECT_FALSE(first.tuning().remembered);
+  EXPECT_GT(first.tuning().timed, 1);
+  EXPECT_GT(first.tuning().us, 0);
+  EXPECT_LT(first.tuning().seconds, 2.0) << "the tuning budget of one small shape";
+  LtGemm second(lt, blas, m, n, k, DType::bf16, ws.bytes());
+  second.tune(w.get(), x.get(), y.get(), ws.get());
+  EXPECT_TRUE(second.tuning().remembered);
+  EXPECT_EQ(second.tuning().timed, 0);
+  EXPECT_EQ(second.candidate(second.chosen()).name, first.candidate(first.chosen()).name);
+  first.run(w.get(), x.get(), y.get(), ws.get(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<float> a = download_bf16(y, m * n);
+  ASSERT_EQ(cudaMemset(y.get(), 0xFF, m * n * 2), cudaSuccess);
+  second.run(w.get(), x.get(), y.get(), ws.get(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_LT(rel_l2(download_bf16(y, m * n), std::vector<double>(a.begin(), a.end())), 1e-2);
+  cublasDestroy(blas);
   cublasLtDestroy(lt);
 }
 
@@ -395,6 +564,7 @@ void check_layer_replay(const std::string& file, const std::map<std::string, std
   const Trace t = one_layer(file);
   const Step& step = t.steps[0];
   ASSERT_FALSE(step.ops.empty());
+  std::size_t absorbed = 0;  // ops a fused kernel runs (a residual add's RMSNorm): no span of their own
   {
     ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
     CommGroupConfig cc;
@@ -409,6 +579,7 @@ void check_layer_replay(const std::string& file, const std::map<std::string, std
       const auto any = expected.find(to_string(op.kind));
       const std::string want = it != expected.end() ? it->second : any != expected.end() ? any->second : "";
       if (!want.empty()) EXPECT_NE(program.detail(i).find(want), std::string::npos) << program.label(i) << ": " << program.detail(i);
+      if (program.absorbed(i)) ++absorbed;
     }
   }
   RunOptions opts = ten_replays();
@@ -416,7 +587,8 @@ void check_layer_replay(const std::string& file, const std::map<std::string, std
   auto backend = make_cuda_backend();
   const StepResult r = backend->run_step(t, step, "ideal", nullptr, opts);
   EXPECT_GT(r.step_us, 0);
-  EXPECT_EQ(r.timeline.spans.size(), step.ops.size());
+  EXPECT_GT(absorbed, 0u) << "the attention's residual add and the post-attention norm run as one kernel";
+  EXPECT_EQ(r.timeline.spans.size(), step.ops.size() - absorbed);
   for (const Op& op : step.ops)
     if (!op.is_comm()) EXPECT_GT(r.kind_us[static_cast<int>(op.kind)], 0) << to_string(op.kind);
 }
@@ -503,6 +675,57 @@ TEST(CudaReplay, RecordedComputeRunsTheRecordedDurations) {
   Trace generated = tiny_trace(1);
   opts.op_times = "measured";
   EXPECT_THROW(backend->run_step(generated, generated.steps[0], "nccl", nullptr, opts), InputError);
+}
+
+// A residual add and the RMSNorm of the same rows right after it run as one fused add + RMSNorm
+// kernel, the norm absorbed, unless the options turn that off (RunOptions::fuse_add_norm reaches
+// the program through the backend).
+TEST(CudaReplay, ResidualAddAndRmsNormRunAsOneFusedKernel) {
+  REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const Trace t = tiny_fused_trace(1);
+  const Step& step = t.steps[0];
+  {
+    CommGroupConfig cc;
+    cc.strategy = "ideal";
+    cc.ranks = 1;
+    cc.devices = {0};
+    auto group = create_ideal_comm_group(cc);
+    for (bool fuse : {true, false}) {
+      ProgramOptions popts;
+      popts.fuse_add_norm = fuse;
+      RankProgram program(step, 0, group->rank(0), nullptr, popts);
+      int pairs = 0;
+      for (std::size_t i = 0; i + 1 < step.ops.size(); ++i) {
+        if (step.ops[i].kind != OpKind::residual_add || step.ops[i + 1].kind != OpKind::rmsnorm) continue;
+        ++pairs;
+        EXPECT_EQ(program.absorbed(i + 1), fuse) << program.label(i);
+        EXPECT_FALSE(program.absorbed(i)) << program.label(i);
+        EXPECT_EQ(program.detail(i), fuse ? "fused add + rmsnorm kernel" : "residual add kernel");
+        EXPECT_EQ(program.detail(i + 1), fuse ? "fused into " + step.ops[i].name : std::string("rmsnorm kernel"));
+      }
+      EXPECT_EQ(pairs, 2);
+      EXPECT_EQ(has_note(program.notes(), "2 residual add + RMSNorm pairs ran as one fused add + RMSNorm kernel"), fuse);
+    }
+  }
+  RunOptions opts = ten_replays();
+  opts.ranks = 1;
+  auto backend = make_cuda_backend();
+  for (bool fuse : {true, false}) {
+    opts.fuse_add_norm = fuse;
+    const StepResult r = backend->run_step(t, step, "nccl", nullptr, opts);
+    EXPECT_GT(r.step_us, 0);
+    EXPECT_EQ(has_note(r.notes, "residual add + RMSNorm pairs ran as one fused add + RMSNorm kernel"), fuse);
+    // Fused: the two norms have no span of their own, and the kernel reports as rmsnorm (as the
+    // simulator's does), so no time is left under residual_add.
+    EXPECT_EQ(r.timeline.spans.size(), step.ops.size() - (fuse ? 2 : 0));
+    EXPECT_GT(r.kind_us[static_cast<int>(OpKind::rmsnorm)], 0);
+    EXPECT_EQ(r.kind_us[static_cast<int>(OpKind::residual_add)] > 0, !fuse);
+    const bool named = std::any_of(r.timeline.spans.begin(), r.timeline.spans.end(), [](const Span& s) {
+      return s.name == "residual+post_attention_norm" && s.kind == OpKind::rmsnorm;
+    });
+    EXPECT_EQ(named, fuse);
+  }
 }
 
 TEST(CudaReplay, TinyTraceOnTwoGpus) {
@@ -661,6 +884,11 @@ TEST(CudaReplay, EveryStrategyPassesTheSelfCheckOnTwoGpus) {
                             ? "fused allreduce + residual + RMSNorm of 4 x 1024 bf16, allreduce of 4096 bf16 matched"
                             : "allreduce of 4096 bf16 matched";
     EXPECT_TRUE(has_note(r.notes, shape)) << s;
+    // The residual add + RMSNorm after the attention allreduce: absorbed by `fused`, else one
+    // fused add + RMSNorm kernel per layer.
+    EXPECT_EQ(has_note(r.notes, "2 residual add + RMSNorm pairs ran as one fused add + RMSNorm kernel"),
+              std::string(s) != "fused")
+        << s;
   }
   EXPECT_FALSE(has_note(backend->run_step(t, t.steps[0], "ideal", nullptr, opts).notes, "self-check"));
 }

@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include "cuda/verify_attention_plan.hpp"
+#include "host_bf16.hpp"
 
 namespace eaglesim::cuda {
 namespace {
@@ -40,18 +41,8 @@ bool has_gpu() {
 
 bool quick() { return std::getenv("EAGLESIM_TEST_QUICK") != nullptr; }
 
-std::uint16_t to_bf(float f) {  // round to nearest even, as the device converts
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
-}
-double from_bf(std::uint16_t b) {
-  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using test::from_bf;
+using test::to_bf;
 constexpr std::uint16_t kBfNaN = 0x7fc0;
 
 VerifyAttentionShape gqa_shape(int batch, int q, int group, int kv_heads, int d) {

@@ -38,6 +38,8 @@ double fake_compute(const Op& op) {
     default: return 3 + static_cast<double>(op.tokens * op.hidden) / 1e5;
   }
 }
+// The fused add + RMSNorm: 4 + elements/1e5 (another line than the single elementwise ops').
+double fake_add_rmsnorm(const Op& op) { return 4 + static_cast<double>(op.tokens * op.hidden) / 1e5; }
 double fake_allreduce(const AllreduceCase& c) {
   const auto names = calibratable_strategy_names();
   const double idx = static_cast<double>(std::find(names.begin(), names.end(), c.strategy) - names.begin());
@@ -50,6 +52,7 @@ CalibrationMeasurements fake_measurements(const CalibrationRequest& q) {
   m.gpu_name = "Fake GPU";
   m.ranks = q.ranks;
   for (const Op& op : q.compute) m.compute_us.push_back(fake_compute(op));
+  for (const Op& op : q.add_rmsnorm) m.add_rmsnorm_us.push_back(fake_add_rmsnorm(op));
   for (const auto& c : q.allreduce) m.allreduce_us.push_back(fake_allreduce(c));
   m.launch_gap_us = 1.25;
   m.seconds = 42;
@@ -151,8 +154,56 @@ TEST(CalibrationPlan, TablesRoundTripThroughTheTopologyReader) {
   EXPECT_EQ(topology_to_string(back), text);
   EXPECT_EQ(back.calibration.gemm.size(), topo.calibration.gemm.size());
   EXPECT_EQ(back.calibration.attention.size(), 2u);
-  EXPECT_EQ(back.calibration.elementwise.size(), 4u);  // rmsnorm, residual_add, act, embedding
+  EXPECT_EQ(back.calibration.elementwise.size(), 5u);  // rmsnorm, residual_add, act, embedding, add_rmsnorm
+  const auto& written = topo.calibration.elementwise.at(kAddRmsnormTable);
+  const auto& read = back.calibration.elementwise.at(kAddRmsnormTable);
+  ASSERT_EQ(read.size(), written.size());
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    EXPECT_EQ(read[i].size, written[i].size);
+    EXPECT_DOUBLE_EQ(read[i].us, written[i].us);
+  }
   EXPECT_EQ(back.calibration.allreduce.size(), 3u);
+}
+
+// Every residual add followed by the RMSNorm of the same rows asks for the fused add + RMSNorm
+// kernel over the token grid at its hidden size; the measurements become the add_rmsnorm table
+// by tokens x hidden, and a trace without such pairs asks for none.
+TEST(CalibrationPlan, ResidualAddNormPairsGetTheFusedKernelsTable) {
+  const Trace t = llama8b_tp2();
+  const CalibrationRequest q = plan_calibration({t}, two_ranks());
+  ASSERT_EQ(q.add_rmsnorm.size(), calibration_token_grid().size());
+  ASSERT_EQ(q.add_rmsnorm_gpus.size(), q.add_rmsnorm.size());
+  for (std::size_t i = 0; i < q.add_rmsnorm.size(); ++i) {
+    EXPECT_EQ(q.add_rmsnorm[i].kind, OpKind::residual_add);
+    EXPECT_EQ(q.add_rmsnorm[i].hidden, 4096);
+    EXPECT_EQ(q.add_rmsnorm[i].tokens, calibration_token_grid()[i]);
+    EXPECT_EQ(q.add_rmsnorm_gpus[i], 2) << "the TP2 trace's steps run on both GPUs";
+  }
+  EXPECT_TRUE(q.fuse_add_norm);
+  const CalibrationMeasurements m = fake_measurements(q);
+  const Calibration cal = build_calibration(q, m, {t});
+  ASSERT_EQ(cal.elementwise.count(kAddRmsnormTable), 1u);
+  const auto& table = cal.elementwise.at(kAddRmsnormTable);
+  ASSERT_EQ(table.size(), q.add_rmsnorm.size());
+  for (const SizeCalPoint& p : table) {
+    EXPECT_EQ(p.size % 4096, 0);
+    EXPECT_DOUBLE_EQ(p.us, 4 + static_cast<double>(p.size) / 1e5);
+  }
+  // Not measured (an older measurement set): no table rather than a wrong one.
+  CalibrationMeasurements without = m;
+  without.add_rmsnorm_us.clear();
+  EXPECT_EQ(build_calibration(q, without, {t}).elementwise.count(kAddRmsnormTable), 0u);
+  without.add_rmsnorm_us.assign(q.add_rmsnorm.size() + 1, 5.0);
+  EXPECT_THROW(build_calibration(q, without, {t}), std::invalid_argument);
+
+  Trace no_pairs = t;
+  for (Step& s : no_pairs.steps) {
+    std::vector<Op> kept;
+    for (const Op& op : s.ops)
+      if (op.kind != OpKind::rmsnorm) kept.push_back(op);
+    s.ops = kept;
+  }
+  EXPECT_TRUE(plan_calibration({no_pairs}, two_ranks()).add_rmsnorm.empty());
 }
 
 TEST(CalibrationPlan, OneGpuCalibrationDescribesOneGpu) {
@@ -193,7 +244,8 @@ TEST(CalibrationPlan, SimulatorPricesTracedOpsFromTheWrittenTables) {
     EXPECT_NEAR(cost.us, fake_compute(as_gemm), 1e-9) << op.name;
     expected += fake_compute(as_gemm);
   }
-  const StepResult r = test_support::simulate_verify(t, topo, "nccl", 2, "model");
+  // Each op its own kernel: these tables have no fused residual add + norm kernel (add_rmsnorm).
+  const StepResult r = test_support::simulate_verify(t, topo, "nccl", 2, "model", false);
   EXPECT_NEAR(r.step_us, expected, 1e-6 * expected);
   for (const auto& n : r.notes) EXPECT_EQ(n.find("calibration"), std::string::npos) << n;
 
@@ -220,7 +272,7 @@ TEST(CalibrationPlan, SimulatorNotesOpsWithoutTables) {
   Calibration cal = build_calibration(q, m, {t});
   cal.elementwise.erase("act");
   const Topology topo = calibrated_topology(h200(), m, cal);
-  const StepResult r = test_support::simulate_verify(t, topo, "oneshot", 2, "model");
+  const StepResult r = test_support::simulate_verify(t, topo, "oneshot", 2, "model", false);
   bool compute_note = false, comm_note = false;
   for (const auto& n : r.notes) {
     compute_note |= n.find("32 ops have no calibration table") != std::string::npos;
@@ -228,6 +280,15 @@ TEST(CalibrationPlan, SimulatorNotesOpsWithoutTables) {
   }
   EXPECT_TRUE(compute_note);
   EXPECT_TRUE(comm_note);
+  // With the residual adds and norms fused, the 64 fused kernels have no table either in a
+  // calibration without add_rmsnorm, and the note counts them with the 32 activations.
+  Calibration without_fused = cal;
+  without_fused.elementwise.erase(kAddRmsnormTable);
+  const Topology unfused_topo = calibrated_topology(h200(), m, without_fused);
+  bool fused_note = false;
+  for (const auto& n : test_support::simulate_verify(t, unfused_topo, "oneshot", 2, "model").notes)
+    fused_note |= n.find("96 ops have no calibration table") != std::string::npos;
+  EXPECT_TRUE(fused_note);
 }
 
 TEST(CalibrationPlan, ExactTraceSizesWinOverGridPointsOfAnotherShape) {

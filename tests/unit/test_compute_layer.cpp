@@ -122,7 +122,8 @@ TEST(ComputeLayer, ChainsAreTimedOverThreePlacementsWhereMemoryAllows) {
 
 TEST(ComputeLayer, TransitionsAreShiftedSoTheLayerAddsUpToItsChain) {
   const Trace t = trace("llama-3.1-8b_tp1_t4.json");
-  const CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
+  CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
+  q.fuse_add_norm = false;  // every op its own kernel (fused: TheFusedAddNormKernelIsOneOpOfTheLayer)
   ASSERT_FALSE(q.compute_layers.empty());
   CalibrationMeasurements m = flat(q);
   const Topology before = calibrated_topology(h200(), m, build_calibration(q, m, {t}));
@@ -160,6 +161,7 @@ TEST(ComputeLayer, TransitionsAreShiftedSoTheLayerAddsUpToItsChain) {
 TEST(ComputeLayer, AnEntryInSeveralLayersTakesTheMeanOfWhatTheyWant) {
   const Trace t = trace("llama-3.1-8b_tp1_t4.json");
   CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
+  q.fuse_add_norm = false;
   ASSERT_FALSE(q.compute_layers.empty());
   q.compute_layers.resize(1);
   q.compute_layers.push_back(q.compute_layers[0]);  // the same shapes measured twice
@@ -177,11 +179,57 @@ TEST(ComputeLayer, AnEntryInSeveralLayersTakesTheMeanOfWhatTheyWant) {
   for (const std::string& key : keys) EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(key), -0.5) << key;
 }
 
+// With fuse_add_norm a Llama layer runs 8 kernels per copy: the attention's residual add with the
+// post-attention norm, and the MLP's residual add with the next copy's input norm, are one each.
+// They are priced by the add_rmsnorm table, and no transition is charged between add and norm.
+TEST(ComputeLayer, TheFusedAddNormKernelIsOneOpOfTheLayer) {
+  const Trace t = trace("llama-3.1-8b_tp1_t4.json");
+  CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
+  ASSERT_TRUE(q.fuse_add_norm) << "the default, as SGLang and vLLM run it";
+  q.compute_layers.resize(1);
+  const std::vector<Op>& ops = q.compute_layers[0].ops;
+  ASSERT_EQ(ops.size(), 10u);
+  ASSERT_EQ(ops.front().kind, OpKind::rmsnorm);
+  ASSERT_EQ(ops.back().kind, OpKind::residual_add);  // fuses with the next copy's input norm
+  CalibrationMeasurements m = flat(q);
+  Topology topo = calibrated_topology(h200(), m, build_calibration(q, m, {t}));
+  // Without the fused kernel's table the layer has an op the tables do not price: not fitted.
+  const auto before = topo.calibration.transition_us;
+  m.compute_layer_us = {100.0};
+  std::vector<LayerTransitionFit> fits = fit_transitions_to_layers(q, m, topo);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_FALSE(fits[0].fitted);
+  EXPECT_EQ(fits[0].pairs, 8);
+  EXPECT_EQ(topo.calibration.transition_us, before);
+
+  topo.calibration.elementwise["add_rmsnorm"] = {{1024, 4.0}, {65536, 4.0}};
+  double kernels_us = 0;  // 6 ops by their tables, 2 fused kernels at 4 us
+  for (const Op& op : ops)
+    if (op.kind != OpKind::rmsnorm && op.kind != OpKind::residual_add) kernels_us += compute_cost(op, topo).us;
+  kernels_us += 2 * 4.0;
+  m.compute_layer_us = {kernels_us + 8 * 0.25};  // a quarter of a µs per transition
+  fits = fit_transitions_to_layers(q, m, topo);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_TRUE(fits[0].fitted);
+  EXPECT_NEAR(fits[0].ops_us, kernels_us, 1e-9);
+  EXPECT_EQ(fits[0].pairs, 8);
+  EXPECT_NEAR(fits[0].pairs_us, 8 * 1.0, 1e-9);
+  EXPECT_NEAR(fits[0].fitted_us, 8 * 0.25, 1e-9);
+  // Into each fused kernel from its add, out of it from its norm; add > norm is no transition.
+  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[3], ops[4])), 0.25);  // o_proj > add
+  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[5], ops[6])), 0.25);  // norm > gate_up
+  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[8], ops[9])), 0.25);  // down > add
+  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[0], ops[1])), 0.25);  // norm > qkv
+  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[4], ops[5])),
+                   before.at(transition_key(ops[4], ops[5])));  // add > norm: as the pair chains left it
+}
+
 TEST(ComputeLayer, ALayerWithAnOpTheTablesDoNotPriceIsNotFitted) {
   const Trace t = trace("llama-3.1-8b_tp1_t4.json");
   CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
   ASSERT_FALSE(q.compute_layers.empty());
   q.compute_layers.resize(1);
+  q.fuse_add_norm = false;  // else the fused add + norm kernels, untabled here, would be the reason
   // A MoE expert GEMM has no table: the roofline prices it, and its error is not a transition.
   Op experts;
   experts.kind = OpKind::grouped_gemm;

@@ -6,6 +6,7 @@
 #include "cost/calibration.hpp"
 #include "cost/compute_model.hpp"
 #include "topology/topology.hpp"
+#include "trace/op_traffic.hpp"
 
 using namespace eaglesim;
 
@@ -220,4 +221,43 @@ TEST(Calibration, AttentionAndElementwiseTables) {
   EXPECT_TRUE(n.calibrated);
   EXPECT_NEAR(n.us, std::sqrt(4.0 * 6.0), 1e-9);
   EXPECT_FALSE(compute_cost(rowwise(OpKind::residual_add, 4, 4096), t).calibrated);
+}
+
+// The fused residual add + RMSNorm kernel: x and residual read, the weight row read, residual and
+// out written; one launch gap at verify sizes, where the two ops it replaces cost two.
+TEST(ComputeModel, FusedAddRmsnormIsOneKernelOfItsBytes) {
+  Topology t = preset("2x-h200-nvlink");
+  const Op norm = rowwise(OpKind::rmsnorm, 4, 4096);
+  const OpCost small = add_rmsnorm_cost(norm, t);
+  EXPECT_DOUBLE_EQ(small.us, t.gpu.launch_gap_us);  // 139 KB streams in 0.04 us: the gap wins
+  EXPECT_FALSE(small.calibrated);
+  EXPECT_FALSE(small.extrapolated);
+  EXPECT_DOUBLE_EQ(compute_cost(rowwise(OpKind::residual_add, 4, 4096), t).us + compute_cost(norm, t).us,
+                   2.0 * t.gpu.launch_gap_us);
+  // 8192 x 8192 rows: 4 row arrays and the weight row at the bandwidth ceiling.
+  const Op big = rowwise(OpKind::rmsnorm, 8192, 8192);
+  const double bytes = 2.0 * (4.0 * 8192.0 * 8192.0 + 8192.0);
+  EXPECT_NEAR(add_rmsnorm_cost(big, t).us, bytes / kH200Bw, 1e-9);
+  EXPECT_NEAR(add_rmsnorm_traffic(big).bytes, bytes, 1e-6);
+  // Less than the two ops apart: the residual is written once and read back by nobody.
+  EXPECT_LT(add_rmsnorm_cost(big, t).us,
+            compute_cost(rowwise(OpKind::residual_add, 8192, 8192), t).us + compute_cost(big, t).us);
+  // Given anything but the pair's norm, it refuses.
+  EXPECT_THROW(add_rmsnorm_cost(rowwise(OpKind::residual_add, 4, 4096), t), std::invalid_argument);
+}
+
+TEST(Calibration, FusedAddRmsnormTableWinsInsideItsRange) {
+  Topology t = preset("2x-h200-nvlink");
+  t.calibration.elementwise["add_rmsnorm"] = {{4096, 3.0}, {65536, 5.0}};
+  t.calibration.elementwise["rmsnorm"] = {{4096, 9.0}, {65536, 9.0}};  // the plain norm's table is not the fused kernel's
+  const OpCost in = add_rmsnorm_cost(rowwise(OpKind::rmsnorm, 4, 4096), t);  // 16384 elements, halfway in log
+  EXPECT_TRUE(in.calibrated);
+  EXPECT_NEAR(in.us, std::sqrt(3.0 * 5.0), 1e-9);
+  const OpCost out = add_rmsnorm_cost(rowwise(OpKind::rmsnorm, 64, 4096), t);
+  EXPECT_TRUE(out.extrapolated);
+  EXPECT_DOUBLE_EQ(out.us, add_rmsnorm_cost(rowwise(OpKind::rmsnorm, 64, 4096), preset("2x-h200-nvlink")).us);
+  // In a step the sequence overhead is added once: the pair is one kernel.
+  t.calibration.sequence_overhead_us = 0.5;
+  EXPECT_NEAR(add_rmsnorm_cost(rowwise(OpKind::rmsnorm, 4, 4096), t).us, std::sqrt(3.0 * 5.0) + 0.5, 1e-9);
+  EXPECT_NEAR(add_rmsnorm_chain_cost(rowwise(OpKind::rmsnorm, 4, 4096), t).us, std::sqrt(3.0 * 5.0), 1e-9);
 }

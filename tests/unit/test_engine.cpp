@@ -63,14 +63,28 @@ Step two_layer_step() {
   return s;
 }
 
-StepPlan plan(const Step& s, const Communicator& comm, OpTimes times = OpTimes::model, bool imported = false) {
+// The fused residual add + norm kernel: 1.2 us, less than its two ops apart (0.5 + 1).
+OpCost fused_add_norm_cost(const Op& norm) {
+  EXPECT_EQ(norm.kind, OpKind::rmsnorm) << "priced by the pair's norm";
+  return {1.2};
+}
+
+// The tests worked out by hand on separate ops run them unfused; the fusion tests turn it on.
+StepPlan plan(const Step& s, const Communicator& comm, OpTimes times = OpTimes::model, bool imported = false,
+              bool fuse_add_norm = false) {
   PricingOptions po;
   po.comm = &comm;
   po.query.ranks = 2;
   po.compute_cost = fixed_cost;
+  po.add_norm_cost = fused_add_norm_cost;
+  po.fuse_add_norm = fuse_add_norm;
   po.op_times = times;
   po.trace_imported = imported;
   return plan_step(s, po);
+}
+
+StepPlan fused_plan(const Step& s, const Communicator& comm, OpTimes times = OpTimes::model, bool imported = false) {
+  return plan(s, comm, times, imported, true);
 }
 
 TEST(Engine, NoSkewIsSumOfOps) {
@@ -236,6 +250,145 @@ TEST(Engine, OpTimesSelectMeasuredOrModel) {
   StepPlan mixed = plan(s, comm, OpTimes::automatic, true);
   EXPECT_DOUBLE_EQ(mixed.ops[4].us, 5.0);
   EXPECT_FALSE(mixed.notes.empty());
+}
+
+// SGLang and vLLM run a residual add and the RMSNorm after it as one fused_add_rmsnorm kernel.
+// G(5) AR(10) [R N](1.2) | G(5) AR(10) [R N](1.2): the MLP's add with the final norm fuses too.
+TEST(Engine, ResidualAddAndNormRunAsOneKernel) {
+  FakeComm comm;
+  Step s = two_layer_step();
+  for (Op& op : s.ops) op.bytes = 0;
+  const StepPlan p = fused_plan(s, comm);
+  ASSERT_EQ(p.ops.size(), 6u);
+  for (int i : {2, 5}) {
+    const PricedOp& f = p.ops[static_cast<std::size_t>(i)];
+    EXPECT_EQ(s.ops[static_cast<std::size_t>(f.op_index)].kind, OpKind::residual_add) << "the kernel takes the add's place";
+    EXPECT_EQ(f.absorbed, 1);
+    EXPECT_EQ(f.kind, OpKind::rmsnorm) << "reported as the norm";
+    EXPECT_FALSE(f.collective);
+    EXPECT_DOUBLE_EQ(f.us, 1.2);
+  }
+  EXPECT_EQ(p.ops[2].op_index, 2);
+  EXPECT_EQ(p.ops[3].op_index, 4) << "the norm is not priced again";
+  ASSERT_FALSE(p.notes.empty());
+  EXPECT_NE(p.notes.back().find("verify: 2 residual_add + rmsnorm pairs run as one fused kernel each"),
+            std::string::npos) << p.notes.back();
+  EXPECT_NE(p.notes.back().find("--no-fused-add-norm"), std::string::npos);
+
+  EngineOptions eo;
+  eo.ranks = 2;
+  eo.want_timeline = true;
+  const StepResult r = simulate_step(s, p, eo);
+  EXPECT_NEAR(r.step_us, 32.4, 1e-12);  // 0.3 us less per pair than 33: 5 + 10 + 1.2 + 5 + 10 + 1.2
+  EXPECT_NEAR(r.compute_us, 12.4, 1e-12);
+  EXPECT_NEAR(r.kind_us[static_cast<int>(OpKind::rmsnorm)], 2.4, 1e-12);
+  EXPECT_DOUBLE_EQ(r.kind_us[static_cast<int>(OpKind::residual_add)], 0.0);
+  double kinds = 0;
+  for (double k : r.kind_us) kinds += k;
+  EXPECT_NEAR(kinds, r.step_us, 1e-12) << "the per-kind split still adds up to the step";
+  ASSERT_EQ(r.timeline.spans.size(), 12u);
+  const Span& fused = r.timeline.spans[4];  // rank 0 runs op 0, 1, then the fused kernel (2 ranks each)
+  EXPECT_EQ(fused.kind, OpKind::rmsnorm);
+  EXPECT_EQ(fused.name, "residual+input_norm");
+  EXPECT_EQ(fused.op_index, 2);
+  EXPECT_EQ(fused.layer, 0);
+  EXPECT_NE(fused.detail.find("fused: residual_add + rmsnorm"), std::string::npos) << fused.detail;
+  EXPECT_DOUBLE_EQ(fused.start_us, 15.0);
+  EXPECT_NEAR(fused.end_us, 16.2, 1e-12);
+  EXPECT_NEAR(r.timeline.spans[6].start_us, 16.2, 1e-12) << "the next op starts after the fused kernel";
+}
+
+TEST(Engine, OnlyAnAddRightBeforeANormOfItsShapeFuses) {
+  FakeComm comm;
+  Step s;
+  s.name = "verify";
+  // Another hidden size: no fused kernel adds one width and normalises another.
+  Op wide = make(OpKind::rmsnorm, 0, "norm");
+  wide.hidden = 8192;
+  s.ops = {make(OpKind::residual_add, 0, "res"), wide};
+  EXPECT_EQ(fused_plan(s, comm).ops.size(), 2u);
+  EXPECT_FALSE(fusable_add_norm(s.ops, 0));
+  Op fewer = make(OpKind::rmsnorm, 0, "norm");
+  fewer.tokens = 1;
+  s.ops = {make(OpKind::residual_add, 0, "res"), fewer};
+  EXPECT_EQ(fused_plan(s, comm).ops.size(), 2u);
+  // Another op between them: the add's output is not the norm's input in one kernel.
+  s.ops = {make(OpKind::residual_add, 0, "res"), make(OpKind::gemm, 0, "g"), make(OpKind::rmsnorm, 0, "norm")};
+  EXPECT_EQ(fused_plan(s, comm).ops.size(), 3u);
+  // A norm before the add, an add alone, a norm alone: nothing to fuse.
+  s.ops = {make(OpKind::rmsnorm, 0, "norm"), make(OpKind::residual_add, 0, "res")};
+  const StepPlan p = fused_plan(s, comm);
+  EXPECT_EQ(p.ops.size(), 2u);
+  for (const auto& n : p.notes) EXPECT_EQ(n.find("fused kernel"), std::string::npos) << n;
+  EXPECT_FALSE(fusable_add_norm(s.ops, 1)) << "the last op has no op after it";
+  s.ops = {make(OpKind::residual_add, 0, "res"), make(OpKind::rmsnorm, 0, "norm")};
+  EXPECT_TRUE(fusable_add_norm(s.ops, 0));
+  EXPECT_EQ(fused_plan(s, comm).ops.size(), 1u);
+}
+
+TEST(Engine, AFusedAllreduceKeepsTheAddAndNormItAbsorbs) {
+  FakeComm fused(true);
+  Step s = two_layer_step();
+  for (Op& op : s.ops) op.bytes = 0;
+  const StepPlan p = fused_plan(s, fused);
+  ASSERT_EQ(p.ops.size(), 4u);  // G AR(+R N) G AR(+R N): nothing left for an add+norm kernel
+  EXPECT_EQ(p.ops[1].absorbed, 2);
+  EXPECT_EQ(p.ops[3].absorbed, 2);
+  for (const auto& n : p.notes) EXPECT_EQ(n.find("residual_add + rmsnorm"), std::string::npos) << n;
+  // An allreduce that absorbs only a norm in its own or the next layer leaves a later pair alone;
+  // a pair it cannot absorb (the norm two layers on) fuses on its own.
+  s.ops = {make(OpKind::gemm, 0, "g"), make(OpKind::allreduce, 0, "ar"), make(OpKind::residual_add, 0, "res"),
+           make(OpKind::rmsnorm, 2, "norm")};
+  const StepPlan apart = fused_plan(s, fused);
+  ASSERT_EQ(apart.ops.size(), 3u);
+  EXPECT_EQ(apart.ops[1].absorbed, 0);
+  EXPECT_EQ(apart.ops[2].absorbed, 1);
+  EXPECT_EQ(apart.ops[2].kind, OpKind::rmsnorm);
+}
+
+TEST(Engine, NoFusedAddNormRunsThePairAsTwoKernels) {
+  FakeComm comm;
+  Step s = two_layer_step();
+  for (Op& op : s.ops) op.bytes = 0;
+  const StepPlan apart = plan(s, comm, OpTimes::model, false, false);
+  EXPECT_EQ(apart.ops.size(), s.ops.size());
+  for (const PricedOp& p : apart.ops) EXPECT_EQ(p.absorbed, 0);
+  for (const auto& n : apart.notes) EXPECT_EQ(n.find("residual_add + rmsnorm"), std::string::npos) << n;
+  EngineOptions eo;
+  eo.ranks = 2;
+  EXPECT_DOUBLE_EQ(simulate_step(s, apart, eo).step_us, 33.0);
+  EXPECT_NEAR(simulate_step(s, fused_plan(s, comm), eo).step_us, 32.4, 1e-12);
+}
+
+// Measured times are the kernels the recording ran: a pair with them stays two ops.
+TEST(Engine, MeasuredAddAndNormKeepTheirRecordedKernels) {
+  FakeComm comm;
+  Step s = two_layer_step();
+  for (Op& op : s.ops) op.us = 3.0;
+  EXPECT_EQ(fused_plan(s, comm, OpTimes::measured).ops.size(), s.ops.size());
+  EXPECT_EQ(fused_plan(s, comm, OpTimes::automatic, true).ops.size(), s.ops.size());
+  // One of the two without a time (the model prices it, the other is recorded): still apart.
+  s.ops[3].us.reset();
+  EXPECT_EQ(fused_plan(s, comm, OpTimes::automatic, true).ops.size(), s.ops.size());
+  // Both without: the model prices both, as one kernel.
+  s.ops[2].us.reset();
+  const StepPlan p = fused_plan(s, comm, OpTimes::automatic, true);
+  EXPECT_EQ(p.ops.size(), s.ops.size() - 1);
+  EXPECT_DOUBLE_EQ(p.ops[2].us, 1.2);
+  // A generated trace's recorded times are not used: the model fuses.
+  EXPECT_EQ(fused_plan(s, comm, OpTimes::automatic, false).ops.size(), s.ops.size() - 2);
+}
+
+TEST(Engine, AFusedPairNeedsTheFusedKernelsCost) {
+  FakeComm comm;
+  Step s = two_layer_step();
+  PricingOptions po;
+  po.comm = &comm;
+  po.compute_cost = fixed_cost;
+  po.op_times = OpTimes::model;
+  EXPECT_THROW(plan_step(s, po), InputError);
+  po.fuse_add_norm = false;
+  EXPECT_EQ(plan_step(s, po).ops.size(), s.ops.size());
 }
 
 TEST(Engine, ParseOpTimes) {

@@ -36,6 +36,24 @@ Op make(OpKind kind, int layer) {
   return op;
 }
 
+Step verify_step(std::vector<Op> ops) {
+  Step s;
+  s.name = "verify";
+  s.ops = std::move(ops);
+  return s;
+}
+
+// nccl on 2 ranks, compute ops (the fused residual add + norm kernel too) priced by `topo`'s model.
+PricingOptions nccl_pricing(const Topology& topo) {
+  PricingOptions po;
+  po.comm = &find_communicator("nccl");
+  po.query.topo = &topo;
+  po.query.ranks = 2;
+  po.compute_cost = [&topo](const Op& op) { return compute_cost(op, topo); };
+  po.add_norm_cost = [&topo](const Op& norm) { return add_rmsnorm_cost(norm, topo); };
+  return po;
+}
+
 }  // namespace
 
 TEST(KernelTransitions, KeysNameTwoComputeKinds) {
@@ -138,17 +156,11 @@ TEST(KernelTransitions, MeasuredPairsAverageIntoOneValuePerKindPair) {
 }
 
 TEST(KernelTransitions, PricingAddsThemAfterThePreviousComputeOpOnly) {
-  Step step;
-  step.name = "verify";
-  step.ops = {make(OpKind::rmsnorm, 0), make(OpKind::gemm, 0), make(OpKind::allreduce, 0),
-              make(OpKind::residual_add, 0), make(OpKind::rmsnorm, 1)};
+  Step step = verify_step({make(OpKind::rmsnorm, 0), make(OpKind::gemm, 0), make(OpKind::allreduce, 0),
+                           make(OpKind::residual_add, 0), make(OpKind::rmsnorm, 1)});
   const Topology topo = h200();
-  const Communicator& comm = find_communicator("nccl");
-  PricingOptions po;
-  po.comm = &comm;
-  po.query.topo = &topo;
-  po.query.ranks = 2;
-  po.compute_cost = [&topo](const Op& op) { return compute_cost(op, topo); };
+  PricingOptions po = nccl_pricing(topo);
+  po.fuse_add_norm = false;  // each op its own kernel (the fused add + norm: the next test)
   const StepPlan plain = plan_step(step, po);
 
   const std::map<std::string, double> transitions{{"rmsnorm>gemm", 1.5},
@@ -175,6 +187,27 @@ TEST(KernelTransitions, PricingAddsThemAfterThePreviousComputeOpOnly) {
   po.op_times = OpTimes::measured;
   const StepPlan measured = plan_step(step, po);
   EXPECT_DOUBLE_EQ(measured.ops[1].us, 2.0);
+}
+
+// A residual add and the norm after it run as one kernel: the transition into it is the one into
+// the add, there is none between the two, and the op after it transitions from the norm.
+TEST(KernelTransitions, AFusedAddNormKernelIsEnteredAtItsAddAndLeftAtItsNorm) {
+  const Step step = verify_step({make(OpKind::gemm, 0), make(OpKind::allreduce, 0), make(OpKind::residual_add, 0),
+                                 make(OpKind::rmsnorm, 1), make(OpKind::gemm, 1)});
+  const Topology topo = h200();
+  PricingOptions po = nccl_pricing(topo);
+  const StepPlan plain = plan_step(step, po);
+  ASSERT_EQ(plain.ops.size(), 4u);
+  EXPECT_DOUBLE_EQ(plain.ops[2].us, add_rmsnorm_cost(step.ops[3], topo).us);
+  const std::map<std::string, double> transitions{{"gemm>residual_add", 0.5},
+                                                  {"residual_add>rmsnorm", 9.0},  // inside the kernel: never
+                                                  {"rmsnorm>gemm", 1.5},
+                                                  {"residual_add>gemm", 7.0}};
+  po.transitions = &transitions;
+  const StepPlan with = plan_step(step, po);
+  ASSERT_EQ(with.ops.size(), 4u);
+  EXPECT_DOUBLE_EQ(with.ops[2].us, plain.ops[2].us + 0.5);  // gemm > the kernel's add
+  EXPECT_DOUBLE_EQ(with.ops[3].us, plain.ops[3].us + 1.5);  // the kernel's norm > gemm
 }
 
 TEST(KernelTransitions, SimulatorUsesTheTopologysTable) {

@@ -215,11 +215,19 @@ TEST(Roofline, EvaluateCountsTheTrafficOfMeasuredStepsPerKind) {
   const Step step = allreduce_then_norm();
   Trace trace;
   CeilingsBackend measuring(true);
-  const StepResult r = price_step(measuring, trace, step, "nccl", nullptr, RunOptions{}).result;
+  RunOptions apart;
+  apart.fuse_add_norm = false;
+  const StepResult r = price_step(measuring, trace, step, "nccl", nullptr, apart).result;
   EXPECT_DOUBLE_EQ(r.kind_traffic[static_cast<int>(OpKind::gemm)].bytes, op_traffic(step.ops[0]).bytes);
   EXPECT_DOUBLE_EQ(r.kind_traffic[static_cast<int>(OpKind::residual_add)].bytes, 98304.0);  // 4·4096·2·3
   EXPECT_DOUBLE_EQ(r.kind_traffic[static_cast<int>(OpKind::rmsnorm)].bytes, 65536.0);
   EXPECT_EQ(r.kind_traffic[static_cast<int>(OpKind::allreduce)].bytes, 0.0);
+  // Run as one fused kernel (the default), the add and the norm are that kernel's traffic, under
+  // rmsnorm where its time is: x, residual and the weight row in, residual and out written.
+  const StepResult f = price_step(measuring, trace, step, "nccl", nullptr, RunOptions{}).result;
+  EXPECT_EQ(f.kind_traffic[static_cast<int>(OpKind::residual_add)].bytes, 0.0);
+  EXPECT_DOUBLE_EQ(f.kind_traffic[static_cast<int>(OpKind::rmsnorm)].bytes, 4 * 4096 * 2 * 4 + 4096 * 2);
+  EXPECT_DOUBLE_EQ(f.kind_traffic[static_cast<int>(OpKind::gemm)].bytes, op_traffic(step.ops[0]).bytes);
 
   CeilingsBackend simulating(false);
   const StepResult s = price_step(simulating, trace, step, "nccl", nullptr, RunOptions{}).result;

@@ -82,9 +82,13 @@ TEST(Topology, WriteReadWriteIsByteIdentical) {
   t.calibration.allreduce["nccl"] = {{32768, 40.5}, {65536, 44.0}};
   t.calibration.attention["gqa:32:8:128"] = {{1024, 9.0}, {4096, 20.0}};
   t.calibration.elementwise["rmsnorm"] = {{16384, 2.6}};
+  t.calibration.elementwise["add_rmsnorm"] = {{16384, 2.9}, {65536, 3.4}};  // the fused residual add + norm
   std::string a = topology_to_string(t);
+  EXPECT_NE(a.find("\"add_rmsnorm\""), std::string::npos);
   Topology back = parse_topology(JsonCursor::parse_text(a, "mem.json"), "mem.json");
   EXPECT_EQ(a, topology_to_string(back));
+  ASSERT_EQ(back.calibration.elementwise.at("add_rmsnorm").size(), 2u);
+  EXPECT_DOUBLE_EQ(back.calibration.elementwise.at("add_rmsnorm")[1].us, 3.4);
   EXPECT_DOUBLE_EQ(back.calibration.gemm[0].us, 0.1 + 0.2);
   EXPECT_EQ(back.calibration.allreduce.at("nccl").size(), 2u);
   EXPECT_EQ(*back.calibration.launch_gap_us, 2.25);
@@ -132,6 +136,9 @@ TEST(Topology, BadFilesGiveOneClearError) {
       // auto picks among the others, each by its own table; a table of its own would bypass that.
       {"calibration_auto_table", "calibration.allreduce.auto: unknown field (allowed here: nccl, oneshot, twoshot, "
                                  "fused, quant)"},
+      // The fused residual add + norm kernel's table is add_rmsnorm, named like no op kind.
+      {"calibration_unknown_elementwise", "calibration.elementwise.fused_add_rmsnorm: unknown field (allowed here: "
+                                          "rmsnorm, residual_add, act, embedding, add_rmsnorm, other)"},
       {"calibration_bad_attention_key", "calibration.attention.gqa:32:8: unknown attention key"},
       {"calibration_ranks_too_many", "calibration.ranks: expected an integer in [1, 4]"},
       {"calibration_duplicate_gemm", "calibration.gemm[1]: duplicate GEMM point m=4 n=8 k=8 bf16"},
