@@ -48,7 +48,9 @@ std::string Acceptance::describe(int draft_tokens) const {
   return fmt::format("{} (given, N={})", describe(), draft_tokens);
 }
 
-void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, int draft_tokens) {
+void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, int draft_tokens, int batch, int gpus) {
+  if (batch < 1 || gpus < 1)
+    throw InputError(fmt::format("cycle metrics: batch {} and gpus {} must both be at least 1", batch, gpus));
   if (!r.supported) return;
   const StepResult& v = r.verify;
   r.verify_us = v.step_us;
@@ -67,6 +69,11 @@ void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, in
   r.tokens_per_s = r.cycle_us > 0 ? r.tokens_per_cycle / r.cycle_us * 1e6 : 0.0;
   r.decode_tokens_per_s = r.decode_us > 0 ? 1e6 / r.decode_us : 0.0;
   r.speedup_vs_decode = r.decode_tokens_per_s > 0 ? r.tokens_per_s / r.decode_tokens_per_s : 0.0;
+  r.batch = batch;
+  r.gpus = gpus;
+  r.total_tokens_per_s = batch * r.tokens_per_s;
+  r.tokens_per_s_per_gpu = r.total_tokens_per_s / gpus;
+  r.decode_total_tokens_per_s = batch * r.decode_tokens_per_s;
   r.breakeven_accept_rate.reset();
   r.breakeven_accept_len = 0;
   if (r.decode_us > 0) {

@@ -58,6 +58,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   sc.backend = backend.name();
   sc.tp = trace.meta.tp;
   sc.ranks = req.options.ranks > 0 ? req.options.ranks : trace.meta.tp;
+  sc.batch = trace.meta.batch_size();
   sc.draft_tokens = scenario_draft_tokens(trace, req.draft_tokens);
   if (sc.draft_tokens < 0) throw InputError(fmt::format("draft tokens: expected >= 0, got {}", sc.draft_tokens));
   sc.acceptance = req.acceptance;
@@ -91,7 +92,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     if (v.supported && (!d || d->supported) && (!e || e->supported) && decode)
       p = price_step(backend, trace, *decode, name, req.topo, quiet);
     StrategyResult r = assemble_result(name, v, d ? &*d : nullptr, p ? &*p : nullptr, e ? &*e : nullptr);
-    derive_strategy_metrics(r, sc.acceptance, sc.draft_tokens);
+    derive_strategy_metrics(r, sc.acceptance, sc.draft_tokens, sc.batch, sc.tp);
     report.results.push_back(std::move(r));
   }
   return report;
