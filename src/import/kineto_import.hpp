@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "import/import_summary.hpp"
+#include "model/model_config.hpp"
 #include "trace/trace.hpp"
 
 namespace eaglesim {
@@ -15,6 +16,14 @@ struct KinetoImportOptions {
   bool all_steps = false;              // every complete step, each as a `verify` step
   std::optional<int> layers_per_step;  // needed when steps cannot be told apart from layers
   std::string model;                   // meta.model; default: derived from the first file name
+  // Kernels without shapes (CUDA-graph replays, profiles without record_shapes) take theirs from
+  // the model config and the recorded run (config_shape_matcher.hpp). tokens and kv_len are
+  // required then; tp defaults to distributedInfo.world_size or the number of files.
+  std::optional<ModelConfig> config;
+  std::optional<int> tp;
+  std::optional<std::int64_t> tokens;  // query tokens per request (1 + draft tokens)
+  std::optional<std::int64_t> batch;   // requests; default 1
+  std::optional<std::int64_t> kv_len;  // KV positions per request
 };
 
 struct KinetoImport {

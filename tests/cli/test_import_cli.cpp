@@ -75,3 +75,27 @@ TEST(ImportCli, ConfigGivesTheLayerCount) {
   EXPECT_EQ(slurp(dir + "/a.json"), slurp(dir + "/b.json"));
   expect_refused(nccl_pair(), "--config no-such-model", "no-such-model");
 }
+
+// A graph-mode profile: shapes from --config and the run's tokens / KV length; the summary
+// names the kernels that were not recognised.
+TEST(ImportCli, GraphTraceTakesShapesFromTheConfig) {
+  std::string out = temp_dir() + "/graph.json";
+  CliResult r = run_cli("import kineto " + kDir + "graph/sglang_tp1_synthetic.json -o " + out + " --config " + kDir +
+                        "graph/tiny_llama.json --tokens 4 --kv-len 128");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("shapes: from --config tiny_llama"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unrecognised kernels: 5 (BatchQKApplyRotaryPosIdsCosSinCacheKernel x4"), std::string::npos) << r.out;
+  CliResult i = run_cli("inspect " + out);
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_NE(i.out.find("40 ops over 4 layers"), std::string::npos) << i.out;
+}
+
+TEST(ImportCli, GraphBadInputsExit2WithoutOutput) {
+  const std::string cfg = " --tokens 4 --kv-len 2048 --config llama-3.1-8b";
+  expect_refused(kDir + "bad/rocm_graph.json", "", "expected an NVIDIA GPU");
+  expect_refused(kDir + "graph/sglang_tp1_synthetic.json", cfg, "num_hidden_layers is 32, but the step's 40 kernels");
+  expect_refused(kDir + "graph/llama8b_tp2_t4_nccl_graph_rank0.json.gz " + kDir + "bad/graph_tp2_missing_step_rank1.json.gz",
+                 cfg, "not the ranks of one run");
+  expect_refused(kDir + "graph/sglang_tp1_synthetic.json", "--config " + kDir + "graph/tiny_llama.json --kv-len 128",
+                 "--tokens: required");
+}
