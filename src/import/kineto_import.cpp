@@ -92,6 +92,22 @@ void check_rank_ops_match(const std::vector<RankOps>& ranks, const std::vector<i
   }
 }
 
+// Inside a CUDA graph the GPU never waits for the CPU: the time between two kernels of one
+// replay is the GPU's kernel boundary (the graph's own launch latency), part of the step as
+// much as the kernels are. Eager gaps are Python and are dropped; graph gaps are kept: the gap
+// before an op and the gaps between its own kernels belong to it.
+double graph_gap_before(const RankOps& r, int s, std::size_t j) {
+  const auto& idx = r.split.steps[static_cast<std::size_t>(s)];
+  const ImportedOp& o = r.ops[idx[j]];
+  if (o.graph_launch < 0 || j == 0) return 0;
+  const ImportedOp& prev = r.ops[idx[j - 1]];
+  return prev.graph_launch == o.graph_launch ? std::max(0.0, o.start - prev.end) : 0.0;
+}
+double graph_gaps_inside(const ImportedOp& o) {
+  if (o.graph_launch < 0 || o.collective) return 0;
+  return std::max(0.0, (o.end - o.start) - o.kernel_us);
+}
+
 std::vector<int> select_steps(const RankOps& r0, const KinetoImportOptions& opt) {
   const StepSplit& sp = r0.split;
   std::vector<int> complete;
@@ -235,19 +251,22 @@ KinetoImport import_kineto_with_summary(const std::vector<std::string>& files, c
   for (int s : selected) {
     Step step;
     step.name = "verify";
-    double span_start = 1e300, span_end = -1e300, collective_us = 0;
+    double span_start = 1e300, span_end = -1e300, collective_us = 0, graph_gap_us = 0;
     const auto& idx0 = r0.split.steps[static_cast<std::size_t>(s)];
     for (std::size_t j = 0; j < idx0.size(); ++j) {
       const ImportedOp& io = r0.ops[idx0[j]];
       Op op = io.op;
-      double mean_kernel = 0, mean_copy = 0;
+      double mean_kernel = 0, mean_copy = 0, mean_gap = 0;
       for (const auto& r : ranks) {
         const ImportedOp& o = r.ops[r.split.steps[static_cast<std::size_t>(s)][j]];
-        mean_kernel += o.kernel_us;
+        mean_kernel += o.kernel_us + graph_gaps_inside(o);
         mean_copy += o.folded_copy_us;
+        mean_gap += graph_gap_before(r, s, j);
       }
       mean_kernel /= static_cast<double>(ranks.size());
       mean_copy /= static_cast<double>(ranks.size());
+      mean_gap /= static_cast<double>(ranks.size());
+      graph_gap_us += mean_gap;
       if (io.collective) {
         if (alignment) {
           op.us = alignment->cost_us[static_cast<std::size_t>(r0.collective_ordinal[idx0[j]])] + mean_copy;
@@ -256,8 +275,11 @@ KinetoImport import_kineto_with_summary(const std::vector<std::string>& files, c
           op.us = io.kernel_us + io.folded_copy_us;  // upper bound: includes waiting (see notes)
         }
         collective_us += *op.us;
+        // The boundary before a collective goes to the op before it, so that it stays when a
+        // replay swaps the allreduce for another strategy's.
+        if (!step.ops.empty() && !step.ops.back().is_comm()) *step.ops.back().us += mean_gap;
       } else {
-        op.us = mean_kernel;  // compute ops: any rank is a measurement; the mean halves the noise
+        op.us = mean_kernel + mean_gap;  // compute ops: any rank is a measurement; the mean halves the noise
       }
       span_start = std::min(span_start, io.start);
       span_end = std::max(span_end, io.end);
@@ -310,6 +332,9 @@ KinetoImport import_kineto_with_summary(const std::vector<std::string>& files, c
                                        "(launch/CPU-bound, eager mode?): not recorded as measured_us",
                                        s, span, span > 0 ? 100.0 * busy / span : 0.0));
     }
+    if (graph_gap_us > 0)
+      step_notes.push_back(fmt::format("step {}: {:.1f} us of kernel boundaries inside CUDA graphs added to the ops "
+                                       "that follow them", s, graph_gap_us));
     if (s == selected.front()) {
       for (const auto& op : step.ops) ++sum.ops_by_kind[to_string(op.kind)];
       sum.op_us_per_step = busy;
@@ -400,8 +425,12 @@ KinetoImport import_kineto_with_summary(const std::vector<std::string>& files, c
   if (!r0.trace.device_name.empty()) notes += " recorded on " + r0.trace.device_name;
   notes += fmt::format(". Steps: {}; imported step(s) {} of {} found. ", r0.split.method,
                        fmt::join(selected, ","), r0.split.steps.size());
-  notes += "Op us = sum of the op's kernel durations (mean over ranks); CPU launch gaps between kernels are "
-           "dropped, so the step is priced as if launched back to back (CUDA graph). ";
+  if (graph_mode)
+    notes += "Op us = the op's kernel durations plus the kernel boundaries inside the CUDA graph before and "
+             "between them (mean over ranks). ";
+  else
+    notes += "Op us = sum of the op's kernel durations (mean over ranks); CPU launch gaps between kernels are "
+             "dropped, so the step is priced as if launched back to back (CUDA graph). ";
   if (alignment) {
     std::string offs;
     for (std::size_t r = 1; r < alignment->clock_offset_us.size(); ++r)
