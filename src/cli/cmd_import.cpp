@@ -11,6 +11,7 @@
 #include "import/kineto_import.hpp"
 #include "io/atomic_file.hpp"
 #include "model/model_config.hpp"
+#include "model/rank_layer_shape.hpp"
 #include "sweep/sweep_inputs.hpp"
 #include "trace/trace_json.hpp"
 
@@ -73,7 +74,7 @@ void add_kineto(CLI::App& import) {
       ModelConfig cfg = read_model_config(resolve_model_path("--config", a->config));
       opt.layers_per_step = cfg.layers;
       if (opt.model.empty()) opt.model = cfg.name;
-      opt.config = cfg;
+      opt.layer_shape = [cfg](int tp) { return rank_layer_shape(cfg, tp); };
     }
     if (a->tp > 0) opt.tp = a->tp;
     if (a->tokens > 0) opt.tokens = a->tokens;

@@ -100,7 +100,7 @@ void typed(ImportedOp& io, int layer, const std::string& name) {
 }  // namespace
 
 ConfigMatch match_config_shapes(std::vector<ImportedOp>& ops, const std::vector<std::size_t>& step,
-                                const ModelConfig& cfg, const RecordedRun& run, const std::string& file) {
+                                const RankLayerShape& cfg, const RecordedRun& run, const std::string& file) {
   std::vector<std::string> keys;
   keys.reserve(step.size());
   for (std::size_t i : step) keys.push_back(role_key(ops[i]));
@@ -110,7 +110,7 @@ ConfigMatch match_config_shapes(std::vector<ImportedOp>& ops, const std::vector<
     throw InputError(fmt::format(
         "{}: --config {}: num_hidden_layers is {}, but the step's {} kernels hold {} (the longest run of identical "
         "layer patterns is {} x {} ops): the config does not describe the traced model",
-        file, cfg.file, cfg.layers, step.size(),
+        file, cfg.config_file, cfg.layers, step.size(),
         r.repeats < cfg.layers ? fmt::format("no run of {} repeating layers", cfg.layers)
                                : fmt::format("{} repeating layers", r.repeats),
         r.repeats, r.period));
@@ -125,7 +125,7 @@ ConfigMatch match_config_shapes(std::vector<ImportedOp>& ops, const std::vector<
 
   // Only dense GQA layers have a fixed role order to read shapes from; MoE and MLA layers are
   // numbered and kept at their measured µs.
-  if (cfg.is_moe() || cfg.is_mla() || cfg.is_draft()) return m;
+  if (!cfg.dense_gqa) return m;
   m.shapes = true;
 
   // The layer template, from layer 0 (every layer is the same by construction).
@@ -137,7 +137,7 @@ ConfigMatch match_config_shapes(std::vector<ImportedOp>& ops, const std::vector<
   }
   const std::string expect = fmt::format(
       "--config {} ({}, dense) expects per layer 4 GEMMs (qkv_proj, o_proj, gate_up_proj, down_proj) and 1 attention",
-      cfg.file, cfg.model_type);
+      cfg.config_file, cfg.model_type);
   if (gemms != 4 || attentions != 1)
     throw InputError(fmt::format("{}: each of the {} repeating layers ({} ops) has {} GEMM(s) and {} attention "
                                  "kernel group(s); {}: the config does not describe the traced model",
@@ -145,11 +145,9 @@ ConfigMatch match_config_shapes(std::vector<ImportedOp>& ops, const std::vector<
   if (allreduces > 0 && run.tp == 1)
     throw InputError(fmt::format("{}: each layer has {} allreduce(s), so the run was tensor-parallel, but the tp "
                                  "is 1: pass --tp (the engine's tensor-parallel size)", file, allreduces));
-  check_tp(cfg, run.tp);
 
   const std::int64_t rows = run.rows(), H = cfg.hidden, D = cfg.head_dim;
-  const std::int64_t heads = heads_per_rank(cfg, run.tp), kv_heads = kv_heads_per_rank(cfg, run.tp);
-  const std::int64_t inter = cfg.intermediate / run.tp;
+  const std::int64_t heads = cfg.heads, kv_heads = cfg.kv_heads, inter = cfg.intermediate;
 
   for (std::size_t j = 0; j < step.size(); ++j) {
     ImportedOp& io = ops[step[j]];
@@ -168,7 +166,7 @@ ConfigMatch match_config_shapes(std::vector<ImportedOp>& ops, const std::vector<
       if (j < r.first && key == "allreduce") { set_allreduce(io, rows, H, "embed"); typed(io, -1, "embed_allreduce"); }
       else if (key == "rmsnorm" && j >= end) { set_rows(io, OpKind::rmsnorm, rows, H); typed(io, -1, "final_norm"); }
       else if (key == "gemm" && j >= end) {
-        set_gemm(io, OpKind::lm_head, rows, vocab_per_rank(cfg.vocab, run.tp), H);
+        set_gemm(io, OpKind::lm_head, rows, cfg.vocab, H);
         typed(io, -1, "lm_head");
         keys[j] = "done";
         // Only the first GEMM after the layers is the lm_head.

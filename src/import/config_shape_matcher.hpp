@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "import/imported_op.hpp"
-#include "model/model_config.hpp"
+#include "trace/rank_layer_shape.hpp"
 
 namespace eaglesim {
 
@@ -35,10 +35,10 @@ struct ConfigMatch {
 };
 
 // `step` indexes `ops` (one step of one rank, in order). Sets kind, shape, layer and site of the
-// ops it recognises. Throws InputError naming `file` and `config.file` when the step holds no
-// run of exactly config.layers repeating layers, or when a layer's GEMMs and attention are not
+// ops it recognises. Throws InputError naming `file` and the config file when the step holds no
+// run of exactly `layer.layers` repeating layers, or when a layer's GEMMs and attention are not
 // what the config's architecture has.
 ConfigMatch match_config_shapes(std::vector<ImportedOp>& ops, const std::vector<std::size_t>& step,
-                                const ModelConfig& config, const RecordedRun& run, const std::string& file);
+                                const RankLayerShape& layer, const RecordedRun& run, const std::string& file);
 
 }  // namespace eaglesim

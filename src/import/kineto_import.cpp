@@ -199,7 +199,8 @@ KinetoImport import_kineto_with_summary(const std::vector<std::string>& files, c
   const bool any_shapeless = std::any_of(selected.begin(), selected.end(), [&](int s) { return shapeless(r0, s) > 0; });
   const bool graph_mode = std::any_of(r0.ops.begin(), r0.ops.end(), [](const ImportedOp& o) { return o.graph_launch >= 0; });
   RecordedRun run;
-  if (any_shapeless && opt.config) {
+  std::optional<RankLayerShape> layer;
+  if (any_shapeless && opt.layer_shape) {
     const std::string why = fmt::format("{} has kernels without shapes{}, which take theirs from --config", r0.trace.file,
                                         graph_mode ? " (CUDA graph replays)" : "");
     if (!opt.tokens) throw InputError(fmt::format("--tokens: required: {}; give the query tokens per request of the "
@@ -209,9 +210,10 @@ KinetoImport import_kineto_with_summary(const std::vector<std::string>& files, c
     run.tokens = *opt.tokens;
     run.batch = opt.batch.value_or(1);
     run.kv_len = *opt.kv_len;
+    layer = opt.layer_shape(tp);
     for (auto& r : ranks)
       for (int s : selected) {
-        ConfigMatch m = match_config_shapes(r.ops, r.split.steps[static_cast<std::size_t>(s)], *opt.config, run, r.trace.file);
+        ConfigMatch m = match_config_shapes(r.ops, r.split.steps[static_cast<std::size_t>(s)], *layer, run, r.trace.file);
         if (&r == &r0) matched[s] = m;
         // What the config gave no role keeps its measured us; it was recognised, not shapeless.
         for (std::size_t i : r.split.steps[static_cast<std::size_t>(s)]) r.ops[i].shape_missing = false;
@@ -362,7 +364,7 @@ KinetoImport import_kineto_with_summary(const std::vector<std::string>& files, c
         }
         sum.shape_source = fmt::format(
             "from --config {} ({}, tp {}, {} token(s) x {} request(s), kv {}): {} layers of {} ops from op {}, {} ops "
-            "typed{}", opt.config->name, opt.config->model_type, run.tp, run.tokens, run.batch, run.kv_len, m.layers,
+            "typed{}", layer->model_name, layer->model_type, run.tp, run.tokens, run.batch, run.kv_len, m.layers,
             m.period, m.first, m.typed, m.shapes ? "" : " (no layer template for this architecture: layers numbered, ops measured)");
         if (kept > 0) {
           std::string names;
@@ -386,7 +388,7 @@ KinetoImport import_kineto_with_summary(const std::vector<std::string>& files, c
   for (const auto& [kind, n] : missing_shape)
     sum.warnings.push_back(fmt::format("{} {} op(s) per step had no CPU op with a usable shape: imported as "
                                        "`other` (measured us only)", n, kind));
-  if (any_shapeless && !opt.config && graph_mode)
+  if (any_shapeless && !opt.layer_shape && graph_mode)
     sum.warnings.push_back(fmt::format("{}: the kernels replayed from CUDA graphs carry no shapes: pass --config, "
                                        "--tokens and --kv-len to type them and number the layers", r0.trace.file));
   if (unrecognised_ops > 0)

@@ -11,6 +11,7 @@
 #include "import/kineto_import.hpp"
 #include "import/recorded_strategy.hpp"
 #include "model/model_config.hpp"
+#include "model/rank_layer_shape.hpp"
 #include "trace/trace_stats.hpp"
 
 using namespace eaglesim;
@@ -22,8 +23,9 @@ const std::string kModels = std::string(EAGLESIM_TEST_DATA) + "/../../models/llm
 
 KinetoImportOptions graph_options(const std::string& config, std::int64_t tokens, std::int64_t kv_len) {
   KinetoImportOptions o;
-  o.config = read_model_config(config);
-  o.layers_per_step = o.config->layers;
+  const ModelConfig cfg = read_model_config(config);
+  o.layer_shape = [cfg](int tp) { return rank_layer_shape(cfg, tp); };
+  o.layers_per_step = cfg.layers;
   o.tokens = tokens;
   o.kv_len = kv_len;
   return o;
