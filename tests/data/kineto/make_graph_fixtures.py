@@ -18,7 +18,10 @@ graph/llama8b_tp2_t4_{nccl,one_shot}_graph_rank{0,1}.json.gz: the last step of t
 bad/rocm_graph.json: a graph-mode trace from an AMD GPU (hipGraphLaunch, hipBLASLt kernel names).
 bad/graph_tp2_missing_step_rank1.json.gz: rank 1 of the NCCL pair with its second graph launch missing.
 """
-import copy, gzip, json
+import copy, gzip, json, os, sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools"))
+from trim_kineto import save as dump  # noqa: E402  (gzip by the name, no timestamp: reproducible bytes)
 
 # graph/tiny_llama.json
 H, I, Q, KV, D, LAYERS, VOCAB = 256, 512, 4, 2, 64, 4, 1000
@@ -95,16 +98,6 @@ def graph_trace(steps_kernels, rank=None, world=None, clock=0.0, marks=True, dev
     if world:
         doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": world}
     return doc
-
-
-def dump(doc, path):
-    data = json.dumps(doc, separators=(",", ":"))
-    if path.endswith(".gz"):
-        with gzip.GzipFile(path, "wb", mtime=0) as f:
-            f.write(data.encode())
-    else:
-        with open(path, "w") as f:
-            f.write(data)
 
 
 def tiny_config():
