@@ -9,6 +9,7 @@
 #include "core/errors.hpp"
 #include "import/kernel_classifier.hpp"
 #include "import/kineto_import.hpp"
+#include "import/kineto_reader.hpp"
 #include "import/recorded_strategy.hpp"
 #include "model/model_config.hpp"
 #include "model/rank_layer_shape.hpp"
@@ -254,4 +255,39 @@ TEST(RecordedStrategy, FamiliesMapOntoTheStrategyRunningTheSameAlgorithm) {
   EXPECT_EQ(strategy_for_allreduce_family("torch symmetric memory two-shot"), "twoshot");
   EXPECT_EQ(strategy_for_allreduce_family("FlashInfer/TRT-LLM allreduce fusion one-shot"), "fused");
   EXPECT_EQ(strategy_for_allreduce_family("custom allreduce"), "");
+}
+
+// A ROCm profile names its runtime calls hip*: refused even when the device name says nothing.
+TEST(KinetoGraphImport, HipRuntimeCallsAreRefused) {
+  const std::string text = R"({"traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipGraphLaunch", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 3}},
+    {"ph": "X", "cat": "kernel", "name": "Cijk_Alik_Bljk_BBS_BH_MT64x16x128", "pid": 0, "tid": 7, "ts": 20, "dur": 5, "args": {"correlation": 3, "stream": 7}}]})";
+  try {
+    parse_kineto_rank(text, "hip.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("hip.json: traceEvents[0].name: expected a CUDA runtime or driver call"),
+              std::string::npos) << e.what();
+  }
+}
+
+// Kernels of one cudaGraphLaunch are graph kernels (by correlation, or by "graph id"), with no
+// CPU op: the op open at the launch wrapped the replay and says nothing about them.
+TEST(KinetoGraphImport, GraphKernelsByCorrelationOrGraphId) {
+  const std::string text = R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "replay", "pid": 1, "tid": 1, "ts": 0, "dur": 100, "args": {"External id": 9}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 3, "External id": 9}},
+    {"ph": "X", "cat": "kernel", "name": "nvjet_a", "pid": 0, "tid": 7, "ts": 20, "dur": 5, "args": {"correlation": 3, "stream": 7, "External id": 9}},
+    {"ph": "X", "cat": "kernel", "name": "nvjet_b", "pid": 0, "tid": 7, "ts": 30, "dur": 5, "args": {"correlation": 77, "stream": 7, "graph id": 2, "graph node id": 5}},
+    {"ph": "X", "cat": "kernel", "name": "nvjet_c", "pid": 0, "tid": 7, "ts": 40, "dur": 5, "args": {"correlation": 78, "stream": 7, "graph id": 0, "External id": 9}}]})";
+  RankTrace rt = parse_kineto_rank(text, "g.json");
+  ASSERT_EQ(rt.gpu.size(), 3u);
+  EXPECT_EQ(rt.graph_launches, 1);
+  EXPECT_EQ(rt.gpu[0].graph_launch, 3);
+  EXPECT_EQ(rt.gpu[0].cpu_op, -1);
+  EXPECT_EQ(rt.gpu[0].launch_ts, 10);
+  EXPECT_EQ(rt.gpu[1].graph_launch, 77);
+  EXPECT_EQ(rt.gpu[1].graph_node, 5);
+  EXPECT_FALSE(rt.gpu[2].in_graph());  // "graph id" 0: a stream launch
+  EXPECT_GE(rt.gpu[2].cpu_op, 0);
 }
