@@ -8,6 +8,7 @@
 #include "core/errors.hpp"
 #include "domain/speculative.hpp"
 #include "engine/op_pricing.hpp"
+#include "engine/recorded_step_note.hpp"
 #include "trace/op_traffic.hpp"
 
 namespace eaglesim {
@@ -95,6 +96,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     derive_strategy_metrics(r, sc.acceptance, sc.draft_tokens, sc.batch, sc.tp);
     report.results.push_back(std::move(r));
   }
+  if (auto note = recorded_step_note(verify, report.results)) sc.notes.push_back(*note);
   return report;
 }
 
