@@ -161,5 +161,32 @@ TEST(RunBatchReport, ForwardsAloneHaveNoCyclePartsBlock) {
   EXPECT_NE(r.out.find("verdict: EAGLE-3 is "), std::string::npos) << r.out;
 }
 
+// The verify's expert touching: at batch 4 a decode's MoE layers touch 4 x 8 = 32 of
+// Qwen3-30B-A3B's 128 experts, a verify of 4 x 4 tokens all 128, so the verify reads four times
+// the expert weights a decode reads and EAGLE-3 is slower than plain decoding even with the
+// draft for free (the trace has no draft step) at the chain's E = 2.53.
+TEST(RunBatchReport, SmallActiveMoeVerifyTouchesMoreExpertsAndLosesAtBatchFour) {
+  const std::string dir = temp_dir(), trace = dir + "/q.json";
+  const CliResult g = run_cli("gen --model models/llm/qwen3-30b-a3b.json --tp 1 --batch 4 --speculative-num-steps 3 "
+                              "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4 --kv-len 4096 --engine-cycle -o " +
+                              trace);
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  const json t = json::parse(slurp(trace));
+  auto experts = [&](const std::string& step) {
+    for (const json& s : t["steps"])
+      if (s["name"] == step)
+        for (const json& op : s["ops"])
+          if (op["kind"] == "grouped_gemm") return op["experts"].get<int>();
+    return 0;
+  };
+  EXPECT_EQ(experts("verify"), 128);
+  EXPECT_EQ(experts("decode"), 32);
+  const CliResult r = run_cli("run " + trace + " " + kH200 + " --strategy nccl --accept-rate 0.7 --json " + dir + "/r.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(slurp(dir + "/r.json"));
+  EXPECT_EQ(doc["verdict"]["state"], "slower") << doc["verdict"]["text"];
+  EXPECT_GT(num(doc["results"][0], "verify_us"), 2 * num(doc["results"][0], "decode_us"));
+}
+
 }  // namespace
 }  // namespace eaglesim::test

@@ -138,6 +138,21 @@ TEST(ModelConfig, Qwen3Moe) {
   EXPECT_TRUE(m.layer_is_moe(93));
 }
 
+// The small-active MoE: 3B of 30B parameters per token, 8 of 128 experts.
+TEST(ModelConfig, Qwen3MoeSmallActive) {
+  ModelConfig m = shipped("qwen3-30b-a3b");
+  EXPECT_EQ(m.arch, Architecture::qwen3_moe);
+  EXPECT_EQ(m.layers, 48);
+  EXPECT_EQ(m.hidden, 2048);
+  EXPECT_EQ(m.heads, 32);
+  EXPECT_EQ(m.kv_heads, 4);
+  EXPECT_EQ(m.head_dim, 128);
+  EXPECT_EQ(m.routed_experts, 128);
+  EXPECT_EQ(m.experts_per_token, 8);
+  EXPECT_EQ(m.moe_intermediate, 768);
+  EXPECT_EQ(m.vocab, 151936);
+}
+
 TEST(ModelConfig, Eagle3DraftHeads) {
   for (const char* name : {"llama-3.1-8b-eagle3", "llama-3.1-70b-eagle3", "kimi-k2-eagle3"}) {
     SCOPED_TRACE(name);
