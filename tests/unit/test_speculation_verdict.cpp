@@ -29,33 +29,39 @@ StrategyResult priced(double verify_us, double decode_us, double accept_len, int
   return r;
 }
 
-TEST(SpeculationVerdict, SlowerSaysTheAcceptLengthThatWouldBreakEven) {
-  // E = 1.5 per 2000 us against 1 per 1000 us: 0.75x; E* = 2000 / 1000 = 2, and the chain of
-  // N = 3 yields 2 tokens at 1 + a + a^2 + a^3 = 2, a = 0.5437.
-  const SpeculationVerdict v = speculation_verdict(batch_of(8, 3), priced(2000, 1000, 1.5, 3));
-  EXPECT_EQ(v.state, SpeculationVerdict::State::slower);
-  EXPECT_STREQ(to_string(v.state), "slower");
-  EXPECT_EQ(v.text(),
-            "EAGLE-3 is slower than plain decoding at batch 8: 0.75x; break-even needs accept length 2.00, given 1.50 "
-            "(per-position rate a=0.54)");
-}
+struct VerdictCase {
+  const char* what;
+  int batch;
+  double verify_us, decode_us, accept_len;
+  SpeculationVerdict::State state;
+  const char* text;
+};
 
-TEST(SpeculationVerdict, FasterSaysWhereItBreaksEven) {
-  // E = 3 per 1500 us against 1 per 1000 us: 2x; E* = 1.5, a = 0.3425 for N = 3.
-  const SpeculationVerdict v = speculation_verdict(batch_of(1, 3), priced(1500, 1000, 3.0, 3));
-  EXPECT_EQ(v.state, SpeculationVerdict::State::faster);
-  EXPECT_EQ(v.text(),
-            "EAGLE-3 is faster than plain decoding at batch 1: 2.00x; break-even at accept length 1.50, given 3.00 "
-            "(per-position rate a=0.34)");
-}
+// N = 3 draft tokens throughout.
+const VerdictCase kCases[] = {
+    // E = 1.5 per 2000 us against 1 per 1000 us: 0.75x; E* = 2000 / 1000 = 2, which the chain
+    // yields at 1 + a + a^2 + a^3 = 2, a = 0.5437.
+    {"slower: the accept length that would break even", 8, 2000, 1000, 1.5, SpeculationVerdict::State::slower,
+     "EAGLE-3 is slower than plain decoding at batch 8: 0.75x; break-even needs accept length 2.00, given 1.50 "
+     "(per-position rate a=0.54)"},
+    // E = 3 per 1500 us against 1 per 1000 us: 2x; E* = 1.5, a = 0.3425.
+    {"faster: where it breaks even", 1, 1500, 1000, 3.0, SpeculationVerdict::State::faster,
+     "EAGLE-3 is faster than plain decoding at batch 1: 2.00x; break-even at accept length 1.50, given 3.00 "
+     "(per-position rate a=0.34)"},
+    // E* = 5000 / 1000 = 5 > N + 1 = 4: not even full acceptance pays off.
+    {"slower whatever the acceptance", 64, 5000, 1000, 2.5, SpeculationVerdict::State::slower,
+     "EAGLE-3 is slower than plain decoding at batch 64: 0.50x; no acceptance breaks even: it needs accept length "
+     "5.00, more than the 4 tokens a cycle can yield (given 2.50)"},
+};
 
-TEST(SpeculationVerdict, SlowerWhateverTheAcceptance) {
-  // E* = 5000 / 1000 = 5 > N + 1 = 4: not even full acceptance pays off.
-  const SpeculationVerdict v = speculation_verdict(batch_of(64, 3), priced(5000, 1000, 2.5, 3));
-  EXPECT_EQ(v.state, SpeculationVerdict::State::slower);
-  EXPECT_EQ(v.text(),
-            "EAGLE-3 is slower than plain decoding at batch 64: 0.50x; no acceptance breaks even: it needs accept length "
-            "5.00, more than the 4 tokens a cycle can yield (given 2.50)");
+TEST(SpeculationVerdict, SaysFasterOrSlowerAndTheBreakEvenAgainstTheGivenAcceptLength) {
+  for (const VerdictCase& c : kCases) {
+    SCOPED_TRACE(c.what);
+    const SpeculationVerdict v = speculation_verdict(batch_of(c.batch, 3), priced(c.verify_us, c.decode_us, c.accept_len, 3));
+    EXPECT_EQ(v.state, c.state);
+    EXPECT_EQ(v.text(), c.text);
+  }
+  EXPECT_STREQ(to_string(SpeculationVerdict::State::slower), "slower");
 }
 
 TEST(SpeculationVerdict, UnknownWithoutADecodeStep) {
