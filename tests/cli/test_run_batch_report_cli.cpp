@@ -180,6 +180,10 @@ TEST(RunBatchReport, SmallActiveMoeVerifyTouchesMoreExpertsAndLosesAtBatchFour) 
   const json doc = json::parse(slurp(dir + "/r.json"));
   EXPECT_EQ(doc["verdict"]["state"], "slower") << doc["verdict"]["text"];
   EXPECT_GT(num(doc["results"][0], "verify_us"), 2 * num(doc["results"][0], "decode_us"));
+  EXPECT_NE(r.out.find("MoE: the verify step's layers touch up to 128 experts each against 32 in a decode step of the "
+                       "same batch, reading 4.0x the expert weights"),
+            std::string::npos)
+      << r.out;
 }
 
 }  // namespace
