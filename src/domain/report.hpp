@@ -49,6 +49,7 @@ struct CycleMetrics {
   int allreduce_count = 0;
   double allreduce_mean_us = 0;
   double draft_us = 0;        // all N draft forwards of one cycle (with a draft-extend pass: it and N - 1 forwards)
+  int draft_forwards = 0;     // the draft forwards draft_us counts: N, or N - 1 beside a draft-extend pass
   double decode_us = 0;
   double cycle_us = 0;        // draft_us + verify_us
   double tokens_per_cycle = 0;

@@ -61,8 +61,8 @@ void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, in
   r.allreduce_mean_us = v.allreduce_mean_us;
   // The draft-extend pass stands for the first of the N draft forwards (trace/trace.hpp,
   // draft_forwards_per_cycle).
-  const int forwards = r.draft_extend ? std::max(0, draft_tokens - 1) : draft_tokens;
-  r.draft_us = (r.draft ? forwards * r.draft->step_us : 0.0) + (r.draft_extend ? r.draft_extend->step_us : 0.0);
+  r.draft_forwards = r.draft_extend ? std::max(0, draft_tokens - 1) : draft_tokens;
+  r.draft_us = (r.draft ? r.draft_forwards * r.draft->step_us : 0.0) + (r.draft_extend ? r.draft_extend->step_us : 0.0);
   r.decode_us = r.decode ? r.decode->step_us : 0.0;
   r.cycle_us = r.draft_us + r.verify_us;
   r.tokens_per_cycle = acceptance.tokens_per_cycle(draft_tokens);
