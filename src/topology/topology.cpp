@@ -169,6 +169,7 @@ std::string topology_to_string(const Topology& t) {
   j["gpu_count"] = t.gpu_count;
   j["interconnect"] = to_string(t.interconnect);
   j["p2p"] = t.p2p;
+  if (t.acs) j["acs"] = true;
   if (!t.switch_groups.empty()) j["switch_groups"] = t.switch_groups;
   if (!t.socket_of_gpu.empty()) j["socket_of_gpu"] = t.socket_of_gpu;
   if (!t.layout_source.empty()) j["layout_source"] = t.layout_source;

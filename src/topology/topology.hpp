@@ -102,6 +102,9 @@ struct Topology {
   int gpu_count = 1;
   Interconnect interconnect = Interconnect::nvswitch;
   bool p2p = true;         // peer-to-peer loads/stores between GPUs (false: staged through host memory)
+  // PCIe Access Control Services on the switch ports: the switch may not route P2P between its
+  // own ports, so every P2P transfer goes up to the root complex and back down (links.uplink).
+  bool acs = false;
 
   // NVLink / NVSwitch: per-GPU injection bandwidth per direction and one-hop latency.
   LinkSpec nvlink;

@@ -206,6 +206,12 @@ void check_layout(const JsonCursor& root, const Topology& t) {
     throw InputError::at(root.file(), "switch_groups",
                          "missing required field (interconnect pcie_switch names the GPUs behind each switch)");
   if (t.switch_groups.size() > 1) need(t.uplink, "uplink", "traffic between switch groups crosses the switch uplinks");
+  if (t.acs) {
+    if (!pcie_kind)
+      root.at("acs").fail_raw(fmt::format("acs only applies to PCIe interconnects, this one is {}", to_string(t.interconnect)));
+    if (!t.p2p) root.at("acs").fail_raw("acs routes P2P through the root complex; with p2p false there is no P2P to route");
+    need(t.uplink, "uplink", "with acs true every P2P transfer goes up to the root complex");
+  }
   std::set<int> sockets(t.socket_of_gpu.begin(), t.socket_of_gpu.end());
   if (t.interconnect == Interconnect::pcie_cross_socket) {
     if (sockets.size() < 2)
@@ -230,7 +236,7 @@ Topology parse_topology(const nlohmann::json& doc, const std::string& file) {
   JsonCursor root(doc, file);
   root.expect_object();
   root.only_keys({"format", "version", "name", "description", "sources", "gpu", "gpu_count", "interconnect",
-                  "p2p", "switch_groups", "socket_of_gpu", "layout_source", "links", "calibration"});
+                  "p2p", "acs", "switch_groups", "socket_of_gpu", "layout_source", "links", "calibration"});
   root.at("format").as_enum({"eaglesim-topology"});
   {
     JsonCursor v = root.at("version");
@@ -249,6 +255,7 @@ Topology parse_topology(const nlohmann::json& doc, const std::string& file) {
   t.gpu_count = static_cast<int>(root.at("gpu_count").as_int(1, kMaxGpus));
   t.interconnect = read_interconnect(root.at("interconnect"));
   t.p2p = root.at("p2p").as_bool();
+  if (auto a = root.find("acs")) t.acs = a->as_bool();
   if (auto g = root.find("switch_groups")) t.switch_groups = read_switch_groups(*g, t.gpu_count);
   if (auto s = root.find("socket_of_gpu")) {
     s->expect_array();
