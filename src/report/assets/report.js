@@ -203,6 +203,36 @@
     numbersTable(box, ['series', 'N', 'tok/s'], lines);
   }
 
+  // Total tok/s against batch: the best configuration per batch (points labelled with it) and the
+  // fastest plain decoding at that batch, dashed.
+  function chartTokpsVsBatch(host, c) {
+    const box = chartBox(host, 'tokps-vs-batch', c.model + ' on ' + c.topology + ' at ' + c.acceptance,
+      'Speculation ' + c.limit + '.', { 'data-model': c.model, 'data-topology': c.topology, 'data-acceptance': c.acceptance });
+    if (!c.best.length) return emptyChart(box, 'Nothing runs on this topology (see “Cannot run”).');
+    const xs = c.batches, lines = [];
+    const at = (list, b) => { const p = list.find((x) => x.batch === b); return p ? p.total_tokens_per_s : null; };
+    const data = [xs.map((b, i) => i), xs.map((b) => at(c.best, b)), xs.map((b) => at(c.plain, b))];
+    c.best.forEach((p) => lines.push({ attrs: { 'data-series': 'best', 'data-row': p.row, 'data-x': p.batch,
+      'data-y': p.total_tokens_per_s, 'data-label': p.label }, cells: ['best: ' + p.label, p.batch, fmt(p.total_tokens_per_s, 1)] }));
+    c.plain.forEach((p) => lines.push({ attrs: { 'data-series': 'plain-decode', 'data-row': p.row, 'data-x': p.batch,
+      'data-y': p.total_tokens_per_s }, cells: ['plain decoding', p.batch, fmt(p.total_tokens_per_s, 1)] }));
+    const labels = (u) => onCanvas(u, (g, px) => {
+      g.fillStyle = '#0f172a';
+      c.best.forEach((p) => {
+        const i = xs.indexOf(p.batch);
+        g.fillText(p.label, u.valToPos(i, 'x', true) + 4 * px, u.valToPos(p.total_tokens_per_s, 'y', true) - 6 * px);
+      });
+    });
+    plot(box, { height: 320, series: [{ label: 'batch' },
+      { label: 'best configuration', stroke: '#2563eb', width: 2, points: { show: true, size: 8, fill: '#2563eb' } },
+      plainSeries()],
+      scales: { x: { time: false, range: CATEGORIES(xs.length) }, y: { range: FROM_ZERO } },
+      axes: [axis({ label: 'batch (concurrent requests)', splits: () => xs.map((b, i) => i), values: () => xs.map(String) }),
+        axis({ label: 'total tokens / s', size: 64 })],
+      hooks: { draw: [labels] } }, data, lines.length);
+    numbersTable(box, ['series', 'batch', 'total tok/s'], lines);
+  }
+
   // Stacked bars: where one cycle's time goes, per strategy.
   function chartCycle(host, sel, atN) {
     const box = chartBox(host, 'cycle-breakdown', 'Where a cycle goes (N=' + sel.n + ')',
@@ -519,6 +549,7 @@
     bestTable(byId('best-host'));
     const controls = byId('controls');
     const sel = {};
+    const topks = ax.spec_configs.map((c) => c.eagle_topk).filter((k, i, all) => all.indexOf(k) === i).sort((a, b) => a - b);
     function addSelect(label, key, values, text, onchange) {
       const l = el('label', null, controls, label);
       const s = el('select', { 'data-control': key }, l);
@@ -531,11 +562,14 @@
       topology: addSelect('topology', 'topology', ax.topologies, String, (v) => { sel.topology = v; draw(); }),
       dtype: addSelect('weights', 'weight_dtype', ax.weight_dtypes, String, (v) => { sel.dtype = v; draw(); }),
       tp: addSelect('TP', 'tp', ax.tp, String, (v) => { sel.tp = v; draw(); }),
+      batch: addSelect('batch', 'batch', ax.batch, String, (v) => { sel.batch = v; draw(); }),
+      topk: addSelect('eagle_topk', 'eagle_topk', topks, String, (v) => { sel.topk = v; draw(); }),
       n: addSelect('draft tokens (bars, curves)', 'draft_tokens', ax.draft_tokens, String, (v) => { sel.n = v; draw(); }),
       acceptance: addSelect('acceptance', 'acceptance', view.acceptances, (a) => a.label, (v) => { sel.acceptance = v; draw(); }),
     };
     const matches = (r) => r.model === sel.model && r.topology === sel.topology && r.weight_dtype === sel.dtype &&
-      r.tp === sel.tp && r.accept_mode === sel.acceptance.mode && r.accept_value === sel.acceptance.value;
+      r.tp === sel.tp && r.batch === sel.batch && r.eagle_topk === sel.topk &&
+      r.accept_mode === sel.acceptance.mode && r.accept_value === sel.acceptance.value;
 
     // A model opens on its fastest configuration that runs (from the page model), else on the
     // first value of every axis.
@@ -546,6 +580,8 @@
       sel.topology = r ? r.topology : ax.topologies[0];
       sel.dtype = r ? r.weight_dtype : ax.weight_dtypes[0];
       sel.tp = r ? r.tp : ax.tp[0];
+      sel.batch = r ? r.batch : ax.batch[0];
+      sel.topk = r ? r.eagle_topk : topks[0];
       sel.n = r ? r.draft_tokens : ax.draft_tokens[0];
       sel.acceptance = r ? acceptanceOf(r.accept_mode, r.accept_value) : view.acceptances[0];
       byId('explorer').setAttribute('data-start-row', r ? r.index : 'none');
@@ -582,6 +618,11 @@
       chartBreakeven(host, view.breakeven.find((b) => b.model === sel.model), { 'data-model': sel.model });
       waterfallSection(byId('waterfall-host'), timelines.find((t) => t.model === sel.model));
       unfitTable(byId('unfit-host'), view.unfit.filter((g) => g.model === sel.model));
+      const batchHost = byId('batch-host');
+      destroyPlots(batchHost);
+      const grid = el('div', { 'class': 'grid2' }, batchHost);
+      (view.batch_charts || []).filter((c) => c.model === sel.model)
+        .forEach((c) => chartTokpsVsBatch(el('div', null, grid), c));
       byId('unfit-title').textContent = 'Cannot run: ' + sel.model;
     }
     const start = view.explorer.initial_row;
