@@ -24,6 +24,7 @@
 #include "sweep/step_fingerprint.hpp"
 #include "sweep/sweep_grid.hpp"
 #include "sweep/thread_pool.hpp"
+#include "sweep/tree_breakeven.hpp"
 
 namespace eaglesim {
 
@@ -184,6 +185,11 @@ class Sweep {
   ThreadPool pool_;
   std::vector<bool> deployable_;    // per strategy: not a lower bound
   std::vector<int> resolved_;       // per acceptance_slot: index into out_.acceptance_sources, -1: unfit
+  // Per entry of out_.acceptance_sources: what derive_strategy_metrics is given. For a tree, E
+  // alone, and the break-even rate comes from the configuration's curve (tree_breakeven.hpp),
+  // the same number the domain's bisection over built trees gives, at a fraction of the cost.
+  std::vector<Acceptance> derive_acceptance_;
+  std::vector<std::optional<TreeBreakevenCurve>> curves_;  // per configuration, trees only
   std::vector<std::string> acceptance_unfit_;  // per acceptance_slot: why, when resolved_ is -1
   std::vector<Fit> fits_;
   std::vector<int> slot_of_;        // per grid_.trace(): index into slots_, -1 when no topology can run it
@@ -236,6 +242,9 @@ void Sweep::resolve_acceptances() {
   resolved_.assign(C * A * B, -1);
   acceptance_unfit_.assign(C * A * B, {});
   const AcceptanceTable* table = rq_.acceptance_table ? &*rq_.acceptance_table : nullptr;
+  curves_.resize(C);
+  for (std::size_t c = 0; c < C; ++c)
+    if (specs_[c].eagle_topk > 1) curves_[c].emplace(specs_[c]);
   for (std::size_t c = 0; c < C; ++c)
     for (std::size_t a = 0; a < A; ++a)
       for (std::size_t b = 0; b < B; ++b) {
@@ -271,6 +280,8 @@ void Sweep::resolve_acceptances() {
           const ResolvedAcceptance r = resolve_acceptance(config, in);
           resolved_[at] = static_cast<int>(out_.acceptance_sources.size());
           out_.acceptance_sources.push_back(r.report_acceptance());
+          derive_acceptance_.push_back(config.eagle_topk > 1 ? Acceptance{Acceptance::Mode::length, r.tokens_per_cycle}
+                                                             : out_.acceptance_sources.back());
         } catch (const InputError& e) {
           acceptance_unfit_[at] = e.what();
         }
@@ -518,8 +529,10 @@ void Sweep::build_rows() {
                     continue;
                   }
                   row.accept_source = resolved_[at];
-                  derive_strategy_metrics(r, out_.acceptance_sources[static_cast<std::size_t>(resolved_[at])],
+                  derive_strategy_metrics(r, derive_acceptance_[static_cast<std::size_t>(resolved_[at])],
                                           config.num_steps, batch, tp);
+                  if (curves_[g.spec] && r.decode_us > 0)
+                    r.breakeven_accept_rate = curves_[g.spec]->rate_for_tokens(r.breakeven_accept_len);
                   static_cast<CycleMetrics&>(row) = r;
                   const VerifySplit split = verify_split(r);
                   row.verify_compute_us = split.matmul_attention_us;

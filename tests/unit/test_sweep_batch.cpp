@@ -7,11 +7,13 @@
 #include <string>
 
 #include "core/errors.hpp"
+#include "domain/tree_acceptance.hpp"
 #include "model/model_config.hpp"
 #include "sweep/batch_best.hpp"
 #include "sweep/memory_check.hpp"
 #include "sweep/spec_axis.hpp"
 #include "sweep/sweep_grid.hpp"
+#include "sweep/tree_breakeven.hpp"
 
 using namespace eaglesim;
 
@@ -199,4 +201,27 @@ TEST(SweepBatchMemory, BRequestsKvOfTargetAndHeadAddUp) {
   const MemoryVerdict v = check_memory(memory_needed(m, nullptr, 2, DType::bf16, 4096, 32), gpu, 0.9);
   EXPECT_FALSE(v.fits);
   EXPECT_NE(v.reason.find("for 32 requests, 131072 positions"), std::string::npos) << v.reason;
+}
+
+TEST(SweepTreeBreakeven, TheCurveIsTheDomainsTreeModel) {
+  // Every SGLang-valid configuration up to 6 steps, topk 8, 32 draft tokens, against the model
+  // that builds the tree (tree_tokens_per_cycle) and its bisection (tree_accept_rate_for_tokens).
+  int checked = 0;
+  for (int s = 1; s <= 6; ++s)
+    for (int k : {1, 2, 3, 4, 8})
+      for (int d : {2, 3, 4, 6, 8, 12, 16, 32}) {
+        const SpecConfig c{s, k, d};
+        if (engine_config_problem(c)) continue;
+        const TreeBreakevenCurve curve(c);
+        for (double a : {0.0, 0.05, 0.3, 0.5, 0.61, 0.7, 0.85, 0.99, 1.0})
+          ASSERT_NEAR(curve.tokens_at(a), tree_tokens_per_cycle(a, c), 1e-12) << short_spec(c) << " a=" << a;
+        for (double e : {0.5, 1.0, 1.3, 2.0, 2.7, 3.5, 6.5}) {
+          const auto want = tree_accept_rate_for_tokens(e, c);
+          const auto got = curve.rate_for_tokens(e);
+          ASSERT_EQ(want.has_value(), got.has_value()) << short_spec(c) << " E=" << e;
+          if (want) ASSERT_NEAR(*got, *want, 1e-9) << short_spec(c) << " E=" << e;
+        }
+        ++checked;
+      }
+  EXPECT_GT(checked, 60);
 }
