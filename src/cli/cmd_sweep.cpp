@@ -5,6 +5,7 @@
 // request.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,9 +41,10 @@ struct SweepArgs {
   std::string models;
   std::string topologies = "all";
   std::string tps = "1,2,4,8";
-  std::string draft_tokens;  // default 1..8 when no --speculative-* list is given
+  // Unset (not empty) when not given, so that an empty list is an error naming the flag.
+  std::optional<std::string> draft_tokens;  // default 1..8 when no --speculative-* list is given
   std::string batches = "1";
-  std::string num_steps, eagle_topk, num_draft_tokens;
+  std::optional<std::string> num_steps, eagle_topk, num_draft_tokens;
   std::string accept_rates;
   std::string accept_lens;
   std::string acceptance_file;
@@ -93,15 +95,14 @@ std::vector<Acceptance> acceptances(const SweepArgs& a) {
 // The configuration axis from --draft-tokens and the --speculative-* lists (SGLang's rules).
 SpecAxis spec_axis(const SweepArgs& a) {
   SpecAxisLists lists;
-  const bool spec = !a.num_steps.empty() || !a.eagle_topk.empty() || !a.num_draft_tokens.empty();
-  const std::string chains = a.draft_tokens.empty() && !spec ? "1..8" : a.draft_tokens;
-  if (!chains.empty()) lists.chain_draft_tokens = parse_int_axis("--draft-tokens", chains, 1, kMaxSpecSteps);
-  if (!a.num_steps.empty())
-    lists.num_steps = parse_int_axis("--speculative-num-steps", a.num_steps, 1, kMaxSpecSteps);
-  if (!a.eagle_topk.empty())
-    lists.eagle_topk = parse_int_axis("--speculative-eagle-topk", a.eagle_topk, 1, kMaxSpecTopk);
-  if (!a.num_draft_tokens.empty())
-    lists.num_draft_tokens = parse_int_axis("--speculative-num-draft-tokens", a.num_draft_tokens, 1, kMaxSpecDraftTokens);
+  const bool spec = a.num_steps || a.eagle_topk || a.num_draft_tokens;
+  const std::optional<std::string> chains = !a.draft_tokens && !spec ? std::optional<std::string>("1..8") : a.draft_tokens;
+  if (chains) lists.chain_draft_tokens = parse_int_axis("--draft-tokens", *chains, 1, kMaxSpecSteps);
+  if (a.num_steps) lists.num_steps = parse_int_axis("--speculative-num-steps", *a.num_steps, 1, kMaxSpecSteps);
+  if (a.eagle_topk) lists.eagle_topk = parse_int_axis("--speculative-eagle-topk", *a.eagle_topk, 1, kMaxSpecTopk);
+  if (a.num_draft_tokens)
+    lists.num_draft_tokens =
+        parse_int_axis("--speculative-num-draft-tokens", *a.num_draft_tokens, 1, kMaxSpecDraftTokens);
   SpecAxis axis = build_spec_axis(lists);
   for (const SkippedSpecConfig& s : axis.skipped)
     spdlog::info("sweep: skipping num_steps {}, eagle_topk {}, num_draft_tokens {}: {}", s.config.num_steps,

@@ -63,15 +63,18 @@ TEST(SweepBatchCli, BestPerBatchAndWhereSpeculationStopsPaying) {
 }
 
 TEST(SweepBatchCli, TheDraftTokensChainAxisStillWorksBesideTheSglangLists) {
+  const std::string dir = temp_dir();
   const CliResult r = run_cli(
       "sweep --model llama-3.1-8b --topology 2x-h200-nvlink --tp 1 --draft-tokens 3 --speculative-num-steps 3 "
-      "--strategy nccl --json /dev/stdout");
+      "--strategy nccl --json " + dir + "/s.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // --draft-tokens 3 and --speculative-num-steps 3 are the same chain (3, 1, 4): one configuration.
-  EXPECT_NE(r.out.find("\"spec_configs\": [\n      {\n        \"num_steps\": 3,\n        \"eagle_topk\": 1,\n        "
-                       "\"num_draft_tokens\": 4\n      }\n    ]"),
-            std::string::npos)
-      << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/s.json"));
+  ASSERT_EQ(j["axes"]["spec_configs"].size(), 1u);
+  EXPECT_EQ(j["axes"]["spec_configs"][0]["num_draft_tokens"], 4);
+  ASSERT_EQ(j["rows"].size(), 1u);
+  EXPECT_EQ(j["rows"][0]["draft_tokens"], 3);
+  EXPECT_EQ(j["rows"][0]["accept_source"], "chain_rate");
 }
 
 TEST(SweepBatchCli, AcceptanceTableAndProbsNameTheirSourcePerRow) {
