@@ -464,83 +464,89 @@ void Sweep::price_steps() {
   out_.steps_priced = jobs.size();
 }
 
-// 4. Rows, in grid order; acceptance only enters the speculative arithmetic.
+// 4. Rows, in grid order; acceptance only enters the speculative arithmetic. The rows of one
+// (model, topology, dtype, TP, batch) are contiguous, so each such block is one job on the pool.
 void Sweep::build_rows() {
   const SweepAxes& ax = out_.axes;
   out_.rows.resize(grid_.rows());
-  GridPoint g;
-  for (g.model = 0; g.model < grid_.models; ++g.model)
-    for (g.topology = 0; g.topology < grid_.topologies; ++g.topology)
-      for (g.dtype = 0; g.dtype < grid_.dtypes; ++g.dtype)
-        for (g.tp = 0; g.tp < grid_.tps; ++g.tp)
-          for (g.batch = 0; g.batch < grid_.batches; ++g.batch) {
-            const Fit& fit = fits_[grid_.fit(g.model, g.topology, g.dtype, g.tp, g.batch)];
-            const int batch = rq_.batches[g.batch], tp = rq_.tps[g.tp];
-            for (g.spec = 0; g.spec < grid_.specs; ++g.spec) {
-              const SpecConfig& config = specs_[g.spec];
-              const TraceSlot* s =
-                  fit.unfit == UnfitKind::none ? slot(g.model, g.dtype, g.tp, g.batch, g.spec) : nullptr;
-              for (g.strategy = 0; g.strategy < grid_.strategies; ++g.strategy) {
-                StrategyResult r;
-                r.strategy = rq_.strategies[g.strategy];
-                UnfitKind unfit = fit.unfit;
-                const std::string* reason = &fit.reason;
-                if (s && !s->error.empty()) {
-                  unfit = UnfitKind::trace;
-                  reason = &s->error;
-                } else if (s) {
-                  r = assemble_result(r.strategy, *priced(*s, kVerify, g.topology, g.strategy),
-                                      priced(*s, kDraft, g.topology, g.strategy),
-                                      priced(*s, kDecode, g.topology, g.strategy),
-                                      priced(*s, kDraftExtend, g.topology, g.strategy));
-                  if (!r.supported) {
-                    unfit = UnfitKind::strategy;
-                    reason = &r.reason;
-                  }
-                }
-                for (g.acceptance = 0; g.acceptance < grid_.acceptances; ++g.acceptance) {
-                  const std::size_t index = grid_.row(g);
-                  SweepRow& row = out_.rows[index];
-                  row.index = index;
-                  row.model = ax.models[g.model];
-                  row.draft_model = ax.draft_models[g.model];
-                  row.topology = ax.topologies[g.topology];
-                  row.gpu = rq_.topologies[g.topology].gpu.name;
-                  row.gpu_count = rq_.topologies[g.topology].gpu_count;
-                  row.weight_dtype = rq_.weight_dtypes[g.dtype];
-                  row.tp = tp;
-                  row.batch = batch;
-                  row.gpus = tp;
-                  row.spec = config;
-                  row.draft_tokens = config.num_draft_tokens - 1;
-                  row.acceptance = acceptances_[g.acceptance];
-                  row.strategy = r.strategy;
-                  row.mem_need_gb = fit.need_gb;
-                  row.mem_usable_gb = fit.usable_gb;
-                  row.unfit = unfit;
-                  if (unfit != UnfitKind::none) {
-                    row.reason = *reason;
-                    continue;
-                  }
-                  const std::size_t at = acceptance_slot(g.spec, g.acceptance, g.batch);
-                  if (resolved_[at] < 0) {
-                    row.unfit = UnfitKind::acceptance;
-                    row.reason = acceptance_unfit_[at];
-                    continue;
-                  }
-                  row.accept_source = resolved_[at];
-                  derive_strategy_metrics(r, derive_acceptance_[static_cast<std::size_t>(resolved_[at])],
-                                          config.num_steps, batch, tp);
-                  if (curves_[g.spec] && r.decode_us > 0)
-                    r.breakeven_accept_rate = curves_[g.spec]->rate_for_tokens(r.breakeven_accept_len);
-                  static_cast<CycleMetrics&>(row) = r;
-                  const VerifySplit split = verify_split(r);
-                  row.verify_compute_us = split.matmul_attention_us;
-                  row.verify_other_us = split.other_us;
-                }
-              }
-            }
+  pool_.run(grid_.fits(), [&](std::size_t fit_index) {
+    GridPoint g;
+    std::size_t rest = fit_index;
+    g.batch = rest % grid_.batches;
+    rest /= grid_.batches;
+    g.tp = rest % grid_.tps;
+    rest /= grid_.tps;
+    g.dtype = rest % grid_.dtypes;
+    rest /= grid_.dtypes;
+    g.topology = rest % grid_.topologies;
+    g.model = rest / grid_.topologies;
+    const Fit& fit = fits_[fit_index];
+    const int batch = rq_.batches[g.batch], tp = rq_.tps[g.tp];
+    for (g.spec = 0; g.spec < grid_.specs; ++g.spec) {
+      const SpecConfig& config = specs_[g.spec];
+      const TraceSlot* s =
+          fit.unfit == UnfitKind::none ? slot(g.model, g.dtype, g.tp, g.batch, g.spec) : nullptr;
+      for (g.strategy = 0; g.strategy < grid_.strategies; ++g.strategy) {
+        StrategyResult r;
+        r.strategy = rq_.strategies[g.strategy];
+        UnfitKind unfit = fit.unfit;
+        const std::string* reason = &fit.reason;
+        if (s && !s->error.empty()) {
+          unfit = UnfitKind::trace;
+          reason = &s->error;
+        } else if (s) {
+          r = assemble_result(r.strategy, *priced(*s, kVerify, g.topology, g.strategy),
+                              priced(*s, kDraft, g.topology, g.strategy),
+                              priced(*s, kDecode, g.topology, g.strategy),
+                              priced(*s, kDraftExtend, g.topology, g.strategy));
+          if (!r.supported) {
+            unfit = UnfitKind::strategy;
+            reason = &r.reason;
           }
+        }
+        for (g.acceptance = 0; g.acceptance < grid_.acceptances; ++g.acceptance) {
+          const std::size_t index = grid_.row(g);
+          SweepRow& row = out_.rows[index];
+          row.index = index;
+          row.model = ax.models[g.model];
+          row.draft_model = ax.draft_models[g.model];
+          row.topology = ax.topologies[g.topology];
+          row.gpu = rq_.topologies[g.topology].gpu.name;
+          row.gpu_count = rq_.topologies[g.topology].gpu_count;
+          row.weight_dtype = rq_.weight_dtypes[g.dtype];
+          row.tp = tp;
+          row.batch = batch;
+          row.gpus = tp;
+          row.spec = config;
+          row.draft_tokens = config.num_draft_tokens - 1;
+          row.acceptance = acceptances_[g.acceptance];
+          row.strategy = r.strategy;
+          row.mem_need_gb = fit.need_gb;
+          row.mem_usable_gb = fit.usable_gb;
+          row.unfit = unfit;
+          if (unfit != UnfitKind::none) {
+            row.reason = *reason;
+            continue;
+          }
+          const std::size_t at = acceptance_slot(g.spec, g.acceptance, g.batch);
+          if (resolved_[at] < 0) {
+            row.unfit = UnfitKind::acceptance;
+            row.reason = acceptance_unfit_[at];
+            continue;
+          }
+          row.accept_source = resolved_[at];
+          derive_strategy_metrics(r, derive_acceptance_[static_cast<std::size_t>(resolved_[at])],
+                                  config.num_steps, batch, tp);
+          if (curves_[g.spec] && r.decode_us > 0)
+            r.breakeven_accept_rate = curves_[g.spec]->rate_for_tokens(r.breakeven_accept_len);
+          static_cast<CycleMetrics&>(row) = r;
+          const VerifySplit split = verify_split(r);
+          row.verify_compute_us = split.matmul_attention_us;
+          row.verify_other_us = split.other_us;
+        }
+      }
+    }
+  });
 }
 
 // The best row per (model, topology, acceptance), against the best plain decoding there, and
