@@ -491,6 +491,8 @@ void Sweep::build_rows() {
         r.strategy = rq_.strategies[g.strategy];
         UnfitKind unfit = fit.unfit;
         const std::string* reason = &fit.reason;
+        std::optional<std::optional<double>> tree_breakeven;  // at breakeven_len
+        double breakeven_len = 0;
         if (s && !s->error.empty()) {
           unfit = UnfitKind::trace;
           reason = &s->error;
@@ -537,8 +539,15 @@ void Sweep::build_rows() {
           row.accept_source = resolved_[at];
           derive_strategy_metrics(r, derive_acceptance_[static_cast<std::size_t>(resolved_[at])],
                                   config.num_steps, batch, tp);
-          if (curves_[g.spec] && r.decode_us > 0)
-            r.breakeven_accept_rate = curves_[g.spec]->rate_for_tokens(r.breakeven_accept_len);
+          if (curves_[g.spec] && r.decode_us > 0) {
+            // The break-even depends on the cycle, the decode step and the configuration, not on
+            // the acceptance: rows that differ only in it have the same inputs here.
+            if (!tree_breakeven || breakeven_len != r.breakeven_accept_len) {
+              breakeven_len = r.breakeven_accept_len;
+              tree_breakeven = curves_[g.spec]->rate_for_tokens(breakeven_len);
+            }
+            r.breakeven_accept_rate = *tree_breakeven;
+          }
           static_cast<CycleMetrics&>(row) = r;
           const VerifySplit split = verify_split(r);
           row.verify_compute_us = split.matmul_attention_us;
