@@ -156,13 +156,13 @@ json curves_json(const std::vector<SweepRow>& rows) {
 }
 
 json plain_json(const std::vector<SweepRow>& rows) {
-  using Key = std::tuple<std::string, std::string, DType, int>;
+  using Key = std::tuple<std::string, std::string, DType, int, int>;
   std::vector<Key> order;
   std::map<Key, std::size_t> fastest;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const SweepRow& r = rows[i];
     if (!r.ok() || !deployable(r.strategy) || r.decode_tokens_per_s <= 0) continue;
-    const Key key{r.model, r.topology, r.weight_dtype, r.tp};
+    const Key key{r.model, r.topology, r.weight_dtype, r.tp, r.batch};
     auto [it, inserted] = fastest.try_emplace(key, i);
     if (inserted) order.push_back(key);
     else if (r.decode_tokens_per_s > rows[it->second].decode_tokens_per_s) it->second = i;
@@ -171,7 +171,8 @@ json plain_json(const std::vector<SweepRow>& rows) {
   for (const Key& k : order) {
     const SweepRow& r = rows[fastest[k]];
     out.push_back({{"model", r.model}, {"topology", r.topology}, {"weight_dtype", to_string(r.weight_dtype)},
-                   {"tp", r.tp}, {"tokens_per_s", round_to(r.decode_tokens_per_s, 3)}, {"row", fastest[k]}});
+                   {"tp", r.tp}, {"batch", r.batch}, {"tokens_per_s", round_to(r.decode_tokens_per_s, 3)},
+                   {"row", fastest[k]}});
   }
   return out;
 }

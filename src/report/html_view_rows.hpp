@@ -55,8 +55,8 @@ json order_json(const std::vector<SweepRow>& rows);
 // rows: {"<row>": index into curves}}.
 json curves_json(const std::vector<SweepRow>& rows);
 
-// Fastest plain decoding per model, topology, weight dtype and TP over the deployable ok rows:
-// [{model, topology, weight_dtype, tp, tokens_per_s, row}].
+// Fastest plain decoding per model, topology, weight dtype, TP and batch over the deployable ok
+// rows: [{model, topology, weight_dtype, tp, batch, tokens_per_s (per request), row}].
 json plain_json(const std::vector<SweepRow>& rows);
 
 // Rows that cannot run, grouped by model and reason in order of first appearance:

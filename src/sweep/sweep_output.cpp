@@ -93,6 +93,25 @@ std::vector<std::pair<const char*, json>> row_fields(const SweepResults& res, co
   };
 }
 
+// What a chosen configuration's JSON entry starts with: where it was chosen and, when there is
+// one, the row and its strategy, weights and TP.
+json choice_head(const SweepResults& res, const std::string& model, const std::string& topology, const Acceptance& a,
+                 const std::optional<std::size_t>& row) {
+  json j;
+  j["model"] = model;
+  j["topology"] = topology;
+  j["accept_mode"] = mode_name(a);
+  j["accept_value"] = accept_value(a);
+  j["row"] = row ? json(*row) : json(nullptr);
+  if (row) {
+    const SweepRow& r = res.rows[*row];
+    j["strategy"] = r.strategy;
+    j["weight_dtype"] = to_string(r.weight_dtype);
+    j["tp"] = r.tp;
+  }
+  return j;
+}
+
 std::string csv_cell(const json& v) {
   if (v.is_null()) return "";
   if (v.is_string()) {
@@ -224,17 +243,9 @@ json sweep_to_json(const SweepResults& res) {
 
   json best = json::array();
   for (const SweepBest& b : res.best) {
-    json j;
-    j["model"] = b.model;
-    j["topology"] = b.topology;
-    j["accept_mode"] = mode_name(b.acceptance);
-    j["accept_value"] = accept_value(b.acceptance);
-    j["row"] = b.row ? json(*b.row) : json(nullptr);
+    json j = choice_head(res, b.model, b.topology, b.acceptance, b.row);
     if (b.row) {
       const SweepRow& r = res.rows[*b.row];
-      j["strategy"] = r.strategy;
-      j["weight_dtype"] = to_string(r.weight_dtype);
-      j["tp"] = r.tp;
       j["draft_tokens"] = r.draft_tokens;
       j["tokens_per_s"] = us(r.tokens_per_s);
     }
@@ -248,19 +259,10 @@ json sweep_to_json(const SweepResults& res) {
 
   json per_batch = json::array();
   for (const SweepBatchBest& b : res.batch_best) {
-    const Acceptance& a = ax.acceptances[b.acceptance];
-    json j;
-    j["model"] = ax.models[b.model];
-    j["topology"] = ax.topologies[b.topology];
-    j["accept_mode"] = mode_name(a);
-    j["accept_value"] = accept_value(a);
+    json j = choice_head(res, ax.models[b.model], ax.topologies[b.topology], ax.acceptances[b.acceptance], b.row);
     j["batch"] = b.batch;
-    j["row"] = b.row ? json(*b.row) : json(nullptr);
     if (b.row) {
       const SweepRow& r = res.rows[*b.row];
-      j["strategy"] = r.strategy;
-      j["weight_dtype"] = to_string(r.weight_dtype);
-      j["tp"] = r.tp;
       j["num_steps"] = r.spec.num_steps;
       j["eagle_topk"] = r.spec.eagle_topk;
       j["num_draft_tokens"] = r.spec.num_draft_tokens;

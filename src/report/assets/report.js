@@ -171,7 +171,8 @@
   function selectionAttrs(sel) {
     const acc = sel.acceptance || {};
     return { 'data-model': sel.model, 'data-topology': sel.topology, 'data-weight-dtype': sel.dtype, 'data-tp': sel.tp,
-      'data-accept-mode': acc.mode, 'data-accept-value': acc.value, 'data-draft-tokens': sel.n };
+      'data-accept-mode': acc.mode, 'data-accept-value': acc.value, 'data-draft-tokens': sel.n,
+      'data-batch': sel.batch, 'data-eagle-topk': sel.topk };
   }
 
   // tok/s against draft tokens, one line per strategy, and the fastest plain decoding dashed.
@@ -499,7 +500,8 @@
     if (!ul.children.length) el('li', { 'class': 'muted' }, ul, 'None.');
   }
   const plainAt = (sel) => view.explorer.plain.find((p) => p.model === sel.model && p.topology === sel.topology &&
-    (sel.dtype === undefined || p.weight_dtype === sel.dtype) && p.tp === sel.tp);
+    (sel.dtype === undefined || p.weight_dtype === sel.dtype) && p.tp === sel.tp &&
+    (sel.batch === undefined || p.batch === sel.batch));
   const inOrder = (keep) => view.explorer.order.map((i) => rows[i]).filter(keep);
 
   // ---------------------------------------------------------------- views
@@ -621,8 +623,10 @@
       const batchHost = byId('batch-host');
       destroyPlots(batchHost);
       const grid = el('div', { 'class': 'grid2' }, batchHost);
-      (view.batch_charts || []).filter((c) => c.model === sel.model)
-        .forEach((c) => chartTokpsVsBatch(el('div', null, grid), c));
+      const mineBatch = (view.batch_charts || []).filter((c) => c.model === sel.model);
+      mineBatch.filter((c) => c.best.length).forEach((c) => chartTokpsVsBatch(el('div', null, grid), c));
+      const none = mineBatch.filter((c) => !c.best.length).map((c) => c.topology + ' at ' + c.acceptance);
+      if (none.length) el('p', { 'class': 'note' }, batchHost, 'Nothing runs at any batch on: ' + none.join(', ') + '.');
       byId('unfit-title').textContent = 'Cannot run: ' + sel.model;
     }
     const start = view.explorer.initial_row;
