@@ -51,7 +51,7 @@ json row_or_null(const std::optional<std::size_t>& row);
 json order_json(const std::vector<SweepRow>& rows);
 
 // tok/s of each ok row as a function of the per-position acceptance rate, from its cycle time and
-// N: {rates: [a...], curves: [{tokens_per_s: [...], breakeven: [a, tok/s] | null}],
+// N (a tree: the tree model's E at that rate, tree_breakeven.hpp): {rates: [a...], curves: [{tokens_per_s: [...], breakeven: [a, tok/s] | null}],
 // rows: {"<row>": index into curves}}.
 json curves_json(const std::vector<SweepRow>& rows);
 

@@ -278,8 +278,9 @@
   // tok/s as a function of the per-position acceptance rate, one curve per strategy.
   function chartAccept(host, sel, atN, plain) {
     const box = chartBox(host, 'tokps-vs-accept', 'Throughput against acceptance rate (N=' + sel.n + ')',
-      'Chain drafts: each draft token is accepted with rate a, so a cycle yields E = 1 + a + … + a^N tokens. Where a ' +
-      'line meets the plain decoding of its strategy is its break-even acceptance rate (dot).', selectionAttrs(sel));
+      'Chain drafts: each draft token is accepted with rate a, so a cycle yields E = 1 + a + … + a^N tokens (a tree, ' +
+      'eagle_topk > 1: the tree model at rate a). Where a line meets the plain decoding of its strategy is its ' +
+      'break-even acceptance rate (dot).', selectionAttrs(sel));
     const ok = view.strategies.map((s) => atN.find((r) => r.strategy === s.name && r.status === 'ok' && curveOf(r)))
       .filter(Boolean);
     if (!ok.length) return emptyChart(box, 'No strategy can run at this selection.');
