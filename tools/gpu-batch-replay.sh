@@ -83,7 +83,7 @@ for b in $BATCHES; do
 done
 
 echo "### ctest -L gpu: the batch/tree replay and the per-cycle kernels" | tee -a "$LOG"
-timeout 120 ctest --test-dir "$BUILD_DIR" -L gpu -R 'EngineCycle|ReplayAttention|CudaReplay\.BatchTree' \
+timeout 120 ctest --test-dir "$BUILD_DIR" -L gpu -R 'EngineCycle|ReplayAttention|DraftCandidates|CudaReplay\.BatchTree' \
   --output-on-failure > "$OUT/tests.log" 2>&1 || FAILED=1
 tail -3 "$OUT/tests.log" | tee -a "$LOG"
 

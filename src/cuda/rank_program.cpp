@@ -54,6 +54,14 @@ void wait_on_host(cudaEvent_t done, double timeout_s, const std::string& label) 
 }
 std::size_t as_size(std::int64_t v) { return static_cast<std::size_t>(v); }
 
+// A sampling op's rows per request: the trace's batch shares them out evenly (batch x verify
+// tokens); rows the batch does not divide are one request's.
+std::size_t rows_per_request(std::int64_t rows, int batch) {
+  const std::size_t r = static_cast<std::size_t>(std::max<std::int64_t>(1, rows));
+  const std::size_t b = static_cast<std::size_t>(std::max(1, batch));
+  return r % b == 0 ? r / b : r;
+}
+
 }  // namespace
 
 // How one matmul is run on this GPU (named by rank_program.hpp's private phases, as is ProgramPlan).
@@ -234,6 +242,18 @@ std::size_t kv_cache_bytes(const AttentionShape& s) {
   return s.shared_kv ? rows * s.dk * 2 : 2 * rows * s.dk * 2;
 }
 
+// The op's caches as the replay lays them out: every request's positions packed one after the
+// other (kv_len is their total), K first, then V (MLA: the one latent cache).
+AttentionShape packed_cache_shape(const Op& op) {
+  AttentionShape s = attention_shape(op);
+  s.kv_len = static_cast<int>(std::min<double>(op.kv_len_total(), std::numeric_limits<int>::max()));
+  return s;
+}
+std::size_t v_cache_offset(const Op& op) {
+  const AttentionShape s = packed_cache_shape(op);
+  return s.shared_kv ? 0 : kv_cache_bytes(s) / 2;
+}
+
 // Random packed weights and scales: every byte pattern is a valid packed weight set (the fp8 fill
 // writes finite e4m3 values, never the NaN codes).
 void fill_packed_weights(void* region, const MatmulChoice& c, std::uint64_t seed) {
@@ -334,9 +354,12 @@ ProgramPlan RankProgram::plan_step(const Step& step) {
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const Op& op = step.ops[i];
     labels_[i] = op_label(i, op);
-    // A recorded GEMM or attention needs none of its weights or KV: only the spin kernel runs.
-    // Row-wise ops keep their small buffers, which a fused allreduce may still use.
-    if (recorded_[i] && (op.is_matmul() || op.kind == OpKind::attention)) continue;
+    // A recorded GEMM, attention or per-cycle op needs none of its weights, KV or logits: only
+    // the spin kernel runs. Row-wise ops keep their small buffers, which a fused allreduce may
+    // still use.
+    if (recorded_[i] && (op.is_matmul() || op.kind == OpKind::attention || op.kind == OpKind::topk_select ||
+                         op.kind == OpKind::tree_build || op.kind == OpKind::sampling || op.kind == OpKind::host_sync))
+      continue;
     switch (op.kind) {
       case OpKind::gemm:
       case OpKind::lm_head: plan_matmul(i, op, plan); break;
@@ -444,6 +467,10 @@ VerifyAttentionRun& RankProgram::verify_run(const Op& op, std::size_t i) {
     shape.kv_heads = static_cast<int>(op.kv_heads);
     shape.head_dim_qk = shape.head_dim_v = static_cast<int>(op.head_dim);
   }
+  // The kernel's cache offsets are 32-bit; a batch past them is far beyond any GPU's memory too.
+  if (op.kv_len_total() > static_cast<double>(std::numeric_limits<std::int32_t>::max()))
+    throw InputError(fmt::format("{}: {:.0f} KV positions over the batch: expected at most 2^31 - 1 (and a cache "
+                                 "that fits the GPU)", labels_[i], op.kv_len_total()));
   std::vector<std::int32_t> kv_len(as_size(shape.batch), static_cast<std::int32_t>(op.kv_len));
   if (!op.kv_lens.empty())
     for (std::size_t r = 0; r < kv_len.size(); ++r) kv_len[r] = static_cast<std::int32_t>(op.kv_lens[r]);
@@ -471,16 +498,14 @@ VerifyAttentionRun& RankProgram::verify_run(const Op& op, std::size_t i) {
 // split-KV decode kernel, whose partials are shared scratch. An attention shape neither kernel
 // takes fails here, before anything is allocated.
 void RankProgram::plan_attention_op(std::size_t i, const Op& op, ProgramPlan& plan) {
-  AttentionShape s = attention_shape(op);
+  AttentionShape s = packed_cache_shape(op);
   const std::size_t requests = as_size(op.batch);
-  s.kv_len = static_cast<int>(std::min<double>(op.kv_len_total(), std::numeric_limits<int>::max()));
   plan.region_bytes[i] = kv_cache_bytes(s);
   plan.x = std::max(plan.x, requests * as_size(s.q_tokens) * s.heads * s.dk * 2);
   plan.y = std::max(plan.y, requests * as_size(s.q_tokens) * s.heads * s.dv * 2);
   std::string refused;
   try {
     plan.verify[i] = &verify_run(op, i);
-    attention_runs_[i] = plan.verify[i];
     return;
   } catch (const std::invalid_argument& e) {
     refused = e.what();
@@ -510,15 +535,18 @@ void RankProgram::plan_cycle_op(std::size_t i, const Op& op, ProgramPlan& plan) 
   const std::size_t requests = as_size(std::max(1, opts_.batch));
   switch (op.kind) {
     case OpKind::topk_select:
-      if (op.topk > kTopkSelectMax)
-        throw InputError(fmt::format("{}: the CUDA backend's top-k kernel keeps at most {} tokens per row, got topk = {}",
-                                     labels_[i], kTopkSelectMax, op.topk));
+      if (op.topk < 1 || op.topk > kTopkSelectMax || op.topk > op.vocab)
+        throw InputError(fmt::format("{}: the CUDA backend's top-k kernel keeps 1 to min({}, vocab) tokens per row, got "
+                                     "topk = {}", labels_[i], kTopkSelectMax, op.topk));
       plan.logits = std::max(plan.logits, as_size(op.rows) * as_size(op.vocab));
       plan.topk = std::max(plan.topk, as_size(op.rows) * as_size(op.topk));
       break;
     case OpKind::tree_build: {
       const std::size_t b = as_size(op.batch), c = as_size(op.candidates), d = as_size(op.tokens);
       const std::size_t words = (d + 31) / 32;
+      if (d < 1 || d - 1 > c)
+        throw InputError(fmt::format("{}: tree building picks tokens - 1 of the candidates: expected 1 <= tokens <= "
+                                     "candidates + 1 = {}, got {}", labels_[i], c + 1, d));
       const int steps = opts_.speculative ? opts_.speculative->num_steps : 0;
       const int topk = opts_.speculative ? opts_.speculative->eagle_topk : 0;
       const DraftCandidates cand = random_draft_candidates(static_cast<int>(b), static_cast<int>(c), steps, topk,
@@ -531,8 +559,8 @@ void RankProgram::plan_cycle_op(std::size_t i, const Op& op, ProgramPlan& plan) 
     }
     case OpKind::sampling: {
       const std::size_t rows = as_size(op.rows);
-      const std::size_t per_request = rows % requests == 0 ? rows / requests : rows;
-      const std::size_t reqs = rows / per_request;
+      const std::size_t per_request = rows_per_request(op.rows, opts_.batch);
+      const std::size_t reqs = std::max<std::size_t>(1, rows / per_request);
       std::vector<int> parents(per_request);
       for (std::size_t t = 0; t < per_request; ++t) parents[t] = static_cast<int>(t) - 1;  // the chain
       if (opts_.speculative && opts_.speculative->parents.size() == per_request) parents = opts_.speculative->parents;
@@ -591,8 +619,7 @@ void RankProgram::build_cycle_op(std::size_t i, const Op& op) {
     }
     case OpKind::sampling: {
       const int rows = op.rows, vocab = op.vocab;
-      const std::size_t requests = as_size(std::max(1, opts_.batch));
-      const int per_request = static_cast<int>(as_size(rows) % requests == 0 ? as_size(rows) / requests : as_size(rows));
+      const int per_request = static_cast<int>(rows_per_request(op.rows, opts_.batch));
       const int reqs = rows / per_request;
       const float* logits = logits_.as<float>();
       std::int32_t* predict = predict_.as<std::int32_t>();
@@ -734,6 +761,8 @@ void RankProgram::fill_contents(const Step& step, const ProgramPlan& plan, std::
                                      cudaMemcpyHostToDevice));
     EAGLESIM_CUDA_CHECK(static_cast<cudaError_t>(verify_attention_upload(run->plan, run->workspace.get(), nullptr)));
   }
+  // host_sync may copy the accepted lengths before any sampling wrote them (a step without one).
+  EAGLESIM_CUDA_CHECK(cudaMemset(accept_len_.get(), 0, accept_len_.bytes()));
   // Logits of a few units: softmax probabilities spread over many tokens, as a draft's are.
   fill_random(logits_.get(), plan.logits, DType::fp32, seed + 8, 4.f, nullptr);
   for (const auto& [i, data] : plan.cycle_inputs)
@@ -845,21 +874,9 @@ double spin_boundary_us(int device) {
 }
 
 RankProgram::AttentionIo RankProgram::attention_io(std::size_t i) const {
-  AttentionIo io;
-  const auto it = attention_runs_.find(i);
-  if (it == attention_runs_.end()) throw std::logic_error("attention_io: op is not a verify-attention op");
-  const VerifyAttentionRun* run = it->second;
-  io.q = x_.get();
-  io.k = arena_.region(i);
-  const std::size_t positions = as_size(run->lengths[as_size(run->plan.shape.batch)]);
-  const bool mla = run->plan.shape.kind == VerifyAttentionKind::mla;
-  io.v = mla ? io.k
-             : static_cast<const char*>(io.k) + positions * as_size(run->plan.shape.kv_heads) *
-                                                    as_size(run->plan.shape.head_dim_qk) * 2;
-  io.out = y_.get();
-  io.kv_len.assign(run->lengths.begin() + 1 + run->plan.shape.batch, run->lengths.end());
-  io.mask = run->mask;
-  return io;
+  const auto it = attention_io_.find(i);
+  if (it == attention_io_.end()) throw std::logic_error("attention_io: op is not a verify-attention op");
+  return it->second;
 }
 
 // One op's region larger than the arena's budget cannot be replayed at all (the arena reuses
@@ -930,9 +947,8 @@ void RankProgram::build_matmul(std::size_t i, const Op& op, const MatmulChoice& 
 void RankProgram::build_attention(std::size_t i, const Op& op, const ProgramPlan& program_plan) {
   const AttentionShape shape = attention_shape(op);
   const char* cache = static_cast<const char*>(arena_.region(i));
-  const std::size_t k_bytes = shape.shared_kv ? 0 : kv_cache_bytes(shape) / 2;
   const char* kc = cache;
-  const char* vc = cache + k_bytes;
+  const char* vc = cache + v_cache_offset(op);
   char* xb = x_.as<char>();
   char* yb = y_.as<char>();
   if (const VerifyAttentionRun* run = program_plan.verify[i]) {
@@ -940,7 +956,7 @@ void RankProgram::build_attention(std::size_t i, const Op& op, const ProgramPlan
     VerifyAttentionParams p;
     p.q = xb;
     p.k = kc;
-    p.v = vc;  // MLA: the K rows (k_bytes is 0)
+    p.v = vc;  // MLA: the K rows (v_cache_offset is 0)
     p.out = yb;
     p.kv_indptr = run->device_lengths.as<std::int32_t>();
     p.kv_len = p.kv_indptr + (run->lengths.size() - as_size(vplan->shape.batch));
@@ -950,6 +966,13 @@ void RankProgram::build_attention(std::size_t i, const Op& op, const ProgramPlan
     }
     if (resolve_verify_attention_params(vplan->shape, p) != VerifyAttentionCheck::ok)
       throw InputError(fmt::format("{}: the verify-attention kernel refuses the replay's buffers (alignment)", labels_[i]));
+    AttentionIo& io = attention_io_[i];
+    io.q = xb;
+    io.k = kc;
+    io.v = vc;
+    io.out = yb;
+    io.kv_len.assign(run->lengths.begin() + 1 + vplan->shape.batch, run->lengths.end());
+    io.mask = run->mask;
     void* ws = run->workspace.get();
     details_[i] = fmt::format("verify-attention kernel {}, {} request{}, {} mask, {} splits of {} (first request)",
                               variant_name(vplan->kernel.variant), vplan->shape.batch, vplan->shape.batch == 1 ? "" : "s",

@@ -158,7 +158,7 @@ class RankProgram {
   Event host_sync_done_;
   std::map<std::size_t, DeviceBuffer> cycle_inputs_;
   std::vector<bool> host_side_;
-  std::map<std::size_t, const VerifyAttentionRun*> attention_runs_;  // per attention op on the verify kernel
+  std::map<std::size_t, AttentionIo> attention_io_;  // per attention op on the verify kernel
   ProgramOptions opts_;
   std::size_t moe_counter_bytes_ = 0;  // the counters' part of moe_workspace_ (the most any plan needs)
   WeightArena arena_;
