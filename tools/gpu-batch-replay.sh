@@ -65,19 +65,19 @@ for b in $BATCHES; do
     trace=$W/$name.json
     echo "### $name: gen, run --backend cuda, run --backend sim --topology $SIM_TOPOLOGY" | tee -a "$LOG"
     t0=$(date +%s)
-    if "$E" gen --model models/llm/llama-3.1-8b.json --draft models/llm/llama-3.1-8b-eagle3.json --tp 1 \
+    status=ok
+    if ! "$E" gen --model models/llm/llama-3.1-8b.json --draft models/llm/llama-3.1-8b-eagle3.json --tp 1 \
          --batch "$b" --kv-len "$KV" --speculative-num-steps "$steps" --speculative-eagle-topk "$topk" \
-         --speculative-num-draft-tokens "$draft" --engine-cycle -o "$trace" >> "$LOG" 2>&1 &&
-       timeout 120 "$E" run "$trace" --backend cuda --ranks 1 --strategy ideal --iters "$ITERS" --warmup "$WARMUP" \
-         --timeout 60 --json "$OUT/replay-$name.json" >> "$LOG" 2>&1 &&
-       "$E" run "$trace" --backend sim --topology "$SIM_TOPOLOGY" --strategy ideal \
-         --json "$OUT/sim-$name.json" >> "$LOG" 2>&1; then
-      ROWS+=("$name $b $steps $topk $draft ok")
+         --speculative-num-draft-tokens "$draft" --engine-cycle -o "$trace" >> "$LOG" 2>&1; then
+      status=gen-failed
     else
-      echo "### $name: FAILED (see $LOG)" | tee -a "$LOG"
-      ROWS+=("$name $b $steps $topk $draft failed")
-      FAILED=1
+      timeout 120 "$E" run "$trace" --backend cuda --ranks 1 --strategy ideal --iters "$ITERS" --warmup "$WARMUP" \
+        --timeout 60 --json "$OUT/replay-$name.json" >> "$LOG" 2>&1 || status=cuda-failed
+      "$E" run "$trace" --backend sim --topology "$SIM_TOPOLOGY" --strategy ideal \
+        --json "$OUT/sim-$name.json" >> "$LOG" 2>&1 || status=sim-failed
     fi
+    [ "$status" = ok ] || { echo "### $name: $status (see $LOG)" | tee -a "$LOG"; FAILED=1; }
+    ROWS+=("$name $b $steps $topk $draft $status")
     echo "    $(( $(date +%s) - t0 )) s" | tee -a "$LOG"
   done
 done
