@@ -19,6 +19,9 @@
 #               bench_dense_gemm and bench_elementwise against the floor measured in the same run
 #   sanitizer   compute-sanitizer memcheck, racecheck, synccheck over the kernel GPU tests
 #   torch       tools/torch_reference_step.py (PyTorch on the replay's decoder ops), if torch imports
+#   graph       tools/record_graph_trace.py (Llama-3.1-8B TP1 verify step in one CUDA graph, profiled),
+#               trimmed by tools/trim_kineto.py into $OUT/graph/, imported with --config, then run
+#               --op-times measured on the simulator and the CUDA backend beside the recorded step
 #
 # Writes into $OUT (default /tmp/eaglesim-gpu): summary.txt (one line per step with its exit
 # status, then the key lines of each log), STEP.log per step, calibrated.json, fidelity.json,
@@ -41,7 +44,7 @@ if [ -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null 2>&1; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
 
-ALL="build tests bench-comm replay kernels fidelity sanitizer torch"
+ALL="build tests bench-comm replay kernels fidelity sanitizer torch graph"
 STEPS=${*:-$ALL}
 for step in $STEPS; do
   case " $ALL " in *" $step "*) ;; *) echo "gpu-measure: unknown step '$step' (steps: $ALL)" >&2; exit 2 ;; esac
@@ -275,6 +278,25 @@ step_torch() {
   return "$rc"
 }
 
+# The graph-mode fixture: tests/data/kineto/graph/llama8b_tp1_t4_graph.{json.gz,measured.json}
+# are $OUT/graph/llama8b_tp1_t4_graph.trimmed.json.gz and .measured.json of this step.
+step_graph() {
+  local rc=0 d="$OUT/graph" base="$OUT/graph/llama8b_tp1_t4_graph"
+  mkdir -p "$d"
+  echo "### tools/record_graph_trace.py: Llama-3.1-8B TP1, 4 tokens, KV 2048, one CUDA graph"
+  t python3 tools/record_graph_trace.py --out "$d" || return 1
+  t python3 tools/trim_kineto.py "$base.json.gz" "$base.trimmed.json.gz" --steps 2 || return 1
+  rm -f "$base.json.gz"
+  echo "### import kineto --config llama-3.1-8b --tokens 4 --kv-len 2048"
+  t "$E" import kineto "$base.trimmed.json.gz" --config llama-3.1-8b --tokens 4 --kv-len 2048 -o "$d/imported.json" || return 1
+  echo "### run --backend sim --op-times measured"
+  t "$E" run "$d/imported.json" --backend sim --op-times measured --strategy nccl || rc=1
+  echo "### run --backend cuda --op-times measured"
+  t "$E" run "$d/imported.json" --backend cuda --op-times measured --strategy nccl --iters "$ITERS" --warmup 5 --timeout 60 || rc=1
+  python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); print("### recorded step_us_median", m["step_us_median"], "(", m["sdpa"], ")")' "$base.measured.json" || rc=1
+  return "$rc"
+}
+
 # Key lines of each step's log for the summary.
 summary_pattern() {
   case $1 in
@@ -286,6 +308,7 @@ summary_pattern() {
     kernels) echo "^###|^\[  (PASSED|FAILED)|FAILED|Failure|^summary:|^tuning:|^== summary|^(rmsnorm|add_rmsnorm|add_rmsnorm_unfused|residual_add|silu_mul) +[0-9]+ \||^empty kernel|^floor" ;;
     sanitizer) echo "^###|ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY|^\[  (PASSED|FAILED)" ;;
     torch) echo "^###|^\{|Error" ;;
+    graph) echo "^###|^shapes:|^per step:|recorded verify step|^unrecognised|^nccl |^error|Error" ;;
   esac
 }
 
@@ -294,7 +317,7 @@ for step in $STEPS; do
   if [ "$step" != build ] && [ "$step" != torch ] && [ ! -x "$E" ]; then note "$step: SKIPPED ($E not built: run the build step)"; continue; fi
   if [ "$step" = sanitizer ] && [ ! -x "$G" ]; then note "sanitizer: SKIPPED ($G not built)"; continue; fi
   if [ "$step" = bench-comm ] && [ "$NGPU" -lt 2 ]; then note "bench-comm: SKIPPED (needs 2 GPUs, $NGPU visible)"; continue; fi
-  if [ "$step" = torch ] && ! python3 -c "import torch" >/dev/null 2>&1; then note "torch: SKIPPED (python3 cannot import torch)"; continue; fi
+  if { [ "$step" = torch ] || [ "$step" = graph ]; } && ! python3 -c "import torch" >/dev/null 2>&1; then note "$step: SKIPPED (python3 cannot import torch)"; continue; fi
   t0=$(date +%s)
   "step_${step//-/_}" > "$log" 2>&1
   rc=$?

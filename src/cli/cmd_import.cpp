@@ -11,6 +11,7 @@
 #include "import/kineto_import.hpp"
 #include "io/atomic_file.hpp"
 #include "model/model_config.hpp"
+#include "model/rank_layer_shape.hpp"
 #include "sweep/sweep_inputs.hpp"
 #include "trace/trace_json.hpp"
 
@@ -26,6 +27,8 @@ struct KinetoArgs {
   int layers = 0;
   std::string model;
   std::string config;
+  int tp = 0;
+  std::int64_t tokens = 0, batch = 0, kv_len = -1;
   bool quiet = false;
 };
 
@@ -46,8 +49,18 @@ void add_kineto(CLI::App& import) {
   // recorded without ProfilerStep marks (the steps are otherwise an unbroken run of layers).
   cmd->add_option("--config", a->config,
                   "HF config.json (a name in models/llm or a path) of the traced model: its num_hidden_layers "
-                  "splits the steps, and its name becomes meta.model")
+                  "splits the steps, its name becomes meta.model, and kernels without shapes (CUDA graph "
+                  "replays) take theirs from it")
       ->excludes(layers);
+  // What the engine ran, which a graph replay does not record: its kernels have no shapes.
+  cmd->add_option("--tp", a->tp, "Tensor-parallel size of the recorded run (default: distributedInfo.world_size, "
+                                 "else the number of files)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--tokens", a->tokens, "Query tokens per request of the recorded step (1 + draft tokens), for "
+                                         "shapes from --config")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 22));
+  cmd->add_option("--batch", a->batch, "Requests in the recorded step (default 1), for shapes from --config")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}));
+  cmd->add_option("--kv-len", a->kv_len, "KV length each request attended over, for shapes from --config")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24));
   cmd->add_flag("-q,--quiet", a->quiet, "Do not print the summary");
   cmd->callback([a, step] {
     require_single_process("import kineto", kNoGpuWork);
@@ -61,7 +74,12 @@ void add_kineto(CLI::App& import) {
       ModelConfig cfg = read_model_config(resolve_model_path("--config", a->config));
       opt.layers_per_step = cfg.layers;
       if (opt.model.empty()) opt.model = cfg.name;
+      opt.layer_shape = [cfg](int tp) { return rank_layer_shape(cfg, tp); };
     }
+    if (a->tp > 0) opt.tp = a->tp;
+    if (a->tokens > 0) opt.tokens = a->tokens;
+    if (a->batch > 0) opt.batch = a->batch;
+    if (a->kv_len >= 0) opt.kv_len = a->kv_len;
     KinetoImport r = import_kineto_with_summary(a->files, opt);
     write_trace(r.trace, a->out);
     for (const auto& w : r.summary.warnings) spdlog::warn("{}", w);

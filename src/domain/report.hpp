@@ -36,6 +36,7 @@ struct Scenario {
   int tp = 1;
   int ranks = 1;             // ranks actually used (cuda --ranks K may differ from tp)
   int draft_tokens = 0;
+  int batch = 1;             // concurrent requests of the trace (version 2 meta.batch; 1 for version 1)
   Acceptance acceptance;
   bool fused_add_norm = true;  // residual_add + rmsnorm ran as one kernel (RunOptions::fuse_add_norm)
   std::vector<std::string> notes;
@@ -48,11 +49,20 @@ struct CycleMetrics {
   int allreduce_count = 0;
   double allreduce_mean_us = 0;
   double draft_us = 0;        // all N draft forwards of one cycle (with a draft-extend pass: it and N - 1 forwards)
+  int draft_forwards = 0;     // the draft forwards draft_us counts: N, or N - 1 beside a draft-extend pass
   double decode_us = 0;
   double cycle_us = 0;        // draft_us + verify_us
   double tokens_per_cycle = 0;
-  double tokens_per_s = 0;
-  double decode_tokens_per_s = 0;
+  // Throughput at the trace's batch: every request of the batch advances by tokens_per_cycle
+  // per cycle, so a request sees tokens_per_s, the server batch x that, and each of its GPUs
+  // (TP ranks) a share of the total. Plain decoding at the same batch is the baseline.
+  int batch = 1;
+  int gpus = 1;
+  double tokens_per_s = 0;              // per request
+  double total_tokens_per_s = 0;        // all requests of the batch
+  double tokens_per_s_per_gpu = 0;      // total over the GPUs serving it
+  double decode_tokens_per_s = 0;       // per request, plain decoding at the same batch
+  double decode_total_tokens_per_s = 0; // all requests, plain decoding at the same batch
   double speedup_vs_decode = 0;
   std::optional<double> breakeven_accept_rate;  // per-position rate below which EAGLE-3 loses; none if unreachable
   double breakeven_accept_len = 0;              // E at break-even = cycle / decode

@@ -48,7 +48,9 @@ std::string Acceptance::describe(int draft_tokens) const {
   return fmt::format("{} (given, N={})", describe(), draft_tokens);
 }
 
-void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, int draft_tokens) {
+void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, int draft_tokens, int batch, int gpus) {
+  if (batch < 1 || gpus < 1)
+    throw InputError(fmt::format("cycle metrics: batch {} and gpus {} must both be at least 1", batch, gpus));
   if (!r.supported) return;
   const StepResult& v = r.verify;
   r.verify_us = v.step_us;
@@ -59,14 +61,19 @@ void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, in
   r.allreduce_mean_us = v.allreduce_mean_us;
   // The draft-extend pass stands for the first of the N draft forwards (trace/trace.hpp,
   // draft_forwards_per_cycle).
-  const int forwards = r.draft_extend ? std::max(0, draft_tokens - 1) : draft_tokens;
-  r.draft_us = (r.draft ? forwards * r.draft->step_us : 0.0) + (r.draft_extend ? r.draft_extend->step_us : 0.0);
+  r.draft_forwards = r.draft_extend ? std::max(0, draft_tokens - 1) : draft_tokens;
+  r.draft_us = (r.draft ? r.draft_forwards * r.draft->step_us : 0.0) + (r.draft_extend ? r.draft_extend->step_us : 0.0);
   r.decode_us = r.decode ? r.decode->step_us : 0.0;
   r.cycle_us = r.draft_us + r.verify_us;
   r.tokens_per_cycle = acceptance.tokens_per_cycle(draft_tokens);
   r.tokens_per_s = r.cycle_us > 0 ? r.tokens_per_cycle / r.cycle_us * 1e6 : 0.0;
   r.decode_tokens_per_s = r.decode_us > 0 ? 1e6 / r.decode_us : 0.0;
   r.speedup_vs_decode = r.decode_tokens_per_s > 0 ? r.tokens_per_s / r.decode_tokens_per_s : 0.0;
+  r.batch = batch;
+  r.gpus = gpus;
+  r.total_tokens_per_s = batch * r.tokens_per_s;
+  r.tokens_per_s_per_gpu = r.total_tokens_per_s / gpus;
+  r.decode_total_tokens_per_s = batch * r.decode_tokens_per_s;
   r.breakeven_accept_rate.reset();
   r.breakeven_accept_len = 0;
   if (r.decode_us > 0) {

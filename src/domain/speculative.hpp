@@ -24,6 +24,9 @@ std::optional<double> accept_rate_for_tokens(double tokens, int draft_tokens);
 // without a decode step speedup and break-even stay unset (decode_us == 0). The break-even rate
 // is the chain's, or the tree model's chain-equivalent rate when `acceptance` was resolved for
 // a configuration with eagle_topk > 1 (tree_acceptance.hpp).
-void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, int draft_tokens);
+// `batch` requests share every step (the per-request rates are per request, the totals batch x
+// that) and `gpus` GPUs serve them (tokens_per_s_per_gpu = total / gpus); InputError unless both >= 1.
+void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, int draft_tokens, int batch = 1,
+                             int gpus = 1);
 
 }  // namespace eaglesim

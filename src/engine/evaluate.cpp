@@ -1,5 +1,6 @@
 #include "engine/evaluate.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "core/errors.hpp"
 #include "domain/speculative.hpp"
 #include "engine/op_pricing.hpp"
+#include "engine/recorded_step_note.hpp"
 #include "trace/op_traffic.hpp"
 
 namespace eaglesim {
@@ -34,6 +36,33 @@ KindTraffic step_kind_traffic(const Step& step, bool fuses, bool fuse_add_norm) 
   return t;
 }
 
+// The experts a step's MoE layers touch (the most in any of them) and the expert weights they read.
+struct ExpertReads {
+  std::int64_t experts = 0;
+  double weight_bytes = 0;
+};
+ExpertReads expert_reads(const Step& step) {
+  ExpertReads r;
+  for (const Op& op : step.ops)
+    if (op.kind == OpKind::grouped_gemm) {
+      r.experts = std::max(r.experts, op.experts);
+      r.weight_bytes += op.weight_bytes();
+    }
+  return r;
+}
+
+// A MoE verify of T tokens per request touches up to T times the experts of a decode of the same
+// batch and reads their weights, which a decode does not: why speculation can lose on a
+// small-active MoE. Empty for a dense model, or when both steps touch the same experts.
+std::string moe_experts_note(const Step& verify, const Step* decode) {
+  if (!decode) return "";
+  const ExpertReads v = expert_reads(verify), d = expert_reads(*decode);
+  if (v.experts == 0 || d.experts == 0 || v.experts == d.experts || d.weight_bytes <= 0) return "";
+  return fmt::format("MoE: the verify step's layers touch up to {} experts each against {} in a decode step of the "
+                     "same batch, reading {:.1f}x the expert weights",
+                     v.experts, d.experts, v.weight_bytes / d.weight_bytes);
+}
+
 }  // namespace
 
 int scenario_draft_tokens(const Trace& trace, int requested) {
@@ -58,6 +87,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   sc.backend = backend.name();
   sc.tp = trace.meta.tp;
   sc.ranks = req.options.ranks > 0 ? req.options.ranks : trace.meta.tp;
+  sc.batch = trace.meta.batch_size();
   sc.draft_tokens = scenario_draft_tokens(trace, req.draft_tokens);
   if (sc.draft_tokens < 0) throw InputError(fmt::format("draft tokens: expected >= 0, got {}", sc.draft_tokens));
   sc.acceptance = req.acceptance;
@@ -77,6 +107,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     sc.notes.push_back(kUnfusedAddNormNote);
   if (!draft && !draft_extend) sc.notes.push_back("the trace has no draft step: draft cost is not included in the cycle (tok/s is optimistic)");
   if (!decode) sc.notes.push_back("the trace has no decode step: speedup vs plain decoding and break-even are n/a");
+  if (const std::string moe = moe_experts_note(verify, decode); !moe.empty()) sc.notes.push_back(moe);
 
   RunOptions quiet = req.options;
   quiet.want_timeline = false;
@@ -91,9 +122,10 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     if (v.supported && (!d || d->supported) && (!e || e->supported) && decode)
       p = price_step(backend, trace, *decode, name, req.topo, quiet);
     StrategyResult r = assemble_result(name, v, d ? &*d : nullptr, p ? &*p : nullptr, e ? &*e : nullptr);
-    derive_strategy_metrics(r, sc.acceptance, sc.draft_tokens);
+    derive_strategy_metrics(r, sc.acceptance, sc.draft_tokens, sc.batch, sc.tp);
     report.results.push_back(std::move(r));
   }
+  if (auto note = recorded_step_note(verify, report.results)) sc.notes.push_back(*note);
   return report;
 }
 

@@ -17,6 +17,25 @@ std::string summary_to_text(const ImportSummary& s) {
   out += fmt::format("per step: {} (op us sum {:.1f}, of which collectives {:.1f})\n", kinds, s.op_us_per_step,
                      s.collective_us_per_step);
 
+  if (!s.shape_source.empty()) out += "shapes: " + s.shape_source + "\n";
+  for (const auto& p : s.allreduce_paths) out += "allreduce path: " + p + "\n";
+  // Per kind, how many kernels were recognised; then the names that were not.
+  std::map<std::string, int> recognised;
+  std::string unrecognised;
+  int unrecognised_count = 0;
+  for (const auto& r : s.kernels) {
+    if (r.kind != "other") recognised[r.kind] += r.count;
+    else if (r.what == "unrecognised") {
+      unrecognised_count += r.count;
+      unrecognised += fmt::format("{}{} x{}", unrecognised.empty() ? "" : ", ", r.kernel, r.count);
+    }
+  }
+  std::string rec;
+  for (const auto& [k, n] : recognised) rec += fmt::format("{}{} {}", rec.empty() ? "" : ", ", k, n);
+  out += fmt::format("recognised kernels: {}\n", rec.empty() ? "none" : rec);
+  out += fmt::format("unrecognised kernels: {}\n",
+                     unrecognised_count == 0 ? "none" : fmt::format("{} ({})", unrecognised_count, unrecognised));
+
   std::vector<ImportSummaryRow> rows = s.kernels;
   std::stable_sort(rows.begin(), rows.end(), [](const ImportSummaryRow& a, const ImportSummaryRow& b) {
     const bool ao = a.kind == "other", bo = b.kind == "other";

@@ -28,6 +28,8 @@ struct ImportSummary {
   std::map<std::string, int> ops_by_kind;  // per imported step (the first one)
   double op_us_per_step = 0;               // sum of op us of the first imported step
   double collective_us_per_step = 0;       // part of it that is collectives
+  std::string shape_source;                // how shapes were found, when not from CPU ops (model config)
+  std::vector<std::string> allreduce_paths;  // what the engine's allreduces ran as, per kernel
   std::vector<std::string> warnings;  // not part of summary_to_text: callers log them
 };
 

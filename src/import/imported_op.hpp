@@ -2,6 +2,7 @@
 // An op as the importer sees it on one rank, before it becomes a trace Op: the semantic Op
 // (kind, shape) plus the GPU timing it came from, which the step splitter, the collective
 // aligner and the summary still need.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct ImportedOp {
   double kernel_us = 0;       // sum of its kernels' durations (collective: the collective kernel only)
   double folded_copy_us = 0;  // input copy folded into an allreduce (one-shot symmetric memory)
   double launch_ts = -1;      // CPU time its first kernel was launched, -1 if unknown
+  std::int64_t graph_launch = -1;  // CUDA graph launch that replayed it (correlation), -1: stream launch
   std::vector<ImportedKernel> kernels;
 
   // Identity used to compare steps and ranks: kind and shape (and name for `other`).

@@ -35,6 +35,7 @@ const char* to_string(KernelClass c) {
     case KernelClass::act_partial: return "activation";
     case KernelClass::mul: return "mul";
     case KernelClass::embedding: return "embedding";
+    case KernelClass::moe_gemm: return "moe gemm";
     case KernelClass::copy: return "copy";
     case KernelClass::memset: return "memset";
     case KernelClass::other: return "other";
@@ -47,35 +48,86 @@ KernelMatch classify_kernel(const std::string& name, GpuActivityType type) {
   if (type == GpuActivityType::memset) return {KernelClass::memset, "memset"};
   const std::string n = lower(name);
 
-  // Collectives first: their names are the most specific, and some custom allreduce kernels
-  // are templated on cutlass/flashinfer types that would match later rules.
+  // Kernel names of the serving engines and the libraries they call, as declared in their
+  // public source (docs/import-kineto.md lists the files). Collectives first: their names are
+  // the most specific, and some custom allreduce kernels are templated on cutlass/flashinfer
+  // types that would match later rules.
+  // NCCL: ncclDevKernel_AllReduce_Sum_bf16_RING_LL (src/device/generate.py generates them).
   if (has_any(n, {"nccldevkernel_allreduce", "ncclkernel_allreduce"})) return {KernelClass::allreduce, "NCCL"};
   if (has_any(n, {"nccldevkernel_", "ncclkernel_"})) return {KernelClass::collective_other, "NCCL"};
-  if (has_any(n, {"cross_device_reduce_1stage", "cross_device_reduce_2stage"}))
-    return {KernelClass::allreduce, "vLLM/SGLang custom allreduce"};
-  if (has_any(n, {"one_shot_all_reduce", "two_shot_all_reduce", "multimem_all_reduce", "multimem_one_shot",
-                  "multimem_"}))
-    return {KernelClass::allreduce, "torch symmetric memory"};
-  if (has_any(n, {"allreduce_fusion", "allreducefusion"})) return {KernelClass::allreduce, "FlashInfer allreduce fusion"};
+  // vllm-project/vllm csrc/custom_all_reduce.cuh and sgl-project/sglang
+  // sgl-kernel/csrc/allreduce/custom_all_reduce.cuh: one kernel template per stage count.
+  if (n.find("cross_device_reduce_1stage") != std::string::npos)
+    return {KernelClass::allreduce, "vLLM/SGLang custom allreduce 1-stage"};
+  if (n.find("cross_device_reduce_2stage") != std::string::npos)
+    return {KernelClass::allreduce, "vLLM/SGLang custom allreduce 2-stage"};
+  // pytorch/pytorch torch/csrc/distributed/c10d/symm_mem/CUDASymmetricMemoryOps.cu.
+  if (n.find("one_shot_all_reduce") != std::string::npos || n.find("multimem_one_shot") != std::string::npos)
+    return {KernelClass::allreduce, "torch symmetric memory one-shot"};
+  if (n.find("two_shot_all_reduce") != std::string::npos || n.find("multimem_all_reduce") != std::string::npos)
+    return {KernelClass::allreduce, "torch symmetric memory two-shot"};
+  if (n.find("multimem_") != std::string::npos) return {KernelClass::allreduce, "torch symmetric memory"};
+  // flashinfer-ai/flashinfer include/flashinfer/comm/trtllm_allreduce_fusion.cuh and NVIDIA/TensorRT-LLM
+  // cpp/tensorrt_llm/kernels/communicationKernels/allReduceFusionKernels.cu:
+  // allreduce_fusion_kernel_oneshot_lamport / allreduce_fusion_kernel_twoshot_sync, the
+  // allreduce with the residual add and RMSNorm of the next block inside the same kernel.
+  if (has_any(n, {"allreduce_fusion_kernel_oneshot", "allreduce_fusion_kernel_twoshot", "allreduce_fusion", "allreducefusion"}))
+    return {KernelClass::allreduce, n.find("oneshot") != std::string::npos   ? "FlashInfer/TRT-LLM allreduce fusion one-shot"
+                                    : n.find("twoshot") != std::string::npos ? "FlashInfer/TRT-LLM allreduce fusion two-shot"
+                                                                             : "FlashInfer/TRT-LLM allreduce fusion"};
+  // NVIDIA/TensorRT-LLM cpp/tensorrt_llm/kernels/customAllReduceKernels.cu (oneShotAllReduceKernel, twoShotAllReduceKernel).
+  if (has_any(n, {"oneshotallreduce", "twoshotallreduce", "lamport"}))
+    return {KernelClass::allreduce, n.find("twoshot") != std::string::npos ? "TRT-LLM custom allreduce two-shot"
+                                                                          : "TRT-LLM custom allreduce one-shot"};
   if (has_any(n, {"allreduce", "all_reduce", "quickreduce"})) return {KernelClass::allreduce, "custom allreduce"};
 
   if (has_any(n, {"splitkreduce"})) return {KernelClass::gemm_reduce, "cuBLASLt split-K reduce"};
 
-  // Attention before GEMM: FlashAttention/FlashInfer kernels are built from cutlass/cute templates.
-  if (has_any(n, {"flash_fwd", "flash::", "fmha", "sdpa", "scaled_dot_product", "efficient_attention", "attention",
-                  "paged_attention", "batchdecode", "batchprefill", "withkvcache", "flashmla", "mla_decode",
-                  "flash_attn", "flashattn", "_mha_", "mha_fwd", "decode_attention", "unified_attention"}))
-    return {KernelClass::attention, n.find("cudnn") != std::string::npos ? "cuDNN SDPA"
-                                    : n.find("flash") != std::string::npos ? "FlashAttention"
-                                                                           : "attention"};
+  // Mixture-of-experts GEMMs: Triton fused_moe_kernel (vllm model_executor/layers/fused_moe/fused_moe.py,
+  // sglang srt/layers/moe/fused_moe_triton/), Marlin MoE (vllm csrc/moe/marlin_moe_wna16/).
+  if (has_any(n, {"fused_moe_kernel", "fused_moe"})) return {KernelClass::moe_gemm, "Triton fused_moe"};
+  if (has_any(n, {"marlin_moe", "moe_wna16"})) return {KernelClass::moe_gemm, "Marlin MoE"};
 
+  // Attention before GEMM: FlashAttention/FlashInfer kernels are built from cutlass/cute templates.
+  // FlashInfer include/flashinfer/attention/{decode,prefill}.cuh: BatchDecodeWithPagedKVCacheKernel,
+  // BatchPrefillWithPagedKVCacheKernel, BatchPrefillWithRaggedKVCacheKernel; cascade.cuh merges
+  // the partial states of a split KV (MergeStatesKernel, VariableLengthMergeStatesKernel).
+  if (has_any(n, {"batchdecodewithpagedkvcache", "batchprefillwith", "singleprefillwith", "singledecodewith",
+                  "mergestates", "prefillwithkvcachekernel"}))
+    return {KernelClass::attention, "FlashInfer"};
+  // Dao-AILab/flash-attention csrc/flash_attn/src/flash_fwd_launch_template.h (flash_fwd_kernel,
+  // flash_fwd_splitkv_kernel, flash_fwd_splitkv_combine_kernel; vLLM's vllm-flash-attn and
+  // PyTorch's pytorch_flash:: copy keep the names).
+  if (n.find("pytorch_flash::") != std::string::npos) return {KernelClass::attention, "PyTorch SDPA flash"};
+  if (has_any(n, {"fmha_cutlass", "efficient_attention", "attentionkernel"}))
+    return {KernelClass::attention, "PyTorch SDPA memory-efficient"};
+  if (n.find("sdpa") != std::string::npos && n.find("cudnn") != std::string::npos) return {KernelClass::attention, "cuDNN SDPA"};
+  if (has_any(n, {"flash_fwd", "flash::", "flash_attn", "flashattn", "flashmla", "mla_decode"}))
+    return {KernelClass::attention, "FlashAttention"};
+  // vllm csrc/attention/paged_attention_v{1,2}.cu; sglang srt/layers/attention/triton_ops/decode_attention.py.
+  if (has_any(n, {"paged_attention"})) return {KernelClass::attention, "vLLM paged attention"};
+  if (has_any(n, {"_fwd_grouped_kernel_stage", "_fwd_kernel_stage", "decode_attention"}))
+    return {KernelClass::attention, "Triton attention"};
+  if (has_any(n, {"fmha", "sdpa", "scaled_dot_product", "attention", "withkvcache", "_mha_", "mha_fwd",
+                  "unified_attention"}))
+    return {KernelClass::attention, "attention"};
+
+  // deepseek-ai/DeepGEMM deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh (sm90_fp8_gemm_1d2d_impl;
+  // older releases: fp8_gemm_kernel in fp8_gemm.cuh).
+  if (has_any(n, {"deep_gemm", "fp8_gemm_1d", "fp8_gemm_kernel", "bf16_gemm_impl"})) return {KernelClass::gemm, "DeepGEMM"};
+  // vllm csrc/quantization/gptq_marlin/marlin.cu (marlin::Marlin<...>).
+  if (n.find("marlin") != std::string::npos) return {KernelClass::gemm, "Marlin"};
   if (n.rfind("nvjet", 0) == 0) return {KernelClass::gemm, "cuBLAS nvjet"};
   if (has_any(n, {"xmma_gemm", "sm90_xmma", "sm80_xmma", "sm100_xmma"})) return {KernelClass::gemm, "cuBLAS xmma"};
   if (has_any(n, {"cutlass"})) return {KernelClass::gemm, "CUTLASS"};
   if (has_any(n, {"gemm", "gemv", "cublas"})) return {KernelClass::gemm, "GEMM"};
 
-  if (has_any(n, {"fused_add_rms_norm", "fused_add_rmsnorm", "add_rms_norm"})) return {KernelClass::fused_add_norm, "fused add+RMSNorm"};
+  // vllm csrc/layernorm_kernels.cu (rms_norm_kernel, fused_add_rms_norm_kernel); FlashInfer
+  // include/flashinfer/norm.cuh (RMSNormKernel, FusedAddRMSNormKernel), which sgl-kernel calls.
+  if (has_any(n, {"fused_add_rms_norm", "fused_add_rmsnorm", "add_rms_norm", "fusedaddrmsnorm"}))
+    return {KernelClass::fused_add_norm, "fused add+RMSNorm"};
   if (has_any(n, {"rms_norm", "rmsnorm", "layer_norm", "layernorm"})) return {KernelClass::norm, "norm"};
+  // vllm csrc/activation_kernels.cu and FlashInfer include/flashinfer/activation.cuh (act_and_mul_kernel).
   if (has_any(n, {"act_and_mul", "silu_and_mul", "gelu_and_mul", "swiglu", "silu_mul"})) return {KernelClass::act, "fused act·mul"};
   if (has_any(n, {"silu_kernel", "gelu_kernel", "silu", "gelu"})) return {KernelClass::act_partial, "activation"};
   if (has_any(n, {"cudafunctor_add", "addfunctor", "add_kernel"})) return {KernelClass::residual_add, "elementwise add"};

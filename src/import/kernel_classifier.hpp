@@ -22,6 +22,7 @@ enum class KernelClass {
   act,               // SiLU(gate) * up in one kernel
   act_partial,       // the activation alone (SiLU, GELU): the multiply follows as its own kernel
   mul,               // elementwise multiply
+  moe_gemm,          // expert GEMMs of a MoE layer (Triton fused_moe, Marlin MoE): measured only
   embedding,         // token embedding lookup (index_select / embedding kernels under aten::embedding)
   copy,              // copy kernels and device memcpys
   memset,

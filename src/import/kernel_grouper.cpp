@@ -45,6 +45,7 @@ int rank_of(KernelClass c) {
     case KernelClass::act_partial: return 6;
     case KernelClass::residual_add: return 5;
     case KernelClass::mul: return 4;
+    case KernelClass::moe_gemm: return 10;
     case KernelClass::embedding: return 3;
     case KernelClass::gemm_reduce: return 3;
     case KernelClass::other: return 2;
@@ -56,7 +57,7 @@ int rank_of(KernelClass c) {
 
 KernelMatch classify(const RankTrace& rank, const GpuActivity& g) {
   KernelMatch m = classify_kernel(g.name, g.type);
-  if (m.cls != KernelClass::other || g.cpu_op < 0) return m;
+  if (m.cls != KernelClass::other || g.cpu_op < 0) return m;  // graph kernels have no cpu_op
   // A kernel whose name says nothing: what the launching ATen op (or an enclosing one) does.
   for (int i : rank.ancestry(g.cpu_op)) {
     KernelClass c = classify_cpu_op(rank.cpu_ops[static_cast<std::size_t>(i)].name);
@@ -107,6 +108,7 @@ ImportedOp build_op(const RankTrace& rank, const Group& g) {
   op.start = group_start(g);
   op.end = group_end(g);
   op.launch_ts = g.members.front().activity->launch_ts;
+  op.graph_launch = g.members.front().activity->graph_launch;
   op.collective = g.cls == KernelClass::allreduce || g.cls == KernelClass::collective_other;
   for (const auto& m : g.members) {
     op.kernels.push_back({short_kernel_name(m.activity->name), m.family, m.activity->dur});
@@ -152,10 +154,22 @@ std::vector<ImportedOp> group_kernels(const RankTrace& rank) {
       bool join = false;
       if (!groups.empty()) {
         const GpuActivity& prev = *groups.back().members.back().activity;
-        // Same launching op; or a split-K reduction right after its GEMM even when the
-        // profiler did not stamp an External id on it.
-        join = (a.external_id >= 0 && a.external_id == prev.external_id) ||
-               (m.cls == KernelClass::gemm_reduce && groups.back().members.back().cls == KernelClass::gemm);
+        const KernelClass prev_cls = groups.back().members.back().cls;
+        if (a.in_graph()) {
+          // Every kernel of one graph replay shares the launch's correlation and External id,
+          // so the launching op says nothing; the kernels themselves do: a split-K reduction
+          // follows its GEMM, a split-KV combine / merge-states kernel its attention kernel,
+          // and cuDNN's workspace memset comes right before its attention kernel.
+          join = prev.graph_launch == a.graph_launch &&
+                 ((m.cls == KernelClass::gemm_reduce && prev_cls == KernelClass::gemm) ||
+                  (m.cls == KernelClass::attention && prev_cls == KernelClass::attention) ||
+                  (m.cls == KernelClass::attention && prev_cls == KernelClass::memset && groups.back().members.size() == 1));
+        } else {
+          // Same launching op; or a split-K reduction right after its GEMM even when the
+          // profiler did not stamp an External id on it.
+          join = (a.external_id >= 0 && a.external_id == prev.external_id) ||
+                 (m.cls == KernelClass::gemm_reduce && prev_cls == KernelClass::gemm);
+        }
       }
       if (join) groups.back().members.push_back(m);
       else groups.push_back(Group{{m}});
@@ -167,11 +181,15 @@ std::vector<ImportedOp> group_kernels(const RankTrace& rank) {
     std::vector<Group> merged;
     for (std::size_t i = 0; i < groups.size(); ++i) {
       Group g = groups[i];
+      const bool graph = g.principal().activity->in_graph();
       if (g.cls == KernelClass::act_partial && i + 1 < groups.size() && groups[i + 1].cls == KernelClass::mul) {
         auto a = link_shape(rank, *g.principal().activity, KernelClass::act_partial);
         auto b = link_shape(rank, *groups[i + 1].principal().activity, KernelClass::mul);
         if (a && b && (a->op.tokens != b->op.tokens || a->op.hidden != b->op.hidden)) a.reset();
-        if (a && b) {
+        // Graph kernels carry no shapes to compare: the multiply right after the activation
+        // in the same replay is taken as its second half (the MLP's SiLU(gate) * up).
+        const bool same_replay = graph && groups[i + 1].principal().activity->graph_launch == g.principal().activity->graph_launch;
+        if ((a && b) || same_replay) {
           for (const auto& m : groups[i + 1].members) g.members.push_back(m);
           g.cls = KernelClass::act;
           ++i;
@@ -180,7 +198,10 @@ std::vector<ImportedOp> group_kernels(const RankTrace& rank) {
       if (g.cls == KernelClass::copy && i + 1 < groups.size() && groups[i + 1].cls == KernelClass::allreduce) {
         auto bytes = copy_bytes(rank, *g.principal().activity);
         auto ar = link_shape(rank, *groups[i + 1].principal().activity, KernelClass::allreduce);
-        if (bytes && ar && *bytes == ar->op.bytes) {
+        // In a graph the allreduce's size is not known yet (it comes from the model config);
+        // a copy right before it in the same replay is its input copy.
+        const bool same_replay = graph && groups[i + 1].principal().activity->graph_launch == g.principal().activity->graph_launch;
+        if ((bytes && ar && *bytes == ar->op.bytes) || same_replay) {
           Group f = groups[i + 1];
           f.members.insert(f.members.begin(), g.members.begin(), g.members.end());
           merged.push_back(std::move(f));

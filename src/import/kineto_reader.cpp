@@ -36,6 +36,21 @@ std::optional<std::int64_t> int_arg(const JsonCursor& ev, const char* key) {
 
 constexpr double kMaxTs = 1e18;  // µs; anything beyond is not a timestamp
 
+// eaglesim prices and replays CUDA kernels on NVIDIA GPUs. A ROCm profile (kineto over
+// roctracer) has the same layout, so it would import "fine" and then be priced as if its
+// hipBLASLt/CK kernels had run on an H200; refuse it instead.
+bool names_another_vendor(const std::string& device) {
+  for (const char* v : {"AMD", "Radeon", "Instinct", "Intel", "Gaudi"})
+    if (device.find(v) != std::string::npos) return true;
+  return false;
+}
+
+const char* kNvidiaOnly = "eaglesim imports profiles of NVIDIA GPUs (CUDA kernels) only";
+
+bool is_graph_launch(const std::string& name) {
+  return name.find("GraphLaunch") != std::string::npos;  // cudaGraphLaunch, cuGraphLaunch (+ _v10000)
+}
+
 }  // namespace
 
 std::vector<int> RankTrace::ancestry(int op) const {
@@ -72,11 +87,17 @@ RankTrace parse_kineto_rank(const std::string& text, const std::string& file) {
   }
   if (auto dp = root.find("deviceProperties"); dp && dp->json().is_array() && dp->size() > 0) {
     if (auto n = dp->at(std::size_t{0}).find("name"); n && n->json().is_string()) rt.device_name = n->as_string_allow_empty();
+    for (std::size_t i = 0; i < dp->size(); ++i) {
+      auto n = dp->at(i).find("name");
+      if (n && n->json().is_string() && names_another_vendor(n->json().get<std::string>()))
+        n->fail(fmt::format("an NVIDIA GPU ({})", kNvidiaOnly));
+    }
   }
 
   struct Launch {
     double ts;
     std::int64_t thread;
+    bool graph;
   };
   std::unordered_map<std::int64_t, Launch> launch_by_correlation;
 
@@ -99,7 +120,11 @@ RankTrace parse_kineto_rank(const std::string& text, const std::string& file) {
     if (auto it = ev.json().find("args"); it != ev.json().end()) args = &*it;
 
     if (is_launch) {
-      if (auto c = int_arg(ev, "correlation")) launch_by_correlation[*c] = Launch{ts, thread_key(ev.json())};
+      if (name.rfind("hip", 0) == 0)
+        ev.at("name").fail(fmt::format("a CUDA runtime or driver call ({}; this one is from ROCm/HIP)", kNvidiaOnly));
+      const bool graph = is_graph_launch(name);
+      rt.graph_launches += graph;
+      if (auto c = int_arg(ev, "correlation")) launch_by_correlation[*c] = Launch{ts, thread_key(ev.json()), graph};
       continue;
     }
     if (is_cpu) {
@@ -136,6 +161,9 @@ RankTrace parse_kineto_rank(const std::string& text, const std::string& file) {
     g.external_id = int_arg(ev, "External id").value_or(-1);
     g.correlation = int_arg(ev, "correlation").value_or(-1);
     g.bytes = int_arg(ev, "bytes").value_or(0);
+    // "graph id" 0 is CUPTI's "not launched from a graph".
+    if (int_arg(ev, "graph id").value_or(0) > 0) g.graph_launch = g.correlation >= 0 ? g.correlation : 0;
+    g.graph_node = int_arg(ev, "graph node id").value_or(-1);
     g.args = args;
     rt.gpu.push_back(std::move(g));
   }
@@ -191,6 +219,8 @@ RankTrace parse_kineto_rank(const std::string& text, const std::string& file) {
   for (GpuActivity& g : rt.gpu) {
     auto launch = launch_by_correlation.find(g.correlation);
     if (launch != launch_by_correlation.end()) g.launch_ts = launch->second.ts;
+    if (launch != launch_by_correlation.end() && launch->second.graph) g.graph_launch = g.correlation;
+    if (g.in_graph()) continue;  // no CPU op launched it (see GpuActivity::graph_launch)
     if (auto it = by_external_id.find(g.external_id); g.external_id >= 0 && it != by_external_id.end())
       g.cpu_op = it->second;
     else if (launch != launch_by_correlation.end())

@@ -38,6 +38,14 @@ struct GpuActivity {
   const nlohmann::json* args = nullptr;
   int cpu_op = -1;         // launching CpuOp (innermost), -1 when it cannot be found
   double launch_ts = -1;   // CPU time of the launch call, -1 when unknown
+  // CUDA graphs: a kernel replayed from a graph carries the correlation id of the
+  // cudaGraphLaunch that replayed it (CUPTI stamps every node of one launch with it), and
+  // kineto built against CUDA 12+ adds args "graph id" / "graph node id". Such a kernel has no
+  // CPU op of its own: the op open at the launch is whatever wrapped the replay, so cpu_op is
+  // -1 and its shape has to come from elsewhere (the model config).
+  std::int64_t graph_launch = -1;  // correlation of the graph launch, -1 for a stream launch
+  std::int64_t graph_node = -1;    // "graph node id", -1 when not given
+  bool in_graph() const { return graph_launch >= 0; }
 };
 
 struct ProfilerStepMark {
@@ -53,6 +61,7 @@ struct RankTrace {
   std::optional<std::int64_t> base_time_ns;
   bool record_shapes = false;       // top-level "record_shapes" or any "Input Dims" seen
   std::string device_name;          // deviceProperties[0].name
+  int graph_launches = 0;           // cudaGraphLaunch calls seen
   std::vector<CpuOp> cpu_ops;       // sorted by (thread, ts)
   std::vector<GpuActivity> gpu;     // sorted by ts
   std::vector<ProfilerStepMark> profiler_steps;  // sorted by ts

@@ -31,6 +31,11 @@ int assign_layers(std::vector<Op>& ops) {
     }
   }
 
+  name_layer_roles(ops);
+  return layers;
+}
+
+void name_layer_roles(std::vector<Op>& ops) {
   // Role names inside each layer, from the order of the block.
   int current = -1;
   bool attention = false, attn_ar = false, act = false;
@@ -61,7 +66,6 @@ int assign_layers(std::vector<Op>& ops) {
       default: break;
     }
   }
-  return layers;
 }
 
 }  // namespace eaglesim

@@ -17,4 +17,8 @@ namespace eaglesim {
 // layer -1 and their names).
 int assign_layers(std::vector<Op>& step_ops);
 
+// The role names alone, for ops whose `layer` is already set (the model-config path numbers
+// layers from the repetition of the kernel sequence, not from allreduces).
+void name_layer_roles(std::vector<Op>& step_ops);
+
 }  // namespace eaglesim

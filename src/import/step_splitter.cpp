@@ -12,6 +12,18 @@ namespace eaglesim {
 
 namespace {
 
+void mark_usual_size_complete(StepSplit& s) {
+  // A step is complete when it has the usual number of ops: the first one can hold warm-up
+  // extras and the last one can be cut off when the profiler stops before its GPU work ends.
+  std::map<std::size_t, int> sizes;
+  for (const auto& st : s.steps) ++sizes[st.size()];
+  std::size_t usual = 0;
+  int best = 0;
+  for (auto [size, count] : sizes)
+    if (count > best || (count == best && size > usual)) { usual = size; best = count; }
+  for (const auto& st : s.steps) s.complete.push_back(st.size() == usual);
+}
+
 StepSplit by_profiler_steps(const RankTrace& rank, const std::vector<ImportedOp>& ops) {
   StepSplit s;
   s.method = fmt::format("ProfilerStep#N marks ({} steps)", rank.profiler_steps.size());
@@ -24,15 +36,24 @@ StepSplit by_profiler_steps(const RankTrace& rank, const std::vector<ImportedOp>
     s.steps[static_cast<std::size_t>(it - rank.profiler_steps.begin())].push_back(i);
   }
   s.steps.erase(std::remove_if(s.steps.begin(), s.steps.end(), [](const auto& v) { return v.empty(); }), s.steps.end());
-  // A step is complete when it has the usual number of ops: the first one can hold warm-up
-  // extras and the last one can be cut off when the profiler stops before its GPU work ends.
-  std::map<std::size_t, int> sizes;
-  for (const auto& st : s.steps) ++sizes[st.size()];
-  std::size_t usual = 0;
-  int best = 0;
-  for (auto [size, count] : sizes)
-    if (count > best || (count == best && size > usual)) { usual = size; best = count; }
-  for (const auto& st : s.steps) s.complete.push_back(st.size() == usual);
+  mark_usual_size_complete(s);
+  return s;
+}
+
+// A serving engine captures one forward pass per CUDA graph and replays it once per step, so
+// without ProfilerStep marks each graph launch is a step.
+StepSplit by_graph_launches(const std::vector<ImportedOp>& ops) {
+  StepSplit s;
+  std::int64_t current = -2;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].graph_launch != current) {
+      s.steps.push_back({});
+      current = ops[i].graph_launch;
+    }
+    s.steps.back().push_back(i);
+  }
+  s.method = fmt::format("one step per CUDA graph launch ({} launches)", s.steps.size());
+  mark_usual_size_complete(s);
   return s;
 }
 
@@ -51,6 +72,8 @@ std::size_t smallest_period(const std::vector<int>& ids) {
 
 StepSplit split_steps(const RankTrace& rank, const std::vector<ImportedOp>& ops, std::optional<int> layers_per_step) {
   if (!rank.profiler_steps.empty()) return by_profiler_steps(rank, ops);
+  if (!ops.empty() && std::all_of(ops.begin(), ops.end(), [](const ImportedOp& o) { return o.graph_launch >= 0; }))
+    return by_graph_launches(ops);
 
   std::vector<int> ids;
   std::unordered_map<std::string, int> intern;

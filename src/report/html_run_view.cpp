@@ -1,11 +1,14 @@
 // The page model of `eaglesim run --report`: the strategies of one scenario as rows of the
 // sweep's shape, the verdict on the best one, and a break-even bar per strategy.
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "domain/cycle_parts.hpp"
 #include "domain/ranking.hpp"
+#include "domain/speculation_verdict.hpp"
 #include "report/html_view.hpp"
 #include "report/html_view_rows.hpp"
 #include "sweep/sweep_output.hpp"
@@ -41,6 +44,60 @@ std::vector<SweepRow> run_rows(const Report& report) {
   return rows;
 }
 
+// What a run adds to the sweep's row shape, per supported strategy: the throughput at the batch
+// (all requests, per GPU, plain decoding of all requests) and, for a trace of the engine's cycle,
+// what each part of the cycle costs (domain/cycle_parts.hpp), rounded as the rows are.
+double round_us(double v) {
+  const double r = std::round(v * 1000.0) / 1000.0;
+  return r == 0 ? 0.0 : r;
+}
+
+void add_run_fields(json& row, const StrategyResult& r, bool engine_cycle) {
+  if (!r.supported) return;
+  row["batch"] = r.batch;
+  row["total_tokens_per_s"] = round_us(r.total_tokens_per_s);
+  row["tokens_per_s_per_gpu"] = round_us(r.tokens_per_s_per_gpu);
+  row["decode_total_tokens_per_s"] = r.decode_us > 0 ? json(round_us(r.decode_total_tokens_per_s)) : json(nullptr);
+  if (!engine_cycle) return;
+  const CycleParts p = cycle_parts(r);
+  row["draft_extend_us"] = round_us(p.draft_extend_us);
+  row["draft_forwards_us"] = round_us(p.draft_forwards * p.draft_forward_us);
+  row["topk_select_us"] = round_us(p.topk_select_us);
+  row["tree_build_us"] = round_us(p.tree_build_us);
+  row["verify_forward_us"] = round_us(p.verify_forward_us);
+  row["sampling_us"] = round_us(p.sampling_us);
+  row["host_sync_us"] = round_us(p.host_sync_us);
+}
+
+// The sweep's columns with the run's throughput beside tok/s and plain tok/s, and the cycle's
+// parts after them for a trace of the engine's cycle.
+json run_columns(bool engine_cycle) {
+  auto col = [](const char* key, const char* label) { return json{{"key", key}, {"label", label}, {"digits", 1}}; };
+  json out = json::array();
+  for (json& c : columns_json(false)) {
+    const std::string key = c["key"];
+    out.push_back(std::move(c));
+    if (key == "tokens_per_s") {
+      out.push_back(col("total_tokens_per_s", "total tok/s"));
+      out.push_back(col("tokens_per_s_per_gpu", "tok/s/GPU"));
+    }
+    if (key == "decode_tokens_per_s") out.push_back(col("decode_total_tokens_per_s", "plain total tok/s"));
+  }
+  if (engine_cycle)
+    for (json c : {col("draft_extend_us", "draft-extend µs"), col("draft_forwards_us", "draft fwds µs"),
+                   col("topk_select_us", "top-k µs"), col("tree_build_us", "tree µs"),
+                   col("verify_forward_us", "verify fwd µs"), col("sampling_us", "sampling µs"),
+                   col("host_sync_us", "host sync µs")})
+      out.push_back(std::move(c));
+  return out;
+}
+
+bool any_engine_cycle(const Report& report) {
+  for (const StrategyResult& r : report.results)
+    if (has_engine_cycle(r)) return true;
+  return false;
+}
+
 std::optional<std::size_t> index_of(const Report& report, const StrategyResult* r) {
   if (!r) return std::nullopt;
   return static_cast<std::size_t>(r - report.results.data());
@@ -54,16 +111,15 @@ json run_verdict(const Report& report) {
   const StrategyResult* ref = nullptr;  // the first deployable strategy, else the first that runs
   for (const StrategyResult& r : report.results)
     if (r.supported && (!ref || (!deployable(ref->strategy) && deployable(r.strategy)))) ref = &r;
-  const bool known = best->decode_us > 0;
-  const bool pays = known && best->speedup_vs_decode > 1;
-  const std::string state = !known ? "none" : pays ? "good" : "bad";
-  const std::string big = !known ? "Best strategy: " + best->strategy
-                                 : fmt::format("EAGLE-3 {}: {:.2f}× plain decoding", pays ? "pays off" : "does not pay off",
-                                               best->speedup_vs_decode);
+  const SpeculationVerdict verdict = speculation_verdict(sc, *best);
+  const bool known = verdict.state != SpeculationVerdict::State::unknown;
+  const std::string state = !known ? "none" : verdict.state == SpeculationVerdict::State::faster ? "good" : "bad";
+  const std::string big = !known ? "Best strategy: " + best->strategy : verdict.headline;
   json detail = json::array(
-      {"Best strategy ", best->strategy, ": ", fmt::format("{:.1f} tok/s", best->tokens_per_s),
-       fmt::format(" against {} plain decoding (cycle {}, {:.2f} tokens per cycle).",
-                   known ? fmt::format("{:.1f} tok/s", best->decode_tokens_per_s) : std::string("n/a"),
+      {"Best strategy ", best->strategy, ": ",
+       fmt::format("{:.1f} tok/s per request, {:.1f} in all", best->tokens_per_s, best->total_tokens_per_s),
+       fmt::format(" against {} plain decoding at batch {} (cycle {}, {:.2f} tokens per cycle).",
+                   known ? fmt::format("{:.1f} tok/s", best->decode_tokens_per_s) : std::string("n/a"), sc.batch,
                    format_us(best->cycle_us), best->tokens_per_cycle)});
   std::vector<std::string> bullets;
   if (ref && ref != best && ref->tokens_per_s > 0)
@@ -71,11 +127,17 @@ json run_verdict(const Report& report) {
                                   ref->strategy));
   if (!known)
     bullets.push_back("The trace has no decode step: speed-up over plain decoding and break-even are n/a");
-  else if (best->breakeven_accept_rate)
-    bullets.push_back(fmt::format("Break-even acceptance rate: a={:.3f} ({})", *best->breakeven_accept_rate,
-                                  sc.acceptance.describe(sc.draft_tokens)));
   else
-    bullets.push_back("No acceptance rate makes EAGLE-3 pay off with this strategy");
+    bullets.push_back(fmt::format("{}: {}", verdict.detail, sc.acceptance.describe(sc.draft_tokens)));
+  if (has_engine_cycle(*best)) {
+    const CycleParts p = cycle_parts(*best);
+    bullets.push_back(fmt::format("The cycle: draft-extend {}, {} draft forwards {}, top-k {}, tree {}, verify forward {}, "
+                                  "sampling {}, host sync {}",
+                                  format_us(p.draft_extend_us), p.draft_forwards,
+                                  format_us(p.draft_forwards * p.draft_forward_us), format_us(p.topk_select_us),
+                                  format_us(p.tree_build_us), format_us(p.verify_forward_us), format_us(p.sampling_us),
+                                  format_us(p.host_sync_us)));
+  }
   bullets.push_back(fmt::format("Allreduce share of the verify step: {:.0f}% ({} allreduces)", 100 * best->comm_fraction,
                                 best->allreduce_count));
   return verdict_json(state, label, big, std::move(detail), bullets);
@@ -116,17 +178,20 @@ json run_view(const Report& report) {
   v["version"] = 1;
   v["kind"] = "run";
   v["title"] = fmt::format("eaglesim run — {} on {}", sc.model, sc.topology);
-  v["subtitle"] = fmt::format("TP {} · {} draft tokens · {} · backend {}{}", sc.tp, sc.draft_tokens,
+  v["subtitle"] = fmt::format("TP {} · batch {} · {} draft tokens · {} · backend {}{}", sc.tp, sc.batch, sc.draft_tokens,
                               sc.acceptance.describe(sc.draft_tokens), sc.backend,
                               sc.trace_file.empty() ? "" : " · trace " + sc.trace_file);
   v["strategies"] = strategies_json(names);
   v["acceptances"] = acceptances_json({sc.acceptance});
   v["segments"] = segments_json();
-  v["columns"] = columns_json(false);
-  // The rows in the sweep's JSON shape and rounding, from the one printer of sweep rows.
+  const bool engine_cycle = any_engine_cycle(report);
+  v["columns"] = run_columns(engine_cycle);
+  // The rows in the sweep's JSON shape and rounding, from the one printer of sweep rows, and what
+  // a run adds to them.
   SweepResults as_sweep;
   as_sweep.rows = rows;
   v["rows"] = sweep_to_json(as_sweep)["rows"];
+  for (std::size_t i = 0; i < report.results.size(); ++i) add_run_fields(v["rows"][i], report.results[i], engine_cycle);
   v["headline"] = {{"summary", nullptr}, {"verdicts", json::array({run_verdict(report)})}};
 
   json explorer;

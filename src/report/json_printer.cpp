@@ -1,7 +1,9 @@
 #include "report/printers.hpp"
 
+#include "domain/cycle_parts.hpp"
 #include "domain/ranking.hpp"
 #include "domain/roofline.hpp"
+#include "domain/speculation_verdict.hpp"
 #include "report/strategy_notes.hpp"
 
 namespace eaglesim {
@@ -38,6 +40,17 @@ json acceptance_source_json(const AcceptanceSource& s) {
   return j;
 }
 
+json cycle_parts_json(const CycleParts& p) {
+  return {{"draft_extend_us", p.draft_extend_us}, {"draft_forwards", p.draft_forwards},
+          {"draft_forward_us", p.draft_forward_us}, {"topk_select_us", p.topk_select_us},
+          {"tree_build_us", p.tree_build_us},     {"verify_forward_us", p.verify_forward_us},
+          {"sampling_us", p.sampling_us},         {"host_sync_us", p.host_sync_us}};
+}
+
+json decode_parts_json(const DecodeParts& p) {
+  return {{"forward_us", p.forward_us}, {"sampling_us", p.sampling_us}, {"host_sync_us", p.host_sync_us}};
+}
+
 json result_json(const Report& report, const StrategyResult& r) {
   json j;
   j["strategy"] = r.strategy;
@@ -68,6 +81,13 @@ json result_json(const Report& report, const StrategyResult& r) {
   j["breakeven_accept_len"] = has_decode ? json(r.breakeven_accept_len) : json(nullptr);
   j["cycle_us"] = r.cycle_us;
   j["decode_tokens_per_s"] = has_decode ? json(r.decode_tokens_per_s) : json(nullptr);
+  j["batch"] = r.batch;
+  j["gpus"] = r.gpus;
+  j["total_tokens_per_s"] = r.total_tokens_per_s;
+  j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
+  j["decode_total_tokens_per_s"] = has_decode ? json(r.decode_total_tokens_per_s) : json(nullptr);
+  j["cycle_parts"] = cycle_parts_json(cycle_parts(r));
+  j["decode_parts"] = r.decode ? decode_parts_json(decode_parts(r)) : json(nullptr);
   j["speedup_vs_first"] = speedup_vs_reference(report, r);
   j["draft_step_us"] = r.draft ? json(r.draft->step_us) : json(nullptr);
   if (r.draft_extend) j["draft_extend_step_us"] = r.draft_extend->step_us;
@@ -122,6 +142,7 @@ nlohmann::ordered_json report_to_json(const Report& report) {
   scenario["tp"] = sc.tp;
   scenario["ranks"] = sc.ranks;
   scenario["draft_tokens"] = sc.draft_tokens;
+  scenario["batch"] = sc.batch;
   scenario["acceptance"] = {{"mode", sc.acceptance.mode == Acceptance::Mode::rate ? "rate" : "length"},
                             {"value", sc.acceptance.value},
                             {"tokens_per_cycle", sc.acceptance.tokens_per_cycle(sc.draft_tokens)},
@@ -136,6 +157,12 @@ nlohmann::ordered_json report_to_json(const Report& report) {
   doc["scenario"] = std::move(scenario);
   doc["results"] = std::move(results);
   doc["best"] = best ? json(best->strategy) : json(nullptr);
+  if (best) {
+    const SpeculationVerdict v = speculation_verdict(sc, *best);
+    doc["verdict"] = {{"state", to_string(v.state)}, {"text", v.text()}};
+  } else {
+    doc["verdict"] = nullptr;
+  }
   return doc;
 }
 

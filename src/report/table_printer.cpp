@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "domain/cycle_parts.hpp"
 #include "domain/ranking.hpp"
 #include "domain/roofline.hpp"
+#include "domain/speculation_verdict.hpp"
 #include "report/printers.hpp"
 #include "report/strategy_notes.hpp"
 
@@ -13,8 +15,8 @@ namespace eaglesim {
 namespace {
 
 std::string scenario_line(const Scenario& sc) {
-  return fmt::format("scenario: {} (tp={}, {} ranks) on {}, backend {}, trace {}\nacceptance: {}",
-                     sc.model, sc.tp, sc.ranks, sc.topology, sc.backend, sc.trace_file,
+  return fmt::format("scenario: {} (tp={}, {} ranks, batch {}) on {}, backend {}, trace {}\nacceptance: {}",
+                     sc.model, sc.tp, sc.ranks, sc.batch, sc.topology, sc.backend, sc.trace_file,
                      sc.acceptance.describe(sc.draft_tokens));
 }
 
@@ -22,17 +24,6 @@ std::string breakeven_cell(const StrategyResult& r) {
   if (r.decode_us <= 0) return "n/a";
   if (!r.breakeven_accept_rate) return "none";
   return fmt::format("{:.2f}", *r.breakeven_accept_rate);
-}
-
-std::string pays_off_line(const Scenario& sc, const StrategyResult& best) {
-  if (best.decode_us <= 0) return "EAGLE-3 payoff unknown: the trace has no decode step";
-  std::string be = best.breakeven_accept_rate
-                       ? fmt::format("break-even a={:.2f}, E*={:.2f}", *best.breakeven_accept_rate, best.breakeven_accept_len)
-                       : fmt::format("no acceptance breaks even: E*={:.2f} > N+1={}", best.breakeven_accept_len,
-                                     sc.draft_tokens + 1);
-  if (best.speedup_vs_decode > 1.0)
-    return fmt::format("EAGLE-3 pays off: {:.2f}x plain decoding ({})", best.speedup_vs_decode, be);
-  return fmt::format("EAGLE-3 does not pay off: {:.2f}x plain decoding ({})", best.speedup_vs_decode, be);
 }
 
 // The header, a rule and the rows, each column as wide as its widest cell: names (the first
@@ -107,41 +98,98 @@ std::string dispatch_block(const Report& report) {
   return out;
 }
 
+// What each part of the cycle costs, per strategy, for a trace of the engine's cycle (a
+// draft-extend step or per-cycle ops); nothing for a trace of the forwards alone, whose parts are
+// the draft and verify columns already.
+std::string cycle_parts_block(const Report& report) {
+  bool any = false;
+  int forwards = 0;
+  for (const StrategyResult& r : report.results)
+    if (has_engine_cycle(r)) {
+      any = true;
+      forwards = r.draft ? r.draft_forwards : 0;
+    }
+  if (!any) return "";
+  const std::vector<std::string> header{"strategy",   "draft-extend", fmt::format("{} x draft fwd", forwards),
+                                        "top-k",      "tree build",   "verify fwd",
+                                        "sampling",   "host sync",    "cycle us"};
+  std::vector<std::vector<std::string>> rows;
+  for (const StrategyResult& r : report.results) {
+    if (!r.supported) continue;
+    const CycleParts p = cycle_parts(r);
+    auto us = [](double v) { return fmt::format("{:.1f}", v); };
+    rows.push_back({r.strategy, us(p.draft_extend_us), us(p.draft_forwards * p.draft_forward_us), us(p.topk_select_us),
+                    us(p.tree_build_us), us(p.verify_forward_us), us(p.sampling_us), us(p.host_sync_us),
+                    us(p.total_us())});
+  }
+  std::string out = "\ncycle parts (us per cycle; forwards without the per-cycle ops in their steps):\n";
+  out += aligned_columns(header, rows);
+  if (const StrategyResult* best = best_result(report); best && best->cycle_us > 0) {
+    const CycleParts p = cycle_parts(*best);
+    auto pct = [&](double v) { return 100.0 * v / best->cycle_us; };
+    out += fmt::format("  {}: verify forward {:.0f}%, draft-extend and draft forwards {:.0f}%, per-cycle ops "
+                       "(top-k, tree, sampling, host sync) {:.0f}% of the {:.1f} us cycle\n",
+                       best->strategy, pct(p.verify_forward_us),
+                       pct(p.draft_extend_us + p.draft_forwards * p.draft_forward_us), pct(p.per_cycle_ops_us()),
+                       best->cycle_us);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string report_to_table(const Report& report) {
+  const Scenario& sc = report.scenario;
   const StrategyResult* ref = reference_result(report);
   const std::string vs_ref = ref ? "vs " + ref->strategy : "vs first";
-  const std::vector<std::string> header{"strategy",  "ok",      "verify us", "compute us", "comm us",
-                                        "comm %",    "#AR",     "AR mean us", "draft us",  "decode us",
-                                        "tok/cycle", "tok/s",   "vs decode", "break-even a", vs_ref};
-  std::vector<std::vector<std::string>> rows;
+  const std::vector<std::string> steps_header{"strategy", "ok",         "verify us", "compute us", "comm us",  "comm %",
+                                              "#AR",      "AR mean us", "draft us",  "cycle us",   "decode us"};
+  const std::vector<std::string> rate_header{"strategy",  "tok/cycle", "tok/s/req", "tok/s total", "tok/s/GPU",
+                                             "plain/req", "plain total", "vs decode", "break-even a", "break-even E",
+                                             vs_ref};
+  std::vector<std::vector<std::string>> steps_rows, rate_rows;
   for (const StrategyResult& r : report.results) {
     if (!r.supported) {
-      std::vector<std::string> row(header.size(), "-");
+      std::vector<std::string> row(steps_header.size(), "-");
       row[0] = r.strategy;
       row[1] = "no";
-      rows.push_back(row);
+      steps_rows.push_back(row);
+      row.assign(rate_header.size(), "-");
+      row[0] = r.strategy;
+      rate_rows.push_back(row);
       continue;
     }
-    rows.push_back({r.strategy,
-                    "yes",
-                    fmt::format("{:.1f}", r.verify_us),
-                    fmt::format("{:.1f}", r.compute_us),
-                    fmt::format("{:.1f}", r.comm_us),
-                    fmt::format("{:.1f}", 100.0 * r.comm_fraction),
-                    fmt::format("{}", r.allreduce_count),
-                    fmt::format("{:.2f}", r.allreduce_mean_us),
-                    fmt::format("{:.1f}", r.draft_us),
-                    r.decode_us > 0 ? fmt::format("{:.1f}", r.decode_us) : "n/a",
-                    fmt::format("{:.2f}", r.tokens_per_cycle),
-                    fmt::format("{:.1f}", r.tokens_per_s),
-                    r.decode_us > 0 ? fmt::format("{:.2f}x", r.speedup_vs_decode) : "n/a",
-                    breakeven_cell(r),
-                    fmt::format("{:.2f}x", speedup_vs_reference(report, r))});
+    const bool dec = r.decode_us > 0;
+    steps_rows.push_back({r.strategy,
+                          "yes",
+                          fmt::format("{:.1f}", r.verify_us),
+                          fmt::format("{:.1f}", r.compute_us),
+                          fmt::format("{:.1f}", r.comm_us),
+                          fmt::format("{:.1f}", 100.0 * r.comm_fraction),
+                          fmt::format("{}", r.allreduce_count),
+                          fmt::format("{:.2f}", r.allreduce_mean_us),
+                          fmt::format("{:.1f}", r.draft_us),
+                          fmt::format("{:.1f}", r.cycle_us),
+                          dec ? fmt::format("{:.1f}", r.decode_us) : "n/a"});
+    rate_rows.push_back({r.strategy,
+                         fmt::format("{:.2f}", r.tokens_per_cycle),
+                         fmt::format("{:.1f}", r.tokens_per_s),
+                         fmt::format("{:.1f}", r.total_tokens_per_s),
+                         fmt::format("{:.1f}", r.tokens_per_s_per_gpu),
+                         dec ? fmt::format("{:.1f}", r.decode_tokens_per_s) : "n/a",
+                         dec ? fmt::format("{:.1f}", r.decode_total_tokens_per_s) : "n/a",
+                         dec ? fmt::format("{:.2f}x", r.speedup_vs_decode) : "n/a",
+                         breakeven_cell(r),
+                         dec ? fmt::format("{:.2f}", r.breakeven_accept_len) : "n/a",
+                         fmt::format("{:.2f}x", speedup_vs_reference(report, r))});
   }
-  std::string out = scenario_line(report.scenario) + "\n\n";
-  out += aligned_columns(header, rows);
+  std::string out = scenario_line(sc) + "\n\n";
+  out += aligned_columns(steps_header, steps_rows);
+  out += fmt::format("\nthroughput at batch {} on {} GPU{} (tok/s per request, in all and per GPU; plain decoding "
+                     "at the same batch):\n",
+                     sc.batch, sc.tp, sc.tp == 1 ? "" : "s");
+  out += aligned_columns(rate_header, rate_rows);
+  out += cycle_parts_block(report);
   out += roofline_block(report);
 
   bool any_unsupported = false;
@@ -188,9 +236,10 @@ std::string report_to_table(const Report& report) {
     out += "best: none (no strategy can run on this topology)\n";
     return out;
   }
-  out += fmt::format("best: {} ({:.1f} tok/s, verify {:.1f} us, {:.2f}x {}); {}\n", best->strategy,
-                     best->tokens_per_s, best->verify_us, speedup_vs_reference(report, *best), ref->strategy,
-                     pays_off_line(report.scenario, *best));
+  out += fmt::format("best: {} ({:.1f} tok/s per request, {:.1f} in all, cycle {:.1f} us, verify {:.1f} us, {:.2f}x {})\n",
+                     best->strategy, best->tokens_per_s, best->total_tokens_per_s, best->cycle_us, best->verify_us,
+                     speedup_vs_reference(report, *best), ref->strategy);
+  out += "verdict: " + speculation_verdict(sc, *best).text() + "\n";
   if (const StrategyResult* bound = ideal_result(report); bound && bound != best && bound->tokens_per_s > 0)
     out += fmt::format("bound: {} (free allreduces) {:.1f} tok/s; {} reaches {:.0f}% of it\n", bound->strategy,
                        bound->tokens_per_s, best->strategy, 100.0 * best->tokens_per_s / bound->tokens_per_s);

@@ -6,8 +6,10 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
@@ -238,4 +240,48 @@ TEST(GenCli, BatchedTreeWithTheEngineCycleShowsInInspect) {
   EXPECT_GT(res["draft_extend_step_us"].get<double>(), 0.0);
   EXPECT_NEAR(res["draft_us"].get<double>(),
               4 * res["draft_step_us"].get<double>() + res["draft_extend_step_us"].get<double>(), 1e-6);
+}
+
+// The must-show grid end to end: for Llama-3.1-8B at TP1 and Kimi-K2 at TP8, at batch 1, 8, 32
+// and 64 and (steps, topk, draft tokens) (3,1,4), (5,4,8) and (6,8,32), every verify GEMM gen
+// writes has batch x draft tokens rows, and inspect counts every verify allreduce at
+// batch x draft tokens x hidden x 2 bytes (2 per layer and the embedding's; none at TP1).
+TEST(GenCli, MustShowGridGemmRowsAndAllreduceBytesFollowBatchTimesDraftTokens) {
+  struct Target {
+    const char* model;
+    int tp;
+    std::int64_t hidden;
+    int layers;
+  };
+  TempDir tmp;
+  const std::string out = tmp.path + "/t.json";
+  for (const Target& t : {Target{"llama-3.1-8b", 1, 4096, 32}, Target{"kimi-k2-instruct", 8, 7168, 61}})
+    for (int batch : {1, 8, 32, 64})
+      for (auto [steps, topk, tokens] : {std::tuple{3, 1, 4}, std::tuple{5, 4, 8}, std::tuple{6, 8, 32}}) {
+        SCOPED_TRACE(::testing::Message() << t.model << " B=" << batch << " (" << steps << "," << topk << "," << tokens << ")");
+        const CliResult g = run_cli(fmt::format("gen --model models/llm/{}.json --tp {} --batch {} --speculative-num-steps {} "
+                                                "--speculative-eagle-topk {} --speculative-num-draft-tokens {} -o {}",
+                                                t.model, t.tp, batch, steps, topk, tokens, out));
+        ASSERT_EQ(g.exit_code, 0) << g.err;
+        const std::int64_t rows = static_cast<std::int64_t>(batch) * tokens;
+        const auto trace = nlohmann::json::parse(slurp(out));
+        int gemms = 0;
+        for (const auto& op : trace["steps"][0]["ops"])
+          if (op["kind"] == "gemm") {
+            EXPECT_EQ(op["m"].get<std::int64_t>(), rows) << op["name"];
+            ++gemms;
+          }
+        EXPECT_GT(gemms, 0);
+        const CliResult i = run_cli("inspect --json " + out);
+        ASSERT_EQ(i.exit_code, 0) << i.err;
+        const auto verify = nlohmann::json::parse(i.out)["steps"]["verify"];
+        if (verify.contains("rows")) EXPECT_EQ(verify["rows"].get<std::int64_t>(), rows);
+        const auto& bytes = verify["allreduce_bytes"];
+        if (t.tp == 1) {
+          EXPECT_TRUE(bytes.empty()) << bytes.dump();
+        } else {
+          ASSERT_EQ(bytes.size(), 1u) << bytes.dump();
+          EXPECT_EQ(bytes.value(std::to_string(rows * t.hidden * 2), 0), 2 * t.layers + 1) << bytes.dump();
+        }
+      }
 }

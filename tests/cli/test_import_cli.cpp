@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
 
@@ -74,4 +77,56 @@ TEST(ImportCli, ConfigGivesTheLayerCount) {
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(slurp(dir + "/a.json"), slurp(dir + "/b.json"));
   expect_refused(nccl_pair(), "--config no-such-model", "no-such-model");
+}
+
+// A graph-mode profile: shapes from --config and the run's tokens / KV length; the summary
+// names the kernels that were not recognised.
+TEST(ImportCli, GraphTraceTakesShapesFromTheConfig) {
+  std::string out = temp_dir() + "/graph.json";
+  CliResult r = run_cli("import kineto " + kDir + "graph/sglang_tp1_synthetic.json -o " + out + " --config " + kDir +
+                        "graph/tiny_llama.json --tokens 4 --kv-len 128");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("shapes: from --config tiny_llama"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unrecognised kernels: 5 (BatchQKApplyRotaryPosIdsCosSinCacheKernel x4"), std::string::npos) << r.out;
+  CliResult i = run_cli("inspect " + out);
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_NE(i.out.find("40 ops over 4 layers"), std::string::npos) << i.out;
+}
+
+TEST(ImportCli, GraphBadInputsExit2WithoutOutput) {
+  const std::string cfg = " --tokens 4 --kv-len 2048 --config llama-3.1-8b";
+  expect_refused(kDir + "bad/rocm_graph.json", "", "expected an NVIDIA GPU");
+  expect_refused(kDir + "graph/sglang_tp1_synthetic.json", cfg, "num_hidden_layers is 32, but the step's 40 kernels");
+  expect_refused(kDir + "graph/llama8b_tp2_t4_nccl_graph_rank0.json.gz " + kDir + "bad/graph_tp2_missing_step_rank1.json.gz",
+                 cfg, "not the ranks of one run");
+  expect_refused(kDir + "graph/sglang_tp1_synthetic.json", "--config " + kDir + "graph/tiny_llama.json --kv-len 128",
+                 "--tokens: required");
+}
+
+// The graph-mode Llama-3.1-8B TP1 verify step recorded on one H200 by tools/record_graph_trace.py
+// (trimmed with tools/trim_kineto.py): every GEMM, attention and norm typed, 32 layers numbered
+// without allreduces, and the simulator with the recorded op times within 5 % of the step time
+// the recording measured over its graph replays. Skips until the recording is in the repository.
+TEST(ImportCli, RecordedGraphStepMatchesItsRecording) {
+  const std::string trace = kDir + "graph/llama8b_tp1_t4_graph.json.gz";
+  const std::string measured = kDir + "graph/llama8b_tp1_t4_graph.measured.json";
+  if (!file_exists(trace) || !file_exists(measured)) GTEST_SKIP() << "no recording at " << trace;
+  const std::string dir = temp_dir();
+  CliResult r = run_cli("import kineto " + trace + " --config llama-3.1-8b --tokens 4 --kv-len 2048 -o " + dir +
+                        "/t.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto t = nlohmann::json::parse(slurp(dir + "/t.json"));
+  std::map<std::string, int> kinds;
+  for (const auto& op : t["steps"][0]["ops"]) ++kinds[op["kind"].get<std::string>()];
+  EXPECT_EQ(kinds["gemm"], 4 * 32) << r.out;
+  EXPECT_EQ(kinds["attention"], 32) << r.out;
+  EXPECT_EQ(kinds["rmsnorm"], 2 * 32 + 1) << r.out;
+  EXPECT_EQ(kinds["act"], 32) << r.out;
+  EXPECT_EQ(kinds["lm_head"], 1) << r.out;
+  EXPECT_NE(r.out.find("32 layers of"), std::string::npos) << r.out;
+  CliResult run = run_cli("run " + dir + "/t.json --backend sim --op-times measured --strategy nccl --json " + dir + "/r.json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const double sim_us = nlohmann::json::parse(slurp(dir + "/r.json"))["results"][0]["verify_us"].get<double>();
+  const double recorded_us = nlohmann::json::parse(slurp(measured))["step_us_median"].get<double>();
+  EXPECT_NEAR(sim_us, recorded_us, 0.05 * recorded_us) << run.out;
 }

@@ -151,7 +151,7 @@ TEST(RunCli, JsonCsvAndTimelineFiles) {
   EXPECT_EQ(doc["best"], "nccl") << "ideal is a bound, not a candidate";
 
   std::string csv = slurp(dir + "/r.csv");
-  EXPECT_EQ(csv.rfind("model,topology,backend,tp,ranks,draft_tokens,strategy,supported,verify_us", 0), 0u);
+  EXPECT_EQ(csv.rfind("model,topology,backend,tp,ranks,draft_tokens,batch,strategy,supported,verify_us", 0), 0u);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
 
   auto tl = nlohmann::json::parse(slurp(dir + "/t.json"));

@@ -122,20 +122,30 @@ TEST(ModelConfig, LlamaAndQwenDense) {
   EXPECT_TRUE(q32.qk_norm);
 }
 
+// Qwen3-MoE at two sizes: the 235B with 22B active, and the small-active 30B with 3B active.
 TEST(ModelConfig, Qwen3Moe) {
-  ModelConfig m = shipped("qwen3-235b-a22b");
-  EXPECT_EQ(m.arch, Architecture::qwen3_moe);
-  EXPECT_EQ(m.layers, 94);
-  EXPECT_EQ(m.hidden, 4096);
-  EXPECT_EQ(m.heads, 64);
-  EXPECT_EQ(m.kv_heads, 4);
-  EXPECT_EQ(m.head_dim, 128);
-  EXPECT_EQ(m.routed_experts, 128);
-  EXPECT_EQ(m.experts_per_token, 8);
-  EXPECT_EQ(m.shared_experts, 0);
-  EXPECT_EQ(m.moe_intermediate, 1536);
-  EXPECT_TRUE(m.layer_is_moe(0));
-  EXPECT_TRUE(m.layer_is_moe(93));
+  struct Expected {
+    const char* name;
+    int layers;
+    std::int64_t hidden, heads, moe_intermediate;
+  };
+  for (const Expected& e : {Expected{"qwen3-235b-a22b", 94, 4096, 64, 1536}, Expected{"qwen3-30b-a3b", 48, 2048, 32, 768}}) {
+    SCOPED_TRACE(e.name);
+    ModelConfig m = shipped(e.name);
+    EXPECT_EQ(m.arch, Architecture::qwen3_moe);
+    EXPECT_EQ(m.layers, e.layers);
+    EXPECT_EQ(m.hidden, e.hidden);
+    EXPECT_EQ(m.heads, e.heads);
+    EXPECT_EQ(m.kv_heads, 4);
+    EXPECT_EQ(m.head_dim, 128);
+    EXPECT_EQ(m.routed_experts, 128);
+    EXPECT_EQ(m.experts_per_token, 8);
+    EXPECT_EQ(m.shared_experts, 0);
+    EXPECT_EQ(m.moe_intermediate, e.moe_intermediate);
+    EXPECT_EQ(m.vocab, 151936);
+    EXPECT_TRUE(m.layer_is_moe(0));
+    EXPECT_TRUE(m.layer_is_moe(e.layers - 1));
+  }
 }
 
 TEST(ModelConfig, Eagle3DraftHeads) {

@@ -78,6 +78,25 @@ TEST(Derive, FullCycle) {
   EXPECT_NEAR(*r.breakeven_accept_rate, 0.3108424407, 1e-9);
 }
 
+TEST(Derive, BatchScalesTotalsButNotPerRequestRates) {
+  StrategyResult r;
+  r.verify = step_of(2000);
+  r.draft = step_of(100);
+  r.decode = step_of(1000);
+  derive_strategy_metrics(r, {Acceptance::Mode::length, 2.5}, 3, 16, 8);
+  EXPECT_EQ(r.batch, 16);
+  EXPECT_EQ(r.gpus, 8);
+  EXPECT_DOUBLE_EQ(r.cycle_us, 2300);
+  EXPECT_NEAR(r.tokens_per_s, 2.5 / 2300e-6, 1e-9);             // one request
+  EXPECT_NEAR(r.total_tokens_per_s, 16 * 2.5 / 2300e-6, 1e-6);   // the whole batch
+  EXPECT_NEAR(r.tokens_per_s_per_gpu, 2 * 2.5 / 2300e-6, 1e-6);  // 16 requests over 8 GPUs
+  EXPECT_DOUBLE_EQ(r.decode_tokens_per_s, 1000);
+  EXPECT_DOUBLE_EQ(r.decode_total_tokens_per_s, 16000);
+  EXPECT_NEAR(r.speedup_vs_decode, 2.5 * 1000 / 2300, 1e-12);
+  EXPECT_DOUBLE_EQ(r.breakeven_accept_len, 2.3);
+  EXPECT_THROW(derive_strategy_metrics(r, {Acceptance::Mode::length, 2.5}, 3, 0, 8), InputError);
+}
+
 TEST(Derive, SlowCycleNeverPaysOff) {
   StrategyResult r;
   r.verify = step_of(4000);
