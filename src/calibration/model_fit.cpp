@@ -4,7 +4,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/median.hpp"
 #include "core/nelder_mead.hpp"
 #include "topology/calibration_keys.hpp"
 

@@ -195,9 +195,11 @@ OpCost in_step(OpCost c, const Topology& topo) {
 OpCost elementwise_cost(const Topology& topo, double bytes, const std::string& key, const Op& op) {
   const double elements = static_cast<double>(op.tokens) * static_cast<double>(op.hidden);
   if (const FittedModel* fit = find_fitted(topo, "elementwise:" + key)) {
-    // Bytes grow with the elements at a fixed width: the same op at `s` elements streams s/elements of them.
-    return corrected(fitted_us(*fit, {bytes, 0}), find_table(topo.calibration.elementwise, key), elements,
-                     [&](double s) { return fitted_us(*fit, {bytes * s / std::max(1.0, elements), 0}); });
+    // The bytes the fit was made on (fitted_features), which grow with the elements at a fixed
+    // width: the same op at `s` elements streams s / elements of them.
+    const double fb = fitted_features(op, topo.gpu.sms, key == kAddRmsnormTable).bytes;
+    return corrected(fitted_us(*fit, {fb, 0}), find_table(topo.calibration.elementwise, key), elements,
+                     [&](double s) { return fitted_us(*fit, {fb * s / std::max(1.0, elements), 0}); });
   }
   const double model = std::max(launch_gap(topo), streaming_memory_us(topo, bytes));
   TableLookup l;
