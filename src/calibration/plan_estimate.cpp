@@ -13,10 +13,12 @@ constexpr double kPointSetupS = 0.02;
 // The shortest chain a point times (calibrate_compute.cpp kMinChain) and the graphs it times.
 constexpr double kMinChainCopies = 8;
 constexpr double kGraphsPerPoint = 4;
-// Per case, seconds (layer chains stream several GiB of copies over up to three placements).
-constexpr double kLayerCaseS = 1.5;
-constexpr double kTransitionCaseS = 0.1;
-constexpr double kAllreduceCaseS = 0.08;
+// Seconds per case: layer chains stream several GiB of copies over up to three placements; a
+// transition is three short chains; an allreduce case a context chain on every rank.
+struct CaseSeconds {
+  double layer, transition, allreduce;
+};
+constexpr CaseSeconds kCaseSeconds{1.5, 0.1, 0.08};
 
 double point_s(double op_us, const CalibrationRequest& q) {
   const double graph_us = std::max(q.chain_us, kMinChainCopies * op_us);
@@ -38,9 +40,9 @@ PlanEstimate estimate_plan(const CalibrationRequest& q, const Topology& topo) {
     norm.kind = OpKind::rmsnorm;
     e.compute_s += point_s(add_rmsnorm_chain_cost(norm, bare).us, q);
   }
-  e.cases_s = kLayerCaseS * static_cast<double>(q.compute_layers.size() + q.allreduce_layers.size()) +
-              kTransitionCaseS * static_cast<double>(q.transitions.size()) +
-              kAllreduceCaseS * static_cast<double>(q.allreduce.size() + q.allreduce_contexts.size());
+  e.cases_s = kCaseSeconds.layer * static_cast<double>(q.compute_layers.size() + q.allreduce_layers.size()) +
+              kCaseSeconds.transition * static_cast<double>(q.transitions.size()) +
+              kCaseSeconds.allreduce * static_cast<double>(q.allreduce.size() + q.allreduce_contexts.size());
   return e;
 }
 

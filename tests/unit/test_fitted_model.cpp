@@ -19,6 +19,7 @@
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "topology/topology.hpp"
+#include "op_builders.hpp"
 
 using namespace eaglesim;
 
@@ -28,30 +29,9 @@ Topology preset(const std::string& name) {
   return read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/" + name + ".json");
 }
 
-Op gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
-  Op op;
-  op.kind = OpKind::gemm;
-  op.name = "g";
-  op.m = m, op.n = n, op.k = k;
-  return op;
-}
-
-Op rowwise(OpKind kind, std::int64_t tokens, std::int64_t hidden) {
-  Op op;
-  op.kind = kind;
-  op.name = "r";
-  op.tokens = tokens;
-  op.hidden = hidden;
-  return op;
-}
-
-Op gqa(std::int64_t q, std::int64_t kv) {
-  Op op;
-  op.kind = OpKind::attention;
-  op.name = "a";
-  op.q_tokens = q, op.kv_len = kv, op.heads = 32, op.kv_heads = 8, op.head_dim = 128;
-  return op;
-}
+Op gemm(std::int64_t m, std::int64_t n, std::int64_t k) { return test_support::gemm(m, n, k); }
+Op gqa(std::int64_t q, std::int64_t kv) { return test_support::gqa(q, kv, 32, 8, 128); }
+using test_support::rowwise;
 
 FittedModel model(double fixed, double bw, double tflops) {
   FittedModel f;
