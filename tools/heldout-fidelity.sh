@@ -39,7 +39,7 @@ say() { echo "[heldout $(( $(date +%s) - START ))s] $*" | tee -a "$OUT/heldout.l
 if [ "${1:-}" = build ]; then
   say "build $BUILD_DIR"
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
-    -DEAGLESIM_CUDA=ON >"$OUT/build.log" 2>&1 && cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" eaglesim \
+    -DEAGLESIM_CUDA=ON >"$OUT/build.log" 2>&1 && cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target eaglesim \
     >>"$OUT/build.log" 2>&1 || { say "build failed (build.log)"; exit 1; }
 fi
 [ -x "$E" ] || { echo "heldout-fidelity: $E not built (run with 'build')" >&2; exit 2; }
