@@ -25,7 +25,12 @@ using namespace eaglesim;
 namespace {
 
 Trace llama8b_tp2() { return read_trace(std::string(EAGLESIM_REPO) + "/traces/llama-3.1-8b_tp2_t4.json"); }
-Topology h200() { return read_topology(resolve_topology_path(std::string(EAGLESIM_REPO) + "/models/topologies/2x-h200-nvlink.json")); }
+// The H200 preset without its fitted models: these tests pin the tables and the roofline.
+Topology h200() {
+  Topology t = read_topology(resolve_topology_path(std::string(EAGLESIM_REPO) + "/models/topologies/2x-h200-nvlink.json"));
+  t.calibration.fitted.clear();
+  return t;
+}
 
 // Made-up "measurements" that differ for every point, so a wrong key or unit shows up as a
 // wrong number: GEMM 10 + m/8 + n/1000, attention 20 + kv/100, elementwise 3 + elements/1e5,
