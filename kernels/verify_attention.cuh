@@ -888,7 +888,7 @@ inline cudaError_t launch_verify_attention(const ::eaglesim::cuda::VerifyAttenti
                                            const ::eaglesim::cuda::VerifyAttentionPlan& plan, void* workspace,
                                            cudaStream_t stream, bool overlap_combine = true) {
   using ::eaglesim::cuda::VerifyAttentionCheck;
-  using ::eaglesim::cuda::VerifyMask;
+  using ::eaglesim::cuda::AttentionMaskKind;
   const auto& s = plan.shape;
   if (workspace == nullptr || !detail::aligned16(workspace) || plan.work.empty()) return cudaErrorInvalidValue;
   ::eaglesim::cuda::VerifyAttentionParams p = params;

@@ -37,7 +37,7 @@ inline AttentionTensors attention_tensors(const ::eaglesim::cuda::VerifyAttentio
   t.kv_indptr = p.kv_indptr;
   t.kv_len = p.kv_len;
   t.mask = p.mask;
-  t.mask_tree = p.mask_kind == ::eaglesim::cuda::VerifyMask::tree ? 1 : 0;
+  t.mask_tree = p.mask_kind == ::eaglesim::cuda::AttentionMaskKind::tree ? 1 : 0;
   t.mask_per_request = p.mask_per_request ? 1 : 0;
   return t;
 }

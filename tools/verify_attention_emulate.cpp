@@ -410,7 +410,7 @@ struct Case {
   std::string name;
   VerifyAttentionShape shape;
   std::vector<std::int32_t> kv_len;
-  VerifyMask mask = VerifyMask::chain;
+  AttentionMaskKind mask = AttentionMaskKind::chain;
   bool per_request = false;
   int chunk = 0;
 };
@@ -438,7 +438,7 @@ bool run_case(const Case& cs, std::mt19937_64& rng) {
         for (long long e = 0; e < vstride; ++e) v[t * vstride + e] = to_bf(u(rng));
     }
   std::vector<std::uint32_t> mask;
-  if (cs.mask == VerifyMask::tree) {
+  if (cs.mask == AttentionMaskKind::tree) {
     for (int r = 0; r < (cs.per_request ? B : 1); ++r) {
       std::vector<int> parent(T);
       parent[0] = -1;
@@ -456,7 +456,7 @@ bool run_case(const Case& cs, std::mt19937_64& rng) {
     for (int t = 0; t < T; ++t)
       for (int h = 0; h < H; ++h) {
         const int L = cs.kv_len[r], prefix = L - T, kvh = mla ? 0 : h / G;
-        const std::uint32_t word = cs.mask == VerifyMask::tree ? mask[(cs.per_request ? r * T : 0) + t]
+        const std::uint32_t word = cs.mask == AttentionMaskKind::tree ? mask[(cs.per_request ? r * T : 0) + t]
                                    : t >= 31                   ? 0xffffffffu
                                                                : (2u << t) - 1u;
         const std::uint16_t* qr = &q[((static_cast<std::size_t>(r) * T + t) * H + h) * DK];
@@ -552,30 +552,30 @@ int main(int argc, char** argv) {
     s.head_dim_v = 512;
     return s;
   };
-  auto add = [&](std::string name, VerifyAttentionShape s, std::vector<std::int32_t> kv, VerifyMask m, bool per_req, int chunk) {
+  auto add = [&](std::string name, VerifyAttentionShape s, std::vector<std::int32_t> kv, AttentionMaskKind m, bool per_req, int chunk) {
     cases.push_back({std::move(name), s, std::move(kv), m, per_req, chunk});
   };
   // GQA: every variant (rows 16/32/64 per block, D 64/128), forced splits so the combine runs and
   // split edges fall inside the draft tokens, kv not a multiple of the tile, kv below one tile.
-  add("gqa g4 d128 q4 chain B2 split64", gqa(2, 4, 4, 2, 128), {200, 37}, VerifyMask::chain, false, 64);
-  add("gqa g8 d128 q4 tree B2 split64", gqa(2, 4, 8, 1, 128), {150, 70}, VerifyMask::tree, true, 64);
-  add("gqa g16 d64 q7 tree B1 split64 (2 row chunks)", gqa(1, 7, 16, 1, 64), {147}, VerifyMask::tree, false, 64);
-  add("gqa g1 d64 q1 decode B3", gqa(3, 1, 1, 2, 64), {90, 1, 64}, VerifyMask::chain, false, 0);
-  add("gqa g4 d64 q16 chain B1 (64 rows)", gqa(1, 16, 4, 1, 64), {99}, VerifyMask::chain, false, 64);
-  add("gqa g8 d128 q32 tree B1 (4 row chunks) split64", gqa(1, 32, 8, 1, 128), {130}, VerifyMask::tree, false, 64);
-  add("gqa g1 d128 q32 chain B2 (32 rows)", gqa(2, 32, 1, 2, 128), {33, 100}, VerifyMask::chain, false, 0);
+  add("gqa g4 d128 q4 chain B2 split64", gqa(2, 4, 4, 2, 128), {200, 37}, AttentionMaskKind::chain, false, 64);
+  add("gqa g8 d128 q4 tree B2 split64", gqa(2, 4, 8, 1, 128), {150, 70}, AttentionMaskKind::tree, true, 64);
+  add("gqa g16 d64 q7 tree B1 split64 (2 row chunks)", gqa(1, 7, 16, 1, 64), {147}, AttentionMaskKind::tree, false, 64);
+  add("gqa g1 d64 q1 decode B3", gqa(3, 1, 1, 2, 64), {90, 1, 64}, AttentionMaskKind::chain, false, 0);
+  add("gqa g4 d64 q16 chain B1 (64 rows)", gqa(1, 16, 4, 1, 64), {99}, AttentionMaskKind::chain, false, 64);
+  add("gqa g8 d128 q32 tree B1 (4 row chunks) split64", gqa(1, 32, 8, 1, 128), {130}, AttentionMaskKind::tree, false, 64);
+  add("gqa g1 d128 q32 chain B2 (32 rows)", gqa(2, 32, 1, 2, 128), {33, 100}, AttentionMaskKind::chain, false, 0);
   // MLA: 16 and 32 rows per block, two row chunks, splits.
-  add("mla h8 q1 decode B2 split64", mla(2, 1, 8), {140, 65}, VerifyMask::chain, false, 64);
-  add("mla h16 q4 tree B1 split64 (2 chunks)", mla(1, 4, 16), {100}, VerifyMask::tree, false, 64);
-  add("mla h8 q4 chain B2", mla(2, 4, 8), {70, 5}, VerifyMask::chain, false, 0);
+  add("mla h8 q1 decode B2 split64", mla(2, 1, 8), {140, 65}, AttentionMaskKind::chain, false, 64);
+  add("mla h16 q4 tree B1 split64 (2 chunks)", mla(1, 4, 16), {100}, AttentionMaskKind::tree, false, 64);
+  add("mla h8 q4 chain B2", mla(2, 4, 8), {70, 5}, AttentionMaskKind::chain, false, 0);
   // Many splits: the combine's warps per row (4 here) and its loads past the last split.
-  add("gqa g4 d128 q1 decode B2 40 splits", gqa(2, 1, 4, 2, 128), {2530, 700}, VerifyMask::chain, false, 64);
-  add("gqa g4 d64 q4 tree B1 19 splits (2 warps/row)", gqa(1, 4, 4, 1, 64), {1200}, VerifyMask::tree, false, 64);
-  add("mla h8 q1 decode B1 21 splits", mla(1, 1, 8), {1300}, VerifyMask::chain, false, 64);
+  add("gqa g4 d128 q1 decode B2 40 splits", gqa(2, 1, 4, 2, 128), {2530, 700}, AttentionMaskKind::chain, false, 64);
+  add("gqa g4 d64 q4 tree B1 19 splits (2 warps/row)", gqa(1, 4, 4, 1, 64), {1200}, AttentionMaskKind::tree, false, 64);
+  add("mla h8 q1 decode B1 21 splits", mla(1, 1, 8), {1300}, AttentionMaskKind::chain, false, 64);
   if (!quick) {
-    add("mla h16 q7 tree B2 per-request split64", mla(2, 7, 16), {129, 40}, VerifyMask::tree, true, 64);
-    add("gqa g16 d128 q7 tree B3 per-request split64", gqa(3, 7, 16, 1, 128), {260, 9, 77}, VerifyMask::tree, true, 64);
-    add("gqa g4 d128 q16 tree B2 (64 rows) split128", gqa(2, 16, 4, 2, 128), {300, 140}, VerifyMask::tree, false, 128);
+    add("mla h16 q7 tree B2 per-request split64", mla(2, 7, 16), {129, 40}, AttentionMaskKind::tree, true, 64);
+    add("gqa g16 d128 q7 tree B3 per-request split64", gqa(3, 7, 16, 1, 128), {260, 9, 77}, AttentionMaskKind::tree, true, 64);
+    add("gqa g4 d128 q16 tree B2 (64 rows) split128", gqa(2, 16, 4, 2, 128), {300, 140}, AttentionMaskKind::tree, false, 128);
   }
   int failed = 0;
   for (const auto& c : cases) failed += !run_case(c, rng);

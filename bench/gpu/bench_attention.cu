@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
         p.out = o;
         p.kv_indptr = d_indptr;
         p.kv_len = d_len;
-        p.mask_kind = s.q_tokens > 1 ? VerifyMask::tree : VerifyMask::chain;
+        p.mask_kind = s.q_tokens > 1 ? AttentionMaskKind::tree : AttentionMaskKind::chain;
         p.mask = d_mask;
         p.mask_per_request = true;
         return p;

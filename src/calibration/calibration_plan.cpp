@@ -92,6 +92,14 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
     }
   }
 
+  // The designed grid: every point the traces' shapes do not already measure.
+  {
+    std::set<std::string> have;
+    for (const Op& op : q.compute) have.insert(op_signature(op));
+    for (const Op& op : o.grid.compute)
+      if (have.insert(op_signature(op)).second) add_compute(op, o.grid_gpus);
+  }
+
   for (const auto& [hidden, use] : s.add_rmsnorm) {
     for (std::int64_t t : merged_grid(grid, use.tokens)) {
       Op e;
@@ -102,6 +110,16 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
       q.add_rmsnorm.push_back(e);
       q.add_rmsnorm_gpus.push_back(std::clamp(use.tp, 1, o.ranks));
     }
+  }
+
+  {
+    std::set<std::pair<std::int64_t, std::int64_t>> have;
+    for (const Op& op : q.add_rmsnorm) have.insert({op.tokens, op.hidden});
+    for (const Op& op : o.grid.add_rmsnorm)
+      if (have.insert({op.tokens, op.hidden}).second) {
+        q.add_rmsnorm.push_back(op);
+        q.add_rmsnorm_gpus.push_back(std::clamp(o.grid_gpus, 1, o.ranks));
+      }
   }
 
   if (!s.other_us.empty()) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "calibration/calibration_request.hpp"
+#include "calibration/designed_grid.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace.hpp"
 
@@ -22,6 +23,10 @@ struct CalibrationPlanOptions {
   std::int64_t min_allreduce_bytes = 1024;       // log grid of allreduce sizes, powers of 2
   std::int64_t max_allreduce_bytes = 64 << 20;
   std::int64_t min_kv_len = 64;                  // attention kv grid: powers of 2 up to 2 x the traced length
+  // The designed grid (designed_grid.hpp), measured besides the traces' shapes on the first
+  // grid_gpus GPUs (its entries the slowest of them); points a trace already has are not repeated.
+  DesignedGrid grid;
+  int grid_gpus = 1;
 };
 
 // InputError on strategies calibrate cannot measure or traces with nothing to measure.

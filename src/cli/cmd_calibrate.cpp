@@ -24,9 +24,13 @@
 #include "calibration/base_preset.hpp"
 #include "calibration/gpu_tools.hpp"
 #include "calibration/sequence_overhead_fit.hpp"
+#include "calibration/designed_grid.hpp"
+#include "calibration/model_fit.hpp"
+#include "calibration/plan_estimate.hpp"
 #include "io/atomic_file.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
+#include "sweep/sweep_inputs.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
 
@@ -48,7 +52,40 @@ struct CalibrateArgs {
   double timeout_s = 30;
   bool fit_sequence = false;
   bool no_fused_add_norm = false;
+  std::string grid = "coarse";
+  std::string grid_models = "shipped";
 };
+
+// The models whose widths and head layouts the designed grid covers: every shipped target model
+// ("shipped"; EAGLE-3 heads are left out, their layer is a Llama layer of the target's width),
+// none ("none"), or the listed configs; each given --model is added.
+std::vector<Trace> grid_family_traces(const CalibrateArgs& a, int tp) {
+  std::vector<std::string> paths;
+  if (a.grid_models == "shipped") {
+    for (const std::string& name : preset_names("llm")) paths.push_back(resolve_model_path("--grid-models", name));
+  } else if (a.grid_models != "none") {
+    for (const std::string& item : split_comma_list("--grid-models", a.grid_models))
+      paths.push_back(resolve_model_path("--grid-models", item));
+  }
+  if (!a.models.empty())
+    for (const std::string& item : split_comma_list("--model", a.models)) paths.push_back(item);
+  std::vector<Trace> traces;
+  GenOptions opt;
+  opt.tp = tp;
+  opt.tokens = 1;
+  parse_dtype(a.weight_dtype, opt.weight_dtype);
+  for (const std::string& path : paths) {
+    const ModelConfig model = read_model_config(path);
+    if (model.is_draft()) continue;
+    try {
+      traces.push_back(generate_trace(model, opt));
+    } catch (const InputError& e) {
+      // A model this tp cannot lay out (heads not divisible) has no widths at this tp.
+      fmt::print(stderr, "calibrate: --grid-models: {} left out of the grid ({})\n", path, e.what());
+    }
+  }
+  return traces;
+}
 
 std::vector<Trace> load_traces(const CalibrateArgs& a) {
   std::vector<Trace> traces;
@@ -83,6 +120,15 @@ void run_calibrate_command(const CalibrateArgs& a) {
   std::optional<Topology> base;
   if (!a.base.empty()) base = read_topology(resolve_topology_path(a.base));
   check_writable(a.output);
+  GridDensity density{};
+  if (!parse_grid_density(a.grid, density))
+    throw InputError(fmt::format("--grid: expected traces, coarse or full, got '{}'", a.grid));
+  {
+    int grid_tp = a.models.empty() ? 1 : a.tp;
+    for (const Trace& t : traces) grid_tp = std::max(grid_tp, t.meta.tp);
+    if (density != GridDensity::traces) po.grid = designed_grid(grid_family_traces(a, grid_tp), density);
+    po.grid_gpus = grid_tp;
+  }
   CalibrationRequest q = plan_calibration(traces, po);
   q.iters = a.iters;
   q.chain_us = a.chain_us;
@@ -115,6 +161,12 @@ void run_calibrate_command(const CalibrateArgs& a) {
                          traces.size() == 1 ? "1 trace" : fmt::format("{} traces", traces.size()), ranks,
                          inv.gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), q.allreduce_contexts.size(),
                          q.allreduce_layers.size(), q.transitions.size(), q.compute_layers.size(), base->name));
+  {
+    const PlanEstimate e = estimate_plan(q, *base);
+    q.progress(fmt::format("plan ({} grid): {} compute points + {} fused add + rmsnorm points, estimated {:.0f} s "
+                           "({:.0f} s single ops, {:.0f} s layers, transitions and allreduces)",
+                           a.grid, q.compute.size(), q.add_rmsnorm.size(), e.total_s(), e.compute_s, e.cases_s));
+  }
   const CalibrationMeasurements m = run_calibrate(q);
   for (std::size_t l = 0; l < m.allreduce_layer_us.size(); ++l) {
     const AllreduceLayerCase& layer = q.allreduce_layers[l];
@@ -124,6 +176,16 @@ void run_calibrate_command(const CalibrateArgs& a) {
                            layer_context_sum(layer, m)));
   }
   Topology topo = calibrated_topology(*base, m, build_calibration(q, m, traces));
+  topo.calibration.fitted = fit_compute_models(q, m, topo.gpu);
+  for (auto& [key, f] : topo.calibration.fitted) {
+    f.source = fmt::format("measured on {} by eaglesim calibrate ({} grid)", m.device, a.grid);
+    q.progress(fmt::format("fitted {}: {:.2f} us + max(bytes / {:.0f} GB/s{}) over {} points, residual rms {:.1f} %, "
+                           "max {:.1f} %",
+                           key, f.fixed_us, f.bw_gbs, f.tflops > 0 ? fmt::format(", flops / {:.0f} TFLOP/s", f.tflops) : "",
+                           f.points, 100 * f.rms_residual, 100 * f.max_residual));
+  }
+  // Kinds without enough points here (no MLA model in the grid) keep the base preset's fit.
+  for (const auto& [key, f] : base->calibration.fitted) topo.calibration.fitted.emplace(key, f);
   for (const LayerTransitionFit& f : fit_transitions_to_layers(q, m, topo))
     q.progress(fmt::format("compute layer {}: {:.2f} us per copy in a chain; its ops {:.2f} us by the tables, "
                            "{} transitions {:+.2f} us by the pair chains, {:+.2f} us {}",
@@ -194,6 +256,14 @@ void add_calibrate(CLI::App& app) {
   cmd->add_flag("--fit-sequence", a->fit_sequence,
                 "Also replay the traces' verify steps (free allreduces) and fit a per-op sequence overhead "
                 "(experimental: docs/fidelity.md)");
+  cmd->add_option("--grid", a->grid,
+                  "Designed grid measured besides the traces' shapes, for the fitted models: coarse, full, or traces "
+                  "(the traces' shapes only)")
+      ->capture_default_str();
+  cmd->add_option("--grid-models", a->grid_models,
+                  "Models whose GEMM widths and head layouts the grid covers: shipped (models/llm), none, or "
+                  "comma-separated names or configs (a held-out calibration names its training models)")
+      ->capture_default_str();
   add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
   cmd->callback([a] { run_calibrate_command(*a); });
 }

@@ -20,6 +20,7 @@
 #include "engine/backend.hpp"
 #include "io/atomic_file.hpp"
 #include "report/fidelity_printer.hpp"
+#include "report/fitted_models_printer.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
 
@@ -120,10 +121,14 @@ void run_fidelity_command(const FidelityArgs& a) {
   }
   const FidelitySummary summary = summarize(results);
   const std::string base_name = baseline ? baseline->name : "";
+  fmt::print("{}", format_fitted_models(topo));
   fmt::print("{}", format_fidelity(results, summary, topo.name, base_name, a.max_error_pct));
   std::fflush(stdout);
-  if (!a.json_out.empty())
-    write_file_atomic(a.json_out, fidelity_json(results, summary, topo.name, base_name, a.max_error_pct).dump(2) + "\n");
+  if (!a.json_out.empty()) {
+    nlohmann::json j = fidelity_json(results, summary, topo.name, base_name, a.max_error_pct);
+    j["fitted_models"] = fitted_models_json(topo);
+    write_file_atomic(a.json_out, j.dump(2) + "\n");
+  }
 }
 
 }  // namespace

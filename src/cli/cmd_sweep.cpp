@@ -1,9 +1,11 @@
-// eaglesim sweep: capacity planning over models x topologies x weight dtypes x TP x draft
-// tokens x strategies x acceptance rates, simulated. Prints the best configuration per model
-// and topology against plain decoding, lists what cannot run and why, and writes CSV / JSON /
-// a self-contained HTML report on request.
+// eaglesim sweep: capacity planning over models x topologies x weight dtypes x TP x batch sizes x
+// speculative configurations x strategies x acceptance, simulated. Prints the best configuration
+// per model and topology against plain decoding, and per batch size, where speculation stops
+// paying, lists what cannot run and why, and writes CSV / JSON / a self-contained HTML report on
+// request.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -11,20 +13,24 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "cli/accept_probs_flag.hpp"
 #include "cli/add_norm_flag.hpp"
 #include "cli/commands.hpp"
 #include "comm/communicator.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
+#include "domain/acceptance_table.hpp"
 #include "io/atomic_file.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "report/html_report.hpp"
+#include "sweep/spec_axis.hpp"
 #include "sweep/sweep_inputs.hpp"
 #include "sweep/sweep_output.hpp"
 #include "sweep/sweep_runner.hpp"
 #include "sweep/thread_pool.hpp"
+#include "trace/speculative.hpp"
 #include "trace/trace_json.hpp"
 
 namespace eaglesim::cli {
@@ -35,9 +41,15 @@ struct SweepArgs {
   std::string models;
   std::string topologies = "all";
   std::string tps = "1,2,4,8";
-  std::string draft_tokens = "1..8";
+  // Unset (not empty) when not given, so that an empty list is an error naming the flag.
+  std::optional<std::string> draft_tokens;  // default 1..8 when no --speculative-* list is given
+  std::string batches = "1";
+  std::optional<std::string> num_steps, eagle_topk, num_draft_tokens;
   std::string accept_rates;
   std::string accept_lens;
+  std::string acceptance_file;
+  std::string accept_probs;
+  bool engine_cycle = false;
   std::string strategies = "all";
   std::string drafts = "auto";
   std::string weight_dtypes = "bf16";
@@ -76,8 +88,26 @@ std::vector<Acceptance> acceptances(const SweepArgs& a) {
   if (!a.accept_lens.empty())
     for (double v : parse_number_list("--accept-len", a.accept_lens, 1.0, 1e6))
       out.push_back({Acceptance::Mode::length, v});
-  if (out.empty()) out.push_back({Acceptance::Mode::rate, 0.7});
+  if (out.empty() && a.accept_probs.empty()) out.push_back({Acceptance::Mode::rate, 0.7});
   return out;
+}
+
+// The configuration axis from --draft-tokens and the --speculative-* lists (SGLang's rules).
+SpecAxis spec_axis(const SweepArgs& a) {
+  SpecAxisLists lists;
+  const bool spec = a.num_steps || a.eagle_topk || a.num_draft_tokens;
+  const std::optional<std::string> chains = !a.draft_tokens && !spec ? std::optional<std::string>("1..8") : a.draft_tokens;
+  if (chains) lists.chain_draft_tokens = parse_int_axis("--draft-tokens", *chains, 1, kMaxSpecSteps);
+  if (a.num_steps) lists.num_steps = parse_int_axis("--speculative-num-steps", *a.num_steps, 1, kMaxSpecSteps);
+  if (a.eagle_topk) lists.eagle_topk = parse_int_axis("--speculative-eagle-topk", *a.eagle_topk, 1, kMaxSpecTopk);
+  if (a.num_draft_tokens)
+    lists.num_draft_tokens =
+        parse_int_axis("--speculative-num-draft-tokens", *a.num_draft_tokens, 1, kMaxSpecDraftTokens);
+  SpecAxis axis = build_spec_axis(lists);
+  for (const SkippedSpecConfig& s : axis.skipped)
+    spdlog::info("sweep: skipping num_steps {}, eagle_topk {}, num_draft_tokens {}: {}", s.config.num_steps,
+                 s.config.eagle_topk, s.config.num_draft_tokens, s.reason);
+  return axis;
 }
 
 void run_sweep_command(const SweepArgs& a) {
@@ -87,8 +117,15 @@ void run_sweep_command(const SweepArgs& a) {
 
   SweepRequest rq;
   rq.tps = parse_int_axis("--tp", a.tps, 1, 1024);
-  rq.draft_tokens = parse_int_axis("--draft-tokens", a.draft_tokens, 1, kMaxGenTokens - 1);
+  rq.batches = parse_int_axis("--batch", a.batches, 1, kMaxGenBatch);
+  SpecAxis axis = spec_axis(a);
+  rq.draft_tokens.clear();
+  rq.spec_configs = std::move(axis.configs);
+  rq.skipped_configs = std::move(axis.skipped);
   rq.acceptances = acceptances(a);
+  if (!a.accept_probs.empty()) rq.accept_probs = parse_accept_probs_flag(a.accept_probs);
+  if (!a.acceptance_file.empty()) rq.acceptance_table = read_acceptance_table(a.acceptance_file);
+  rq.engine_cycle = a.engine_cycle;
   rq.strategies = parse_strategy_list(a.strategies);
   rq.weight_dtypes = parse_dtype_list("--weight-dtype", a.weight_dtypes);
   for (DType d : rq.weight_dtypes)
@@ -142,7 +179,8 @@ void run_sweep_command(const SweepArgs& a) {
 
 void add_sweep(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "sweep", "Capacity planning: price every model x topology x TP x draft tokens x strategy x acceptance");
+      "sweep",
+      "Capacity planning: price every model x topology x TP x batch x speculative config x strategy x acceptance");
   auto a = std::make_shared<SweepArgs>();
   cmd->add_option("--model", a->models, "Model configs: names in models/llm (kimi-k2-instruct) or paths, comma-separated")
       ->required();
@@ -150,18 +188,37 @@ void add_sweep(CLI::App& app) {
                   "Topologies: preset names, paths or globs (\"8x-*\", \"my/*.json\"), comma-separated; all = every preset")
       ->capture_default_str();
   cmd->add_option("--tp", a->tps, "Tensor-parallel sizes: list and/or ranges (1,2,4,8 or 1..8)")->capture_default_str();
-  cmd->add_option("--draft-tokens", a->draft_tokens, "Draft tokens per cycle N: list and/or ranges")->capture_default_str();
+  cmd->add_option("--draft-tokens", a->draft_tokens,
+                  "Chains of N draft tokens (num_steps N, eagle_topk 1, num_draft_tokens N + 1): list and/or ranges "
+                  "(default 1..8 when no --speculative-* list is given)");
+  cmd->add_option("--batch", a->batches, "Concurrent requests per step: list and/or ranges (1,8,32,64)")
+      ->capture_default_str();
+  cmd->add_option("--speculative-num-steps", a->num_steps, "SGLang's draft steps per cycle S: list and/or ranges");
+  cmd->add_option("--speculative-eagle-topk", a->eagle_topk,
+                  "SGLang's candidates per expanded node K: list and/or ranges (default 1)");
+  cmd->add_option("--speculative-num-draft-tokens", a->num_draft_tokens,
+                  "SGLang's tokens verified per request D: list and/or ranges (default S + 1 at K = 1); "
+                  "combinations SGLang would not run are skipped and counted");
   cmd->add_option("--accept-rate", a->accept_rates,
-                  "Per-position acceptance rates a of a chain draft (E = (1-a^(N+1))/(1-a)), comma-separated "
-                  "(default 0.7 when no --accept-len)");
+                  "Per-position acceptance rates a (chain: E = (1-a^(N+1))/(1-a); trees: the tree model), "
+                  "comma-separated (default 0.7 when no --accept-len or --accept-probs)");
   cmd->add_option("--accept-len", a->accept_lens, "Mean accepted tokens per cycle E, comma-separated");
+  cmd->add_option("--acceptance", a->acceptance_file,
+                  "Measured accept lengths per configuration and batch (JSON, docs/acceptance.md): an entry gives E "
+                  "for its configuration, else the rate or --accept-probs does");
+  cmd->add_option("--accept-probs", a->accept_probs,
+                  "Tree model: probability that the target's token is the draft's rank-r candidate, comma-separated "
+                  "by rank, '/' between depths (one more acceptance entry)");
+  cmd->add_flag("--engine-cycle", a->engine_cycle,
+                "Price the engine's whole cycle: the draft-extend pass and the per-cycle ops (gen --engine-cycle)");
   cmd->add_option("--strategy", a->strategies, "Allreduce strategies, comma-separated, or all")->capture_default_str();
   cmd->add_option("--draft", a->drafts,
                   "EAGLE-3 heads: auto (MODEL-eagle3.json beside each model), none, one config for all, or one per model")
       ->capture_default_str();
   cmd->add_option("--weight-dtype", a->weight_dtypes, "Target weight dtypes swept: bf16, fp8, int4 (comma-separated)")
       ->capture_default_str();
-  cmd->add_option("--kv-len", a->kv_len, "Context length: attention cost and the KV cache in the memory check")
+  cmd->add_option("--kv-len", a->kv_len,
+                  "Context length of every request: attention cost and the batch's KV cache in the memory check")
       ->capture_default_str();
   cmd->add_option("--gpu-mem-util", a->gpu_mem_util,
                   "Fraction of GPU memory weights + KV cache may use (the rest: context, activations, buffers)")

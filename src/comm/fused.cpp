@@ -28,7 +28,7 @@ class FusedCommunicator final : public ModelledCommunicator {
   }
   CommCost model(const CommQuery& q) const override {
     double b = static_cast<double>(q.bytes);
-    KernelEstimate e = oneshot_estimate(*q.topo, q.ranks, b, b);
+    KernelEstimate e = oneshot_estimate(*q.topo, q.ranks, b, b, P2pAccess::pull);  // default kernel: loads from peers
     double us = e.us + local_memory_us(*q.topo, 3.0 * b) + kRowReductionUs;
     return {us, e.detail + " + residual+rmsnorm", false, false};
   }

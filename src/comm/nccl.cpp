@@ -31,6 +31,15 @@ namespace {
 using namespace nccl;
 
 const char* kAlgoNames[2] = {"tree", "ring"};
+
+// Share of the PCIe links' P2P rate NCCL's Simple protocol reaches in a ring: its P2P transport
+// moves each chunk through a FIFO in the receiver's memory with a flag handshake per slot, and
+// over PCIe that pipeline does not fill the link. Fitted to 8 x RTX PRO 6000 behind PCIe 5.0
+// switches: all_reduce_perf busBW 37.6-41.1 GB/s at 8 MiB-2 GiB on links that carry ~54 GB/s of
+// P2P writes (voipmonitor/rtx6kpro hardware/pcie-bandwidth.md); NVIDIA/nccl issue #1530 shows the
+// same shortfall on 8 x RTX 4090. Not applied over NVLink, where the presets' link rates are
+// already what NCCL reaches.
+constexpr double kPcieSimpleEfficiency = 0.76;
 const char* kProtoNames[3] = {"LL", "LL128", "Simple"};
 
 std::string lower(std::string s) {
@@ -64,6 +73,7 @@ Estimate estimate(const CommQuery& q, Algo a, Proto p) {
   int used = std::clamp(static_cast<int>(bytes / (kThreads[p] * threshold)), 1, channels);
 
   double bus = used * per_channel_bw;
+  if (p == kSimple && !nvlink && t.p2p) bus *= kPcieSimpleEfficiency;
   double alg_bw;
   if (a == kRing) {
     if (p == kLL) bus = std::min(caps.ll_max_bw, bus * kRingLLFactor);

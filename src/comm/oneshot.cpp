@@ -1,6 +1,6 @@
-// One-shot allreduce: every rank reads (NVLink) or receives (PCIe) all peers' whole buffers and
-// reduces them locally in a fixed rank order. Lowest latency for small messages; moves
-// (n-1) x size per GPU, so it loses to two-shot as messages grow. Model: p2p_kernel_model.hpp.
+// One-shot allreduce: every rank reads all peers' whole buffers and reduces them locally in a
+// fixed rank order. Lowest latency for small messages; moves (n-1) x size per GPU, so it loses to
+// two-shot as messages grow. Model: p2p_kernel_model.hpp.
 #include "comm/modelled_communicator.hpp"
 #include "comm/p2p_kernel_model.hpp"
 #include "comm/strategies.hpp"
@@ -8,6 +8,9 @@
 namespace eaglesim {
 
 namespace {
+
+// The kernel (kernels/oneshot_allreduce.cuh, oneshot_pull) loads its peers' slots.
+constexpr P2pAccess kAccess = P2pAccess::pull;
 
 class OneshotCommunicator final : public ModelledCommunicator {
  public:
@@ -22,7 +25,7 @@ class OneshotCommunicator final : public ModelledCommunicator {
   }
   CommCost model(const CommQuery& q) const override {
     double b = static_cast<double>(q.bytes);
-    KernelEstimate e = oneshot_estimate(*q.topo, q.ranks, b, b);
+    KernelEstimate e = oneshot_estimate(*q.topo, q.ranks, b, b, kAccess);
     return {e.us, e.detail, false, false};
   }
 };

@@ -38,8 +38,9 @@ class QuantCommunicator final : public ModelledCommunicator {
     double elements = bytes / bytes_per_element(q.dtype);
     double wire = elements + std::ceil(elements / kBlockElements) * kScaleBytes;
     double convert = local_memory_us(t, 2.0 * bytes + q.ranks * wire) + kQuantOverheadUs;
-    KernelEstimate one = oneshot_estimate(t, q.ranks, wire, bytes);
-    KernelEstimate two = twoshot_estimate(t, q.ranks, wire, bytes);
+    // Its kernels load the peers' fp8 slots.
+    KernelEstimate one = oneshot_estimate(t, q.ranks, wire, bytes, P2pAccess::pull);
+    KernelEstimate two = twoshot_estimate(t, q.ranks, wire, bytes, P2pAccess::pull);
     const KernelEstimate& best = one.us <= two.us ? one : two;
     return {best.us + convert, "fp8 " + best.detail, false, false};
   }

@@ -9,6 +9,10 @@ namespace eaglesim {
 
 namespace {
 
+// The kernel (kernels/twoshot_allreduce.cuh) loads its chunk from every peer, then the reduced
+// chunks.
+constexpr P2pAccess kAccess = P2pAccess::pull;
+
 class TwoshotCommunicator final : public ModelledCommunicator {
  public:
   std::string name() const override { return "twoshot"; }
@@ -22,7 +26,7 @@ class TwoshotCommunicator final : public ModelledCommunicator {
   }
   CommCost model(const CommQuery& q) const override {
     double b = static_cast<double>(q.bytes);
-    KernelEstimate e = twoshot_estimate(*q.topo, q.ranks, b, b);
+    KernelEstimate e = twoshot_estimate(*q.topo, q.ranks, b, b, kAccess);
     return {e.us, e.detail, false, false};
   }
 };

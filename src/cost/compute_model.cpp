@@ -27,9 +27,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 
 #include "cost/calibration.hpp"
+#include "cost/fitted_model.hpp"
+#include "cost/local_correction.hpp"
 #include "topology/calibration_keys.hpp"
 #include "trace/op_traffic.hpp"
 
@@ -145,6 +148,43 @@ const std::vector<SizeCalPoint>* find_table(const std::map<std::string, std::vec
   return it == m.end() ? nullptr : &it->second;
 }
 
+const FittedModel* find_fitted(const Topology& topo, const std::string& key) {
+  auto it = topo.calibration.fitted.find(key);
+  return it == topo.calibration.fitted.end() ? nullptr : &it->second;
+}
+
+// A fitted prediction `us` at `size` with the local correction of its shape family's measured
+// table (none: the fit alone). `fit_at(s)`: the same op's fitted µs at size s.
+OpCost corrected(double us, const std::vector<SizeCalPoint>* table, double size,
+                 const std::function<double(double)>& fit_at) {
+  OpCost c;
+  c.us = us;
+  c.calibrated = true;
+  if (table) c.us *= local_correction(*table, size, fit_at).factor;
+  return c;
+}
+
+std::vector<SizeCalPoint> gemm_family(const Calibration& cal, const Op& op) {
+  std::vector<SizeCalPoint> pts;
+  for (const auto& p : cal.gemm)
+    if (p.n == op.n && p.k == op.k && p.dtype == op.dtype) pts.push_back({p.m, p.us});
+  std::sort(pts.begin(), pts.end(), [](const SizeCalPoint& a, const SizeCalPoint& b) { return a.size < b.size; });
+  return pts;
+}
+
+// `op` with its KV positions over all requests scaled to `total` (each request's in proportion).
+Op with_kv_total(const Op& op, double total) {
+  Op o = op;
+  const double f = total / std::max(1.0, op.kv_len_total());
+  if (o.kv_lens.empty()) {
+    o.kv_len = std::max<std::int64_t>(1, std::llround(static_cast<double>(op.kv_len) * f));
+  } else {
+    for (auto& l : o.kv_lens) l = std::max<std::int64_t>(1, std::llround(static_cast<double>(l) * f));
+    o.kv_len = *std::max_element(o.kv_lens.begin(), o.kv_lens.end());
+  }
+  return o;
+}
+
 // A chain cost in a step: the calibration's sequence overhead added.
 OpCost in_step(OpCost c, const Topology& topo) {
   if (topo.calibration.sequence_overhead_us) c.us = std::max(0.0, c.us + *topo.calibration.sequence_overhead_us);
@@ -153,6 +193,14 @@ OpCost in_step(OpCost c, const Topology& topo) {
 
 // Element-wise kernels streaming `bytes`, priced by the elementwise table `key` at tokens x hidden.
 OpCost elementwise_cost(const Topology& topo, double bytes, const std::string& key, const Op& op) {
+  const double elements = static_cast<double>(op.tokens) * static_cast<double>(op.hidden);
+  if (const FittedModel* fit = find_fitted(topo, "elementwise:" + key)) {
+    // The bytes the fit was made on (fitted_features), which grow with the elements at a fixed
+    // width: the same op at `s` elements streams s / elements of them.
+    const double fb = fitted_features(op, topo.gpu.sms, key == kAddRmsnormTable).bytes;
+    return corrected(fitted_us(*fit, {fb, 0}), find_table(topo.calibration.elementwise, key), elements,
+                     [&](double s) { return fitted_us(*fit, {fb * s / std::max(1.0, elements), 0}); });
+  }
   const double model = std::max(launch_gap(topo), streaming_memory_us(topo, bytes));
   TableLookup l;
   if (const auto* table = find_table(topo.calibration.elementwise, key))
@@ -178,6 +226,15 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
   switch (op.kind) {
     case OpKind::gemm:
     case OpKind::lm_head: {
+      if (const FittedModel* fit = find_fitted(topo, fitted_model_key(op))) {
+        const std::vector<SizeCalPoint> family = gemm_family(cal, op);
+        auto at = [&](double m) {
+          Op o = op;
+          o.m = std::max<std::int64_t>(1, std::llround(m));
+          return fitted_us(*fit, fitted_features(o, topo.gpu.sms));
+        };
+        return corrected(at(static_cast<double>(op.m)), family.empty() ? nullptr : &family, static_cast<double>(op.m), at);
+      }
       double model = std::max(gap, matmul_us(topo, op, static_cast<double>(op.m), 1.0));
       return from_table(lookup_gemm(cal, op.m, op.n, op.k, op.dtype), model);
     }
@@ -189,11 +246,15 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
       return c;
     }
     case OpKind::attention: {
-      double model = std::max(gap, attention_us(topo, op));
       // A table measured at this op's query-token count first, then one for any q_tokens.
-      TableLookup l;
       const auto* table = find_table(cal.attention, attention_calibration_key_q(op));
       if (!table) table = find_table(cal.attention, attention_calibration_key(op));
+      if (const FittedModel* fit = find_fitted(topo, fitted_model_key(op))) {
+        auto at = [&](double total) { return fitted_us(*fit, fitted_features(with_kv_total(op, total), topo.gpu.sms)); };
+        return corrected(fitted_us(*fit, fitted_features(op, topo.gpu.sms)), table, op.kv_len_total(), at);
+      }
+      double model = std::max(gap, attention_us(topo, op));
+      TableLookup l;
       // A split-KV kernel over a batch streams every request's KV once: its time follows the
       // KV positions of all requests together, as one request's does its own.
       if (table) l = interpolate_table(*table, op.kv_len_total());

@@ -68,6 +68,8 @@ class CudaBackend final : public Backend {
     ReplayConfig config;
     config.strategy = strategy;
     config.opts = opts;
+    config.batch = trace.meta.batch_size();
+    config.speculative = trace.meta.speculative;
     config.recorded_compute =
         replay_runs_recorded_compute(step, parse_op_times(opts.op_times), trace.meta.source == "imported");
     std::vector<std::string> notes;

@@ -16,9 +16,13 @@ GraphTimer::GraphTimer(const char* who, double pre_roll_us, double timeout_s, st
     : who_(who), pre_roll_us_(pre_roll_us), timeout_s_(timeout_s), on_timeout_(std::move(on_timeout)) {}
 
 void GraphTimer::launch(const CudaGraph& graph, cudaStream_t stream) {
+  launch_body([&graph](cudaStream_t s) { graph.launch(s); }, stream);
+}
+
+void GraphTimer::launch_body(const std::function<void(cudaStream_t)>& body, cudaStream_t stream) {
   if (pre_roll_us_ > 0) launch_spin(pre_roll_us_, stream);
   EAGLESIM_CUDA_CHECK(cudaEventRecord(start_.get(), stream));
-  graph.launch(stream);
+  body(stream);
   EAGLESIM_CUDA_CHECK(cudaEventRecord(stop_.get(), stream));
 }
 

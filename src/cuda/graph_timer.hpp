@@ -37,6 +37,9 @@ class GraphTimer {
 
   // Enqueues pre-roll + start event + graph + stop event and returns at once.
   void launch(const CudaGraph& graph, cudaStream_t stream);
+  // The same around body(stream), which launches graphs (and may wait on the host between them:
+  // a step with a host synchronisation, cuda/step_graph.hpp).
+  void launch_body(const std::function<void(cudaStream_t)>& body, cudaStream_t stream);
   // Enqueues body(stream) directly between the same events (no pre-roll). NCCL sets up a size's
   // connections on its first (eager) call; a capture before that fails with an internal error.
   void launch_eager(const std::function<void(cudaStream_t)>& body, cudaStream_t stream);

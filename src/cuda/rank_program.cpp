@@ -1,8 +1,10 @@
 #include "cuda/rank_program.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -10,7 +12,9 @@
 #include "core/errors.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_graph.hpp"
+#include "cuda/draft_candidates.hpp"
 #include "cuda/elementwise_plan.hpp"
+#include "cuda/engine_cycle_kernels.hpp"
 #include "cuda/graph_timer.hpp"
 #include "cuda/moe_gemm_plan.hpp"
 #include "cuda/replay_kernels.hpp"
@@ -33,7 +37,30 @@ constexpr float kRmsEps = 1e-5f;
 constexpr std::int64_t kWeightOnlyMaxRows = 256;
 
 std::size_t align256(std::size_t v) { return (v + 255) / 256 * 256; }
+
+// The host's wait for `done` as an engine's host waits for its accepted tokens (a spinning
+// poll, the lowest-latency wait), bounded: a peer that never arrives fails the replay instead
+// of hanging it.
+void wait_on_host(cudaEvent_t done, double timeout_s, const std::string& label) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    const cudaError_t rc = cudaEventQuery(done);
+    if (rc == cudaSuccess) return;
+    if (rc != cudaErrorNotReady) EAGLESIM_CUDA_CHECK(rc);
+    if (std::chrono::steady_clock::now() > deadline)
+      throw DeviceError(fmt::format("{}: the device did not reach the host synchronisation within {} s", label,
+                                    timeout_s));
+  }
+}
 std::size_t as_size(std::int64_t v) { return static_cast<std::size_t>(v); }
+
+// A sampling op's rows per request: the trace's batch shares them out evenly (batch x verify
+// tokens); rows the batch does not divide are one request's.
+std::size_t rows_per_request(std::int64_t rows, int batch) {
+  const std::size_t r = static_cast<std::size_t>(std::max<std::int64_t>(1, rows));
+  const std::size_t b = static_cast<std::size_t>(std::max(1, batch));
+  return r % b == 0 ? r / b : r;
+}
 
 }  // namespace
 
@@ -55,7 +82,8 @@ struct MatmulChoice {
 struct VerifyAttentionRun {
   VerifyAttentionPlan plan;
   std::vector<std::int32_t> lengths;  // kv_indptr [batch + 1] then kv_len [batch]
-  DeviceBuffer workspace, device_lengths;
+  std::vector<std::uint32_t> mask;    // tree mask words [q_tokens]; empty: the causal chain
+  DeviceBuffer workspace, device_lengths, device_mask;
 };
 
 // What the program needs to know before it allocates anything (pass 1), per op: how it runs and
@@ -68,6 +96,10 @@ struct ProgramPlan {
   std::vector<AttentionPlan> attention;  // attention ops the verify-attention kernel does not take
   std::vector<VerifyAttentionRun*> verify;  // attention ops it takes (owned by RankProgram::verify_runs_)
   std::vector<int> expert_offsets;       // grouped ops on the grouped kernel, each [experts + 1]
+  // Per-cycle ops: each op's own inputs (host data uploaded into RankProgram::cycle_inputs_),
+  // and the shared scratch's sizes in elements.
+  std::map<std::size_t, std::vector<std::int32_t>> cycle_inputs;
+  std::size_t logits = 1, topk = 1, predict = 1, accept = 1, accepted = 1;
   std::size_t x = 256, x8 = 256, y = 256, z = 256, residual = 256, acc_floats = 1, ml_floats = 1, ids = 1;
   std::size_t moe_counters = 0, moe_partials = 0;  // the most any grouped-kernel plan needs of each
 };
@@ -210,6 +242,18 @@ std::size_t kv_cache_bytes(const AttentionShape& s) {
   return s.shared_kv ? rows * s.dk * 2 : 2 * rows * s.dk * 2;
 }
 
+// The op's caches as the replay lays them out: every request's positions packed one after the
+// other (kv_len is their total), K first, then V (MLA: the one latent cache).
+AttentionShape packed_cache_shape(const Op& op) {
+  AttentionShape s = attention_shape(op);
+  s.kv_len = static_cast<int>(std::min<double>(op.kv_len_total(), std::numeric_limits<int>::max()));
+  return s;
+}
+std::size_t v_cache_offset(const Op& op) {
+  const AttentionShape s = packed_cache_shape(op);
+  return s.shared_kv ? 0 : kv_cache_bytes(s) / 2;
+}
+
 // Random packed weights and scales: every byte pattern is a valid packed weight set (the fp8 fill
 // writes finite e4m3 values, never the NaN codes).
 void fill_packed_weights(void* region, const MatmulChoice& c, std::uint64_t seed) {
@@ -272,7 +316,7 @@ AllreduceComms one_comm_for_all(const Step& step, RankComm& comm, RankComm* fall
 }
 
 RankProgram::RankProgram(const Step& step, int device, const AllreduceComms& comms, const ProgramOptions& opts)
-    : device_(device) {
+    : device_(device), opts_(opts) {
   open_device();
   const std::size_t n_ops = step.ops.size();
   ops_.resize(n_ops);
@@ -281,6 +325,7 @@ RankProgram::RankProgram(const Step& step, int device, const AllreduceComms& com
   labels_.resize(n_ops);
   details_.resize(n_ops);
   recorded_.assign(n_ops, false);
+  host_side_.assign(n_ops, false);
   if (opts.recorded_compute)
     for (std::size_t i = 0; i < n_ops; ++i) recorded_[i] = !step.ops[i].is_comm() && step.ops[i].us.has_value();
   const ProgramPlan plan = plan_step(step);
@@ -309,9 +354,12 @@ ProgramPlan RankProgram::plan_step(const Step& step) {
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const Op& op = step.ops[i];
     labels_[i] = op_label(i, op);
-    // A recorded GEMM or attention needs none of its weights or KV: only the spin kernel runs.
-    // Row-wise ops keep their small buffers, which a fused allreduce may still use.
-    if (recorded_[i] && (op.is_matmul() || op.kind == OpKind::attention)) continue;
+    // A recorded GEMM, attention or per-cycle op needs none of its weights, KV or logits: only
+    // the spin kernel runs. Row-wise ops keep their small buffers, which a fused allreduce may
+    // still use.
+    if (recorded_[i] && (op.is_matmul() || op.kind == OpKind::attention || op.kind == OpKind::topk_select ||
+                         op.kind == OpKind::tree_build || op.kind == OpKind::sampling || op.kind == OpKind::host_sync))
+      continue;
     switch (op.kind) {
       case OpKind::gemm:
       case OpKind::lm_head: plan_matmul(i, op, plan); break;
@@ -320,11 +368,7 @@ ProgramPlan RankProgram::plan_step(const Step& step) {
       case OpKind::topk_select:
       case OpKind::tree_build:
       case OpKind::sampling:
-      case OpKind::host_sync:
-        throw InputError(fmt::format("{}: the CUDA backend does not replay the per-cycle op kind {} (top-k selection, "
-                                     "tree building, sampling, host synchronisation): use --backend sim, or a trace "
-                                     "generated without --engine-cycle",
-                                     labels_[i], to_string(op.kind)));
+      case OpKind::host_sync: plan_cycle_op(i, op, plan); break;
       default: plan_rowwise(i, op, plan); break;
     }
   }
@@ -378,11 +422,39 @@ void RankProgram::plan_grouped_matmul(std::size_t i, const Op& op, ProgramPlan& 
                      op.experts));
 }
 
-// The verify-attention kernel with one request (the trace's verify step: kv_len cached positions,
-// the last q_tokens of them the draft tokens, a causal chain mask).
-VerifyAttentionRun& RankProgram::verify_run(const Op& op) {
+// The draft tokens' mask words of an attention op: the chain (empty), the verify tree of the
+// trace's speculative configuration (each token sees its ancestors and itself), or the draft's
+// branches (each of the topk branches sees only itself besides the request's KV, which holds
+// the branch's earlier drafts).
+std::vector<std::uint32_t> RankProgram::mask_words(const Op& op, std::size_t i) const {
+  switch (op.mask) {
+    case AttentionMask::causal: return {};
+    case AttentionMask::branches: {
+      std::vector<std::uint32_t> w(as_size(op.q_tokens));
+      for (std::size_t t = 0; t < w.size() && t < 32; ++t) w[t] = 1u << t;
+      return w;
+    }
+    case AttentionMask::tree: {
+      const std::vector<int> parents = opts_.speculative ? opts_.speculative->parents : std::vector<int>{};
+      if (static_cast<std::int64_t>(parents.size()) != op.q_tokens)
+        throw InputError(fmt::format("{}: a tree mask needs meta.speculative.parents with one parent per query token "
+                                     "({}), got {}", labels_[i], op.q_tokens, parents.size()));
+      try {
+        return tree_mask_from_parents(parents);
+      } catch (const std::invalid_argument& e) {
+        throw InputError(fmt::format("{}: meta.speculative.parents: {}", labels_[i], e.what()));
+      }
+    }
+  }
+  return {};
+}
+
+// The verify-attention kernel over the op's batch: request r's KV (kv_lens[r], or kv_len for
+// every request) packed one after the other in one ragged cache, its q_tokens query tokens the
+// last q_tokens of those positions, under the op's mask.
+VerifyAttentionRun& RankProgram::verify_run(const Op& op, std::size_t i) {
   VerifyAttentionShape shape;
-  shape.batch = 1;
+  shape.batch = static_cast<int>(op.batch);
   shape.q_tokens = static_cast<int>(op.q_tokens);
   shape.heads = static_cast<int>(op.heads);
   if (op.variant == AttentionVariant::mla) {
@@ -395,10 +467,19 @@ VerifyAttentionRun& RankProgram::verify_run(const Op& op) {
     shape.kv_heads = static_cast<int>(op.kv_heads);
     shape.head_dim_qk = shape.head_dim_v = static_cast<int>(op.head_dim);
   }
-  const std::vector<std::int32_t> kv_len(as_size(shape.batch), static_cast<std::int32_t>(op.kv_len));
+  // The kernel's cache offsets are 32-bit; a batch past them is far beyond any GPU's memory too.
+  if (op.kv_len_total() > static_cast<double>(std::numeric_limits<std::int32_t>::max()))
+    throw InputError(fmt::format("{}: {:.0f} KV positions over the batch: expected at most 2^31 - 1 (and a cache "
+                                 "that fits the GPU)", labels_[i], op.kv_len_total()));
+  std::vector<std::int32_t> kv_len(as_size(shape.batch), static_cast<std::int32_t>(op.kv_len));
+  if (!op.kv_lens.empty())
+    for (std::size_t r = 0; r < kv_len.size(); ++r) kv_len[r] = static_cast<std::int32_t>(op.kv_lens[r]);
+  const std::vector<std::uint32_t> mask = mask_words(op, i);
   std::vector<std::int64_t> key{static_cast<int>(shape.kind), shape.batch, shape.q_tokens, shape.heads,
                                 shape.kv_heads, shape.head_dim_qk, shape.head_dim_v};
   key.insert(key.end(), kv_len.begin(), kv_len.end());
+  key.push_back(-1);  // the mask words follow the lengths
+  key.insert(key.end(), mask.begin(), mask.end());
   auto it = verify_runs_.find(key);
   if (it != verify_runs_.end()) return *it->second;
   VerifyAttentionDevice dev;
@@ -408,28 +489,30 @@ VerifyAttentionRun& RankProgram::verify_run(const Op& op) {
   run->lengths.push_back(0);
   for (std::int32_t len : kv_len) run->lengths.push_back(run->lengths.back() + len);
   run->lengths.insert(run->lengths.end(), kv_len.begin(), kv_len.end());
+  run->mask = mask;
   return *verify_runs_.emplace(key, std::move(run)).first->second;
 }
 
-// The KV cache is the op's region. The verify-attention kernel's workspace is per plan; shapes
-// it does not take run on the split-KV decode kernel, whose partials are shared scratch. An
-// attention shape neither kernel takes fails here, before anything is allocated.
+// The KV cache is the op's region: every request's K and V, packed. The verify-attention
+// kernel's workspace is per plan; a single-request causal shape it does not take runs on the
+// split-KV decode kernel, whose partials are shared scratch. An attention shape neither kernel
+// takes fails here, before anything is allocated.
 void RankProgram::plan_attention_op(std::size_t i, const Op& op, ProgramPlan& plan) {
-  if (op.batch != 1 || !op.kv_lens.empty() || op.mask != AttentionMask::causal)
-    throw InputError(fmt::format("{}: the CUDA backend does not replay attention over a batch of requests or with a "
-                                 "{} mask (trace version 2) yet: use --backend sim",
-                                 labels_[i], to_string(op.mask)));
-  const AttentionShape s = attention_shape(op);
+  AttentionShape s = packed_cache_shape(op);
+  const std::size_t requests = as_size(op.batch);
   plan.region_bytes[i] = kv_cache_bytes(s);
-  plan.x = std::max(plan.x, as_size(s.q_tokens) * s.heads * s.dk * 2);
-  plan.y = std::max(plan.y, as_size(s.q_tokens) * s.heads * s.dv * 2);
+  plan.x = std::max(plan.x, requests * as_size(s.q_tokens) * s.heads * s.dk * 2);
+  plan.y = std::max(plan.y, requests * as_size(s.q_tokens) * s.heads * s.dv * 2);
   std::string refused;
   try {
-    plan.verify[i] = &verify_run(op);
+    plan.verify[i] = &verify_run(op, i);
     return;
   } catch (const std::invalid_argument& e) {
     refused = e.what();
   }
+  if (requests != 1 || !op.kv_lens.empty() || op.mask != AttentionMask::causal)
+    throw InputError(fmt::format("{}: the CUDA backend cannot replay it: {}", labels_[i], refused));
+  s = attention_shape(op);
   const std::string why = attention_unsupported_reason(s);
   if (!why.empty())
     throw InputError(fmt::format("{}: the CUDA backend cannot replay it: verify-attention kernel: {}; split-KV "
@@ -439,6 +522,137 @@ void RankProgram::plan_attention_op(std::size_t i, const Op& op, ProgramPlan& pl
   plan.attention[i] = plan_attention(s, sm_count_);
   plan.acc_floats = std::max(plan.acc_floats, plan.attention[i].part_acc_floats);
   plan.ml_floats = std::max(plan.ml_floats, plan.attention[i].part_ml_floats);
+}
+
+// The per-cycle ops (trace version 2). Their data sizes come from the op and the trace's batch
+// and speculative configuration (ProgramOptions):
+//   topk_select: fp32 logits [rows, vocab] (shared scratch) -> ids and probabilities [rows, topk];
+//   tree_build:  per request the candidates' scores and parents -> the verify tree's arrays;
+//   sampling:    the target's argmax over logits [rows, vocab], then the greedy acceptance walk
+//                over the verify tree (rows = batch x tokens per request) -> accepted lengths;
+//   host_sync:   the accepted lengths copied to pinned host memory and waited for, from the host.
+void RankProgram::plan_cycle_op(std::size_t i, const Op& op, ProgramPlan& plan) {
+  const std::size_t requests = as_size(std::max(1, opts_.batch));
+  switch (op.kind) {
+    case OpKind::topk_select:
+      if (op.topk < 1 || op.topk > kTopkSelectMax || op.topk > op.vocab)
+        throw InputError(fmt::format("{}: the CUDA backend's top-k kernel keeps 1 to min({}, vocab) tokens per row, got "
+                                     "topk = {}", labels_[i], kTopkSelectMax, op.topk));
+      plan.logits = std::max(plan.logits, as_size(op.rows) * as_size(op.vocab));
+      plan.topk = std::max(plan.topk, as_size(op.rows) * as_size(op.topk));
+      break;
+    case OpKind::tree_build: {
+      const std::size_t b = as_size(op.batch), c = as_size(op.candidates), d = as_size(op.tokens);
+      const std::size_t words = (d + 31) / 32;
+      if (d < 1 || d - 1 > c)
+        throw InputError(fmt::format("{}: tree building picks tokens - 1 of the candidates: expected 1 <= tokens <= "
+                                     "candidates + 1 = {}, got {}", labels_[i], c + 1, d));
+      const int steps = opts_.speculative ? opts_.speculative->num_steps : 0;
+      const int topk = opts_.speculative ? opts_.speculative->eagle_topk : 0;
+      const DraftCandidates cand = random_draft_candidates(static_cast<int>(b), static_cast<int>(c), steps, topk,
+                                                           opts_.seed * 7919 + i);
+      std::vector<std::int32_t>& data = plan.cycle_inputs[i];
+      data.resize(3 * b * c + 4 * b * d + b * d * words, 0);
+      std::memcpy(data.data(), cand.scores.data(), b * c * sizeof(float));
+      std::copy(cand.parent.begin(), cand.parent.end(), data.begin() + static_cast<std::ptrdiff_t>(b * c));
+      break;
+    }
+    case OpKind::sampling: {
+      const std::size_t rows = as_size(op.rows);
+      const std::size_t per_request = rows_per_request(op.rows, opts_.batch);
+      const std::size_t reqs = std::max<std::size_t>(1, rows / per_request);
+      std::vector<int> parents(per_request);
+      for (std::size_t t = 0; t < per_request; ++t) parents[t] = static_cast<int>(t) - 1;  // the chain
+      if (opts_.speculative && opts_.speculative->parents.size() == per_request) parents = opts_.speculative->parents;
+      std::vector<std::int32_t> first, next;
+      child_lists(parents, first, next);
+      std::vector<std::int32_t>& data = plan.cycle_inputs[i];
+      // The drafts' tokens: a fixed spread over the vocabulary (the argmax of random logits seldom
+      // matches it, so most walks stop near the root; the walk costs little either way).
+      data.resize(rows + 2 * per_request);
+      for (std::size_t r = 0; r < rows; ++r) data[r] = static_cast<std::int32_t>((r * 2654435761u) % as_size(op.vocab));
+      std::copy(first.begin(), first.end(), data.begin() + static_cast<std::ptrdiff_t>(rows));
+      std::copy(next.begin(), next.end(), data.begin() + static_cast<std::ptrdiff_t>(rows + per_request));
+      plan.logits = std::max(plan.logits, rows * as_size(op.vocab));
+      plan.predict = std::max(plan.predict, rows);
+      plan.accepted = std::max(plan.accepted, rows);
+      plan.accept = std::max(plan.accept, reqs);
+      break;
+    }
+    case OpKind::host_sync:
+      host_side_[i] = !recorded_[i];
+      plan.accept = std::max(plan.accept, requests);
+      break;
+    default:
+      break;
+  }
+}
+
+void RankProgram::build_cycle_op(std::size_t i, const Op& op) {
+  std::string& detail = details_[i];
+  switch (op.kind) {
+    case OpKind::topk_select: {
+      const float* logits = logits_.as<float>();
+      std::int32_t* ids = topk_ids_.as<std::int32_t>();
+      float* probs = topk_probs_.as<float>();
+      const int rows = op.rows, vocab = op.vocab, k = op.topk;
+      detail = "top-k kernel (softmax probabilities, block per row)";
+      ops_[i] = [=](cudaStream_t s) { launch_topk_select(logits, rows, vocab, k, ids, probs, s); };
+      break;
+    }
+    case OpKind::tree_build: {
+      const int b = op.batch, c = static_cast<int>(op.candidates), d = static_cast<int>(op.tokens);
+      const std::size_t bc = as_size(b) * as_size(c), bd = as_size(b) * as_size(d);
+      std::int32_t* base = cycle_inputs_.at(i).as<std::int32_t>();
+      const float* scores = reinterpret_cast<const float*>(base);
+      const std::int32_t* cand_parent = base + bc;
+      std::int32_t* node_of = base + 2 * bc;
+      TreeBuildOutputs out;
+      out.parent = base + 3 * bc;
+      out.depth = out.parent + bd;
+      out.first_child = out.depth + bd;
+      out.next_sibling = out.first_child + bd;
+      out.mask = reinterpret_cast<std::uint32_t*>(out.next_sibling + bd);
+      detail = "tree-build kernel (block per request)";
+      ops_[i] = [=](cudaStream_t s) { launch_tree_build(scores, cand_parent, b, c, d, node_of, out, s); };
+      break;
+    }
+    case OpKind::sampling: {
+      const int rows = op.rows, vocab = op.vocab;
+      const int per_request = static_cast<int>(rows_per_request(op.rows, opts_.batch));
+      const int reqs = rows / per_request;
+      const float* logits = logits_.as<float>();
+      std::int32_t* predict = predict_.as<std::int32_t>();
+      const std::int32_t* draft = cycle_inputs_.at(i).as<std::int32_t>();
+      const std::int32_t* first = draft + rows;
+      const std::int32_t* next = first + per_request;
+      std::int32_t* accept_len = accept_len_.as<std::int32_t>();
+      std::int32_t* accepted = accepted_.as<std::int32_t>();
+      detail = fmt::format("argmax kernel + greedy tree acceptance ({} requests x {} tokens)", reqs, per_request);
+      ops_[i] = [=](cudaStream_t s) {
+        launch_topk_select(logits, rows, vocab, 1, predict, nullptr, s);
+        launch_greedy_verify(draft, predict, first, next, reqs, per_request, accept_len, accepted, s);
+      };
+      break;
+    }
+    case OpKind::host_sync: {
+      const std::size_t bytes = as_size(std::max(1, opts_.batch)) * sizeof(std::int32_t);
+      const void* src = accept_len_.get();
+      void* dst = host_accept_len_.get();
+      cudaEvent_t done = host_sync_done_.get();
+      const double timeout_s = opts_.host_sync_timeout_s;
+      const std::string label = labels_[i];
+      detail = "accepted lengths copied to pinned host memory, the host waits (outside the graphs)";
+      ops_[i] = [=](cudaStream_t s) {
+        EAGLESIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+        EAGLESIM_CUDA_CHECK(cudaEventRecord(done, s));
+        wait_on_host(done, timeout_s, label);
+      };
+      break;
+    }
+    default:
+      break;
+  }
 }
 
 // The element-wise ops, the allreduce and `other`: scratch only, plus a small region for the
@@ -481,6 +695,11 @@ void RankProgram::plan_rowwise(std::size_t i, const Op& op, ProgramPlan& plan) {
 // ---------------------------------------------------------------- memory and its contents
 
 void RankProgram::allocate(const ProgramPlan& plan) {
+  {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    EAGLESIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    check_regions_fit(plan, free_bytes);
+  }
   x_ = DeviceBuffer(plan.x);
   x8_ = DeviceBuffer(plan.x8);
   y_ = DeviceBuffer(plan.y);
@@ -496,7 +715,16 @@ void RankProgram::allocate(const ProgramPlan& plan) {
     VerifyAttentionRun* run = entry.second.get();
     run->workspace = DeviceBuffer(std::max<std::size_t>(256, run->plan.workspace_bytes));
     run->device_lengths = DeviceBuffer(run->lengths.size() * sizeof(std::int32_t));
+    run->device_mask = DeviceBuffer(std::max<std::size_t>(1, run->mask.size()) * sizeof(std::uint32_t));
   }
+  logits_ = DeviceBuffer(plan.logits * sizeof(float));
+  topk_ids_ = DeviceBuffer(plan.topk * sizeof(std::int32_t));
+  topk_probs_ = DeviceBuffer(plan.topk * sizeof(float));
+  predict_ = DeviceBuffer(plan.predict * sizeof(std::int32_t));
+  accept_len_ = DeviceBuffer(plan.accept * sizeof(std::int32_t));
+  accepted_ = DeviceBuffer(plan.accepted * sizeof(std::int32_t));
+  EAGLESIM_CUDA_CHECK(cudaMallocHost(host_accept_len_.out(), plan.accept * sizeof(std::int32_t)));
+  for (const auto& [i, data] : plan.cycle_inputs) cycle_inputs_[i] = DeviceBuffer(data.size() * sizeof(std::int32_t));
   std::size_t free_bytes = 0, total_bytes = 0;
   EAGLESIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   arena_ = WeightArena(plan.region_bytes, free_bytes);
@@ -528,8 +756,18 @@ void RankProgram::fill_contents(const Step& step, const ProgramPlan& plan, std::
     const VerifyAttentionRun* run = entry.second.get();
     EAGLESIM_CUDA_CHECK(cudaMemcpy(run->device_lengths.get(), run->lengths.data(),
                                    run->lengths.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+    if (!run->mask.empty())
+      EAGLESIM_CUDA_CHECK(cudaMemcpy(run->device_mask.get(), run->mask.data(), run->mask.size() * sizeof(std::uint32_t),
+                                     cudaMemcpyHostToDevice));
     EAGLESIM_CUDA_CHECK(static_cast<cudaError_t>(verify_attention_upload(run->plan, run->workspace.get(), nullptr)));
   }
+  // host_sync may copy the accepted lengths before any sampling wrote them (a step without one).
+  EAGLESIM_CUDA_CHECK(cudaMemset(accept_len_.get(), 0, accept_len_.bytes()));
+  // Logits of a few units: softmax probabilities spread over many tokens, as a draft's are.
+  fill_random(logits_.get(), plan.logits, DType::fp32, seed + 8, 4.f, nullptr);
+  for (const auto& [i, data] : plan.cycle_inputs)
+    EAGLESIM_CUDA_CHECK(cudaMemcpy(cycle_inputs_.at(i).get(), data.data(), data.size() * sizeof(std::int32_t),
+                                   cudaMemcpyHostToDevice));
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     if (plan.region_bytes[i] == 0) continue;
     const std::uint64_t s = seed + 1000 + i;
@@ -559,7 +797,7 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, const All
   std::size_t fused_norms = 0, recorded = 0, ours = 0;
   std::map<std::string, std::size_t> fused;  // per strategy: triples run as one kernel
   const bool any_recorded = std::find(recorded_.begin(), recorded_.end(), true) != recorded_.end();
-  if (any_recorded) spin_boundary_us_ = measure_spin_boundary_us();
+  if (any_recorded) spin_boundary_us_ = spin_boundary_us(device_);
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     if (absorbed_[i]) continue;
     const Op& op = step.ops[i];
@@ -574,6 +812,10 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, const All
       case OpKind::lm_head:
       case OpKind::grouped_gemm: build_matmul(i, op, plan.choice[i]); break;
       case OpKind::attention: build_attention(i, op, plan); break;
+      case OpKind::topk_select:
+      case OpKind::tree_build:
+      case OpKind::sampling:
+      case OpKind::host_sync: build_cycle_op(i, op); break;
       case OpKind::allreduce: {
         RankComm* comm = i < comms.per_op.size() ? comms.per_op[i] : nullptr;
         if (!comm) throw DeviceError(fmt::format("{}: no communicator for this allreduce", labels_[i]));
@@ -610,8 +852,13 @@ void RankProgram::build_recorded(std::size_t i, double us) {
 
 // What one timed kernel costs beyond the time it spins, back to back in a CUDA graph (launch,
 // block start, the globaltimer's granularity): a graph of kSpins zero-length spins, best of a
-// few replays, per kernel. A recorded duration already holds its kernel's boundary.
-double RankProgram::measure_spin_boundary_us() {
+// few replays, per kernel. A recorded duration already holds its kernel's boundary. A property
+// of the device, so measured once per device in the process.
+double spin_boundary_us(int device) {
+  static std::mutex mutex;
+  static std::map<int, double> measured;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = measured.find(device); it != measured.end()) return it->second;
   constexpr int kSpins = 64, kReplays = 5;
   const Stream stream;
   const CudaGraph graph = CudaGraph::capture(stream.get(), [](cudaStream_t s) {
@@ -623,7 +870,27 @@ double RankProgram::measure_spin_boundary_us() {
     timer.launch(graph, stream.get());
     best = std::min(best, timer.finish("zero-length timed kernels"));
   }
-  return best / kSpins;
+  return measured[device] = best / kSpins;
+}
+
+RankProgram::AttentionIo RankProgram::attention_io(std::size_t i) const {
+  const auto it = attention_io_.find(i);
+  if (it == attention_io_.end()) throw std::logic_error("attention_io: op is not a verify-attention op");
+  return it->second;
+}
+
+// One op's region larger than the arena's budget cannot be replayed at all (the arena reuses
+// memory between ops, not within one): an attention op's KV cache holds every request's
+// positions, so a large batch at a long context is what reaches it.
+void RankProgram::check_regions_fit(const ProgramPlan& plan, std::size_t free_bytes) const {
+  const double budget = 0.8 * static_cast<double>(free_bytes);
+  for (std::size_t i = 0; i < plan.region_bytes.size(); ++i)
+    if (static_cast<double>(plan.region_bytes[i]) > budget)
+      throw InputError(fmt::format("{}: needs {:.2f} GiB of {} on one GPU, more than 80% of its free memory "
+                                   "({:.2f} GiB): expected a smaller batch or KV length (meta.batch, kv_lens)",
+                                   labels_[i], plan.region_bytes[i] / 1073741824.0,
+                                   plan.verify[i] ? "KV cache" : "weights or KV cache",
+                                   free_bytes / 1073741824.0));
 }
 
 // A GEMM or grouped GEMM as one launch of eaglesim's kernel, or on cuBLASLt (a grouped one as one
@@ -680,9 +947,8 @@ void RankProgram::build_matmul(std::size_t i, const Op& op, const MatmulChoice& 
 void RankProgram::build_attention(std::size_t i, const Op& op, const ProgramPlan& program_plan) {
   const AttentionShape shape = attention_shape(op);
   const char* cache = static_cast<const char*>(arena_.region(i));
-  const std::size_t k_bytes = shape.shared_kv ? 0 : kv_cache_bytes(shape) / 2;
   const char* kc = cache;
-  const char* vc = cache + k_bytes;
+  const char* vc = cache + v_cache_offset(op);
   char* xb = x_.as<char>();
   char* yb = y_.as<char>();
   if (const VerifyAttentionRun* run = program_plan.verify[i]) {
@@ -690,16 +956,27 @@ void RankProgram::build_attention(std::size_t i, const Op& op, const ProgramPlan
     VerifyAttentionParams p;
     p.q = xb;
     p.k = kc;
-    p.v = vc;  // MLA: the K rows (k_bytes is 0)
+    p.v = vc;  // MLA: the K rows (v_cache_offset is 0)
     p.out = yb;
     p.kv_indptr = run->device_lengths.as<std::int32_t>();
     p.kv_len = p.kv_indptr + (run->lengths.size() - as_size(vplan->shape.batch));
-    p.mask_kind = VerifyMask::chain;
+    if (!run->mask.empty()) {
+      p.mask_kind = AttentionMaskKind::tree;
+      p.mask = run->device_mask.as<std::uint32_t>();
+    }
     if (resolve_verify_attention_params(vplan->shape, p) != VerifyAttentionCheck::ok)
       throw InputError(fmt::format("{}: the verify-attention kernel refuses the replay's buffers (alignment)", labels_[i]));
+    AttentionIo& io = attention_io_[i];
+    io.q = xb;
+    io.k = kc;
+    io.v = vc;
+    io.out = yb;
+    io.kv_len.assign(run->lengths.begin() + 1 + vplan->shape.batch, run->lengths.end());
+    io.mask = run->mask;
     void* ws = run->workspace.get();
-    details_[i] = fmt::format("verify-attention kernel {}, {} splits of {}", variant_name(vplan->kernel.variant),
-                              vplan->splits_per_request[0], vplan->chunk_tokens);
+    details_[i] = fmt::format("verify-attention kernel {}, {} request{}, {} mask, {} splits of {} (first request)",
+                              variant_name(vplan->kernel.variant), vplan->shape.batch, vplan->shape.batch == 1 ? "" : "s",
+                              to_string(op.mask), vplan->splits_per_request[0], vplan->chunk_tokens);
     ops_[i] = [p, vplan, ws](cudaStream_t s) {
       EAGLESIM_CUDA_CHECK(static_cast<cudaError_t>(verify_attention_launch(p, *vplan, ws, s)));
     };

@@ -25,6 +25,8 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/lt_gemm.hpp"
 #include "cuda/rank_comm.hpp"
+#include "cuda/stream.hpp"
+#include "cuda/unique_handle.hpp"
 #include "cuda/replay_kernels.hpp"
 #include "cuda/weight_arena.hpp"
 #include "trace/trace.hpp"
@@ -40,6 +42,12 @@ struct ProgramOptions {
   bool skip_allreduces = false;  // fault injection (tests): this rank never joins the collectives
   bool fuse_add_norm = true;     // residual_add + rmsnorm as one kernel (RunOptions::fuse_add_norm)
   bool recorded_compute = false; // compute ops with a recorded `us` run as timed kernels of that length
+  // The trace's batch and speculative configuration (TraceMeta): the verify tree an attention
+  // op's tree mask and the sampling's acceptance walk follow, the draft's candidate structure
+  // tree_build scores, the requests whose accepted lengths host_sync copies.
+  int batch = 1;
+  std::optional<SpeculativeConfig> speculative;
+  double host_sync_timeout_s = 600;  // host_sync waits at most this long for the device (a stuck peer)
 };
 
 // The communicators of a step's allreduces on one rank: one per op (nullptr for the other ops),
@@ -52,6 +60,9 @@ struct AllreduceComms {
 };
 // `comm` for every allreduce of `step`.
 AllreduceComms one_comm_for_all(const Step& step, RankComm& comm, RankComm* fallback);
+
+// What one timed kernel costs on `device` beyond the time it spins (measured once per device).
+double spin_boundary_us(int device);
 
 class RankProgram {
  public:
@@ -66,9 +77,25 @@ class RankProgram {
 
   std::size_t size() const { return ops_.size(); }
   // Enqueue op i (nothing when it was absorbed into a fused predecessor).
+  // A host-side op (host_sync) blocks the calling thread until the device has reached it, so it
+  // cannot be captured into a graph: replays run the graphs of the device ops between host-side
+  // ops (cuda/step_graph.hpp).
   void enqueue(std::size_t i, cudaStream_t stream) const {
     if (ops_[i]) ops_[i](stream);
   }
+  bool host_side(std::size_t i) const { return host_side_[i]; }
+  // The device buffers attention op i reads and writes (tests check its output against a
+  // reference): Q [batch * q_tokens, heads, dk], the packed ragged K and V caches, out, the
+  // requests' KV lengths and the mask words (empty: the chain).
+  struct AttentionIo {
+    const void* q = nullptr;
+    const void* k = nullptr;
+    const void* v = nullptr;
+    const void* out = nullptr;
+    std::vector<std::int32_t> kv_len;
+    std::vector<std::uint32_t> mask;
+  };
+  AttentionIo attention_io(std::size_t i) const;
   bool absorbed(std::size_t i) const { return absorbed_[i]; }
   // The kind op i's time is reported under: its own, except a fused add + RMSNorm kernel (run by
   // the residual add), which reports as rmsnorm, as the simulator prices it and as the roofline
@@ -100,7 +127,9 @@ class RankProgram {
   bool build_add_rmsnorm(std::size_t i, const Step& step);
   void build_rowwise(std::size_t i, const Op& op);
   void build_recorded(std::size_t i, double us);
-  static double measure_spin_boundary_us();
+  void check_regions_fit(const ProgramPlan& plan, std::size_t free_bytes) const;
+  void plan_cycle_op(std::size_t i, const Op& op, ProgramPlan& plan);
+  void build_cycle_op(std::size_t i, const Op& op);
 
   void note(const std::string& text);
   void use_collective(const CollectiveUse& use);  // remembered once
@@ -109,7 +138,8 @@ class RankProgram {
                           void* y);
   // One verify-attention plan (and workspace) per distinct shape and KV lengths; throws
   // std::invalid_argument when the kernel does not take the shape.
-  VerifyAttentionRun& verify_run(const Op& op);
+  VerifyAttentionRun& verify_run(const Op& op, std::size_t i);
+  std::vector<std::uint32_t> mask_words(const Op& op, std::size_t i) const;
 
   int device_ = 0;
   int sm_count_ = 0;
@@ -121,6 +151,15 @@ class RankProgram {
   std::optional<UnitFp8Scales> fp8_scales_;  // made in open_device, on the rank's device
   // The grouped GEMM kernels' shared workspace and the rows each expert gets, per grouped op.
   DeviceBuffer moe_workspace_, expert_offsets_;
+  // The per-cycle ops' scratch: fp32 logits, top-k ids and probabilities, the target's argmax,
+  // the requests' accepted lengths and tokens, and per op its own inputs (ProgramPlan::cycle).
+  DeviceBuffer logits_, topk_ids_, topk_probs_, predict_, accept_len_, accepted_;
+  UniqueHandle<void*, cudaFreeHost> host_accept_len_;  // pinned: host_sync's destination
+  Event host_sync_done_;
+  std::map<std::size_t, DeviceBuffer> cycle_inputs_;
+  std::vector<bool> host_side_;
+  std::map<std::size_t, AttentionIo> attention_io_;  // per attention op on the verify kernel
+  ProgramOptions opts_;
   std::size_t moe_counter_bytes_ = 0;  // the counters' part of moe_workspace_ (the most any plan needs)
   WeightArena arena_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, std::unique_ptr<LtGemm>> gemms_;
@@ -128,7 +167,7 @@ class RankProgram {
   std::vector<std::function<void(cudaStream_t)>> ops_;
   std::vector<bool> absorbed_;
   std::vector<OpKind> reported_kinds_;
-  double spin_boundary_us_ = 0;  // measure_spin_boundary_us(), taken off every recorded duration
+  double spin_boundary_us_ = 0;  // spin_boundary_us(device), taken off every recorded duration
   std::vector<bool> recorded_;  // runs as a timed kernel of its recorded `us` (ProgramOptions::recorded_compute)
   std::vector<std::string> labels_, details_, notes_;
   std::vector<CollectiveUse> collectives_;

@@ -23,6 +23,7 @@
 #include "cuda/nccl_comm_group.hpp"
 #include "cuda/rank_comm.hpp"
 #include "cuda/rank_program.hpp"
+#include "cuda/step_graph.hpp"
 #include "cuda/stream.hpp"
 #include "cuda/watchdog.hpp"
 
@@ -46,6 +47,11 @@ class OpEvents {
  public:
   explicit OpEvents(std::size_t ops) : events_(ops + 1) {}
   cudaEvent_t operator[](std::size_t i) const { return events_[i].get(); }
+  std::vector<cudaEvent_t> all() const {
+    std::vector<cudaEvent_t> v;
+    for (const Event& e : events_) v.push_back(e.get());
+    return v;
+  }
 
  private:
   std::vector<Event> events_;
@@ -107,6 +113,9 @@ class RankRunner {
     popts.skip_allreduces = rank_ == sh_.config.skip_allreduces_rank;
     popts.recorded_compute = sh_.config.recorded_compute;
     popts.fuse_add_norm = opts.fuse_add_norm;
+    popts.batch = sh_.config.batch;
+    popts.speculative = sh_.config.speculative;
+    popts.host_sync_timeout_s = opts.timeout_s;
     RankProgram program(sh_.step, device, sh_.groups.for_rank(sh_.step, sh_.config, local_), popts);
     const std::size_t n = program.size();
     const OpEvents ev(n);
@@ -145,10 +154,14 @@ class RankRunner {
     sh_.watchdog.wait(rank_, ev[n]);
 
     // 2. Capture: the step graph, then the attribution graph (external event nodes between ops).
-    const CudaGraph step_graph = CudaGraph::capture(stream, [&program, n](cudaStream_t s) {
-      for (std::size_t i = 0; i < n; ++i) program.enqueue(i, s);
-    });
-    const std::optional<CudaGraph> attr_graph = capture_attribution(program, ev, stream);
+    // A host_sync op splits the step into graphs, the host's wait between them (step_graph.hpp).
+    const StepGraph step_graph = *StepGraph::capture(program, stream);
+    if (step_graph.graphs() > 1)
+      out.notes.push_back(fmt::format("host synchronisation: the step ran as {} parts (CUDA graphs and the host's "
+                                      "waits between them), timed from the first graph's start to the last one's "
+                                      "end: a host wait costs the copy, the host's poll and the next launch",
+                                      step_graph.graphs()));
+    const std::optional<StepGraph> attr_graph = capture_attribution(program, ev, stream);
     out.attribution_in_graph = attr_graph.has_value();
 
     // 3. Warm-up and timed replays of the step graph, all ranks released together.
@@ -212,10 +225,10 @@ class RankRunner {
 
   // One replay of the step graph, every rank released together, timed by `timer` (a GPU
   // pre-roll hides the host's submission of the graph) and watched by the watchdog.
-  void replay(const CudaGraph& g, GraphTimer& timer, cudaStream_t s, const std::vector<WatchedOp>& watch,
+  void replay(const StepGraph& g, GraphTimer& timer, cudaStream_t s, const std::vector<WatchedOp>& watch,
               const char* phase) {
     sync(phase);
-    timer.launch(g, s);
+    timer.launch_body([&g](cudaStream_t st) { g.launch(st); }, s);
     sh_.watchdog.arm(rank_, sh_.config.devices[local_], watch, phase, watch.size());
     sh_.watchdog.wait(rank_, timer.stop_event());
   }
@@ -223,17 +236,8 @@ class RankRunner {
   // The attribution graph (external event nodes between ops); nothing when it cannot be
   // captured: attribution then falls back to eager launches with events (the spans then include
   // launch gaps).
-  std::optional<CudaGraph> capture_attribution(const RankProgram& program, const OpEvents& ev, cudaStream_t s) {
-    const std::size_t n = program.size();
-    GraphCapture capture(s, cudaStreamCaptureModeThreadLocal);
-    bool ok = cudaEventRecordWithFlags(ev[0], s, cudaEventRecordExternal) == cudaSuccess;
-    for (std::size_t i = 0; ok && i < n; ++i) {
-      program.enqueue(i, s);
-      ok = cudaEventRecordWithFlags(ev[i + 1], s, cudaEventRecordExternal) == cudaSuccess;
-    }
-    std::optional<CudaGraph> graph;
-    if (ok) graph = capture.try_finish();
-    else capture.discard();
+  std::optional<StepGraph> capture_attribution(const RankProgram& program, const OpEvents& ev, cudaStream_t s) {
+    std::optional<StepGraph> graph = StepGraph::capture(program, s, ev.all());
     if (!graph) {
       (void)cudaGetLastError();  // clear the sticky-free error of the failed capture
       spdlog::info("rank {}: attribution graph capture failed, using eager attribution", rank_);

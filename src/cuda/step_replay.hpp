@@ -9,6 +9,7 @@
 //   2. capture of the step graph and of the attribution graph;
 //   3. opts.warmup + opts.iters replays of the step graph (timed with events: the step time);
 //   4. attribution replays (median per op).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct ReplayConfig {
   // Per op of the step, the strategy its allreduce runs as (an engine strategy's paths,
   // engine/allreduce_routes.hpp); empty: `strategy` for every allreduce. Threads mode only.
   std::vector<std::string> op_strategy;
+  // The trace's batch and speculative configuration (TraceMeta), which the program's tree masks,
+  // tree building, acceptance and host synchronisation follow.
+  int batch = 1;
+  std::optional<SpeculativeConfig> speculative;
 };
 
 StepResult replay_step(const Step& step, const ReplayConfig& config);

@@ -284,7 +284,7 @@ VerifyAttentionCheck resolve_verify_attention_params(const VerifyAttentionShape&
       p.kv_len == nullptr)
     return VerifyAttentionCheck::invalid_value;
   if (mla && p.v != p.k) return VerifyAttentionCheck::invalid_value;
-  if (p.mask_kind == VerifyMask::tree && p.mask == nullptr) return VerifyAttentionCheck::invalid_value;
+  if (p.mask_kind == AttentionMaskKind::tree && p.mask == nullptr) return VerifyAttentionCheck::invalid_value;
   if (p.q_token_stride == 0) p.q_token_stride = static_cast<std::int64_t>(s.heads) * s.head_dim_qk;
   if (p.out_token_stride == 0) p.out_token_stride = static_cast<std::int64_t>(s.heads) * s.head_dim_v;
   if (p.k_token_stride == 0) p.k_token_stride = static_cast<std::int64_t>(s.kv_heads) * s.head_dim_qk;

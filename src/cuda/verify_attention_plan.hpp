@@ -31,7 +31,7 @@ enum class VerifyAttentionKind : int {
   mla = 1,  // absorbed MLA: one latent KV head of 576 columns, V = its first 512
 };
 
-enum class VerifyMask : int {
+enum class AttentionMaskKind : int {
   chain = 0,  // draft token i sees draft tokens 0..i (also the q_tokens == 1 decode case)
   tree = 1,   // draft token i sees draft token j iff bit j of mask[i] is set
 };
@@ -61,7 +61,7 @@ struct VerifyAttentionParams {
   std::int64_t v_head_stride = 0;     // default head_dim_v
   const std::int32_t* kv_indptr = nullptr;  // device [batch + 1] (only [0, batch) is read)
   const std::int32_t* kv_len = nullptr;     // device [batch]; must equal what the plan was made from
-  VerifyMask mask_kind = VerifyMask::chain;
+  AttentionMaskKind mask_kind = AttentionMaskKind::chain;
   const std::uint32_t* mask = nullptr;  // device, tree only: [q_tokens] or [batch * q_tokens]
   bool mask_per_request = false;
   float scale = 0;  // softmax scale; 0 means 1 / sqrt(head_dim_qk)

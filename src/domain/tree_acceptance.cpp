@@ -9,6 +9,7 @@
 
 #include "core/errors.hpp"
 #include "domain/rate_bisection.hpp"
+#include "trace/eagle_tree_selection.hpp"
 
 namespace eaglesim {
 
@@ -19,29 +20,6 @@ constexpr double kSumSlack = 1e-9;
 
 void check_rate(double a) {
   if (!(a >= 0.0 && a <= 1.0)) throw InputError(fmt::format("--accept-rate: expected a number in [0, 1], got {}", a));
-}
-
-struct Candidate {
-  int parent = -1;  // candidate index, -1 for a child of the root
-  int depth = 1;
-  int rank = 1;
-  double p = 0;     // path probability
-};
-
-// Orders candidates as SGLang's top-k over draft scores, with ties to the earlier candidate.
-bool ranks_higher(const std::vector<Candidate>& c, int x, int y) {
-  if (c[x].p != c[y].p) return c[x].p > c[y].p;
-  return x < y;
-}
-
-// The `keep` highest-ranked of `indices`, in index order.
-std::vector<int> top(const std::vector<Candidate>& c, std::vector<int> indices, std::size_t keep) {
-  keep = std::min(keep, indices.size());
-  std::partial_sort(indices.begin(), indices.begin() + static_cast<std::ptrdiff_t>(keep), indices.end(),
-                    [&](int x, int y) { return ranks_higher(c, x, y); });
-  indices.resize(keep);
-  std::sort(indices.begin(), indices.end());
-  return indices;
 }
 
 }  // namespace
@@ -95,45 +73,22 @@ DraftTree select_draft_tree(const SpecConfig& config, const RankAcceptance& q) {
     throw InputError(fmt::format("num_draft_tokens: expected 1 to {} for {}, got {}", 1 + candidate_count(config),
                                  describe(config), D));
 
-  // The draft's candidates in SGLang's score_list order: step 0 scores the root's K children,
-  // each later step the K children of each node its previous step kept.
-  std::vector<Candidate> cands;
-  std::vector<int> frontier;
-  for (int r = 1; r <= K && S >= 1; ++r) {
-    frontier.push_back(static_cast<int>(cands.size()));
-    cands.push_back({-1, 1, r, q.at(1, r)});
-  }
-  for (int depth = 2; depth <= S; ++depth) {
-    std::vector<int> children;
-    for (int parent : frontier)
-      for (int r = 1; r <= K; ++r) {
-        children.push_back(static_cast<int>(cands.size()));
-        cands.push_back({parent, depth, r, cands[static_cast<std::size_t>(parent)].p * q.at(depth, r)});
-      }
-    frontier = top(cands, children, static_cast<std::size_t>(K));
-  }
-
-  std::vector<int> all(cands.size());
-  std::iota(all.begin(), all.end(), 0);
-  const std::vector<int> chosen = top(cands, all, static_cast<std::size_t>(D - 1));
-
+  // SGLang's selection as trace/eagle_tree_selection.hpp writes it for the trace's derived tree
+  // too, each draft scored here by its path probability under q.
+  const std::vector<EagleTreeNode> nodes = select_eagle_tree(
+      S, K, D, 1.0, [&](double parent, int depth, int rank) { return parent * q.at(depth, rank + 1); },
+      [](double a, double b) { return a > b; });
   DraftTree t;
   t.parents = {-1};
   t.depth = {0};
   t.rank = {0};
   t.path_probability = {1.0};
-  std::vector<int> node_of(cands.size(), -1);
-  for (int c : chosen) {
-    const Candidate& cand = cands[static_cast<std::size_t>(c)];
-    const int parent = cand.parent < 0 ? 0 : node_of[static_cast<std::size_t>(cand.parent)];
-    // A child never outranks its parent (q <= 1, and the parent comes first), so the parent is
-    // already a node.
-    if (parent < 0) throw std::logic_error("select_draft_tree: a selected candidate's parent was not selected");
-    node_of[static_cast<std::size_t>(c)] = static_cast<int>(t.parents.size());
-    t.parents.push_back(parent);
-    t.depth.push_back(cand.depth);
-    t.rank.push_back(cand.rank);
-    t.path_probability.push_back(cand.p);
+  for (const EagleTreeNode& n : nodes) {
+    t.parents.push_back(n.parent);
+    t.depth.push_back(n.depth);
+    t.rank.push_back(n.rank + 1);
+    t.path_probability.push_back(t.path_probability[static_cast<std::size_t>(n.parent)] *
+                                 q.at(n.depth, n.rank + 1));
   }
   return t;
 }

@@ -9,6 +9,7 @@
 
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
+#include "engine/recorded_compute.hpp"
 #include "topology/calibration_keys.hpp"
 
 namespace eaglesim {
@@ -308,10 +309,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
              (opts.op_times == OpTimes::automatic && opts.trace_imported && o.us.has_value());
     };
     const bool use_measured = uses_measured(op);
-    if (opts.op_times == OpTimes::measured && !op.us)
-      throw InputError(fmt::format("--op-times measured: step {} op {} ('{}', {}) has no measured 'us'; "
-                                   "use --op-times auto or model",
-                                   step.name, i, op.name, to_string(op.kind)));
+    if (opts.op_times == OpTimes::measured) require_recorded_us(step, i);
     // A residual add and the norm after it, both for the cost model to price: one fused kernel.
     const bool fused_add_norm = opts.fuse_add_norm && op.kind == OpKind::residual_add && !use_measured &&
                                 fusable_add_norm(step.ops, i) && !uses_measured(step.ops[i + 1]);

@@ -12,6 +12,10 @@
 
 namespace eaglesim {
 
+// --op-times measured takes every compute op's recorded duration, in the simulator and on the
+// replay alike: InputError naming op i of `step` when it carries none.
+void require_recorded_us(const Step& step, std::size_t i);
+
 // True when the compute ops that carry a recorded `us` run as timed kernels of that length.
 bool replay_runs_recorded_compute(const Step& step, OpTimes op_times, bool trace_imported);
 

@@ -135,6 +135,10 @@ fastest plain decoding on the same topology. “Pays off” means EAGLE-3 beats 
 <p class="explain">Pick a model, topology, weights, TP and acceptance; the explorer opens on the fastest configuration that
 runs, and on each model’s fastest one when you change the model.</p>
 <div class="controls" id="controls"></div><div id="charts"></div></section>
+<section class="card"><h2>Throughput against batch</h2>
+<p class="explain">Total tok/s of the best speculative configuration at each batch swept (each point labelled with
+num_steps/eagle_topk/num_draft_tokens, strategy and TP) and of the fastest plain decoding at that batch, for the model
+selected above, per topology and acceptance.</p><div id="batch-host"></div></section>
 )";
   else
     html += R"(<section class="card" id="explorer"><h2>Strategies compared</h2>

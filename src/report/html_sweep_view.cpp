@@ -1,7 +1,9 @@
 // The page model of `eaglesim sweep --report`: the verdicts per model, the explorer's starting
-// point (each model's fastest runnable configuration), the break-even bars per topology and the
-// groups of combinations that cannot run.
+// point (each model's fastest runnable configuration), total tok/s against batch with the best
+// configuration per batch and plain decoding, the break-even bars per topology and the groups of
+// combinations that cannot run.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -150,6 +152,46 @@ json model_breakeven(const SweepResults& res, const std::string& model) {
           {"bars", std::move(bars)}};
 }
 
+// tok/s as the JSON rounds them, so the chart's values equal the --json output's.
+double thousandths(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+// Per model, topology and acceptance: the best configuration's total tok/s at each batch (the
+// point labelled with its configuration) and the fastest plain decoding there, with the batch
+// at which speculation stops paying.
+json batch_charts(const SweepResults& res) {
+  const SweepAxes& ax = res.axes;
+  json charts = json::array();
+  std::size_t li = 0;
+  for (std::size_t first = 0; first < res.batch_best.size(); first += ax.batches.size(), ++li) {
+    const SweepBatchBest& head = res.batch_best[first];
+    json best = json::array(), plain = json::array();
+    for (std::size_t i = first; i < first + ax.batches.size(); ++i) {
+      const SweepBatchBest& b = res.batch_best[i];
+      if (b.row) {
+        const SweepRow& r = res.rows[*b.row];
+        best.push_back({{"batch", b.batch},
+                        {"row", *b.row},
+                        {"total_tokens_per_s", thousandths(r.total_tokens_per_s)},
+                        {"label", fmt::format("{} {} TP{}", short_spec(r.spec), r.strategy, r.tp)},
+                        {"pays", b.pays()}});
+      }
+      if (b.plain_row)
+        plain.push_back({{"batch", b.batch}, {"row", *b.plain_row}, {"total_tokens_per_s", thousandths(b.plain_total_tokens_per_s)}});
+    }
+    const Acceptance& a = ax.acceptances[head.acceptance];
+    const SweepPayLimit& limit = res.pay_limits[li];
+    charts.push_back({{"model", ax.models[head.model]},
+                      {"topology", ax.topologies[head.topology]},
+                      {"acceptance", short_acceptance(a)},
+                      {"batches", ax.batches},
+                      {"best", std::move(best)},
+                      {"plain", std::move(plain)},
+                      {"limit", pay_limit_text(limit)},
+                      {"stops_paying_at_batch", limit.stops_at_batch ? json(*limit.stops_at_batch) : json(nullptr)}});
+  }
+  return charts;
+}
+
 }  // namespace
 
 json sweep_view(const SweepResults& res) {
@@ -187,6 +229,7 @@ json sweep_view(const SweepResults& res) {
   json breakeven = json::array();
   for (const std::string& m : ax.models) breakeven.push_back(model_breakeven(res, m));
   v["breakeven"] = std::move(breakeven);
+  v["batch_charts"] = batch_charts(res);
   v["unfit"] = unfit_json(res.rows);
   return v;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "comm/strategy_facts.hpp"
 #include "domain/speculative.hpp"
 #include "sweep/sweep_output.hpp"
+#include "sweep/tree_breakeven.hpp"
 
 namespace eaglesim::html {
 
@@ -131,7 +133,7 @@ json curves_json(const std::vector<SweepRow>& rows) {
   for (int i = 0; i < kCurvePoints; ++i) rates.push_back(static_cast<double>(i) / (kCurvePoints - 1));
   // Rows that differ only in the acceptance share their curve (it is the x axis), so each curve
   // is listed once and rows point to it.
-  using Key = std::tuple<int, double, double, std::optional<double>>;
+  using Key = std::tuple<int, int, int, int, double, double, std::optional<double>>;
   std::map<Key, std::size_t> curve_of;
   json curves = json::array();
   json by_row = json::object();
@@ -139,11 +141,18 @@ json curves_json(const std::vector<SweepRow>& rows) {
     const SweepRow& r = rows[i];
     if (!r.ok() || r.cycle_us <= 0) continue;
     auto [it, inserted] =
-        curve_of.try_emplace(Key{r.draft_tokens, r.cycle_us, r.decode_tokens_per_s, r.breakeven_accept_rate}, curves.size());
+        curve_of.try_emplace(Key{r.draft_tokens, r.spec.num_steps, r.spec.eagle_topk, r.spec.num_draft_tokens, r.cycle_us,
+                                 r.decode_tokens_per_s, r.breakeven_accept_rate},
+                             curves.size());
     if (inserted) {
+      // A tree's E(a) is the tree model's at the same per-position rate (the default decay).
+      const std::optional<TreeBreakevenCurve> tree =
+          r.spec.eagle_topk > 1 ? std::optional<TreeBreakevenCurve>(r.spec) : std::nullopt;
       json tps = json::array();
-      for (const json& a : rates)
-        tps.push_back(round_to(chain_tokens_per_cycle(a.get<double>(), r.draft_tokens) * 1e6 / r.cycle_us, 1));
+      for (const json& a : rates) {
+        const double e = tree ? tree->tokens_at(a.get<double>()) : chain_tokens_per_cycle(a.get<double>(), r.draft_tokens);
+        tps.push_back(round_to(e * 1e6 / r.cycle_us, 1));
+      }
       json point = nullptr;
       // At break-even the curve meets this row's own plain decoding.
       if (r.breakeven_accept_rate && r.decode_tokens_per_s > 0)
@@ -156,13 +165,13 @@ json curves_json(const std::vector<SweepRow>& rows) {
 }
 
 json plain_json(const std::vector<SweepRow>& rows) {
-  using Key = std::tuple<std::string, std::string, DType, int>;
+  using Key = std::tuple<std::string, std::string, DType, int, int>;
   std::vector<Key> order;
   std::map<Key, std::size_t> fastest;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const SweepRow& r = rows[i];
     if (!r.ok() || !deployable(r.strategy) || r.decode_tokens_per_s <= 0) continue;
-    const Key key{r.model, r.topology, r.weight_dtype, r.tp};
+    const Key key{r.model, r.topology, r.weight_dtype, r.tp, r.batch};
     auto [it, inserted] = fastest.try_emplace(key, i);
     if (inserted) order.push_back(key);
     else if (r.decode_tokens_per_s > rows[it->second].decode_tokens_per_s) it->second = i;
@@ -171,7 +180,8 @@ json plain_json(const std::vector<SweepRow>& rows) {
   for (const Key& k : order) {
     const SweepRow& r = rows[fastest[k]];
     out.push_back({{"model", r.model}, {"topology", r.topology}, {"weight_dtype", to_string(r.weight_dtype)},
-                   {"tp", r.tp}, {"tokens_per_s", round_to(r.decode_tokens_per_s, 3)}, {"row", fastest[k]}});
+                   {"tp", r.tp}, {"batch", r.batch}, {"tokens_per_s", round_to(r.decode_tokens_per_s, 3)},
+                   {"row", fastest[k]}});
   }
   return out;
 }

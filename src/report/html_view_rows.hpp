@@ -51,12 +51,12 @@ json row_or_null(const std::optional<std::size_t>& row);
 json order_json(const std::vector<SweepRow>& rows);
 
 // tok/s of each ok row as a function of the per-position acceptance rate, from its cycle time and
-// N: {rates: [a...], curves: [{tokens_per_s: [...], breakeven: [a, tok/s] | null}],
+// N (a tree: the tree model's E at that rate, tree_breakeven.hpp): {rates: [a...], curves: [{tokens_per_s: [...], breakeven: [a, tok/s] | null}],
 // rows: {"<row>": index into curves}}.
 json curves_json(const std::vector<SweepRow>& rows);
 
-// Fastest plain decoding per model, topology, weight dtype and TP over the deployable ok rows:
-// [{model, topology, weight_dtype, tp, tokens_per_s, row}].
+// Fastest plain decoding per model, topology, weight dtype, TP and batch over the deployable ok
+// rows: [{model, topology, weight_dtype, tp, batch, tokens_per_s (per request), row}].
 json plain_json(const std::vector<SweepRow>& rows);
 
 // Rows that cannot run, grouped by model and reason in order of first appearance:

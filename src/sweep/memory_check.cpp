@@ -5,15 +5,24 @@
 namespace eaglesim {
 
 MemoryNeed memory_needed(const ModelConfig& target, const ModelConfig* draft, int tp, DType weight_dtype,
-                         std::int64_t kv_len) {
+                         const std::vector<std::int64_t>& kv_lens) {
   MemoryNeed need;
+  need.requests = static_cast<int>(kv_lens.size());
+  for (std::int64_t l : kv_lens) need.kv_tokens += l;
+  const double positions = static_cast<double>(need.kv_tokens);
   need.weight_bytes = weight_bytes_per_rank(target, tp, weight_dtype);
-  need.kv_bytes = kv_cache_bytes_per_token_per_rank(target, tp) * static_cast<double>(kv_len);
+  need.kv_bytes = kv_cache_bytes_per_token_per_rank(target, tp) * positions;
   if (draft) {
     need.draft_weight_bytes = weight_bytes_per_rank(*draft, tp, DType::bf16);
-    need.kv_bytes += kv_cache_bytes_per_token_per_rank(*draft, tp) * static_cast<double>(kv_len);
+    need.draft_kv_bytes = kv_cache_bytes_per_token_per_rank(*draft, tp) * positions;
+    need.kv_bytes += need.draft_kv_bytes;
   }
   return need;
+}
+
+MemoryNeed memory_needed(const ModelConfig& target, const ModelConfig* draft, int tp, DType weight_dtype,
+                         std::int64_t kv_len, int batch) {
+  return memory_needed(target, draft, tp, weight_dtype, std::vector<std::int64_t>(static_cast<std::size_t>(batch), kv_len));
 }
 
 MemoryVerdict check_memory(const MemoryNeed& need, const GpuSpec& gpu, double gpu_mem_util) {
@@ -24,10 +33,11 @@ MemoryVerdict check_memory(const MemoryNeed& need, const GpuSpec& gpu, double gp
   v.fits = v.need_gb <= v.usable_gb;
   if (!v.fits) {
     v.reason = fmt::format(
-        "needs {:.1f} GB per GPU (weights {:.1f} + draft head {:.1f} + KV cache {:.1f}), "
+        "needs {:.1f} GB per GPU (weights {:.1f} + draft head {:.1f} + KV cache {:.1f}{}), "
         "{} has {:.1f} GB usable ({:.0f}% of {:.0f} GB)",
-        v.need_gb, need.weight_bytes / 1e9, need.draft_weight_bytes / 1e9, need.kv_bytes / 1e9, gpu.name,
-        v.usable_gb, gpu_mem_util * 100.0, gpu.mem_gb);
+        v.need_gb, need.weight_bytes / 1e9, need.draft_weight_bytes / 1e9, need.kv_bytes / 1e9,
+        need.requests > 1 ? fmt::format(" for {} requests, {} positions", need.requests, need.kv_tokens) : "",
+        gpu.name, v.usable_gb, gpu_mem_util * 100.0, gpu.mem_gb);
   }
   return v;
 }

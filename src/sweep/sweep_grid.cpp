@@ -2,18 +2,23 @@
 
 namespace eaglesim {
 
-SweepGrid::SweepGrid(std::size_t m, std::size_t t, std::size_t d, std::size_t p, std::size_t n, std::size_t s,
-                     std::size_t a)
-    : models(m), topologies(t), dtypes(d), tps(p), draft_tokens(n), strategies(s), acceptances(a) {}
+SweepGrid::SweepGrid(std::size_t m, std::size_t t, std::size_t d, std::size_t p, std::size_t b, std::size_t c,
+                     std::size_t s, std::size_t a)
+    : models(m), topologies(t), dtypes(d), tps(p), batches(b), specs(c), strategies(s), acceptances(a) {}
 
-std::size_t SweepGrid::rows() const { return models * topologies * dtypes * tps * draft_tokens * strategies * acceptances; }
+std::size_t SweepGrid::rows() const {
+  return models * topologies * dtypes * tps * batches * specs * strategies * acceptances;
+}
 
 std::size_t SweepGrid::row(const GridPoint& g) const {
-  return (((((g.model * topologies + g.topology) * dtypes + g.dtype) * tps + g.tp) * draft_tokens + g.draft_tokens) *
-              strategies +
-          g.strategy) *
-             acceptances +
-         g.acceptance;
+  std::size_t r = g.model;
+  r = r * topologies + g.topology;
+  r = r * dtypes + g.dtype;
+  r = r * tps + g.tp;
+  r = r * batches + g.batch;
+  r = r * specs + g.spec;
+  r = r * strategies + g.strategy;
+  return r * acceptances + g.acceptance;
 }
 
 GridPoint SweepGrid::point(std::size_t row) const {
@@ -22,8 +27,10 @@ GridPoint SweepGrid::point(std::size_t row) const {
   row /= acceptances;
   g.strategy = row % strategies;
   row /= strategies;
-  g.draft_tokens = row % draft_tokens;
-  row /= draft_tokens;
+  g.spec = row % specs;
+  row /= specs;
+  g.batch = row % batches;
+  row /= batches;
   g.tp = row % tps;
   row /= tps;
   g.dtype = row % dtypes;
@@ -39,21 +46,21 @@ RowRange SweepGrid::model_rows(std::size_t model) const {
 }
 
 RowRange SweepGrid::model_topology_rows(std::size_t model, std::size_t topology) const {
-  const std::size_t per_block = dtypes * tps * draft_tokens * strategies * acceptances;
+  const std::size_t per_block = dtypes * tps * batches * specs * strategies * acceptances;
   const std::size_t first = (model * topologies + topology) * per_block;
   return {first, first + per_block};
 }
 
-std::size_t SweepGrid::fits() const { return models * topologies * dtypes * tps; }
+std::size_t SweepGrid::fits() const { return models * topologies * dtypes * tps * batches; }
 
-std::size_t SweepGrid::fit(std::size_t m, std::size_t t, std::size_t d, std::size_t p) const {
-  return ((m * topologies + t) * dtypes + d) * tps + p;
+std::size_t SweepGrid::fit(std::size_t m, std::size_t t, std::size_t d, std::size_t p, std::size_t b) const {
+  return (((m * topologies + t) * dtypes + d) * tps + p) * batches + b;
 }
 
-std::size_t SweepGrid::traces() const { return models * dtypes * tps * draft_tokens; }
+std::size_t SweepGrid::traces() const { return models * dtypes * tps * batches * specs; }
 
-std::size_t SweepGrid::trace(std::size_t m, std::size_t d, std::size_t p, std::size_t n) const {
-  return ((m * dtypes + d) * tps + p) * draft_tokens + n;
+std::size_t SweepGrid::trace(std::size_t m, std::size_t d, std::size_t p, std::size_t b, std::size_t c) const {
+  return (((m * dtypes + d) * tps + p) * batches + b) * specs + c;
 }
 
 }  // namespace eaglesim

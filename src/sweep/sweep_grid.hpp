@@ -1,15 +1,15 @@
 #pragma once
-// The sweep's grid: model x topology x weight dtype x TP x draft tokens x strategy x acceptance,
-// rows in that order (acceptance varies fastest). The index arithmetic lives here, once: a row's
-// position, the point a row stands for, and the smaller grids the sweep works on before it has
-// rows — feasibility per (model, topology, dtype, TP) and one trace per (model, dtype, TP, draft
-// tokens).
+// The sweep's grid: model x topology x weight dtype x TP x batch x speculative configuration x
+// strategy x acceptance, rows in that order (acceptance varies fastest). The index arithmetic
+// lives here, once: a row's position, the point a row stands for, and the smaller grids the
+// sweep works on before it has rows — feasibility per (model, topology, dtype, TP, batch) and
+// one trace per (model, dtype, TP, batch, configuration).
 #include <cstddef>
 
 namespace eaglesim {
 
 struct GridPoint {
-  std::size_t model = 0, topology = 0, dtype = 0, tp = 0, draft_tokens = 0, strategy = 0, acceptance = 0;
+  std::size_t model = 0, topology = 0, dtype = 0, tp = 0, batch = 0, spec = 0, strategy = 0, acceptance = 0;
 };
 
 // A half-open range of row indices.
@@ -19,8 +19,8 @@ struct RowRange {
 
 class SweepGrid {
  public:
-  SweepGrid(std::size_t models, std::size_t topologies, std::size_t dtypes, std::size_t tps, std::size_t draft_tokens,
-            std::size_t strategies, std::size_t acceptances);
+  SweepGrid(std::size_t models, std::size_t topologies, std::size_t dtypes, std::size_t tps, std::size_t batches,
+            std::size_t specs, std::size_t strategies, std::size_t acceptances);
 
   std::size_t rows() const;
   std::size_t row(const GridPoint& p) const;
@@ -31,11 +31,11 @@ class SweepGrid {
   RowRange model_topology_rows(std::size_t model, std::size_t topology) const;
 
   std::size_t fits() const;
-  std::size_t fit(std::size_t model, std::size_t topology, std::size_t dtype, std::size_t tp) const;
+  std::size_t fit(std::size_t model, std::size_t topology, std::size_t dtype, std::size_t tp, std::size_t batch) const;
   std::size_t traces() const;
-  std::size_t trace(std::size_t model, std::size_t dtype, std::size_t tp, std::size_t draft_tokens) const;
+  std::size_t trace(std::size_t model, std::size_t dtype, std::size_t tp, std::size_t batch, std::size_t spec) const;
 
-  const std::size_t models, topologies, dtypes, tps, draft_tokens, strategies, acceptances;
+  const std::size_t models, topologies, dtypes, tps, batches, specs, strategies, acceptances;
 };
 
 }  // namespace eaglesim

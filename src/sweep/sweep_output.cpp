@@ -24,11 +24,27 @@ double us(double v) { return round_to(v, 3); }
 double rate(double v) { return round_to(v, 6); }
 double gb(double v) { return round_to(v, 3); }
 
-const char* mode_name(const Acceptance& a) { return a.mode == Acceptance::Mode::rate ? "rate" : "length"; }
+const char* mode_name(const Acceptance& a) {
+  if (a.source && !a.source->rank_probabilities.empty()) return "probs";
+  return a.mode == Acceptance::Mode::rate ? "rate" : "length";
+}
+json accept_value(const Acceptance& a) {
+  if (a.source && !a.source->rank_probabilities.empty()) return a.source->rank_probabilities;
+  return a.value;
+}
+
+// Which input gave a priced row's E: the chain formula of a rate, a given length, a measured
+// table's entry or the tree model (AcceptanceSource::Kind).
+json accept_source_name(const SweepResults& res, const SweepRow& r) {
+  if (r.accept_source < 0) return nullptr;
+  const Acceptance& a = res.acceptance_sources[static_cast<std::size_t>(r.accept_source)];
+  if (a.source) return to_string(a.source->kind);
+  return a.mode == Acceptance::Mode::rate ? "chain_rate" : "measured_flag";
+}
 
 // One row as ordered (key, value) pairs; JSON and CSV both come from this list so they cannot
 // disagree on names, order or rounding.
-std::vector<std::pair<const char*, json>> row_fields(const SweepRow& r) {
+std::vector<std::pair<const char*, json>> row_fields(const SweepResults& res, const SweepRow& r) {
   const bool ok = r.ok();
   const bool mem_known = r.unfit != UnfitKind::tp_exceeds_gpus && r.unfit != UnfitKind::tp_sharding;
   auto metric = [&](double v) { return ok ? json(v) : json(nullptr); };
@@ -41,9 +57,15 @@ std::vector<std::pair<const char*, json>> row_fields(const SweepRow& r) {
       {"gpu_count", r.gpu_count},
       {"weight_dtype", to_string(r.weight_dtype)},
       {"tp", r.tp},
+      {"batch", r.batch},
+      {"num_steps", r.spec.num_steps},
+      {"eagle_topk", r.spec.eagle_topk},
+      {"num_draft_tokens", r.spec.num_draft_tokens},
       {"draft_tokens", r.draft_tokens},
       {"accept_mode", mode_name(r.acceptance)},
-      {"accept_value", r.acceptance.value},
+      {"accept_value", accept_value(r.acceptance)},
+      {"accept_source", accept_source_name(res, r)},
+      {"accept_source_index", r.accept_source >= 0 ? json(r.accept_source) : json(nullptr)},
       {"strategy", r.strategy},
       {"status", to_string(r.unfit)},
       {"reason", r.reason},
@@ -60,12 +82,34 @@ std::vector<std::pair<const char*, json>> row_fields(const SweepRow& r) {
       {"cycle_us", metric(us(r.cycle_us))},
       {"tokens_per_cycle", metric(rate(r.tokens_per_cycle))},
       {"tokens_per_s", metric(us(r.tokens_per_s))},
+      {"total_tokens_per_s", metric(us(r.total_tokens_per_s))},
+      {"tokens_per_s_per_gpu", metric(us(r.tokens_per_s_per_gpu))},
       {"decode_tokens_per_s", ok && r.decode_us > 0 ? json(us(r.decode_tokens_per_s)) : json(nullptr)},
+      {"decode_total_tokens_per_s", ok && r.decode_us > 0 ? json(us(r.decode_total_tokens_per_s)) : json(nullptr)},
       {"speedup_vs_decode", ok && r.decode_us > 0 ? json(rate(r.speedup_vs_decode)) : json(nullptr)},
       {"breakeven_accept_rate",
        ok && r.breakeven_accept_rate ? json(rate(*r.breakeven_accept_rate)) : json(nullptr)},
       {"breakeven_accept_len", ok && r.decode_us > 0 ? json(rate(r.breakeven_accept_len)) : json(nullptr)},
   };
+}
+
+// What a chosen configuration's JSON entry starts with: where it was chosen and, when there is
+// one, the row and its strategy, weights and TP.
+json choice_head(const SweepResults& res, const std::string& model, const std::string& topology, const Acceptance& a,
+                 const std::optional<std::size_t>& row) {
+  json j;
+  j["model"] = model;
+  j["topology"] = topology;
+  j["accept_mode"] = mode_name(a);
+  j["accept_value"] = accept_value(a);
+  j["row"] = row ? json(*row) : json(nullptr);
+  if (row) {
+    const SweepRow& r = res.rows[*row];
+    j["strategy"] = r.strategy;
+    j["weight_dtype"] = to_string(r.weight_dtype);
+    j["tp"] = r.tp;
+  }
+  return j;
 }
 
 std::string csv_cell(const json& v) {
@@ -82,9 +126,64 @@ std::string csv_cell(const json& v) {
 
 std::string fmt_rate(double v) { return fmt::format("{:.1f}", v); }
 
+// The best configuration per batch and where speculation stops paying; shown when the sweep
+// has more than one batch or a configuration other than a chain (otherwise the table above
+// says it all).
+std::string batch_table(const SweepResults& res) {
+  const SweepAxes& ax = res.axes;
+  bool trees = false;
+  for (const SpecConfig& c : ax.spec_configs) trees = trees || !is_chain(c);
+  if (ax.batches.size() < 2 && !trees) return "";
+  std::size_t wm = 5, wt = 8;
+  for (const std::string& m : ax.models) wm = std::max(wm, m.size());
+  for (const std::string& t : ax.topologies) wt = std::max(wt, t.size());
+  std::string out = "\nBest configuration per batch (by total tok/s; S/K/D = num_steps/eagle_topk/num_draft_tokens; "
+                    "plain = fastest plain decoding at that batch)\n";
+  out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<9} {:>3} {:<5} {:<8}  {:>10}  {:>9}  {:>9}  {:>10}  {:>7}\n",
+                     "model", wm, "topology", wt, "accept", "batch", "strategy", "TP", "dtype", "S/K/D", "total tok/s",
+                     "req tok/s", "tok/s/GPU", "plain", "speedup");
+  std::size_t li = 0;
+  for (std::size_t i = 0; i < res.batch_best.size(); ++i) {
+    const SweepBatchBest& b = res.batch_best[i];
+    const std::string acc = short_acceptance(ax.acceptances[b.acceptance]);
+    if (!b.row) {
+      out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  nothing runs (see below)\n", ax.models[b.model], wm,
+                         ax.topologies[b.topology], wt, acc, b.batch);
+    } else {
+      const SweepRow& r = res.rows[*b.row];
+      out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<9} {:>3} {:<5} {:<8}  {:>10}  {:>9}  {:>9}  {:>10}  {:>7}\n",
+                         ax.models[b.model], wm, ax.topologies[b.topology], wt, acc, b.batch, r.strategy, r.tp,
+                         to_string(r.weight_dtype), short_spec(r.spec), fmt_rate(r.total_tokens_per_s),
+                         fmt_rate(r.tokens_per_s), fmt_rate(r.tokens_per_s_per_gpu),
+                         b.plain_row ? fmt_rate(b.plain_total_tokens_per_s) : "n/a",
+                         b.plain_row ? fmt::format("{:.2f}x", b.speedup_vs_plain) : "n/a");
+    }
+    const bool last_of_group = i + 1 == res.batch_best.size() || res.batch_best[i + 1].acceptance != b.acceptance ||
+                               res.batch_best[i + 1].topology != b.topology || res.batch_best[i + 1].model != b.model;
+    if (last_of_group && li < res.pay_limits.size())
+      out += fmt::format("  -> {} on {} at {}: speculation {}\n", ax.models[b.model], ax.topologies[b.topology], acc,
+                         pay_limit_text(res.pay_limits[li++]));
+  }
+  if (!ax.skipped_configs.empty()) {
+    out += fmt::format("Skipped {} configuration{} SGLang would not run:", ax.skipped_configs.size(),
+                       ax.skipped_configs.size() == 1 ? "" : "s");
+    for (std::size_t i = 0; i < ax.skipped_configs.size() && i < 3; ++i)
+      out += fmt::format("\n  {}: {}", short_spec(ax.skipped_configs[i].config), ax.skipped_configs[i].reason);
+    out += ax.skipped_configs.size() > 3 ? "\n  ... (every one in the JSON, axes.skipped_configs)\n" : "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
+std::string pay_limit_text(const SweepPayLimit& l) {
+  if (l.batches_run == 0) return "nothing runs with a plain-decoding baseline";
+  if (l.stops_at_batch) return fmt::format("stops paying at batch {}", *l.stops_at_batch);
+  return "pays at every batch swept";
+}
+
 std::string short_acceptance(const Acceptance& a) {
+  if (a.source && !a.source->rank_probabilities.empty()) return "q=" + a.source->rank_probabilities;
   return a.mode == Acceptance::Mode::rate ? fmt::format("a={:.2f}", a.value) : fmt::format("E={:.2f}", a.value);
 }
 
@@ -92,7 +191,7 @@ json sweep_to_json(const SweepResults& res) {
   const SweepAxes& ax = res.axes;
   json doc;
   doc["format"] = "eaglesim-sweep";
-  doc["version"] = 1;
+  doc["version"] = 2;
   json axes;
   axes["models"] = ax.models;
   axes["draft_models"] = ax.draft_models;
@@ -101,10 +200,24 @@ json sweep_to_json(const SweepResults& res) {
   for (DType d : ax.weight_dtypes) dtypes.push_back(to_string(d));
   axes["weight_dtypes"] = dtypes;
   axes["tp"] = ax.tps;
+  axes["batch"] = ax.batches;
+  json specs = json::array();
+  for (const SpecConfig& c : ax.spec_configs)
+    specs.push_back({{"num_steps", c.num_steps}, {"eagle_topk", c.eagle_topk}, {"num_draft_tokens", c.num_draft_tokens}});
+  axes["spec_configs"] = specs;
+  json skipped = json::array();
+  for (const SkippedSpecConfig& k : ax.skipped_configs)
+    skipped.push_back({{"num_steps", k.config.num_steps},
+                       {"eagle_topk", k.config.eagle_topk},
+                       {"num_draft_tokens", k.config.num_draft_tokens},
+                       {"reason", k.reason}});
+  axes["skipped_configs"] = skipped;
   axes["draft_tokens"] = ax.draft_tokens;
   json acc = json::array();
-  for (const Acceptance& a : ax.acceptances) acc.push_back({{"mode", mode_name(a)}, {"value", a.value}});
+  for (const Acceptance& a : ax.acceptances) acc.push_back({{"mode", mode_name(a)}, {"value", accept_value(a)}});
   axes["acceptance"] = acc;
+  axes["acceptance_table"] = ax.acceptance_table.empty() ? json(nullptr) : json(ax.acceptance_table);
+  axes["engine_cycle"] = ax.engine_cycle;
   axes["strategies"] = ax.strategies;
   axes["kv_len"] = ax.kv_len;
   axes["gpu_mem_util"] = ax.gpu_mem_util;
@@ -121,22 +234,18 @@ json sweep_to_json(const SweepResults& res) {
   json unfit = json::object();
   for (const auto& [k, v] : by_status) unfit[k] = v;
   doc["counts"] = {{"combinations", res.rows.size()}, {"ok", ok}, {"unfit", unfit},
+                   {"skipped_configs", ax.skipped_configs.size()},
                    {"traces_generated", res.traces_generated}, {"steps_priced", res.steps_priced}};
   doc["notes"] = res.notes;
+  json sources = json::array();
+  for (const Acceptance& a : res.acceptance_sources) sources.push_back(a.describe());
+  doc["acceptance_sources"] = sources;  // rows' accept_source_index points here
 
   json best = json::array();
   for (const SweepBest& b : res.best) {
-    json j;
-    j["model"] = b.model;
-    j["topology"] = b.topology;
-    j["accept_mode"] = mode_name(b.acceptance);
-    j["accept_value"] = b.acceptance.value;
-    j["row"] = b.row ? json(*b.row) : json(nullptr);
+    json j = choice_head(res, b.model, b.topology, b.acceptance, b.row);
     if (b.row) {
       const SweepRow& r = res.rows[*b.row];
-      j["strategy"] = r.strategy;
-      j["weight_dtype"] = to_string(r.weight_dtype);
-      j["tp"] = r.tp;
       j["draft_tokens"] = r.draft_tokens;
       j["tokens_per_s"] = us(r.tokens_per_s);
     }
@@ -148,12 +257,45 @@ json sweep_to_json(const SweepResults& res) {
   }
   doc["best"] = best;
 
+  json per_batch = json::array();
+  for (const SweepBatchBest& b : res.batch_best) {
+    json j = choice_head(res, ax.models[b.model], ax.topologies[b.topology], ax.acceptances[b.acceptance], b.row);
+    j["batch"] = b.batch;
+    if (b.row) {
+      const SweepRow& r = res.rows[*b.row];
+      j["num_steps"] = r.spec.num_steps;
+      j["eagle_topk"] = r.spec.eagle_topk;
+      j["num_draft_tokens"] = r.spec.num_draft_tokens;
+      j["total_tokens_per_s"] = us(r.total_tokens_per_s);
+      j["tokens_per_s"] = us(r.tokens_per_s);
+      j["tokens_per_s_per_gpu"] = us(r.tokens_per_s_per_gpu);
+    }
+    j["plain_row"] = b.plain_row ? json(*b.plain_row) : json(nullptr);
+    j["plain_total_tokens_per_s"] = b.plain_row ? json(us(b.plain_total_tokens_per_s)) : json(nullptr);
+    j["speedup_vs_plain"] = b.row && b.plain_row ? json(rate(b.speedup_vs_plain)) : json(nullptr);
+    j["speculation_pays"] = b.row && b.plain_row ? json(b.pays()) : json(nullptr);
+    per_batch.push_back(std::move(j));
+  }
+  doc["best_per_batch"] = per_batch;
+  json limits = json::array();
+  for (const SweepPayLimit& l : res.pay_limits) {
+    const Acceptance& a = ax.acceptances[l.acceptance];
+    limits.push_back({{"model", ax.models[l.model]},
+                      {"topology", ax.topologies[l.topology]},
+                      {"accept_mode", mode_name(a)},
+                      {"accept_value", accept_value(a)},
+                      {"batches_run", l.batches_run},
+                      {"stops_paying_at_batch", l.stops_at_batch ? json(*l.stops_at_batch) : json(nullptr)},
+                      {"summary", pay_limit_text(l)}});
+  }
+  doc["speculation_limits"] = limits;
+
   // Rows that cannot run leave out the metrics they do not have (the CSV keeps every column,
   // empty): in a wide sweep most rows are such, and this halves the document.
   json rows = json::array();
   for (const SweepRow& r : res.rows) {
     json j = json::object();
-    for (auto& [k, v] : row_fields(r))
+    for (auto& [k, v] : row_fields(res, r))
       if (r.ok() || !v.is_null()) j[k] = std::move(v);
     rows.push_back(std::move(j));
   }
@@ -182,7 +324,7 @@ std::string sweep_to_csv(const SweepResults& res) {
   std::string out;
   bool header = true;
   SweepRow empty;
-  for (const auto& [k, v] : row_fields(empty)) {
+  for (const auto& [k, v] : row_fields(res, empty)) {
     (void)v;
     out += header ? "" : ",";
     out += k;
@@ -191,7 +333,7 @@ std::string sweep_to_csv(const SweepResults& res) {
   out += "\n";
   for (const SweepRow& r : res.rows) {
     bool first = true;
-    for (const auto& [k, v] : row_fields(r)) {
+    for (const auto& [k, v] : row_fields(res, r)) {
       (void)k;
       if (!first) out += ",";
       out += csv_cell(v);
@@ -232,6 +374,8 @@ std::string sweep_to_table(const SweepResults& res) {
                        known ? fmt::format("{:.2f}x", b.speedup_vs_best_plain) : "n/a",
                        !known ? "n/a" : b.speedup_vs_best_plain > 1.0 ? "pays off" : "does not pay off");
   }
+
+  out += batch_table(res);
 
   // Unfit combinations, grouped by reason (first appearance order), with what they cover.
   struct Group {

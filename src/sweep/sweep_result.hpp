@@ -1,8 +1,9 @@
 #pragma once
 // What a sweep produces: one row per combination of the grid (model x topology x weight dtype x
-// TP x draft tokens x strategy x acceptance), in grid order, either priced or marked as unable
-// to run with the reason; the best configuration per model, topology and acceptance; and the
-// verify-step timeline of each model's best configuration for the report's waterfall.
+// TP x batch x speculative configuration x strategy x acceptance), in grid order, either priced
+// or marked as unable to run with the reason; the best configuration per model, topology and
+// acceptance, and per batch size with where speculation stops paying; and the verify-step
+// timeline of each model's best configuration for the report's waterfall.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -12,6 +13,8 @@
 #include "core/dtype.hpp"
 #include "domain/timeline.hpp"
 #include "domain/report.hpp"
+#include "domain/spec_config.hpp"
+#include "sweep/spec_axis.hpp"
 
 namespace eaglesim {
 
@@ -22,7 +25,8 @@ enum class UnfitKind {
   tp_sharding,       // tp does not divide the model's heads (or another sharded dimension)
   memory,            // weights + KV cache do not fit in one GPU at this TP
   strategy,          // the allreduce strategy cannot run here (world size, no P2P, message size)
-  acceptance,        // a mean accepted length above N + 1 (more than a cycle can yield)
+  trace,             // the generator refuses the combination (rows per step over its limit)
+  acceptance,        // a mean accepted length above 1 + min(S, D - 1) (more than a cycle can yield)
 };
 const char* to_string(UnfitKind k);
 
@@ -33,9 +37,16 @@ struct SweepAxes {
   std::vector<std::string> topologies;    // topology names
   std::vector<DType> weight_dtypes;
   std::vector<int> tps;
-  std::vector<int> draft_tokens;
+  std::vector<int> batches;                   // concurrent requests per step
+  std::vector<SpecConfig> spec_configs;       // (num_steps, eagle_topk, num_draft_tokens), SGLang-valid
+  std::vector<SkippedSpecConfig> skipped_configs;  // combinations of the lists SGLang would not run
+  std::vector<int> draft_tokens;              // D - 1 of each configuration, distinct, ascending
+  // Rates and lengths as given; an --accept-probs entry is a length whose source carries the
+  // per-rank probabilities (short_acceptance shows them).
   std::vector<Acceptance> acceptances;
   std::vector<std::string> strategies;
+  std::string acceptance_table;  // --acceptance FILE ("" when none): consulted per configuration and batch
+  bool engine_cycle = false;     // traces carry the engine's whole cycle (gen --engine-cycle)
   std::int64_t kv_len = 4096;
   double gpu_mem_util = 0.9;
   bool fused_add_norm = true;  // residual_add + rmsnorm ran as one kernel
@@ -52,8 +63,12 @@ struct SweepRow : CycleMetrics {
   int gpu_count = 0;
   DType weight_dtype = DType::bf16;
   int tp = 1;
-  int draft_tokens = 1;
-  Acceptance acceptance;
+  SpecConfig spec;       // the speculative configuration
+  int draft_tokens = 1;  // draft tokens verified per request, D - 1 (N of a chain)
+  Acceptance acceptance;  // the acceptance axis entry
+  // Which input gave E (AcceptanceSource::Kind) and its one-line description, an index into
+  // SweepResults::acceptance_sources; -1 when the row was not priced.
+  int accept_source = -1;
   std::string strategy;
 
   UnfitKind unfit = UnfitKind::none;
@@ -67,7 +82,8 @@ struct SweepRow : CycleMetrics {
   // Priced (ok rows only): the cycle's metrics (CycleMetrics, the same as a run's), with the
   // verify step split as verify_split() does: verify_compute_us (matmuls and attention) +
   // comm_us (allreduces, including waiting for the slowest rank) + verify_other_us = verify_us.
-  // speedup_vs_decode is against plain decoding at the same TP and strategy.
+  // speedup_vs_decode is against plain decoding at the same TP, strategy and batch; `batch` and
+  // `gpus` (= TP) are CycleMetrics'.
   double verify_compute_us = 0;
   double verify_other_us = 0;
 };
@@ -83,6 +99,28 @@ struct SweepBest {
   double speedup_vs_best_plain = 0;       // row's tok/s / best_plain_tokens_per_s
 };
 
+// The best configuration of one (model, topology, acceptance) at one batch size: the deployable
+// row with the highest total tok/s, against the fastest plain decoding at that batch (over TP,
+// dtype and strategy).
+struct SweepBatchBest {
+  std::size_t model = 0, topology = 0, acceptance = 0;  // axis positions
+  int batch = 1;
+  std::optional<std::size_t> row;        // none: nothing runs at this batch
+  std::optional<std::size_t> plain_row;  // the row whose plain decoding is fastest at this batch
+  double plain_total_tokens_per_s = 0;
+  double speedup_vs_plain = 0;           // row's total tok/s / plain_total_tokens_per_s
+  bool pays() const { return row && plain_row && speedup_vs_plain > 1.0; }
+};
+
+// Where speculation stops paying for one (model, topology, acceptance): the smallest batch
+// swept at which no configuration beats plain decoding; none when it pays at every batch that
+// runs (or nothing runs).
+struct SweepPayLimit {
+  std::size_t model = 0, topology = 0, acceptance = 0;
+  std::optional<int> stops_at_batch;
+  int batches_run = 0;  // batches at which something runs with a plain baseline
+};
+
 // One verify step per rank of a model's best configuration (the report's waterfall).
 struct SweepWaterfall {
   std::string model;
@@ -94,6 +132,9 @@ struct SweepResults {
   SweepAxes axes;
   std::vector<SweepRow> rows;          // every combination, in grid order
   std::vector<SweepBest> best;         // per model, topology, acceptance, in grid order
+  std::vector<SweepBatchBest> batch_best;  // per model, topology, acceptance, batch, in that order
+  std::vector<SweepPayLimit> pay_limits;   // per model, topology, acceptance
+  std::vector<Acceptance> acceptance_sources;  // resolved acceptances the rows point at (with source)
   std::vector<SweepWaterfall> waterfalls;
   std::vector<std::string> notes;      // e.g. which draft head was paired with which model
   std::size_t traces_generated = 0;

@@ -1,23 +1,30 @@
 #include "sweep/sweep_runner.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "comm/communicator.hpp"
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
+#include "domain/acceptance_resolution.hpp"
 #include "domain/speculative.hpp"
 #include "engine/evaluate.hpp"
 #include "engine/op_pricing.hpp"
 #include "engine/sim_backend.hpp"
 #include "model/generator.hpp"
+#include "model/speculative_flags.hpp"
+#include "sweep/batch_best.hpp"
 #include "sweep/memory_check.hpp"
 #include "sweep/progress_bar.hpp"
 #include "sweep/step_fingerprint.hpp"
 #include "sweep/sweep_grid.hpp"
 #include "sweep/thread_pool.hpp"
+#include "sweep/tree_breakeven.hpp"
 
 namespace eaglesim {
 
@@ -28,41 +35,49 @@ const char* to_string(UnfitKind k) {
     case UnfitKind::tp_sharding: return "tp_sharding";
     case UnfitKind::memory: return "memory";
     case UnfitKind::strategy: return "strategy";
+    case UnfitKind::trace: return "trace";
     case UnfitKind::acceptance: return "acceptance";
   }
   return "?";
 }
 
 std::size_t SweepAxes::combination_count() const {
-  return models.size() * topologies.size() * weight_dtypes.size() * tps.size() * draft_tokens.size() *
+  return models.size() * topologies.size() * weight_dtypes.size() * tps.size() * batches.size() * spec_configs.size() *
          strategies.size() * acceptances.size();
 }
 
 namespace {
 
-// Feasibility of one (model, topology, dtype, TP), decided before any trace exists.
+// Feasibility of one (model, topology, dtype, TP, batch), decided before any trace exists.
 struct Fit {
   UnfitKind unfit = UnfitKind::none;
   std::string reason;
   double need_gb = 0, usable_gb = 0;
 };
 
-// A generated trace and the distinct-step ids of its steps.
+// The steps of a cycle a trace may hold, in the order assemble_result takes them.
+enum StepKind { kVerify, kDraft, kDecode, kDraftExtend, kStepKinds };
+constexpr const char* kStepNames[kStepKinds] = {"verify", "draft", "decode", "draft_extend"};
+
+// One generated trace, reduced to the distinct-step ids of its steps (the trace itself is freed
+// once its steps are sorted into the distinct ones).
 struct TraceSlot {
-  std::size_t model = 0, dtype = 0, tp = 0, tokens = 0;  // axis positions
-  Trace trace;
-  std::uint64_t fp[3] = {0, 0, 0};  // verify, draft, decode
-  int uid[3] = {-1, -1, -1};
+  std::size_t model = 0, dtype = 0, tp = 0, batch = 0, spec = 0;  // axis positions
+  int uid[kStepKinds] = {-1, -1, -1, -1};
+  std::string error;  // the generator refused the combination
 };
 
-// One distinct step, priced on every topology that needs it, with every strategy.
+// One distinct step, kept as a trace of that one step (its meta is what the simulator reads),
+// priced on every topology that needs it, with every strategy.
 struct UniqueStep {
-  const Trace* trace = nullptr;
-  const Step* step = nullptr;
+  Trace trace;
+  std::uint64_t fp = 0;
   int tp = 1;
+  std::size_t model = 0;
 };
 
-constexpr const char* kStepNames[3] = {"verify", "draft", "decode"};
+// Traces generated at once before their steps are sorted: bounds memory to a chunk of traces.
+constexpr std::size_t kTraceChunk = 64;
 
 void check_request(const SweepRequest& rq) {
   auto need = [](bool ok, const char* what) {
@@ -72,12 +87,41 @@ void check_request(const SweepRequest& rq) {
   need(!rq.topologies.empty(), "the topology list (--topology)");
   need(!rq.weight_dtypes.empty(), "the weight dtype list (--weight-dtype)");
   need(!rq.tps.empty(), "the TP list (--tp)");
-  need(!rq.draft_tokens.empty(), "the draft-token list (--draft-tokens)");
-  need(!rq.acceptances.empty(), "the acceptance list (--accept-rate / --accept-len)");
+  need(!rq.batches.empty(), "the batch list (--batch)");
+  need(!rq.draft_tokens.empty() || !rq.spec_configs.empty(),
+       "the speculative configuration list (--draft-tokens or --speculative-num-steps)");
+  need(!rq.acceptances.empty() || rq.accept_probs, "the acceptance list (--accept-rate / --accept-len / --accept-probs)");
   need(!rq.strategies.empty(), "the strategy list (--strategy)");
   for (const std::string& s : rq.strategies) find_communicator(s);  // InputError on unknown names
+  for (int b : rq.batches)
+    if (b < 1 || b > kMaxGenBatch)
+      throw InputError(fmt::format("--batch: expected values in [1, {}], got {}", kMaxGenBatch, b));
   if (!(rq.gpu_mem_util > 0 && rq.gpu_mem_util <= 1))
     throw InputError(fmt::format("--gpu-mem-util: expected a fraction in (0, 1], got {}", rq.gpu_mem_util));
+}
+
+// The chains of --draft-tokens and the given configurations, sorted, without duplicates.
+std::vector<SpecConfig> spec_configs_of(const SweepRequest& rq) {
+  std::vector<SpecConfig> out = rq.spec_configs;
+  for (int n : rq.draft_tokens) out.push_back(chain_config(n));
+  std::sort(out.begin(), out.end(), [](const SpecConfig& a, const SpecConfig& b) {
+    return std::tie(a.num_steps, a.eagle_topk, a.num_draft_tokens) < std::tie(b.num_steps, b.eagle_topk, b.num_draft_tokens);
+  });
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// The acceptance axis: the rates and lengths as given, then the --accept-probs entry.
+std::vector<Acceptance> acceptance_axis(const SweepRequest& rq) {
+  std::vector<Acceptance> out = rq.acceptances;
+  if (rq.accept_probs) {
+    AcceptanceSource s;
+    s.kind = AcceptanceSource::Kind::tree_model;
+    s.rank_probabilities = rq.accept_probs->describe();
+    s.description = "per-rank acceptance " + s.rank_probabilities + " (--accept-probs)";
+    out.push_back({Acceptance::Mode::length, 0.0, s});
+  }
+  return out;
 }
 
 // The sweep's phases, in order, over shared state. Every result lands in a slot chosen by its
@@ -86,17 +130,19 @@ class Sweep {
  public:
   Sweep(const SweepRequest& rq, SweepResults& out)
       : rq_(rq),
+        specs_(spec_configs_of(rq)),
+        acceptances_(acceptance_axis(rq)),
         out_(out),
-        grid_(rq.models.size(), rq.topologies.size(), rq.weight_dtypes.size(), rq.tps.size(), rq.draft_tokens.size(),
-              rq.strategies.size(), rq.acceptances.size()),
+        grid_(rq.models.size(), rq.topologies.size(), rq.weight_dtypes.size(), rq.tps.size(), rq.batches.size(),
+              specs_.size(), rq.strategies.size(), acceptances_.size()),
         pool_(rq.threads) {}
 
   void run() {
     describe_axes();
     out_.threads = pool_.size();
+    resolve_acceptances();
     decide_fits();
     generate_traces();
-    find_distinct_steps();
     price_steps();
     build_rows();
     pick_best();
@@ -105,41 +151,52 @@ class Sweep {
 
  private:
   void describe_axes();
+  void resolve_acceptances();
   void decide_fits();
+  GenOptions gen_options(std::size_t m, std::size_t d, std::size_t p, std::size_t b, std::size_t c) const;
   void generate_traces();
-  void find_distinct_steps();
+  void add_distinct_steps(TraceSlot& slot, Trace& trace);
   void price_steps();
   // The Hugging Face class of the model a trace was generated for: the engine strategies turn
   // some of their defaults on by it (all of a model's steps run with the target's settings).
-  std::string architecture_of(const std::string& model) const {
-    for (const SweepModel& m : rq_.models)
-      if (m.target.name == model) return m.target.hf_architecture;
-    return {};
-  }
+  std::string architecture_of(std::size_t model) const { return rq_.models[model].target.hf_architecture; }
   void build_rows();
   void pick_best();
   void add_waterfalls();
 
-  const TraceSlot* slot(std::size_t m, std::size_t d, std::size_t p, std::size_t n) const {
-    const int i = slot_of_[grid_.trace(m, d, p, n)];
+  const TraceSlot* slot(std::size_t m, std::size_t d, std::size_t p, std::size_t b, std::size_t c) const {
+    const int i = slot_of_[grid_.trace(m, d, p, b, c)];
     return i < 0 ? nullptr : &slots_[static_cast<std::size_t>(i)];
   }
-  // The priced step `k` (verify, draft, decode) of a trace slot on topology t with strategy st.
+  // The priced step `k` of a trace slot on topology t with strategy st; null when it has none.
   const PricedStep* priced(const TraceSlot& s, int k, std::size_t t, std::size_t st) const {
     if (s.uid[k] < 0) return nullptr;
     return &priced_[static_cast<std::size_t>(job_base_[static_cast<std::size_t>(s.uid[k]) * grid_.topologies + t]) + st];
   }
-  bool deployable(const SweepRow& row) const { return row.ok() && !is_lower_bound(row.strategy); }
+  std::size_t acceptance_slot(std::size_t c, std::size_t a, std::size_t b) const {
+    return (c * grid_.acceptances + a) * grid_.batches + b;
+  }
 
   const SweepRequest& rq_;
+  const std::vector<SpecConfig> specs_;
+  const std::vector<Acceptance> acceptances_;
   SweepResults& out_;
   const SweepGrid grid_;
   ThreadPool pool_;
+  std::vector<bool> deployable_;    // per strategy: not a lower bound
+  std::vector<int> resolved_;       // per acceptance_slot: index into out_.acceptance_sources, -1: unfit
+  // Per entry of out_.acceptance_sources: what derive_strategy_metrics is given. For a tree, E
+  // alone, and the break-even rate comes from the configuration's curve (tree_breakeven.hpp),
+  // the same number the domain's bisection over built trees gives, at a fraction of the cost.
+  std::vector<Acceptance> derive_acceptance_;
+  std::vector<std::optional<TreeBreakevenCurve>> curves_;  // per configuration, trees only
+  std::vector<std::string> acceptance_unfit_;  // per acceptance_slot: why, when resolved_ is -1
   std::vector<Fit> fits_;
-  std::vector<int> slot_of_;       // per grid_.trace(): index into slots_, -1 when no topology can run it
+  std::vector<int> slot_of_;        // per grid_.trace(): index into slots_, -1 when no topology can run it
   std::vector<TraceSlot> slots_;
   std::vector<UniqueStep> unique_;
-  std::vector<long> job_base_;     // per (unique step, topology): first job (then one per strategy), -1: not needed
+  std::multimap<std::uint64_t, int> unique_by_fp_;
+  std::vector<long> job_base_;      // per (unique step, topology): first job (then one per strategy), -1: not needed
   std::vector<PricedStep> priced_;
 };
 
@@ -154,14 +211,84 @@ void Sweep::describe_axes() {
                                        m.target.name));
   }
   for (const Topology& t : rq_.topologies) topologies.push_back(t.name);
-  out_.axes = SweepAxes{models,          drafts,           topologies,     rq_.weight_dtypes, rq_.tps,
-                        rq_.draft_tokens, rq_.acceptances, rq_.strategies, rq_.kv_len,        rq_.gpu_mem_util,
-                        rq_.fuse_add_norm};
-  if (!rq_.fuse_add_norm)
-    out_.notes.push_back(kUnfusedAddNormNote);
+  SweepAxes& ax = out_.axes;
+  ax.models = models;
+  ax.draft_models = drafts;
+  ax.topologies = topologies;
+  ax.weight_dtypes = rq_.weight_dtypes;
+  ax.tps = rq_.tps;
+  ax.batches = rq_.batches;
+  ax.spec_configs = specs_;
+  ax.skipped_configs = rq_.skipped_configs;
+  std::set<int> n;
+  for (const SpecConfig& c : specs_) n.insert(c.num_draft_tokens - 1);
+  ax.draft_tokens.assign(n.begin(), n.end());
+  ax.acceptances = acceptances_;
+  ax.strategies = rq_.strategies;
+  ax.acceptance_table = rq_.acceptance_table ? rq_.acceptance_table->file : "";
+  ax.engine_cycle = rq_.engine_cycle;
+  ax.kv_len = rq_.kv_len;
+  ax.gpu_mem_util = rq_.gpu_mem_util;
+  ax.fused_add_norm = rq_.fuse_add_norm;
+  if (!rq_.fuse_add_norm) out_.notes.push_back(kUnfusedAddNormNote);
+  for (const std::string& s : rq_.strategies) deployable_.push_back(!is_lower_bound(s));
 }
 
-// 1. Feasibility per (model, topology, dtype, TP): GPU count, sharding, memory (cheap, serial).
+// Tokens per cycle per (configuration, acceptance, batch), by the one rule a run uses
+// (acceptance_resolution.hpp); the batch only matters to a measurement table's lookup, so
+// without a table each resolution serves every batch.
+void Sweep::resolve_acceptances() {
+  const std::size_t C = grid_.specs, A = grid_.acceptances, B = grid_.batches;
+  resolved_.assign(C * A * B, -1);
+  acceptance_unfit_.assign(C * A * B, {});
+  const AcceptanceTable* table = rq_.acceptance_table ? &*rq_.acceptance_table : nullptr;
+  curves_.resize(C);
+  for (std::size_t c = 0; c < C; ++c)
+    if (specs_[c].eagle_topk > 1) curves_[c].emplace(specs_[c]);
+  for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t a = 0; a < A; ++a)
+      for (std::size_t b = 0; b < B; ++b) {
+        const std::size_t at = acceptance_slot(c, a, b);
+        if (b > 0 && !table) {
+          resolved_[at] = resolved_[acceptance_slot(c, a, 0)];
+          acceptance_unfit_[at] = acceptance_unfit_[acceptance_slot(c, a, 0)];
+          continue;
+        }
+        const SpecConfig& config = specs_[c];
+        const Acceptance& given = acceptances_[a];
+        AcceptanceInputs in;
+        in.table = table;
+        in.batch = rq_.batches[b];
+        if (given.source) {
+          in.rank_probabilities = rq_.accept_probs;
+        } else if (given.mode == Acceptance::Mode::rate) {
+          in.accept_rate = given.value;
+        } else {
+          const int most = max_tokens_per_cycle(config);
+          if (given.value > most) {
+            acceptance_unfit_[at] =
+                is_chain(config)
+                    ? fmt::format("mean accepted length {} exceeds N + 1 = {} tokens per cycle", given.value, most)
+                    : fmt::format("mean accepted length {} exceeds 1 + min(num_steps, num_draft_tokens - 1) = {} "
+                                  "tokens per cycle of {}",
+                                  given.value, most, short_spec(config));
+            continue;
+          }
+          in.accept_len = given.value;
+        }
+        try {
+          const ResolvedAcceptance r = resolve_acceptance(config, in);
+          resolved_[at] = static_cast<int>(out_.acceptance_sources.size());
+          out_.acceptance_sources.push_back(r.report_acceptance());
+          derive_acceptance_.push_back(config.eagle_topk > 1 ? Acceptance{Acceptance::Mode::length, r.tokens_per_cycle}
+                                                             : out_.acceptance_sources.back());
+        } catch (const InputError& e) {
+          acceptance_unfit_[at] = e.what();
+        }
+      }
+}
+
+// 1. Feasibility per (model, topology, dtype, TP, batch): GPU count, sharding, memory.
 void Sweep::decide_fits() {
   fits_.assign(grid_.fits(), Fit{});
   for (std::size_t m = 0; m < grid_.models; ++m) {
@@ -175,93 +302,128 @@ void Sweep::decide_fits() {
       } catch (const InputError& e) {
         shard_error = e.what();
       }
-      for (std::size_t d = 0; d < grid_.dtypes; ++d) {
-        MemoryNeed need;
-        if (shard_error.empty())
-          need = memory_needed(model.target, model.draft ? &*model.draft : nullptr, tp, rq_.weight_dtypes[d], rq_.kv_len);
-        for (std::size_t t = 0; t < grid_.topologies; ++t) {
-          const Topology& topo = rq_.topologies[t];
-          Fit& f = fits_[grid_.fit(m, t, d, p)];
-          if (tp > topo.gpu_count) {
-            f.unfit = UnfitKind::tp_exceeds_gpus;
-            f.reason = fmt::format("TP {} needs {} GPUs, {} has {}", tp, tp, topo.name, topo.gpu_count);
-            continue;
-          }
-          if (!shard_error.empty()) {
-            f.unfit = UnfitKind::tp_sharding;
-            f.reason = shard_error;
-            continue;
-          }
-          const MemoryVerdict v = check_memory(need, topo.gpu, rq_.gpu_mem_util);
-          f.need_gb = v.need_gb;
-          f.usable_gb = v.usable_gb;
-          if (!v.fits) {
-            f.unfit = UnfitKind::memory;
-            f.reason = v.reason;
+      for (std::size_t d = 0; d < grid_.dtypes; ++d)
+        for (std::size_t b = 0; b < grid_.batches; ++b) {
+          MemoryNeed need;
+          if (shard_error.empty())
+            need = memory_needed(model.target, model.draft ? &*model.draft : nullptr, tp, rq_.weight_dtypes[d],
+                                 rq_.kv_len, rq_.batches[b]);
+          for (std::size_t t = 0; t < grid_.topologies; ++t) {
+            const Topology& topo = rq_.topologies[t];
+            Fit& f = fits_[grid_.fit(m, t, d, p, b)];
+            if (tp > topo.gpu_count) {
+              f.unfit = UnfitKind::tp_exceeds_gpus;
+              f.reason = fmt::format("TP {} needs {} GPUs, {} has {}", tp, tp, topo.name, topo.gpu_count);
+              continue;
+            }
+            if (!shard_error.empty()) {
+              f.unfit = UnfitKind::tp_sharding;
+              f.reason = shard_error;
+              continue;
+            }
+            const MemoryVerdict v = check_memory(need, topo.gpu, rq_.gpu_mem_util);
+            f.need_gb = v.need_gb;
+            f.usable_gb = v.usable_gb;
+            if (!v.fits) {
+              f.unfit = UnfitKind::memory;
+              f.reason = v.reason;
+            }
           }
         }
-      }
     }
   }
 }
 
-// 2. One generated trace per (model, dtype, TP, draft tokens) that some topology can run.
+GenOptions Sweep::gen_options(std::size_t m, std::size_t d, std::size_t p, std::size_t b, std::size_t c) const {
+  const SpecConfig& config = specs_[c];
+  GenOptions g;
+  g.tp = rq_.tps[p];
+  g.kv_len = rq_.kv_len;
+  g.weight_dtype = rq_.weight_dtypes[d];
+  g.draft = rq_.models[m].draft;
+  g.batch = rq_.batches[b];
+  g.engine_cycle = rq_.engine_cycle;
+  if (is_chain(config)) {
+    // A chain is gen's --tokens N + 1: one request without the engine's cycle is the version-1 trace.
+    g.tokens = config.num_draft_tokens;
+  } else {
+    SpeculativeFlags f;
+    f.num_steps = config.num_steps;
+    f.eagle_topk = config.eagle_topk;
+    f.num_draft_tokens = config.num_draft_tokens;
+    g.speculative = resolve_speculative_flags(f).config;
+  }
+  return g;
+}
+
+// 2. One generated trace per (model, dtype, TP, batch, configuration) that some topology can
+// run, in chunks: each chunk is generated on the pool, then its steps are sorted into the
+// distinct ones and the traces freed.
 void Sweep::generate_traces() {
   slot_of_.assign(grid_.traces(), -1);
   for (std::size_t m = 0; m < grid_.models; ++m)
     for (std::size_t d = 0; d < grid_.dtypes; ++d)
-      for (std::size_t p = 0; p < grid_.tps; ++p) {
-        bool wanted = false;
-        for (std::size_t t = 0; t < grid_.topologies && !wanted; ++t)
-          wanted = fits_[grid_.fit(m, t, d, p)].unfit == UnfitKind::none;
-        if (!wanted) continue;
-        for (std::size_t n = 0; n < grid_.draft_tokens; ++n) {
-          slot_of_[grid_.trace(m, d, p, n)] = static_cast<int>(slots_.size());
-          TraceSlot s;
-          s.model = m, s.dtype = d, s.tp = p, s.tokens = n;
-          slots_.push_back(std::move(s));
+      for (std::size_t p = 0; p < grid_.tps; ++p)
+        for (std::size_t b = 0; b < grid_.batches; ++b) {
+          bool wanted = false;
+          for (std::size_t t = 0; t < grid_.topologies && !wanted; ++t)
+            wanted = fits_[grid_.fit(m, t, d, p, b)].unfit == UnfitKind::none;
+          if (!wanted) continue;
+          for (std::size_t c = 0; c < grid_.specs; ++c) {
+            slot_of_[grid_.trace(m, d, p, b, c)] = static_cast<int>(slots_.size());
+            TraceSlot s;
+            s.model = m, s.dtype = d, s.tp = p, s.batch = b, s.spec = c;
+            slots_.push_back(std::move(s));
+          }
         }
+  std::vector<Trace> chunk;
+  std::vector<std::uint64_t> fps;
+  for (std::size_t first = 0; first < slots_.size(); first += kTraceChunk) {
+    const std::size_t n = std::min(kTraceChunk, slots_.size() - first);
+    chunk.assign(n, Trace{});
+    fps.assign(n * kStepKinds, 0);
+    pool_.run(n, [&](std::size_t i) {
+      TraceSlot& s = slots_[first + i];
+      try {
+        chunk[i] = generate_trace(rq_.models[s.model].target, gen_options(s.model, s.dtype, s.tp, s.batch, s.spec));
+      } catch (const InputError& e) {
+        s.error = e.what();
+        return;
       }
-  pool_.run(slots_.size(), [&](std::size_t i) {
-    TraceSlot& s = slots_[i];
-    const SweepModel& model = rq_.models[s.model];
-    GenOptions g;
-    g.tp = rq_.tps[s.tp];
-    g.tokens = 1 + rq_.draft_tokens[s.tokens];
-    g.kv_len = rq_.kv_len;
-    g.weight_dtype = rq_.weight_dtypes[s.dtype];
-    g.draft = model.draft;
-    s.trace = generate_trace(model.target, g);
-    s.trace.meta.draft_tokens = rq_.draft_tokens[s.tokens];
-    for (int k = 0; k < 3; ++k)
-      if (const Step* st = s.trace.find_step(kStepNames[k])) s.fp[k] = step_fingerprint(*st);
-  });
-  out_.traces_generated = slots_.size();
-}
-
-// Distinct steps: a step equal in content (and world size) to one seen before shares its id
-// (draft and decode steps do not depend on the draft-token count, so they are shared across it).
-void Sweep::find_distinct_steps() {
-  std::multimap<std::uint64_t, int> by_fp;
-  for (TraceSlot& s : slots_) {
-    for (int k = 0; k < 3; ++k) {
-      const Step* st = s.trace.find_step(kStepNames[k]);
-      if (!st) continue;
-      const int tp = rq_.tps[s.tp];
-      int id = -1;
-      auto range = by_fp.equal_range(s.fp[k]);
-      for (auto it = range.first; it != range.second && id < 0; ++it) {
-        const UniqueStep& u = unique_[static_cast<std::size_t>(it->second)];
-        if (u.tp == tp && same_step_content(*u.step, *st)) id = it->second;
+      if (is_chain(specs_[s.spec])) chunk[i].meta.draft_tokens = specs_[s.spec].num_steps;
+      for (int k = 0; k < kStepKinds; ++k)
+        if (const Step* st = chunk[i].find_step(kStepNames[k])) fps[i * kStepKinds + k] = step_fingerprint(*st);
+    });
+    for (std::size_t i = 0; i < n; ++i) {
+      TraceSlot& s = slots_[first + i];
+      if (!s.error.empty()) continue;
+      for (int k = 0; k < kStepKinds; ++k) {
+        Step* st = nullptr;
+        for (Step& x : chunk[i].steps)
+          if (x.name == kStepNames[k]) st = &x;
+        if (!st) continue;
+        const std::uint64_t fp = fps[i * kStepKinds + k];
+        const int tp = rq_.tps[s.tp];
+        int id = -1;
+        auto range = unique_by_fp_.equal_range(fp);
+        for (auto it = range.first; it != range.second && id < 0; ++it) {
+          const UniqueStep& u = unique_[static_cast<std::size_t>(it->second)];
+          if (u.tp == tp && u.model == s.model && same_step_content(u.trace.steps.front(), *st)) id = it->second;
+        }
+        if (id < 0) {
+          id = static_cast<int>(unique_.size());
+          UniqueStep u;
+          u.trace.meta = chunk[i].meta;
+          u.trace.steps.push_back(std::move(*st));
+          u.fp = fp, u.tp = tp, u.model = s.model;
+          unique_.push_back(std::move(u));
+          unique_by_fp_.emplace(fp, id);
+        }
+        s.uid[k] = id;
       }
-      if (id < 0) {
-        id = static_cast<int>(unique_.size());
-        unique_.push_back({&s.trace, st, tp});
-        by_fp.emplace(s.fp[k], id);
-      }
-      s.uid[k] = id;
     }
   }
+  out_.traces_generated = slots_.size();
 }
 
 // 3. One simulation per distinct step x topology (where it can run) x strategy.
@@ -274,22 +436,17 @@ void Sweep::price_steps() {
     std::size_t strategy;
   };
   std::vector<Job> jobs;
-  for (std::size_t m = 0; m < grid_.models; ++m)
-    for (std::size_t t = 0; t < T; ++t)
-      for (std::size_t d = 0; d < grid_.dtypes; ++d)
-        for (std::size_t p = 0; p < grid_.tps; ++p) {
-          if (fits_[grid_.fit(m, t, d, p)].unfit != UnfitKind::none) continue;
-          for (std::size_t n = 0; n < grid_.draft_tokens; ++n) {
-            const TraceSlot& s = *slot(m, d, p, n);
-            for (int k = 0; k < 3; ++k) {
-              if (s.uid[k] < 0) continue;
-              long& base = job_base_[static_cast<std::size_t>(s.uid[k]) * T + t];
-              if (base >= 0) continue;
-              base = static_cast<long>(jobs.size());
-              for (std::size_t st = 0; st < S; ++st) jobs.push_back({s.uid[k], t, st});
-            }
-          }
-        }
+  for (const TraceSlot& s : slots_)
+    for (std::size_t t = 0; t < T; ++t) {
+      if (fits_[grid_.fit(s.model, t, s.dtype, s.tp, s.batch)].unfit != UnfitKind::none) continue;
+      for (int k = 0; k < kStepKinds; ++k) {
+        if (s.uid[k] < 0) continue;
+        long& base = job_base_[static_cast<std::size_t>(s.uid[k]) * T + t];
+        if (base >= 0) continue;
+        base = static_cast<long>(jobs.size());
+        for (std::size_t st = 0; st < S; ++st) jobs.push_back({s.uid[k], t, st});
+      }
+    }
   priced_.assign(jobs.size(), PricedStep{});
   ProgressBar bar("sweep", jobs.size(), rq_.progress && ProgressBar::is_terminal(stderr));
   pool_.run(jobs.size(), [&](std::size_t i) {
@@ -298,86 +455,121 @@ void Sweep::price_steps() {
     SimBackend backend;
     RunOptions opts;
     opts.ranks = u.tp;
-    opts.engine.model_architecture = architecture_of(u.trace->meta.model);
+    opts.engine.model_architecture = architecture_of(u.model);
     opts.fuse_add_norm = rq_.fuse_add_norm;
-    priced_[i] = price_step(backend, *u.trace, *u.step, rq_.strategies[job.strategy], &rq_.topologies[job.topo], opts);
+    priced_[i] = price_step(backend, u.trace, u.trace.steps.front(), rq_.strategies[job.strategy],
+                            &rq_.topologies[job.topo], opts);
     bar.advance();
   });
   out_.steps_priced = jobs.size();
 }
 
-// 4. Rows, in grid order; acceptance only enters the speculative arithmetic.
+// 4. Rows, in grid order; acceptance only enters the speculative arithmetic. The rows of one
+// (model, topology, dtype, TP, batch) are contiguous, so each such block is one job on the pool.
 void Sweep::build_rows() {
   const SweepAxes& ax = out_.axes;
   out_.rows.resize(grid_.rows());
-  GridPoint g;
-  for (g.model = 0; g.model < grid_.models; ++g.model)
-    for (g.topology = 0; g.topology < grid_.topologies; ++g.topology)
-      for (g.dtype = 0; g.dtype < grid_.dtypes; ++g.dtype)
-        for (g.tp = 0; g.tp < grid_.tps; ++g.tp) {
-          const Fit& fit = fits_[grid_.fit(g.model, g.topology, g.dtype, g.tp)];
-          for (g.draft_tokens = 0; g.draft_tokens < grid_.draft_tokens; ++g.draft_tokens) {
-            const TraceSlot* s = fit.unfit == UnfitKind::none ? slot(g.model, g.dtype, g.tp, g.draft_tokens) : nullptr;
-            for (g.strategy = 0; g.strategy < grid_.strategies; ++g.strategy) {
-              StrategyResult r;
-              r.strategy = rq_.strategies[g.strategy];
-              UnfitKind unfit = fit.unfit;
-              std::string reason = fit.reason;
-              if (s) {
-                r = assemble_result(r.strategy, *priced(*s, 0, g.topology, g.strategy), priced(*s, 1, g.topology, g.strategy),
-                                    priced(*s, 2, g.topology, g.strategy));
-                if (!r.supported) {
-                  unfit = UnfitKind::strategy;
-                  reason = r.reason;
-                }
-              }
-              for (g.acceptance = 0; g.acceptance < grid_.acceptances; ++g.acceptance) {
-                const std::size_t index = grid_.row(g);
-                SweepRow& row = out_.rows[index];
-                row.index = index;
-                row.model = ax.models[g.model];
-                row.draft_model = ax.draft_models[g.model];
-                row.topology = ax.topologies[g.topology];
-                row.gpu = rq_.topologies[g.topology].gpu.name;
-                row.gpu_count = rq_.topologies[g.topology].gpu_count;
-                row.weight_dtype = rq_.weight_dtypes[g.dtype];
-                row.tp = rq_.tps[g.tp];
-                row.draft_tokens = rq_.draft_tokens[g.draft_tokens];
-                row.acceptance = rq_.acceptances[g.acceptance];
-                row.strategy = r.strategy;
-                row.mem_need_gb = fit.need_gb;
-                row.mem_usable_gb = fit.usable_gb;
-                row.unfit = unfit;
-                row.reason = reason;
-                if (unfit != UnfitKind::none) continue;
-                const Acceptance& acc = rq_.acceptances[g.acceptance];
-                if (acc.mode == Acceptance::Mode::length && acc.value > row.draft_tokens + 1) {
-                  row.unfit = UnfitKind::acceptance;
-                  row.reason = fmt::format("mean accepted length {} exceeds N + 1 = {} tokens per cycle", acc.value,
-                                           row.draft_tokens + 1);
-                  continue;
-                }
-                derive_strategy_metrics(r, acc, row.draft_tokens);
-                static_cast<CycleMetrics&>(row) = r;
-                const VerifySplit split = verify_split(r);
-                row.verify_compute_us = split.matmul_attention_us;
-                row.verify_other_us = split.other_us;
-              }
-            }
+  pool_.run(grid_.fits(), [&](std::size_t fit_index) {
+    GridPoint g;
+    std::size_t rest = fit_index;
+    g.batch = rest % grid_.batches;
+    rest /= grid_.batches;
+    g.tp = rest % grid_.tps;
+    rest /= grid_.tps;
+    g.dtype = rest % grid_.dtypes;
+    rest /= grid_.dtypes;
+    g.topology = rest % grid_.topologies;
+    g.model = rest / grid_.topologies;
+    const Fit& fit = fits_[fit_index];
+    const int batch = rq_.batches[g.batch], tp = rq_.tps[g.tp];
+    for (g.spec = 0; g.spec < grid_.specs; ++g.spec) {
+      const SpecConfig& config = specs_[g.spec];
+      const TraceSlot* s =
+          fit.unfit == UnfitKind::none ? slot(g.model, g.dtype, g.tp, g.batch, g.spec) : nullptr;
+      for (g.strategy = 0; g.strategy < grid_.strategies; ++g.strategy) {
+        StrategyResult r;
+        r.strategy = rq_.strategies[g.strategy];
+        UnfitKind unfit = fit.unfit;
+        const std::string* reason = &fit.reason;
+        std::optional<std::optional<double>> tree_breakeven;  // at breakeven_len
+        double breakeven_len = 0;
+        if (s && !s->error.empty()) {
+          unfit = UnfitKind::trace;
+          reason = &s->error;
+        } else if (s) {
+          r = assemble_result(r.strategy, *priced(*s, kVerify, g.topology, g.strategy),
+                              priced(*s, kDraft, g.topology, g.strategy),
+                              priced(*s, kDecode, g.topology, g.strategy),
+                              priced(*s, kDraftExtend, g.topology, g.strategy));
+          if (!r.supported) {
+            unfit = UnfitKind::strategy;
+            reason = &r.reason;
           }
         }
+        for (g.acceptance = 0; g.acceptance < grid_.acceptances; ++g.acceptance) {
+          const std::size_t index = grid_.row(g);
+          SweepRow& row = out_.rows[index];
+          row.index = index;
+          row.model = ax.models[g.model];
+          row.draft_model = ax.draft_models[g.model];
+          row.topology = ax.topologies[g.topology];
+          row.gpu = rq_.topologies[g.topology].gpu.name;
+          row.gpu_count = rq_.topologies[g.topology].gpu_count;
+          row.weight_dtype = rq_.weight_dtypes[g.dtype];
+          row.tp = tp;
+          row.batch = batch;
+          row.gpus = tp;
+          row.spec = config;
+          row.draft_tokens = config.num_draft_tokens - 1;
+          row.acceptance = acceptances_[g.acceptance];
+          row.strategy = r.strategy;
+          row.mem_need_gb = fit.need_gb;
+          row.mem_usable_gb = fit.usable_gb;
+          row.unfit = unfit;
+          if (unfit != UnfitKind::none) {
+            row.reason = *reason;
+            continue;
+          }
+          const std::size_t at = acceptance_slot(g.spec, g.acceptance, g.batch);
+          if (resolved_[at] < 0) {
+            row.unfit = UnfitKind::acceptance;
+            row.reason = acceptance_unfit_[at];
+            continue;
+          }
+          row.accept_source = resolved_[at];
+          derive_strategy_metrics(r, derive_acceptance_[static_cast<std::size_t>(resolved_[at])],
+                                  config.num_steps, batch, tp);
+          if (curves_[g.spec] && r.decode_us > 0) {
+            // The break-even depends on the cycle, the decode step and the configuration, not on
+            // the acceptance: rows that differ only in it have the same inputs here.
+            if (!tree_breakeven || breakeven_len != r.breakeven_accept_len) {
+              breakeven_len = r.breakeven_accept_len;
+              tree_breakeven = curves_[g.spec]->rate_for_tokens(breakeven_len);
+            }
+            r.breakeven_accept_rate = *tree_breakeven;
+          }
+          static_cast<CycleMetrics&>(row) = r;
+          const VerifySplit split = verify_split(r);
+          row.verify_compute_us = split.matmul_attention_us;
+          row.verify_other_us = split.other_us;
+        }
+      }
+    }
+  });
 }
 
-// The best row per (model, topology, acceptance), against the best plain decoding there.
+// The best row per (model, topology, acceptance), against the best plain decoding there, and
+// the best per batch with where speculation stops paying.
 void Sweep::pick_best() {
   const std::size_t A = grid_.acceptances;
+  auto deployable = [&](std::size_t i) { return out_.rows[i].ok() && deployable_[grid_.point(i).strategy]; };
   for (std::size_t m = 0; m < grid_.models; ++m)
     for (std::size_t t = 0; t < grid_.topologies; ++t) {
       const RowRange block = grid_.model_topology_rows(m, t);
       std::optional<std::size_t> plain;
       for (std::size_t i = block.first; i < block.last; ++i) {
         const SweepRow& row = out_.rows[i];
-        if (deployable(row) && row.decode_tokens_per_s > 0 &&
+        if (deployable(i) && row.decode_tokens_per_s > 0 &&
             (!plain || row.decode_tokens_per_s > out_.rows[*plain].decode_tokens_per_s))
           plain = i;
       }
@@ -385,10 +577,10 @@ void Sweep::pick_best() {
         SweepBest b;
         b.model = out_.axes.models[m];
         b.topology = out_.axes.topologies[t];
-        b.acceptance = rq_.acceptances[a];
+        b.acceptance = acceptances_[a];
         for (std::size_t i = block.first + a; i < block.last; i += A) {
           const SweepRow& row = out_.rows[i];
-          if (deployable(row) && (!b.row || row.tokens_per_s > out_.rows[*b.row].tokens_per_s)) b.row = i;
+          if (deployable(i) && (!b.row || row.tokens_per_s > out_.rows[*b.row].tokens_per_s)) b.row = i;
         }
         b.plain_row = plain;
         if (plain) b.best_plain_tokens_per_s = out_.rows[*plain].decode_tokens_per_s;
@@ -397,25 +589,32 @@ void Sweep::pick_best() {
         out_.best.push_back(std::move(b));
       }
     }
+  BatchVerdicts v = best_per_batch(grid_, rq_.batches, deployable_, out_.rows);
+  out_.batch_best = std::move(v.best);
+  out_.pay_limits = std::move(v.limits);
 }
 
-// Each model's fastest configuration, re-simulated with a timeline for the waterfall.
+// Each model's fastest configuration, re-simulated with a timeline for the waterfall (its trace
+// generated again: traces are not kept past their steps).
 void Sweep::add_waterfalls() {
   for (std::size_t m = 0; m < grid_.models; ++m) {
     std::optional<std::size_t> best;
     const RowRange rows = grid_.model_rows(m);
     for (std::size_t i = rows.first; i < rows.last; ++i)
-      if (deployable(out_.rows[i]) && (!best || out_.rows[i].tokens_per_s > out_.rows[*best].tokens_per_s)) best = i;
+      if (out_.rows[i].ok() && deployable_[grid_.point(i).strategy] &&
+          (!best || out_.rows[i].tokens_per_s > out_.rows[*best].tokens_per_s))
+        best = i;
     if (!best) continue;
     const GridPoint g = grid_.point(*best);
-    const TraceSlot& s = *slot(g.model, g.dtype, g.tp, g.draft_tokens);
+    const Trace trace =
+        generate_trace(rq_.models[m].target, gen_options(g.model, g.dtype, g.tp, g.batch, g.spec));
     SimBackend backend;
     RunOptions opts;
     opts.ranks = rq_.tps[g.tp];
     opts.fuse_add_norm = rq_.fuse_add_norm;
     opts.want_timeline = true;
-    opts.engine.model_architecture = architecture_of(s.trace.meta.model);
-    StepResult r = backend.run_step(s.trace, s.trace.verify(), rq_.strategies[g.strategy], &rq_.topologies[g.topology], opts);
+    opts.engine.model_architecture = architecture_of(m);
+    StepResult r = backend.run_step(trace, trace.verify(), rq_.strategies[g.strategy], &rq_.topologies[g.topology], opts);
     out_.waterfalls.push_back({out_.axes.models[m], *best, std::move(r.timeline)});
   }
 }

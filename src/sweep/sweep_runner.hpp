@@ -1,20 +1,29 @@
 #pragma once
-// The capacity-planning sweep: every combination of model x topology x weight dtype x TP x draft
-// tokens x strategy x acceptance, priced by the simulator. The work is arranged so that nothing
-// is computed twice:
-//   1. feasibility per (model, topology, dtype, TP): GPU count, sharding, memory (cheap, serial);
-//   2. one generated trace per (model, dtype, TP, draft tokens) that some topology can run;
-//   3. one simulation per distinct step x topology x strategy (draft and decode steps do not
-//      depend on the draft-token count, so they are shared across it);
-//   4. acceptance only enters the speculative arithmetic, applied per row.
+// The capacity-planning sweep: every combination of model x topology x weight dtype x TP x batch
+// x speculative configuration x strategy x acceptance, priced by the simulator. The work is
+// arranged so that nothing is computed twice:
+//   1. feasibility per (model, topology, dtype, TP, batch): GPU count, sharding, memory of the
+//      batch's KV cache (cheap, serial);
+//   2. one generated trace per (model, dtype, TP, batch, configuration) that some topology can
+//      run, generated in chunks and reduced to its distinct steps at once, so memory holds
+//      steps, not traces;
+//   3. one simulation per distinct step x topology x strategy (steps are told apart by content:
+//      the verify step depends on the configuration only through its draft-token count and
+//      mask kind, the draft forward only through topk, decode on neither);
+//   4. acceptance, resolved once per (configuration, acceptance, batch), only enters the
+//      speculative arithmetic, applied per row.
 // Phases 2 and 3 run on a thread pool; every result lands in a slot chosen by its index, so the
 // output is identical for any thread count.
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "model/model_config.hpp"
+#include "domain/acceptance_table.hpp"
 #include "domain/report.hpp"
+#include "domain/spec_config.hpp"
+#include "domain/tree_acceptance.hpp"
+#include "model/model_config.hpp"
+#include "sweep/spec_axis.hpp"
 #include "sweep/sweep_result.hpp"
 #include "topology/topology.hpp"
 
@@ -30,12 +39,20 @@ struct SweepRequest {
   std::vector<Topology> topologies;
   std::vector<DType> weight_dtypes{DType::bf16};
   std::vector<int> tps{1};
+  std::vector<int> batches{1};
+  // The configurations: the chains of `draft_tokens` (N: steps N, topk 1, draft tokens N + 1)
+  // together with `spec_configs` (SGLang-valid, build_spec_axis); at least one of them.
   std::vector<int> draft_tokens{3};
-  std::vector<Acceptance> acceptances{Acceptance{}};
+  std::vector<SpecConfig> spec_configs;
+  std::vector<SkippedSpecConfig> skipped_configs;  // echoed into the results
+  std::vector<Acceptance> acceptances{Acceptance{}};  // rates a and lengths E
+  std::optional<RankAcceptance> accept_probs;         // --accept-probs: one more acceptance entry
+  std::optional<AcceptanceTable> acceptance_table;    // --acceptance FILE, consulted per configuration and batch
   std::vector<std::string> strategies;
-  std::int64_t kv_len = 4096;
+  std::int64_t kv_len = 4096;  // every request's
   double gpu_mem_util = 0.9;
   bool fuse_add_norm = true;  // residual_add + rmsnorm as one kernel (RunOptions::fuse_add_norm)
+  bool engine_cycle = false;  // the engine's whole cycle (GenOptions::engine_cycle)
   int threads = 0;           // 0: all cores
   bool progress = false;     // draw a progress bar on stderr (only if it is a terminal)
   bool waterfalls = true;    // re-simulate each model's best configuration with a timeline

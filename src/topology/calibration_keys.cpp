@@ -9,6 +9,17 @@
 
 namespace eaglesim {
 
+const std::vector<std::string>& fitted_model_keys() {
+  static const std::vector<std::string> keys{"gemm:bf16",           "gemm:fp8",
+                                             "gemm:int4",           "attention:gqa",
+                                             "attention:mla",       "elementwise:rmsnorm",
+                                             "elementwise:residual_add", "elementwise:act",
+                                             "elementwise:embedding",    std::string("elementwise:") + kAddRmsnormTable};
+  return keys;
+}
+
+bool fitted_model_has_flops(const std::string& key) { return key.rfind("elementwise:", 0) != 0; }
+
 std::string attention_calibration_key(const Op& op) {
   if (op.variant == AttentionVariant::mla)
     return fmt::format("mla:{}:{}:{}", op.heads, op.kv_lora_rank, op.rope_dim);

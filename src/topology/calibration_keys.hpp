@@ -17,6 +17,12 @@ namespace eaglesim {
 // prices a residual_add + rmsnorm pair it runs as one kernel by it.
 inline constexpr const char* kAddRmsnormTable = "add_rmsnorm";
 
+// Keys of the fitted models (Calibration::fitted): "gemm:DTYPE" (bf16, fp8, int4; lm_head too),
+// "attention:gqa", "attention:mla", and "elementwise:" + rmsnorm, residual_add, act, embedding or
+// add_rmsnorm. The GEMM and attention models have a FLOP term, the elementwise ones bytes only.
+const std::vector<std::string>& fitted_model_keys();
+bool fitted_model_has_flops(const std::string& key);
+
 std::string attention_calibration_key(const Op& op);
 std::string attention_calibration_key_q(const Op& op);  // the key above + ":q" + op.q_tokens
 bool valid_attention_key(const std::string& key);

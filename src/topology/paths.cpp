@@ -48,7 +48,7 @@ Path path_between(const Topology& t, int a, int b) {
   p.bw_gbs = t.pcie.bw_gbs;
   p.latency_us = t.pcie.latency_us;
   int ga = switch_group_of(t, a), gb = switch_group_of(t, b);
-  p.root_complex = ga < 0 || gb < 0 || ga != gb;
+  p.root_complex = t.acs || ga < 0 || gb < 0 || ga != gb;
   p.cross_socket = socket_of(t, a) != socket_of(t, b);
   if (p.root_complex) {
     p.latency_us += t.uplink.latency_us;

@@ -8,7 +8,8 @@
 //   PCIe          GPU link (links.pcie); between switch groups, or between GPUs on root ports,
 //                 the root complex (links.uplink: latency added, bandwidth per switch uplink or,
 //                 without switches, shared by all traffic through the root complex); between
-//                 sockets also links.inter_socket
+//                 sockets also links.inter_socket; with acs every pair crosses the root complex,
+//                 GPUs behind one switch included (up and down their switch's uplink)
 //   p2p false     every transfer is staged through pinned host memory (links.host_staging)
 #include <vector>
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "io/atomic_file.hpp"
+#include "topology/calibration_keys.hpp"
 
 namespace eaglesim {
 
@@ -115,8 +116,25 @@ ojson keyed_numbers(const std::map<std::string, double>& table) {
   return t;
 }
 
+ojson fitted_json(const std::map<std::string, FittedModel>& fitted) {
+  ojson t = ojson::object();
+  for (const auto& [key, f] : fitted) {
+    ojson j;
+    j["fixed_us"] = f.fixed_us;
+    j["bw_gbs"] = f.bw_gbs;
+    if (fitted_model_has_flops(key)) j["tflops"] = f.tflops;
+    j["points"] = f.points;
+    j["rms_residual"] = f.rms_residual;
+    j["max_residual"] = f.max_residual;
+    if (!f.source.empty()) j["source"] = f.source;
+    t[key] = j;
+  }
+  return t;
+}
+
 ojson calibration_json(const Calibration& c) {
   ojson j;
+  if (!c.fitted.empty()) j["fitted"] = fitted_json(c.fitted);
   if (c.ranks > 0) j["ranks"] = c.ranks;
   if (!c.notes.empty()) j["notes"] = c.notes;
   if (c.launch_gap_us) j["launch_gap_us"] = *c.launch_gap_us;
@@ -169,6 +187,7 @@ std::string topology_to_string(const Topology& t) {
   j["gpu_count"] = t.gpu_count;
   j["interconnect"] = to_string(t.interconnect);
   j["p2p"] = t.p2p;
+  if (t.acs) j["acs"] = true;
   if (!t.switch_groups.empty()) j["switch_groups"] = t.switch_groups;
   if (!t.socket_of_gpu.empty()) j["socket_of_gpu"] = t.socket_of_gpu;
   if (!t.layout_source.empty()) j["layout_source"] = t.layout_source;

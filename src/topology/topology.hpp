@@ -66,7 +66,24 @@ struct LinkSpec {
 // Measured tables that override the models where present (interpolated; see cost/calibration.hpp).
 struct GemmCalPoint { std::int64_t m, n, k; DType dtype; double us; };
 struct SizeCalPoint { std::int64_t size; double us; };  // size: bytes (allreduce) or kv_len / tokens
+// One op kind's fitted cost model (cost/fitted_model.hpp):
+//   us = fixed_us + max(bytes / bw_gbs, flops / tflops)
+// with the kind's bytes and effective FLOPs (tile padding and waves included); tflops 0 for the
+// elementwise kinds (bytes only). The residuals are those of the fit over the points it was fitted
+// to, as fit / measured - 1: what the kind's prediction misses on a shape no table point is near.
+struct FittedModel {
+  double fixed_us = 0;
+  double bw_gbs = 0;
+  double tflops = 0;
+  int points = 0;            // measured points it was fitted to
+  double rms_residual = 0;   // sqrt(mean((fit / measured - 1)^2))
+  double max_residual = 0;   // max |fit / measured - 1|
+  std::string source;        // where and how it was measured (presets cite it)
+};
 struct Calibration {
+  // Fitted models by kind key (calibration_keys.hpp, fitted_model_keys): used for every shape of
+  // the kind, the measured tables below only as local corrections near their points.
+  std::map<std::string, FittedModel> fitted;
   std::vector<GemmCalPoint> gemm;                                  // by (n,k,dtype), interpolated in m
   std::map<std::string, std::vector<SizeCalPoint>> allreduce;      // strategy -> in-context µs by bytes
   std::map<std::string, std::vector<SizeCalPoint>> attention;      // "gqa:heads:kv_heads:head_dim" -> µs by kv_len
@@ -91,7 +108,7 @@ struct Calibration {
   std::map<std::string, double> allreduce_context_us;
   int ranks = 0;                                                   // ranks the allreduces were measured on
   std::string notes;                                               // where/when measured
-  bool empty() const { return gemm.empty() && allreduce.empty() && attention.empty() && elementwise.empty(); }
+  bool empty() const { return fitted.empty() && gemm.empty() && allreduce.empty() && attention.empty() && elementwise.empty(); }
 };
 
 struct Topology {
@@ -102,6 +119,9 @@ struct Topology {
   int gpu_count = 1;
   Interconnect interconnect = Interconnect::nvswitch;
   bool p2p = true;         // peer-to-peer loads/stores between GPUs (false: staged through host memory)
+  // PCIe Access Control Services on the switch ports: the switch may not route P2P between its
+  // own ports, so every P2P transfer goes up to the root complex and back down (links.uplink).
+  bool acs = false;
 
   // NVLink / NVSwitch: per-GPU injection bandwidth per direction and one-hop latency.
   LinkSpec nvlink;

@@ -13,6 +13,8 @@ constexpr double kMaxMemGb = 10000;
 constexpr double kMaxLatencyUs = 10000;    // 10 ms for one hop or launch
 constexpr double kMaxCalUs = 1e7;          // 10 s for one measured op
 constexpr double kMaxSequenceOverheadUs = 100;  // per op, either sign: a kernel transition is ~1 µs
+constexpr std::int64_t kMaxFittedPoints = 1000000;
+constexpr double kMaxFittedResidual = 100;  // fit / measured - 1: a fit 100x off is a broken file
 constexpr std::int64_t kMaxGemmDim = std::int64_t{1} << 24;
 
 }  // namespace eaglesim

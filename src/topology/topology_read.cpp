@@ -125,10 +125,33 @@ std::map<std::string, double> read_keyed_numbers(const JsonCursor& c, bool (*val
   return out;
 }
 
+// One fitted model: positive bandwidth, a FLOP rate exactly where the kind has a FLOP term, the
+// residuals of its fit.
+FittedModel read_fitted_model(const JsonCursor& c, const std::string& key) {
+  const bool flops = fitted_model_has_flops(key);
+  if (flops)
+    c.only_keys({"fixed_us", "bw_gbs", "tflops", "points", "rms_residual", "max_residual", "source"});
+  else
+    c.only_keys({"fixed_us", "bw_gbs", "points", "rms_residual", "max_residual", "source"});
+  FittedModel f;
+  f.fixed_us = c.at("fixed_us").as_number(0, kMaxLatencyUs);
+  f.bw_gbs = c.at("bw_gbs").as_positive_number(kMaxBwGbs);
+  if (flops) f.tflops = c.at("tflops").as_positive_number(kMaxTflops);
+  f.points = static_cast<int>(c.at("points").as_positive_int(kMaxFittedPoints));
+  f.rms_residual = c.at("rms_residual").as_number(0, kMaxFittedResidual);
+  f.max_residual = c.at("max_residual").as_number(f.rms_residual, kMaxFittedResidual);
+  if (auto s = c.find("source")) f.source = s->as_string();
+  return f;
+}
+
 Calibration read_calibration(const JsonCursor& c, int gpu_count) {
-  c.only_keys({"ranks", "notes", "launch_gap_us", "sequence_overhead_us", "transition_us", "allreduce_context_us",
+  c.only_keys({"fitted", "ranks", "notes", "launch_gap_us", "sequence_overhead_us", "transition_us", "allreduce_context_us",
                "gemm", "allreduce", "attention", "elementwise"});
   Calibration cal;
+  if (auto f = c.find("fitted")) {
+    f->only_keys(fitted_model_keys());
+    for (const auto& key : f->keys()) cal.fitted[key] = read_fitted_model(f->at(key.c_str()), key);
+  }
   if (auto r = c.find("ranks")) cal.ranks = static_cast<int>(r->as_int(1, gpu_count));
   if (auto n = c.find("notes")) cal.notes = n->as_string_allow_empty();
   if (auto g = c.find("launch_gap_us")) cal.launch_gap_us = g->as_number(0, kMaxLatencyUs);
@@ -206,6 +229,12 @@ void check_layout(const JsonCursor& root, const Topology& t) {
     throw InputError::at(root.file(), "switch_groups",
                          "missing required field (interconnect pcie_switch names the GPUs behind each switch)");
   if (t.switch_groups.size() > 1) need(t.uplink, "uplink", "traffic between switch groups crosses the switch uplinks");
+  if (t.acs) {
+    if (!pcie_kind)
+      root.at("acs").fail_raw(fmt::format("acs only applies to PCIe interconnects, this one is {}", to_string(t.interconnect)));
+    if (!t.p2p) root.at("acs").fail_raw("acs routes P2P through the root complex; with p2p false there is no P2P to route");
+    need(t.uplink, "uplink", "with acs true every P2P transfer goes up to the root complex");
+  }
   std::set<int> sockets(t.socket_of_gpu.begin(), t.socket_of_gpu.end());
   if (t.interconnect == Interconnect::pcie_cross_socket) {
     if (sockets.size() < 2)
@@ -230,7 +259,7 @@ Topology parse_topology(const nlohmann::json& doc, const std::string& file) {
   JsonCursor root(doc, file);
   root.expect_object();
   root.only_keys({"format", "version", "name", "description", "sources", "gpu", "gpu_count", "interconnect",
-                  "p2p", "switch_groups", "socket_of_gpu", "layout_source", "links", "calibration"});
+                  "p2p", "acs", "switch_groups", "socket_of_gpu", "layout_source", "links", "calibration"});
   root.at("format").as_enum({"eaglesim-topology"});
   {
     JsonCursor v = root.at("version");
@@ -249,6 +278,7 @@ Topology parse_topology(const nlohmann::json& doc, const std::string& file) {
   t.gpu_count = static_cast<int>(root.at("gpu_count").as_int(1, kMaxGpus));
   t.interconnect = read_interconnect(root.at("interconnect"));
   t.p2p = root.at("p2p").as_bool();
+  if (auto a = root.find("acs")) t.acs = a->as_bool();
   if (auto g = root.find("switch_groups")) t.switch_groups = read_switch_groups(*g, t.gpu_count);
   if (auto s = root.find("socket_of_gpu")) {
     s->expect_array();

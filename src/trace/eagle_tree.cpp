@@ -5,40 +5,24 @@
 
 #include <fmt/format.h>
 
+#include "trace/eagle_tree_selection.hpp"
+
 namespace eaglesim {
 
 namespace {
 
-// A scored draft: its index in SGLang's candidate list (level 1 first, then each further level's
-// topk x topk block, parent slot major), its depth and the sum of its tokens' ranks along the
-// path. Under the assumed probabilities its score is a^depth * (1 - a)^rank_sum, so two
-// candidates compare by depth and rank sum alone, exactly.
-struct Candidate {
-  std::int64_t index = 0;
+// A candidate's score under the assumed probabilities, a^depth * (1 - a)^rank_sum with rank_sum
+// the sum of the ranks along its path: two candidates compare by depth and rank sum alone,
+// exactly (equal pairs give equal logarithms, whatever the order the path was walked in).
+struct PathRanks {
   int depth = 0;
   int rank_sum = 0;
-  std::int64_t parent = -1;  // candidate index of the parent; -1: the root
+  double log_score() const {
+    static const double log_top = std::log(kDraftTopProbability);
+    static const double log_rest = std::log(1.0 - kDraftTopProbability);
+    return depth * log_top + rank_sum * log_rest;
+  }
 };
-
-double log_score(const Candidate& c) {
-  static const double log_top = std::log(kDraftTopProbability);
-  static const double log_rest = std::log(1.0 - kDraftTopProbability);
-  return c.depth * log_top + c.rank_sum * log_rest;
-}
-
-// Better first: higher score, then the earlier candidate.
-bool better(const Candidate& a, const Candidate& b) {
-  const double sa = log_score(a), sb = log_score(b);
-  if (sa != sb) return sa > sb;
-  return a.index < b.index;
-}
-
-// Keeps the `keep` best of `level` (all of them when fewer), best first.
-void keep_best(std::vector<Candidate>& level, std::size_t keep) {
-  keep = std::min(keep, level.size());
-  std::partial_sort(level.begin(), level.begin() + static_cast<std::ptrdiff_t>(keep), level.end(), better);
-  level.resize(keep);
-}
 
 }  // namespace
 
@@ -47,44 +31,13 @@ std::int64_t draft_candidates(int num_steps, int eagle_topk) {
   return k + static_cast<std::int64_t>(std::max(0, num_steps - 1)) * k * k;
 }
 
-// SGLang (python/sglang/srt/speculative/eagle_worker.py draft_forward, spec_utils.py
-// select_top_k_tokens, eagle_utils.py organize_draft_results): level 1 is the draft-extend
-// pass's top-k; each later draft forward expands the topk branches kept at its level into
-// topk x topk candidates and keeps the topk best as the next level's branches; the tree is the
-// num_draft_tokens - 1 best candidates of all levels, sorted by candidate index.
 std::vector<int> derive_eagle_tree(int num_steps, int eagle_topk, int num_draft_tokens) {
-  const std::size_t k = static_cast<std::size_t>(eagle_topk);
-  const std::size_t drafts = static_cast<std::size_t>(std::max(0, num_draft_tokens - 1));
-  std::vector<Candidate> pool;  // every level's candidates that can still be among the best `drafts`
-  std::vector<Candidate> branches;
-  for (std::size_t r = 0; r < k; ++r) branches.push_back({static_cast<std::int64_t>(r), 1, static_cast<int>(r), -1});
-  pool.insert(pool.end(), branches.begin(), branches.end());
-  for (int step = 1; step < num_steps; ++step) {
-    std::vector<Candidate> level;
-    level.reserve(k * k);
-    const std::int64_t base = static_cast<std::int64_t>(k) + static_cast<std::int64_t>(step - 1) * static_cast<std::int64_t>(k * k);
-    for (std::size_t j = 0; j < branches.size(); ++j)
-      for (std::size_t r = 0; r < k; ++r)
-        level.push_back({base + static_cast<std::int64_t>(j * k + r), step + 1, branches[j].rank_sum + static_cast<int>(r),
-                         branches[j].index});
-    // A candidate outside its level's best `drafts` cannot be among the best `drafts` overall.
-    keep_best(level, std::max(k, drafts));
-    branches.assign(level.begin(), level.begin() + static_cast<std::ptrdiff_t>(std::min(k, level.size())));
-    pool.insert(pool.end(), level.begin(), level.end());
-  }
-  keep_best(pool, drafts);
-  std::sort(pool.begin(), pool.end(), [](const Candidate& a, const Candidate& b) { return a.index < b.index; });
+  const std::vector<EagleTreeNode> nodes = select_eagle_tree(
+      num_steps, eagle_topk, num_draft_tokens, PathRanks{},
+      [](const PathRanks& parent, int depth, int rank) { return PathRanks{depth, parent.rank_sum + rank}; },
+      [](const PathRanks& a, const PathRanks& b) { return a.log_score() > b.log_score(); });
   std::vector<int> parents(1, -1);
-  for (const Candidate& c : pool) {
-    int parent = 0;
-    if (c.parent >= 0) {
-      // A parent scores above its children, so it is in the tree, earlier in candidate order.
-      auto it = std::lower_bound(pool.begin(), pool.end(), c.parent,
-                                 [](const Candidate& x, std::int64_t index) { return x.index < index; });
-      parent = 1 + static_cast<int>(it - pool.begin());
-    }
-    parents.push_back(parent);
-  }
+  for (const EagleTreeNode& n : nodes) parents.push_back(n.parent);
   return parents;
 }
 

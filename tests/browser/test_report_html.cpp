@@ -146,6 +146,10 @@ void expect_clean_render(const Rendered& page, std::size_t min_charts) {
 }
 
 bool row_matches_selection(const json& row, const DomElement& sel) {
+  // A sweep's explorer also selects a batch and an eagle_topk (a run has one of each).
+  if (sel.has("data-batch") && std::to_string(row["batch"].get<int>()) != sel.attr("data-batch")) return false;
+  if (sel.has("data-eagle-topk") && std::to_string(row["eagle_topk"].get<int>()) != sel.attr("data-eagle-topk"))
+    return false;
   return row["model"] == sel.attr("data-model") && row["topology"] == sel.attr("data-topology") &&
          row["weight_dtype"] == sel.attr("data-weight-dtype") &&
          std::to_string(row["tp"].get<int>()) == sel.attr("data-tp") && row["accept_mode"] == sel.attr("data-accept-mode") &&
@@ -188,6 +192,7 @@ const Reports& reports() {
     EXPECT_EQ(run.exit_code, 0) << run.err;
     const CliResult sweep = run_cli(fmt::format(
         "sweep --model llama-3.1-8b,qwen3-32b --topology all --tp 1,2,3,4 --draft-tokens 1..4 --accept-rate 0.5,0.7 "
+        "--batch 1,8 --speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8 "
         "--strategy all -j 2 --json {} --report {}",
         r.sweep_json, r.sweep_html));
     EXPECT_EQ(sweep.exit_code, 0) << sweep.err;
@@ -385,11 +390,21 @@ TEST(BrowserReport, SweepReportDrawsEveryChartFromTheJsonOfTheSameRun) {
     EXPECT_EQ(r["draft_tokens"].get<int>(), n);
     const std::vector<double> curve = numbers_list(c->attr("data-curve"));
     ASSERT_EQ(curve.size(), rates.size());
-    for (std::size_t i = 0; i < rates.size(); ++i) {
-      double e = 0, ai = 1;
-      for (int k = 0; k <= n; ++k, ai *= rates[i]) e += ai;
-      const double tps = e * 1e6 / r["cycle_us"].get<double>();
-      EXPECT_NEAR(curve[i], tps, 0.051 + 1e-6 * tps) << r["strategy"] << " at a=" << rates[i];
+    const double per_token = 1e6 / r["cycle_us"].get<double>();
+    if (r["eagle_topk"].get<int>() > 1) {
+      // A tree: the tree model, from E = 1 at a = 0 to 1 + min(S, D - 1) at a = 1, never falling
+      // (its values against the domain's model are tested in tests/unit/test_sweep_batch.cpp).
+      const int most = 1 + std::min(r["num_steps"].get<int>(), r["num_draft_tokens"].get<int>() - 1);
+      EXPECT_NEAR(curve.front(), per_token, 0.051 + 1e-6 * per_token);
+      EXPECT_NEAR(curve.back(), most * per_token, 0.051 + 1e-6 * most * per_token);
+      for (std::size_t i = 1; i < curve.size(); ++i) EXPECT_GE(curve[i], curve[i - 1]);
+    } else {
+      for (std::size_t i = 0; i < rates.size(); ++i) {
+        double e = 0, ai = 1;
+        for (int k = 0; k <= n; ++k, ai *= rates[i]) e += ai;
+        const double tps = e * per_token;
+        EXPECT_NEAR(curve[i], tps, 0.051 + 1e-6 * tps) << r["strategy"] << " at a=" << rates[i];
+      }
     }
     if (r["breakeven_accept_rate"].is_null()) EXPECT_EQ(c->attr("data-breakeven"), "none");
     else EXPECT_EQ(num(c->attr("data-breakeven")), r["breakeven_accept_rate"].get<double>());
@@ -496,6 +511,40 @@ TEST(BrowserReport, SweepExplorerFollowsItsControls) {
   ASSERT_GE(lines, 0);
   EXPECT_TRUE(row_matches_selection(start, page.dom.at(lines)));
   EXPECT_EQ(page.dom.at(chart(page.dom, "waterfall")).attr("data-model"), models[1]);
+}
+
+// Throughput against batch: per topology and acceptance of the selected model, each point of the
+// best series the total tok/s of the best_per_batch entry it names, each plain point the JSON's
+// plain decoding at that batch.
+TEST(BrowserReport, SweepBatchChartIsTheBestPerBatchOfTheJson) {
+  const json doc = json::parse(slurp(reports().sweep_json));
+  const Rendered page = render(reports().sweep_html, "sweep-report-batch.png");
+  const Dom& dom = page.dom;
+  const auto charts = dom.find("div", "data-chart", "tokps-vs-batch");
+  ASSERT_FALSE(charts.empty());
+  std::size_t points = 0;
+  for (int c : charts) {
+    const DomElement& box = dom.at(c);
+    for (const DomElement* p : numbers(dom, c)) {
+      const std::string series = p->attr("data-series");
+      const int batch = static_cast<int>(num(p->attr("data-x")));
+      const json* entry = nullptr;
+      for (const json& b : doc["best_per_batch"])
+        if (b["model"] == box.attr("data-model") && b["topology"] == box.attr("data-topology") && b["batch"] == batch &&
+            !b["row"].is_null() && box.attr("data-acceptance") == fmt::format("a={:.2f}", b["accept_value"].get<double>()))
+          entry = &b;
+      ASSERT_NE(entry, nullptr) << box.attr("data-topology") << " batch " << batch;
+      if (series == "best") {
+        EXPECT_EQ(static_cast<std::size_t>(num(p->attr("data-row"))), (*entry)["row"].get<std::size_t>());
+        EXPECT_EQ(num(p->attr("data-y")), (*entry)["total_tokens_per_s"].get<double>());
+      } else {
+        EXPECT_EQ(series, "plain-decode");
+        EXPECT_EQ(num(p->attr("data-y")), (*entry)["plain_total_tokens_per_s"].get<double>());
+      }
+      ++points;
+    }
+  }
+  EXPECT_GT(points, 0u);
 }
 
 TEST(BrowserReport, RunReportDrawsTheStrategiesOfOneScenario) {

@@ -22,23 +22,11 @@
 #include "core/errors.hpp"
 #include "cuda/elementwise_plan.hpp"
 #include "cuda/replay_kernels.hpp"
+#include "gpu_skip.hpp"
 #include "host_bf16.hpp"
 
 namespace eaglesim::cuda {
 namespace {
-
-bool has_gpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-#define SKIP_WITHOUT_GPU()                              \
-  do {                                                  \
-    if (!has_gpu()) GTEST_SKIP() << "needs a CUDA GPU"; \
-  } while (0)
 
 // EAGLESIM_TEST_QUICK=1 (the sanitizer runs) leaves out the many-row shapes.
 bool quick() { return std::getenv("EAGLESIM_TEST_QUICK") != nullptr; }

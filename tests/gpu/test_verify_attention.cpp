@@ -70,7 +70,7 @@ struct Case {
   std::string name;
   VerifyAttentionShape shape;
   std::vector<std::int32_t> kv_len;
-  VerifyMask mask = VerifyMask::chain;
+  AttentionMaskKind mask = AttentionMaskKind::chain;
   bool per_request = false;
   bool interleaved_kv = false;  // GQA: K and V of a token and head side by side in one buffer
   int row_pad = 0;              // extra elements at the end of every Q and output token row
@@ -81,7 +81,7 @@ std::string shape_text(const Case& c) {
   os << c.name << " [B=" << c.shape.batch << " q=" << c.shape.q_tokens << " H=" << c.shape.heads << "/"
      << c.shape.kv_heads << " D=" << c.shape.head_dim_qk << "/" << c.shape.head_dim_v << " kv=";
   for (std::size_t i = 0; i < c.kv_len.size(); ++i) os << (i ? "," : "") << c.kv_len[i];
-  os << (c.mask == VerifyMask::tree ? (c.per_request ? " tree/request" : " tree") : " chain") << "]";
+  os << (c.mask == AttentionMaskKind::tree ? (c.per_request ? " tree/request" : " tree") : " chain") << "]";
   return os.str();
 }
 
@@ -160,7 +160,7 @@ std::unique_ptr<Problem> make_problem(const Case& c, std::mt19937_64& rng) {
       if (!P.v.empty())
         for (long long e = 0; e < P.v_token_stride; ++e) P.v[t * P.v_token_stride + e] = to_bf(u(rng));
     }
-  if (c.mask == VerifyMask::tree) {
+  if (c.mask == AttentionMaskKind::tree) {
     for (int r = 0; r < (c.per_request ? B : 1); ++r) {
       std::vector<int> parent(T);
       parent[0] = -1;
@@ -180,7 +180,7 @@ std::unique_ptr<Problem> make_problem(const Case& c, std::mt19937_64& rng) {
     for (int row = first; row < rows; row += step) {
       const int h = row % H, tr = row / H, r = tr / T, t = tr % T;
       const int L = c.kv_len[r], prefix = L - T, kvh = h / G;
-      const std::uint32_t word = c.mask == VerifyMask::tree ? P.mask[(c.per_request ? r * T : 0) + t]
+      const std::uint32_t word = c.mask == AttentionMaskKind::tree ? P.mask[(c.per_request ? r * T : 0) + t]
                                  : t >= 31                  ? 0xffffffffu
                                                             : (2u << t) - 1u;
       std::vector<double> qd(DK);
@@ -386,7 +386,7 @@ TEST(VerifyAttention, MatchesDoubleReferenceOverShapesMasksAndBatches) {
         c.name = k.name + (mi == 0 ? " decode" : mi == 1 ? " chain" : " tree");
         c.shape = k.mla ? mla_shape(B, q, k.group_or_heads) : gqa_shape(B, q, k.group_or_heads, k.kv_heads, k.d);
         c.kv_len = ragged(B, q, rng, scale);
-        c.mask = mi == 2 ? VerifyMask::tree : VerifyMask::chain;
+        c.mask = mi == 2 ? AttentionMaskKind::tree : AttentionMaskKind::chain;
         c.per_request = mi == 2 && B > 1;
         check_case(c, rng);
         if (HasFatalFailure()) return;
@@ -399,10 +399,10 @@ TEST(VerifyAttention, MatchesDoubleReferenceOverShapesMasksAndBatches) {
 TEST(VerifyAttention, StridedLayouts) {
   SKIP_WITHOUT_GPU();
   auto& rng = test_rng();
-  Case a{"gqa g4 d128 interleaved kv, padded rows", gqa_shape(3, 4, 4, 2, 128), {700, 65, 1200}, VerifyMask::tree, true,
+  Case a{"gqa g4 d128 interleaved kv, padded rows", gqa_shape(3, 4, 4, 2, 128), {700, 65, 1200}, AttentionMaskKind::tree, true,
          true, 24};
-  Case b{"gqa g8 d64 interleaved kv", gqa_shape(2, 7, 8, 2, 64), {333, 2000}, VerifyMask::chain, false, true, 0};
-  Case m{"mla h16 padded rows", mla_shape(2, 4, 16), {1500, 90}, VerifyMask::tree, false, false, 64};
+  Case b{"gqa g8 d64 interleaved kv", gqa_shape(2, 7, 8, 2, 64), {333, 2000}, AttentionMaskKind::chain, false, true, 0};
+  Case m{"mla h16 padded rows", mla_shape(2, 4, 16), {1500, 90}, AttentionMaskKind::tree, false, false, 64};
   for (const Case& c : {a, b, m}) check_case(c, rng);
 }
 
@@ -411,9 +411,9 @@ TEST(VerifyAttention, LongRequests) {
   SKIP_WITHOUT_GPU();
   if (quick()) GTEST_SKIP() << "EAGLESIM_TEST_QUICK";
   auto& rng = test_rng();
-  check_case({"llama-8b shape", gqa_shape(2, 4, 4, 8, 128), {12000, 3001}, VerifyMask::tree, true}, rng);
-  check_case({"kimi-k2 tp8 shape", mla_shape(1, 4, 8), {9000}, VerifyMask::tree, false}, rng);
-  check_case({"deepseek-v3 tp8 decode", mla_shape(2, 1, 16), {5000, 777}, VerifyMask::chain, false}, rng);
+  check_case({"llama-8b shape", gqa_shape(2, 4, 4, 8, 128), {12000, 3001}, AttentionMaskKind::tree, true}, rng);
+  check_case({"kimi-k2 tp8 shape", mla_shape(1, 4, 8), {9000}, AttentionMaskKind::tree, false}, rng);
+  check_case({"deepseek-v3 tp8 decode", mla_shape(2, 1, 16), {5000, 777}, AttentionMaskKind::chain, false}, rng);
 }
 
 // Small shapes of every kernel variant, for compute-sanitizer (memcheck, racecheck, synccheck).
@@ -421,14 +421,14 @@ TEST(VerifyAttention, SmallShapes) {
   SKIP_WITHOUT_GPU();
   auto& rng = test_rng();
   const std::vector<Case> cases = {
-      {"gqa_d64_r16", gqa_shape(2, 4, 4, 1, 64), {150, 9}, VerifyMask::chain, false},
-      {"gqa_d64_r32", gqa_shape(2, 4, 8, 1, 64), {130, 70}, VerifyMask::tree, true},
-      {"gqa_d64_r64", gqa_shape(1, 7, 16, 1, 64), {147}, VerifyMask::tree, false},
-      {"gqa_d128_r16", gqa_shape(2, 1, 4, 2, 128), {200, 1}, VerifyMask::chain, false},
-      {"gqa_d128_r32", gqa_shape(1, 32, 1, 1, 128), {160}, VerifyMask::tree, false},
-      {"gqa_d128_r64", gqa_shape(1, 16, 8, 1, 128), {129}, VerifyMask::tree, false},
-      {"mla_r16", mla_shape(2, 1, 16), {140, 65}, VerifyMask::chain, false},
-      {"mla_r32", mla_shape(1, 4, 16), {100}, VerifyMask::tree, false},
+      {"gqa_d64_r16", gqa_shape(2, 4, 4, 1, 64), {150, 9}, AttentionMaskKind::chain, false},
+      {"gqa_d64_r32", gqa_shape(2, 4, 8, 1, 64), {130, 70}, AttentionMaskKind::tree, true},
+      {"gqa_d64_r64", gqa_shape(1, 7, 16, 1, 64), {147}, AttentionMaskKind::tree, false},
+      {"gqa_d128_r16", gqa_shape(2, 1, 4, 2, 128), {200, 1}, AttentionMaskKind::chain, false},
+      {"gqa_d128_r32", gqa_shape(1, 32, 1, 1, 128), {160}, AttentionMaskKind::tree, false},
+      {"gqa_d128_r64", gqa_shape(1, 16, 8, 1, 128), {129}, AttentionMaskKind::tree, false},
+      {"mla_r16", mla_shape(2, 1, 16), {140, 65}, AttentionMaskKind::chain, false},
+      {"mla_r32", mla_shape(1, 4, 16), {100}, AttentionMaskKind::tree, false},
   };
   for (const Case& c : cases) check_case(c, rng);
 }
@@ -438,8 +438,8 @@ TEST(VerifyAttention, SmallShapes) {
 TEST(VerifyAttention, DeterministicAndGraphCapturable) {
   SKIP_WITHOUT_GPU();
   auto& rng = test_rng();
-  for (const Case& c : {Case{"gqa g8 d128", gqa_shape(3, 4, 8, 2, 128), {3000, 100, 1700}, VerifyMask::tree, true},
-                        Case{"mla h16", mla_shape(2, 4, 16), {2500, 400}, VerifyMask::chain, false}}) {
+  for (const Case& c : {Case{"gqa g8 d128", gqa_shape(3, 4, 8, 2, 128), {3000, 100, 1700}, AttentionMaskKind::tree, true},
+                        Case{"mla h16", mla_shape(2, 4, 16), {2500, 400}, AttentionMaskKind::chain, false}}) {
     SCOPED_TRACE(shape_text(c));
     auto P = make_problem(c, rng);
     const VerifyAttentionPlan plan = plan_verify_attention(c.shape, c.kv_len);
@@ -482,7 +482,7 @@ TEST(VerifyAttention, DeterministicAndGraphCapturable) {
 TEST(VerifyAttention, RejectsMisalignedPointers) {
   SKIP_WITHOUT_GPU();
   auto& rng = test_rng();
-  auto P = make_problem({"gqa", gqa_shape(1, 4, 4, 1, 64), {100}, VerifyMask::chain, false}, rng);
+  auto P = make_problem({"gqa", gqa_shape(1, 4, 4, 1, 64), {100}, AttentionMaskKind::chain, false}, rng);
   const VerifyAttentionPlan plan = plan_verify_attention(P->c.shape, P->c.kv_len);
   Dev ws(plan.workspace_bytes);
   ASSERT_EQ(verify_attention_upload(plan, ws.p, nullptr), 0);
@@ -493,7 +493,7 @@ TEST(VerifyAttention, RejectsMisalignedPointers) {
   p.k_token_stride = 68;  // not a multiple of 8 elements
   EXPECT_EQ(verify_attention_launch(p, plan, ws.p, nullptr), static_cast<int>(cudaErrorMisalignedAddress));
   p = params_of(*P);
-  p.mask_kind = VerifyMask::tree;  // tree without mask words
+  p.mask_kind = AttentionMaskKind::tree;  // tree without mask words
   EXPECT_EQ(verify_attention_launch(p, plan, ws.p, nullptr), static_cast<int>(cudaErrorInvalidValue));
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }

@@ -7,38 +7,15 @@
 #include "cost/compute_model.hpp"
 #include "topology/topology.hpp"
 #include "trace/op_traffic.hpp"
+#include "op_builders.hpp"
 
 using namespace eaglesim;
+using namespace eaglesim::test_support;
 
 namespace {
 
 Topology preset(const std::string& name) {
   return read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/" + name + ".json");
-}
-
-Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dt = DType::bf16) {
-  Op op;
-  op.kind = OpKind::gemm;
-  op.name = "g";
-  op.m = m; op.n = n; op.k = k; op.dtype = dt;
-  return op;
-}
-
-Op rowwise(OpKind kind, std::int64_t tokens, std::int64_t hidden) {
-  Op op;
-  op.kind = kind;
-  op.name = "r";
-  op.tokens = tokens;
-  op.hidden = hidden;
-  return op;
-}
-
-Op gqa(std::int64_t q, std::int64_t kv, std::int64_t heads, std::int64_t kv_heads, std::int64_t dim) {
-  Op op;
-  op.kind = OpKind::attention;
-  op.name = "attn";
-  op.q_tokens = q; op.kv_len = kv; op.heads = heads; op.kv_heads = kv_heads; op.head_dim = dim;
-  return op;
 }
 
 // H200: memory ceiling 0.78 x 4800 GB/s = 3744 B/ns; flops ceiling 0.75 x 989 TFLOP/s.

@@ -56,15 +56,17 @@ TEST(Topology, PresetFigures) {
   Topology h = preset("2x-h200-nvlink");
   EXPECT_EQ(h.gpu_count, 2);
   EXPECT_EQ(h.interconnect, Interconnect::nvlink_mesh);
-  EXPECT_DOUBLE_EQ(h.nvlink.bw_gbs, 450.0);  // 18 NVLink4 links x 25 GB/s per direction
+  EXPECT_DOUBLE_EQ(h.nvlink.bw_gbs, 300.0);  // measured rate; 18 NVLink4 links x 25 GB/s is the 450 line rate
   EXPECT_DOUBLE_EQ(h.gpu.mem_bw_gbs, 4800.0);
   EXPECT_DOUBLE_EQ(h.gpu.bf16_tflops, 989.0);
   EXPECT_EQ(h.gpu.arch, GpuArch::hopper);
 
   Topology r = preset("8x-rtx-pro-6000-pcie5");
   EXPECT_TRUE(r.p2p);
-  EXPECT_EQ(r.interconnect, Interconnect::pcie_cross_socket);
+  EXPECT_EQ(r.interconnect, Interconnect::pcie_switch);
   EXPECT_EQ(r.switch_groups.size(), 2u);
+  EXPECT_FALSE(r.acs);
+  EXPECT_TRUE(preset("8x-rtx-pro-6000-pcie5-acs").acs);
   EXPECT_DOUBLE_EQ(r.gpu.mem_bw_gbs, 1792.0);
   Topology n = preset("8x-rtx-pro-6000-pcie5-nop2p");
   EXPECT_FALSE(n.p2p);
@@ -126,6 +128,9 @@ TEST(Topology, BadFilesGiveOneClearError) {
       {"switch_groups_on_nvswitch", "switch_groups: switch_groups only applies to PCIe interconnects"},
       {"missing_nvlink", "links.nvlink: missing required field (interconnect nvswitch moves data over NVLink)"},
       {"missing_uplink", "links.uplink: missing required field"},
+      {"acs_without_uplink", "links.uplink: missing required field (with acs true every P2P transfer goes up to the "
+                             "root complex)"},
+      {"acs_not_bool", "acs: expected"},
       {"nop2p_without_staging", "links.host_staging: missing required field (with p2p false"},
       {"one_socket_cross_socket", "socket_of_gpu: expected GPUs on at least two sockets"},
       {"socket_count_mismatch", "socket_of_gpu: expected an array of 4 socket indices (one per GPU), got an array of 2"},
@@ -184,7 +189,7 @@ TEST(Topology, ResolvesPresetNamesAndPaths) {
 }
 
 TEST(TopologyPaths, PcieHopsAddRootComplexAndSocketLatency) {
-  Topology t = preset("8x-rtx-pro-6000-pcie5");
+  Topology t = preset("8x-l40s-pcie4");
   Path same_switch = path_between(t, 0, 1);
   EXPECT_FALSE(same_switch.root_complex);
   EXPECT_DOUBLE_EQ(same_switch.latency_us, t.pcie.latency_us);
@@ -198,13 +203,15 @@ TEST(TopologyPaths, PcieHopsAddRootComplexAndSocketLatency) {
 
 TEST(TopologyPaths, SharedLinksDivideBandwidth) {
   Topology t = preset("8x-rtx-pro-6000-pcie5");
-  // All-to-all of 1 MB between 8 ranks: each GPU sends 7 MB over its 52 GB/s link (134.6 us);
-  // each switch uplink carries 4 x 4 MB = 16 MB at 52 GB/s (307.7 us); the socket link the same
-  // 16 MB at 40 GB/s (400 us) -> the socket link decides.
+  // All-to-all of 1 MB between 8 ranks: each GPU sends 7 MB over its 54 GB/s link (129.6 us);
+  // each switch uplink carries 4 x 4 MB = 16 MB at 54 GB/s (296.3 us) -> the uplink decides.
   double us = flows_time_us(t, all_to_all_flows(8, 1e6));
-  EXPECT_NEAR(us, 16e6 / 40e3, 1e-9);
-  // Within one switch only the GPU links count: 3 MB over 52 GB/s.
-  EXPECT_NEAR(flows_time_us(t, all_to_all_flows(4, 1e6)), 3e6 / 52e3, 1e-9);
+  EXPECT_NEAR(us, 16e6 / 54e3, 1e-9);
+  // Within one switch only the GPU links count: 3 MB over 54 GB/s.
+  EXPECT_NEAR(flows_time_us(t, all_to_all_flows(4, 1e6)), 3e6 / 54e3, 1e-9);
+  // Across two sockets the socket link is one more shared resource: 16 MB at 20 GB/s on 8 x L40S.
+  Topology l = preset("8x-l40s-pcie4");
+  EXPECT_NEAR(flows_time_us(l, all_to_all_flows(8, 1e6)), 16e6 / (l.inter_socket.bw_gbs * 1e3), 1e-9);
   // NVSwitch: per-GPU injection 450 GB/s shared by its 7 flows.
   Topology h = preset("8x-h200-nvswitch");
   EXPECT_NEAR(flows_time_us(h, all_to_all_flows(8, 1e6)), 7e6 / 450e3, 1e-9);

@@ -7,6 +7,7 @@
 #include "core/errors.hpp"
 #include "domain/speculative.hpp"
 #include "domain/tree_acceptance.hpp"
+#include "trace/eagle_tree.hpp"
 
 namespace eaglesim {
 namespace {
@@ -193,4 +194,16 @@ TEST(SpecConfig, EngineRules) {
 }
 
 }  // namespace
+
+// The model and the trace select their trees with one function (trace/eagle_tree_selection.hpp):
+// at the default decay with a = 0.7 the drafts score as the trace's assumed probabilities do, so
+// on configurations without ties the model's tree is the one gen writes into the trace.
+TEST(TreeAcceptance, DefaultDecayTreeIsTheTracesTree) {
+  const SpecConfig configs[] = {{3, 1, 4}, {5, 4, 8}, {6, 8, 32}, {4, 3, 20}, {8, 10, 60}, {3, 2, 11}};
+  for (const SpecConfig& c : configs) {
+    const DraftTree t = select_draft_tree(c, RankAcceptance::from_chain_rate(kDraftTopProbability, c.eagle_topk));
+    EXPECT_EQ(t.parents, derive_eagle_tree(c.num_steps, c.eagle_topk, c.num_draft_tokens)) << describe(c);
+  }
+}
+
 }  // namespace eaglesim

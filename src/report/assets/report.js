@@ -171,7 +171,8 @@
   function selectionAttrs(sel) {
     const acc = sel.acceptance || {};
     return { 'data-model': sel.model, 'data-topology': sel.topology, 'data-weight-dtype': sel.dtype, 'data-tp': sel.tp,
-      'data-accept-mode': acc.mode, 'data-accept-value': acc.value, 'data-draft-tokens': sel.n };
+      'data-accept-mode': acc.mode, 'data-accept-value': acc.value, 'data-draft-tokens': sel.n,
+      'data-batch': sel.batch, 'data-eagle-topk': sel.topk };
   }
 
   // tok/s against draft tokens, one line per strategy, and the fastest plain decoding dashed.
@@ -201,6 +202,36 @@
       axes: [axis({ label: 'draft tokens per cycle (N)', splits: () => xs }), axis({ label: 'tokens / s', size: 64 })] },
       data, lines.length);
     numbersTable(box, ['series', 'N', 'tok/s'], lines);
+  }
+
+  // Total tok/s against batch: the best configuration per batch (points labelled with it) and the
+  // fastest plain decoding at that batch, dashed.
+  function chartTokpsVsBatch(host, c) {
+    const box = chartBox(host, 'tokps-vs-batch', c.model + ' on ' + c.topology + ' at ' + c.acceptance,
+      'Speculation ' + c.limit + '.', { 'data-model': c.model, 'data-topology': c.topology, 'data-acceptance': c.acceptance });
+    if (!c.best.length) return emptyChart(box, 'Nothing runs on this topology (see “Cannot run”).');
+    const xs = c.batches, lines = [];
+    const at = (list, b) => { const p = list.find((x) => x.batch === b); return p ? p.total_tokens_per_s : null; };
+    const data = [xs.map((b, i) => i), xs.map((b) => at(c.best, b)), xs.map((b) => at(c.plain, b))];
+    c.best.forEach((p) => lines.push({ attrs: { 'data-series': 'best', 'data-row': p.row, 'data-x': p.batch,
+      'data-y': p.total_tokens_per_s, 'data-label': p.label }, cells: ['best: ' + p.label, p.batch, fmt(p.total_tokens_per_s, 1)] }));
+    c.plain.forEach((p) => lines.push({ attrs: { 'data-series': 'plain-decode', 'data-row': p.row, 'data-x': p.batch,
+      'data-y': p.total_tokens_per_s }, cells: ['plain decoding', p.batch, fmt(p.total_tokens_per_s, 1)] }));
+    const labels = (u) => onCanvas(u, (g, px) => {
+      g.fillStyle = '#0f172a';
+      c.best.forEach((p) => {
+        const i = xs.indexOf(p.batch);
+        g.fillText(p.label, u.valToPos(i, 'x', true) + 4 * px, u.valToPos(p.total_tokens_per_s, 'y', true) - 6 * px);
+      });
+    });
+    plot(box, { height: 320, series: [{ label: 'batch' },
+      { label: 'best configuration', stroke: '#2563eb', width: 2, points: { show: true, size: 8, fill: '#2563eb' } },
+      plainSeries()],
+      scales: { x: { time: false, range: CATEGORIES(xs.length) }, y: { range: FROM_ZERO } },
+      axes: [axis({ label: 'batch (concurrent requests)', splits: () => xs.map((b, i) => i), values: () => xs.map(String) }),
+        axis({ label: 'total tokens / s', size: 64 })],
+      hooks: { draw: [labels] } }, data, lines.length);
+    numbersTable(box, ['series', 'batch', 'total tok/s'], lines);
   }
 
   // Stacked bars: where one cycle's time goes, per strategy.
@@ -247,8 +278,9 @@
   // tok/s as a function of the per-position acceptance rate, one curve per strategy.
   function chartAccept(host, sel, atN, plain) {
     const box = chartBox(host, 'tokps-vs-accept', 'Throughput against acceptance rate (N=' + sel.n + ')',
-      'Chain drafts: each draft token is accepted with rate a, so a cycle yields E = 1 + a + … + a^N tokens. Where a ' +
-      'line meets the plain decoding of its strategy is its break-even acceptance rate (dot).', selectionAttrs(sel));
+      'Chain drafts: each draft token is accepted with rate a, so a cycle yields E = 1 + a + … + a^N tokens (a tree, ' +
+      'eagle_topk > 1: the tree model at rate a). Where a line meets the plain decoding of its strategy is its ' +
+      'break-even acceptance rate (dot).', selectionAttrs(sel));
     const ok = view.strategies.map((s) => atN.find((r) => r.strategy === s.name && r.status === 'ok' && curveOf(r)))
       .filter(Boolean);
     if (!ok.length) return emptyChart(box, 'No strategy can run at this selection.');
@@ -469,7 +501,8 @@
     if (!ul.children.length) el('li', { 'class': 'muted' }, ul, 'None.');
   }
   const plainAt = (sel) => view.explorer.plain.find((p) => p.model === sel.model && p.topology === sel.topology &&
-    (sel.dtype === undefined || p.weight_dtype === sel.dtype) && p.tp === sel.tp);
+    (sel.dtype === undefined || p.weight_dtype === sel.dtype) && p.tp === sel.tp &&
+    (sel.batch === undefined || p.batch === sel.batch));
   const inOrder = (keep) => view.explorer.order.map((i) => rows[i]).filter(keep);
 
   // ---------------------------------------------------------------- views
@@ -519,6 +552,7 @@
     bestTable(byId('best-host'));
     const controls = byId('controls');
     const sel = {};
+    const topks = ax.spec_configs.map((c) => c.eagle_topk).filter((k, i, all) => all.indexOf(k) === i).sort((a, b) => a - b);
     function addSelect(label, key, values, text, onchange) {
       const l = el('label', null, controls, label);
       const s = el('select', { 'data-control': key }, l);
@@ -531,11 +565,14 @@
       topology: addSelect('topology', 'topology', ax.topologies, String, (v) => { sel.topology = v; draw(); }),
       dtype: addSelect('weights', 'weight_dtype', ax.weight_dtypes, String, (v) => { sel.dtype = v; draw(); }),
       tp: addSelect('TP', 'tp', ax.tp, String, (v) => { sel.tp = v; draw(); }),
+      batch: addSelect('batch', 'batch', ax.batch, String, (v) => { sel.batch = v; draw(); }),
+      topk: addSelect('eagle_topk', 'eagle_topk', topks, String, (v) => { sel.topk = v; draw(); }),
       n: addSelect('draft tokens (bars, curves)', 'draft_tokens', ax.draft_tokens, String, (v) => { sel.n = v; draw(); }),
       acceptance: addSelect('acceptance', 'acceptance', view.acceptances, (a) => a.label, (v) => { sel.acceptance = v; draw(); }),
     };
     const matches = (r) => r.model === sel.model && r.topology === sel.topology && r.weight_dtype === sel.dtype &&
-      r.tp === sel.tp && r.accept_mode === sel.acceptance.mode && r.accept_value === sel.acceptance.value;
+      r.tp === sel.tp && r.batch === sel.batch && r.eagle_topk === sel.topk &&
+      r.accept_mode === sel.acceptance.mode && r.accept_value === sel.acceptance.value;
 
     // A model opens on its fastest configuration that runs (from the page model), else on the
     // first value of every axis.
@@ -546,6 +583,8 @@
       sel.topology = r ? r.topology : ax.topologies[0];
       sel.dtype = r ? r.weight_dtype : ax.weight_dtypes[0];
       sel.tp = r ? r.tp : ax.tp[0];
+      sel.batch = r ? r.batch : ax.batch[0];
+      sel.topk = r ? r.eagle_topk : topks[0];
       sel.n = r ? r.draft_tokens : ax.draft_tokens[0];
       sel.acceptance = r ? acceptanceOf(r.accept_mode, r.accept_value) : view.acceptances[0];
       byId('explorer').setAttribute('data-start-row', r ? r.index : 'none');
@@ -582,6 +621,13 @@
       chartBreakeven(host, view.breakeven.find((b) => b.model === sel.model), { 'data-model': sel.model });
       waterfallSection(byId('waterfall-host'), timelines.find((t) => t.model === sel.model));
       unfitTable(byId('unfit-host'), view.unfit.filter((g) => g.model === sel.model));
+      const batchHost = byId('batch-host');
+      destroyPlots(batchHost);
+      const grid = el('div', { 'class': 'grid2' }, batchHost);
+      const mineBatch = (view.batch_charts || []).filter((c) => c.model === sel.model);
+      mineBatch.filter((c) => c.best.length).forEach((c) => chartTokpsVsBatch(el('div', null, grid), c));
+      const none = mineBatch.filter((c) => !c.best.length).map((c) => c.topology + ' at ' + c.acceptance);
+      if (none.length) el('p', { 'class': 'note' }, batchHost, 'Nothing runs at any batch on: ' + none.join(', ') + '.');
       byId('unfit-title').textContent = 'Cannot run: ' + sel.model;
     }
     const start = view.explorer.initial_row;

@@ -1,0 +1,101 @@
+#include "calibration/designed_grid.hpp"
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "calibration/trace_shapes.hpp"
+#include "topology/calibration_keys.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+const std::vector<std::int64_t>& attention_q_tokens(GridDensity d) {
+  static const std::vector<std::int64_t> coarse{1, 4, 16, 64}, full{1, 2, 4, 8, 16, 32, 64};
+  return d == GridDensity::full ? full : coarse;
+}
+
+const std::vector<std::int64_t>& attention_kv(GridDensity d) {
+  static const std::vector<std::int64_t> coarse{512, 2048, 8192, 32768},
+      full{512, 1024, 2048, 4096, 8192, 16384, 32768};
+  return d == GridDensity::full ? full : coarse;
+}
+
+Op elementwise_op(OpKind kind, std::int64_t tokens, std::int64_t hidden) {
+  Op e;
+  e.kind = kind;
+  e.name = std::string("grid_") + to_string(kind);
+  e.tokens = tokens;
+  e.hidden = hidden;
+  return e;
+}
+
+}  // namespace
+
+bool parse_grid_density(const std::string& name, GridDensity& out) {
+  if (name == "traces") out = GridDensity::traces;
+  else if (name == "coarse") out = GridDensity::coarse;
+  else if (name == "full") out = GridDensity::full;
+  else return false;
+  return true;
+}
+
+const std::vector<std::int64_t>& grid_rows(GridDensity d) {
+  static const std::vector<std::int64_t> coarse{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+  static const std::vector<std::int64_t> full{1,   2,   3,   4,    6,    8,    12,   16,   24,
+                                              32,  48,  64,  96,   128,  192,  256,  384,  512,
+                                              768, 1024, 1536, 2048, 3072, 4096};
+  return d == GridDensity::full ? full : coarse;
+}
+
+DesignedGrid designed_grid(const std::vector<Trace>& family_traces, GridDensity d) {
+  DesignedGrid g;
+  if (d == GridDensity::traces || family_traces.empty()) return g;
+  std::set<std::tuple<std::int64_t, std::int64_t, int>> gemms;
+  std::map<std::string, Op> layouts;  // attention_calibration_key -> a template op
+  std::set<std::pair<int, std::int64_t>> elementwise;
+  std::set<std::int64_t> norm_widths;
+  for (const Trace& t : family_traces)
+    for (const Step& s : t.steps)
+      for (const Op& op : s.ops) {
+        if (op.kind == OpKind::gemm || op.kind == OpKind::lm_head)
+          gemms.insert({op.n, op.k, static_cast<int>(op.dtype)});
+        else if (op.kind == OpKind::attention)
+          layouts.emplace(attention_calibration_key(op), op);
+        else if (is_elementwise(op.kind))
+          elementwise.insert({static_cast<int>(op.kind), op.hidden});
+        if (op.kind == OpKind::rmsnorm) norm_widths.insert(op.hidden);
+      }
+  const auto& rows = grid_rows(d);
+  for (const auto& [n, k, dt] : gemms)
+    for (std::int64_t m : rows) {
+      if (2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) > kGridMaxGemmFlops) continue;
+      Op op;
+      op.kind = OpKind::gemm;
+      op.name = "grid_gemm";
+      op.m = m, op.n = n, op.k = k, op.dtype = static_cast<DType>(dt);
+      g.compute.push_back(op);
+    }
+  for (const auto& [key, tmpl] : layouts)
+    for (std::int64_t q : attention_q_tokens(d))
+      for (std::int64_t kv : attention_kv(d)) {
+        Op a = tmpl;
+        a.name = "grid_attention";
+        a.layer = -1;
+        a.us.reset();
+        a.batch = 1;
+        a.kv_lens.clear();
+        a.mask = AttentionMask::causal;
+        a.q_tokens = q;
+        a.kv_len = kv;
+        g.compute.push_back(a);
+      }
+  for (const auto& [kind, hidden] : elementwise)
+    for (std::int64_t t : rows) g.compute.push_back(elementwise_op(static_cast<OpKind>(kind), t, hidden));
+  for (std::int64_t hidden : norm_widths)
+    for (std::int64_t t : rows) g.add_rmsnorm.push_back(elementwise_op(OpKind::residual_add, t, hidden));
+  return g;
+}
+
+}  // namespace eaglesim

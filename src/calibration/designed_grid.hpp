@@ -1,0 +1,42 @@
+#pragma once
+// The shapes `calibrate` measures beyond the traces': a designed grid per op kind, wide enough
+// that the fitted models (cost/fitted_model.hpp) see both regimes of every kind and every width a
+// planned model uses, so that a shape no trace had is priced by a fit made over its neighbours,
+// not by an uncalibrated formula.
+//   GEMM         rows {1, 2, 4, ..., 4096} (full: and the halfway points 3, 6, 12, ...) x every
+//                (n, k, dtype) of the grid's models (gemm and lm_head); points of more than
+//                kGridMaxGemmFlops are left out (the compute regime is set by the others, and the
+//                five-minute budget by them)
+//   attention    each head layout of the grid's models (GQA and MLA) x query tokens {1, 4, 16, 64}
+//                x KV {512, 2048, 8192, 32768} (full: also 2, 8, 32 and 1024, 4096, 16384). One
+//                request with a causal mask: the replay's attention takes that (cuda/rank_program.cpp),
+//                and the fitted model prices a batch or a tree by its KV bytes and padded rows
+//   elementwise  rmsnorm, residual_add, embedding at each hidden width, act at each intermediate
+//                width, and the fused add + RMSNorm at each hidden width, x the GEMM rows
+// The launch gap and the kernel transitions come from calibrate's other phases.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace/trace.hpp"
+
+namespace eaglesim {
+
+enum class GridDensity { traces, coarse, full };
+// "traces" (only the traces' shapes), "coarse", "full"; false on anything else.
+bool parse_grid_density(const std::string& name, GridDensity& out);
+
+inline constexpr double kGridMaxGemmFlops = 4e11;
+
+struct DesignedGrid {
+  std::vector<Op> compute;      // gemm, attention, elementwise points
+  std::vector<Op> add_rmsnorm;  // residual adds (tokens, hidden) measured as the fused add + RMSNorm kernel
+};
+
+const std::vector<std::int64_t>& grid_rows(GridDensity d);
+
+// The grid over the shapes of `family_traces` (traces of the grid's models, every step); empty
+// for GridDensity::traces.
+DesignedGrid designed_grid(const std::vector<Trace>& family_traces, GridDensity d);
+
+}  // namespace eaglesim

@@ -1,0 +1,45 @@
+#pragma once
+// Fits the per-kind cost models of cost/fitted_model.hpp to calibrate's measurements: for each
+// fitted key, the parameters (fixed µs, achieved GB/s, achieved TFLOP/s) that minimise a robust
+// loss of the relative error over the kind's measured points, and the residuals left.
+// Relative, not absolute: a 3 µs norm and a 3 ms prefill GEMM count alike, as they do in a
+// step's error. Robust (Huber on log(fit / measured), quadratic within 10 %): one odd point (a
+// shape cuBLAS handles with another algorithm) does not tilt the fit for all the others.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "calibration/calibration_request.hpp"
+#include "cost/fitted_model.hpp"
+#include "topology/topology.hpp"
+
+namespace eaglesim {
+
+struct FitSample {
+  FittedFeatures features;
+  double us = 0;  // measured
+};
+
+// Bounds of the fitted rates (the fit stays inside; a kind with no compute-bound point leaves its
+// FLOP rate at whatever keeps those points memory-bound, so the cap keeps it physical).
+struct FitBounds {
+  double max_bw_gbs = 1e5;
+  double max_tflops = 1e5;
+};
+
+// Fits one kind (`has_flops`: with a FLOP term). At least 3 samples with positive µs.
+FittedModel fit_model(const std::vector<FitSample>& samples, bool has_flops, const FitBounds& bounds);
+
+// The samples of every fitted key in the measurements (`m` parallel to `q`): the compute ops by
+// fitted_model_key, the fused add + RMSNorm cases under elementwise:add_rmsnorm; `sms` for the
+// GEMMs' waves. Points that are not positive and finite are left out.
+std::map<std::string, std::vector<FitSample>> fit_samples(const CalibrationRequest& q, const CalibrationMeasurements& m,
+                                                          int sms);
+
+// Every key with at least kMinFitPoints samples, fitted; the GPU's peaks (times 1.5, for what L2
+// and clocks above base give) bound the rates.
+inline constexpr std::size_t kMinFitPoints = 4;
+std::map<std::string, FittedModel> fit_compute_models(const CalibrationRequest& q, const CalibrationMeasurements& m,
+                                                      const GpuSpec& gpu);
+
+}  // namespace eaglesim

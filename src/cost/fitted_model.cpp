@@ -1,0 +1,82 @@
+#include "cost/fitted_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "topology/calibration_keys.hpp"
+#include "trace/op_traffic.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+// The rows of one MMA tile: a small m (or a small group of query rows) costs a whole tile.
+constexpr double kMmaRows = 16;
+// The output tile a GEMM kernel gives one SM at the sizes where waves matter (m of hundreds of
+// rows and more; below, the GEMM is memory-bound and waves do not decide its time).
+constexpr double kWaveTile = 128;
+
+double padded(double rows) { return std::ceil(std::max(rows, 1.0) / kMmaRows) * kMmaRows; }
+
+// tiles / (waves · SMs): 1 when the last wave is full.
+double wave_efficiency(double m, double n, int sms) {
+  const double tiles = std::ceil(std::max(m, 1.0) / kWaveTile) * std::ceil(std::max(n, 1.0) / kWaveTile);
+  const double slots = static_cast<double>(std::max(1, sms));
+  return tiles / (std::ceil(tiles / slots) * slots);
+}
+
+}  // namespace
+
+std::string fitted_model_key(const Op& op, bool fused_add_norm) {
+  switch (op.kind) {
+    case OpKind::gemm:
+    case OpKind::lm_head: return std::string("gemm:") + to_string(op.dtype);
+    case OpKind::attention: return std::string("attention:") + to_string(op.variant);
+    case OpKind::rmsnorm: return fused_add_norm ? std::string("elementwise:") + kAddRmsnormTable : "elementwise:rmsnorm";
+    case OpKind::residual_add:
+    case OpKind::act:
+    case OpKind::embedding: return std::string("elementwise:") + to_string(op.kind);
+    default: return "";
+  }
+}
+
+FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
+  FittedFeatures f;
+  switch (op.kind) {
+    case OpKind::gemm:
+    case OpKind::lm_head: {
+      const double m = static_cast<double>(op.m), n = static_cast<double>(op.n);
+      f.bytes = op.weight_bytes() + op.io_bytes();
+      f.flops = 2.0 * padded(m) * n * static_cast<double>(op.k) / wave_efficiency(m, n, sms);
+      return f;
+    }
+    case OpKind::attention: {
+      const double group = op.variant == AttentionVariant::mla
+                               ? static_cast<double>(op.heads)
+                               : static_cast<double>(op.heads) / static_cast<double>(std::max<std::int64_t>(1, op.kv_heads));
+      const double rows = std::max(1.0, static_cast<double>(op.q_tokens) * group);
+      f.bytes = op.io_bytes();
+      f.flops = op.flops() * padded(rows) / rows;
+      return f;
+    }
+    default:
+      f.bytes = fused_add_norm && op.kind == OpKind::rmsnorm ? add_rmsnorm_traffic(op).bytes : op_traffic(op).bytes;
+      return f;
+  }
+}
+
+double fitted_us(const FittedModel& model, const FittedFeatures& f) {
+  const double memory = f.bytes / (model.bw_gbs * 1e3);
+  const double compute = model.tflops > 0 ? f.flops / (model.tflops * 1e6) : 0.0;
+  return model.fixed_us + std::max(memory, compute);
+}
+
+std::optional<double> fitted_cost(const Op& op, const Topology& topo, bool fused_add_norm) {
+  const std::string key = fitted_model_key(op, fused_add_norm);
+  if (key.empty()) return std::nullopt;
+  const auto it = topo.calibration.fitted.find(key);
+  if (it == topo.calibration.fitted.end()) return std::nullopt;
+  return fitted_us(it->second, fitted_features(op, topo.gpu.sms, fused_add_norm));
+}
+
+}  // namespace eaglesim

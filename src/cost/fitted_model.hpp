@@ -1,0 +1,43 @@
+#pragma once
+// The fitted cost models of a calibration (Calibration::fitted): one formula per op kind with few
+// parameters, fitted by `calibrate` to a designed grid of measured shapes and used for every
+// shape of the kind,
+//   us = fixed_us + max(bytes / bw_gbs, flops_effective / tflops)
+// A kernel streams its bytes at an achieved bandwidth or runs its FLOPs at an achieved rate,
+// whichever is slower, after a fixed cost (launch, the first wave, the tail, the gap to the next
+// kernel in a graph). What makes FLOPs effective:
+//   - GEMMs: m padded to the 16-row MMA tile, then divided by the tile-wave efficiency
+//     tiles / (waves · SMs), tiles = ceil(m / 128) · ceil(n / 128): a last partial wave leaves
+//     SMs idle, which is why a GEMM of 1.1 waves costs nearly as much as one of 2.
+//   - attention: the query rows that share a KV head (q_tokens · group, MLA: · heads) padded to
+//     the 16-row tile; bytes are the KV cache, Q and O.
+//   - elementwise kinds: bytes only (op_traffic; add_rmsnorm: the fused kernel's traffic).
+#include <optional>
+#include <string>
+
+#include "topology/topology.hpp"
+#include "trace/op.hpp"
+
+namespace eaglesim {
+
+// What the formula reads of an op.
+struct FittedFeatures {
+  double bytes = 0;
+  double flops = 0;  // effective FLOPs (padding and waves included); 0 for elementwise kinds
+};
+
+// The Calibration::fitted key that prices `op` ("gemm:bf16", "attention:gqa", "elementwise:act"),
+// or "" for kinds no fitted model covers (grouped_gemm, allreduce, other, the per-cycle ops).
+// `fused_add_norm`: the op is the rmsnorm of a residual add + RMSNorm run as one kernel.
+std::string fitted_model_key(const Op& op, bool fused_add_norm = false);
+
+// The formula's inputs for `op` on a GPU with `sms` streaming multiprocessors.
+FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm = false);
+
+// fixed + max(bytes / bw, flops / tflops), µs.
+double fitted_us(const FittedModel& model, const FittedFeatures& f);
+
+// The fitted model's µs for `op` when the topology has the model of its key, else nothing.
+std::optional<double> fitted_cost(const Op& op, const Topology& topo, bool fused_add_norm = false);
+
+}  // namespace eaglesim

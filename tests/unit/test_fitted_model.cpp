@@ -1,0 +1,291 @@
+// The fitted cost models: fitting recovers known parameters, the fit prices shapes no table has,
+// measured points correct it locally and fade away from it, the topology keeps it exactly and
+// rejects broken parameter files.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "calibration/calibration_plan.hpp"
+#include "calibration/designed_grid.hpp"
+#include "calibration/model_fit.hpp"
+#include "calibration/plan_estimate.hpp"
+#include "core/errors.hpp"
+#include "cost/compute_model.hpp"
+#include "cost/fitted_model.hpp"
+#include "cost/local_correction.hpp"
+#include "model/generator.hpp"
+#include "model/model_config.hpp"
+#include "topology/topology.hpp"
+#include "op_builders.hpp"
+
+using namespace eaglesim;
+
+namespace {
+
+Topology preset(const std::string& name) {
+  return read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/" + name + ".json");
+}
+
+Op gemm(std::int64_t m, std::int64_t n, std::int64_t k) { return test_support::gemm(m, n, k); }
+Op gqa(std::int64_t q, std::int64_t kv) { return test_support::gqa(q, kv, 32, 8, 128); }
+using test_support::rowwise;
+
+FittedModel model(double fixed, double bw, double tflops) {
+  FittedModel f;
+  f.fixed_us = fixed, f.bw_gbs = bw, f.tflops = tflops, f.points = 10;
+  return f;
+}
+
+constexpr int kSms = 132;
+
+// GEMM samples over the designed rows and three widths, made by `truth`, each scaled by noise(i).
+std::vector<FitSample> gemm_samples(const FittedModel& truth, double (*noise)(std::size_t)) {
+  std::vector<FitSample> s;
+  for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{4096, 4096}, {14336, 4096}, {4096, 14336}})
+    for (std::int64_t m : grid_rows(GridDensity::coarse)) {
+      const FittedFeatures f = fitted_features(gemm(m, n, k), kSms);
+      s.push_back({f, fitted_us(truth, f) * noise(s.size())});
+    }
+  return s;
+}
+
+double exact(std::size_t) { return 1.0; }
+// +-3 % alternating, one point in 17 three times slower (an outlier the robust loss must ignore).
+double noisy(std::size_t i) { return (i % 17 == 5 ? 3.0 : 1.0) * (i % 2 ? 1.03 : 0.97); }
+
+}  // namespace
+
+TEST(FittedModel, FitRecoversKnownGemmParameters) {
+  const FittedModel truth = model(4.0, 3800, 650);
+  const FittedModel f = fit_model(gemm_samples(truth, exact), true, FitBounds{});
+  EXPECT_NEAR(f.fixed_us, 4.0, 0.04);
+  EXPECT_NEAR(f.bw_gbs, 3800, 20);
+  EXPECT_NEAR(f.tflops, 650, 4);
+  EXPECT_LT(f.max_residual, 0.005);
+  EXPECT_EQ(f.points, 39);
+}
+
+TEST(FittedModel, RobustFitIgnoresAnOutlierAndReportsItsResidual) {
+  const FittedModel truth = model(4.0, 3800, 650);
+  const FittedModel f = fit_model(gemm_samples(truth, noisy), true, FitBounds{});
+  EXPECT_NEAR(f.fixed_us / 4.0, 1.0, 0.08);
+  EXPECT_NEAR(f.bw_gbs / 3800, 1.0, 0.04);
+  EXPECT_NEAR(f.tflops / 650, 1.0, 0.04);
+  EXPECT_GT(f.max_residual, 0.6);  // the outlier: fit / measured = 1/3
+  EXPECT_GT(f.rms_residual, 0.03);
+}
+
+TEST(FittedModel, FitRecoversElementwiseParameters) {
+  const FittedModel truth = model(2.6, 2900, 0);
+  std::vector<FitSample> s;
+  for (std::int64_t t : grid_rows(GridDensity::coarse))
+    for (std::int64_t h : {4096, 8192}) {
+      const FittedFeatures f = fitted_features(rowwise(OpKind::rmsnorm, t, h), kSms);
+      EXPECT_EQ(f.flops, 0);
+      s.push_back({f, fitted_us(truth, f)});
+    }
+  const FittedModel f = fit_model(s, false, FitBounds{});
+  EXPECT_NEAR(f.fixed_us, 2.6, 0.03);
+  EXPECT_NEAR(f.bw_gbs, 2900, 15);
+  EXPECT_EQ(f.tflops, 0);
+}
+
+TEST(FittedModel, FitNeedsThreePoints) {
+  std::vector<FitSample> s{{{1e6, 1e9}, 3.0}, {{2e6, 2e9}, 3.5}};
+  EXPECT_THROW(fit_model(s, true, FitBounds{}), std::invalid_argument);
+}
+
+TEST(FittedModel, TileWavesRaiseTheComputeOfAPartialWave) {
+  // 1024 x 4224 output: 8 x 33 = 264 tiles = 2 full waves on 132 SMs; one more tile column, 272
+  // tiles, needs a third wave: effective FLOPs grow by 3/2 for 3 % more work.
+  const double full = fitted_features(gemm(1024, 4224, 4096), kSms).flops;
+  const double partial = fitted_features(gemm(1024, 4352, 4096), kSms).flops;
+  EXPECT_NEAR(partial / full, (4352.0 / 4224.0) * (396.0 / 272.0) * (264.0 / 264.0), 1e-9);
+  // Small m pads to 16 rows: m = 1 costs the FLOPs of 16.
+  EXPECT_DOUBLE_EQ(fitted_features(gemm(1, 4096, 4096), kSms).flops, fitted_features(gemm(16, 4096, 4096), kSms).flops);
+}
+
+TEST(FittedModel, UsedForShapesNoTableHas) {
+  Topology t = preset("2x-h200-nvlink");
+  t.calibration.fitted["gemm:bf16"] = model(3.0, 4000, 700);
+  t.calibration.fitted["attention:gqa"] = model(5.0, 3500, 300);
+  t.calibration.fitted["elementwise:rmsnorm"] = model(2.5, 3000, 0);
+  t.calibration.gemm.push_back({4, 4096, 4096, DType::bf16, 50.0});  // another width: no effect
+  const Op g = gemm(8, 8192, 8192);
+  const OpCost c = chain_cost(g, t);
+  EXPECT_DOUBLE_EQ(c.us, fitted_us(t.calibration.fitted["gemm:bf16"], fitted_features(g, t.gpu.sms)));
+  EXPECT_TRUE(c.calibrated);
+  EXPECT_FALSE(c.extrapolated);
+  const Op a = gqa(4, 16384);
+  EXPECT_DOUBLE_EQ(chain_cost(a, t).us, fitted_us(t.calibration.fitted["attention:gqa"], fitted_features(a, t.gpu.sms)));
+  const Op n = rowwise(OpKind::rmsnorm, 16, 5120);
+  EXPECT_DOUBLE_EQ(chain_cost(n, t).us, fitted_us(t.calibration.fitted["elementwise:rmsnorm"], fitted_features(n, t.gpu.sms)));
+  // A kind without a fitted model keeps the uncalibrated model.
+  const Op act = rowwise(OpKind::act, 16, 14336);
+  EXPECT_DOUBLE_EQ(chain_cost(act, t).us, chain_cost(act, preset("2x-h200-nvlink")).us);
+}
+
+TEST(FittedModel, MeasuredPointsCorrectLocallyAndFade) {
+  Topology t = preset("2x-h200-nvlink");
+  const FittedModel f = model(3.0, 4000, 700);
+  t.calibration.fitted["gemm:bf16"] = f;
+  auto fit = [&](std::int64_t m) { return fitted_us(f, fitted_features(gemm(m, 4096, 4096), t.gpu.sms)); };
+  t.calibration.gemm.push_back({64, 4096, 4096, DType::bf16, 1.2 * fit(64)});
+  EXPECT_NEAR(chain_cost(gemm(64, 4096, 4096), t).us, 1.2 * fit(64), 1e-9);                       // at the point
+  EXPECT_NEAR(chain_cost(gemm(128, 4096, 4096), t).us, std::pow(1.2, 0.5) * fit(128), 1e-9);      // an octave away
+  EXPECT_NEAR(chain_cost(gemm(256, 4096, 4096), t).us, fit(256), 1e-9);                           // two: faded
+  EXPECT_NEAR(chain_cost(gemm(8, 4096, 4096), t).us, fit(8), 1e-9);
+  // Between two points the log ratios interpolate (their fade by the nearer one).
+  t.calibration.gemm.push_back({256, 4096, 4096, DType::bf16, 0.9 * fit(256)});
+  const double mid = std::exp(0.5 * (std::log(1.2) + std::log(0.9)));
+  EXPECT_NEAR(chain_cost(gemm(128, 4096, 4096), t).us, std::pow(mid, 0.5) * fit(128), 1e-9);
+}
+
+TEST(FittedModel, LocalCorrectionOfAnEmptyTableIsNone) {
+  const LocalCorrection c = local_correction({}, 100, [](double) { return 1.0; });
+  EXPECT_EQ(c.factor, 1.0);
+  EXPECT_EQ(c.weight, 0.0);
+}
+
+TEST(FittedModel, AttentionCorrectionFollowsKvPositions) {
+  Topology t = preset("2x-h200-nvlink");
+  const FittedModel f = model(5.0, 3500, 300);
+  t.calibration.fitted["attention:gqa"] = f;
+  const Op a = gqa(4, 8192);
+  const double fit = fitted_us(f, fitted_features(a, t.gpu.sms));
+  t.calibration.attention["gqa:32:8:128:q4"] = {{8192, 1.1 * fit}};
+  EXPECT_NEAR(chain_cost(a, t).us, 1.1 * fit, 1e-9);
+  const Op far = gqa(4, 32768);
+  EXPECT_NEAR(chain_cost(far, t).us, fitted_us(f, fitted_features(far, t.gpu.sms)), 1e-9);
+}
+
+TEST(FittedModel, TopologyKeepsFittedModelsExactly) {
+  Topology t = preset("2x-h200-nvlink");
+  FittedModel g = model(3.25, 4012.5, 701.75);
+  g.rms_residual = 0.0125, g.max_residual = 0.0625, g.source = "measured on 1 x NVIDIA H200 by eaglesim calibrate";
+  t.calibration.fitted["gemm:bf16"] = g;
+  t.calibration.fitted["elementwise:add_rmsnorm"] = model(2.5, 3100, 0);
+  const std::string text = topology_to_string(t);
+  const Topology back = parse_topology(nlohmann::json::parse(text), "t.json");
+  EXPECT_EQ(topology_to_string(back), text);
+  ASSERT_EQ(back.calibration.fitted.size(), 2u);
+  const FittedModel& r = back.calibration.fitted.at("gemm:bf16");
+  EXPECT_EQ(r.fixed_us, 3.25);
+  EXPECT_EQ(r.bw_gbs, 4012.5);
+  EXPECT_EQ(r.tflops, 701.75);
+  EXPECT_EQ(r.max_residual, 0.0625);
+  EXPECT_EQ(r.source, g.source);
+  EXPECT_EQ(back.calibration.fitted.at("elementwise:add_rmsnorm").tflops, 0);
+  EXPECT_EQ(text.find("\"tflops\": 0"), std::string::npos);
+}
+
+TEST(FittedModel, BadParameterFilesAreRejected) {
+  const std::string base = topology_to_string(preset("2x-h200-nvlink"));
+  const nlohmann::json good{{"fixed_us", 3.0}, {"bw_gbs", 4000}, {"tflops", 700}, {"points", 20},
+                            {"rms_residual", 0.02}, {"max_residual", 0.05}};
+  struct Case {
+    std::string key;
+    nlohmann::json value;
+    std::string says;
+  };
+  nlohmann::json no_bw = good, negative = good, flops_on_norm = good, low_max = good, no_tflops = good, zero_pts = good;
+  no_bw.erase("bw_gbs");
+  negative["fixed_us"] = -1;
+  low_max["max_residual"] = 0.01;
+  no_tflops.erase("tflops");
+  zero_pts["points"] = 0;
+  const std::vector<Case> cases{
+      {"gemm:fp16", good, "calibration.fitted.gemm:fp16: unknown field (allowed here: gemm:bf16"},
+      {"gemm:bf16", no_bw, "calibration.fitted.gemm:bf16.bw_gbs: missing required field"},
+      {"gemm:bf16", negative, "calibration.fitted.gemm:bf16.fixed_us: expected a finite number in [0, 10000], got -1"},
+      {"elementwise:rmsnorm", flops_on_norm, "calibration.fitted.elementwise:rmsnorm.tflops: unknown field"},
+      {"attention:gqa", no_tflops, "calibration.fitted.attention:gqa.tflops: missing required field"},
+      {"gemm:bf16", low_max, "calibration.fitted.gemm:bf16.max_residual: expected a finite number in [0.02, 100]"},
+      {"gemm:bf16", zero_pts, "calibration.fitted.gemm:bf16.points: expected"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = nlohmann::json::parse(base);
+    j["calibration"]["fitted"][c.key] = c.value;
+    try {
+      parse_topology(j, "cal.json");
+      ADD_FAILURE() << "accepted " << c.key << " " << c.value.dump();
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("cal.json"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(c.says), std::string::npos) << msg;
+    }
+  }
+}
+
+TEST(FittedModel, SamplesAndFitsFromMeasurements) {
+  // A request of grid points "measured" by known models: the fits come back with them.
+  const FittedModel g = model(4.0, 3800, 650), n = model(2.4, 2800, 0), an = model(2.8, 3000, 0);
+  CalibrationRequest q;
+  CalibrationMeasurements m;
+  for (std::int64_t rows : grid_rows(GridDensity::coarse)) {
+    for (std::int64_t w : {4096, 14336}) {
+      q.compute.push_back(gemm(rows, w, 4096));
+      m.compute_us.push_back(fitted_us(g, fitted_features(q.compute.back(), kSms)));
+    }
+    q.compute.push_back(rowwise(OpKind::rmsnorm, rows, 4096));
+    m.compute_us.push_back(fitted_us(n, fitted_features(q.compute.back(), kSms)));
+    q.add_rmsnorm.push_back(rowwise(OpKind::residual_add, rows, 4096));
+    Op norm = q.add_rmsnorm.back();
+    norm.kind = OpKind::rmsnorm;
+    m.add_rmsnorm_us.push_back(fitted_us(an, fitted_features(norm, kSms, true)));
+  }
+  GpuSpec gpu;
+  gpu.sms = kSms, gpu.mem_bw_gbs = 4800, gpu.bf16_tflops = 989;
+  const auto fits = fit_compute_models(q, m, gpu);
+  ASSERT_EQ(fits.size(), 3u);
+  EXPECT_NEAR(fits.at("gemm:bf16").bw_gbs / 3800, 1, 0.01);
+  EXPECT_NEAR(fits.at("elementwise:rmsnorm").fixed_us / 2.4, 1, 0.01);
+  EXPECT_NEAR(fits.at("elementwise:add_rmsnorm").bw_gbs / 3000, 1, 0.01);
+}
+
+TEST(DesignedGrid, CoversTheModelsWidthsRowsAndLayouts) {
+  GenOptions opt;
+  opt.tp = 1;
+  const Trace t = generate_trace(read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/llama-3.1-8b.json"), opt);
+  const DesignedGrid g = designed_grid({t}, GridDensity::coarse);
+  std::size_t gemms = 0, attention = 0;
+  bool has_4096_rows = false;
+  for (const Op& op : g.compute) {
+    if (op.kind == OpKind::gemm) {
+      ++gemms;
+      EXPECT_LE(2.0 * op.m * op.n * op.k, kGridMaxGemmFlops);
+      has_4096_rows = has_4096_rows || (op.m == 4096 && op.n == 4096 && op.k == 4096);
+    }
+    if (op.kind == OpKind::attention) {
+      ++attention;
+      EXPECT_EQ(op.batch, 1);
+      EXPECT_EQ(op.mask, AttentionMask::causal);
+    }
+  }
+  EXPECT_TRUE(has_4096_rows);
+  EXPECT_GT(gemms, 40u);
+  EXPECT_EQ(attention, 16u);  // one layout x 4 query-token counts x 4 KV lengths
+  EXPECT_EQ(g.add_rmsnorm.size(), grid_rows(GridDensity::coarse).size());
+  EXPECT_TRUE(designed_grid({t}, GridDensity::traces).compute.empty());
+  EXPECT_GT(designed_grid({t}, GridDensity::full).compute.size(), g.compute.size());
+}
+
+TEST(DesignedGrid, PlanAddsGridPointsOnceAndEstimatesItsTime) {
+  GenOptions opt;
+  opt.tp = 1;
+  opt.tokens = 4;
+  const Trace t = generate_trace(read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/llama-3.1-8b.json"), opt);
+  CalibrationPlanOptions po;
+  const CalibrationRequest without = plan_calibration({t}, po);
+  po.grid = designed_grid({t}, GridDensity::coarse);
+  const CalibrationRequest with = plan_calibration({t}, po);
+  EXPECT_GT(with.compute.size(), without.compute.size());
+  EXPECT_LT(with.compute.size(), without.compute.size() + po.grid.compute.size());  // shared points once
+  EXPECT_EQ(with.compute.size(), with.compute_gpus.size());
+  const PlanEstimate e = estimate_plan(with, preset("2x-h200-nvlink"));
+  EXPECT_GT(e.total_s(), estimate_plan(without, preset("2x-h200-nvlink")).total_s());
+  EXPECT_LT(e.total_s(), 300.0);  // the budget: five minutes on one GPU
+}

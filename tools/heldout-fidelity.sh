@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Held-out fidelity on one GPU: calibrate on a training split of models and shapes, then run
+# `eaglesim fidelity` on traces of models, token counts and KV lengths the calibration never
+# measured, and write the table docs/fidelity.md shows ("Held-out fidelity").
+#
+#   OUT=dir tools/heldout-fidelity.sh [build]
+#
+# `build` first configures and builds build-gpu/ (Release, CUDA, sm_90 unless CUDA_ARCH), as
+# tools/gpu-measure.sh build does. The split:
+#   training  calibrate --model llama-3.1-8b,qwen3-32b --tp 1 --tokens 4 --kv-len 2048 --grid coarse
+#             --grid-models llama-3.1-8b,qwen3-32b: their traces' shapes and the designed grid over
+#             their widths and head layouts only
+#   in sample the two training traces (4 tokens, KV 2048)
+#   held out  Llama-3.1-70B (another width family), Qwen3-8B and Qwen3-14B (other widths, 40 heads:
+#             a group of 5), and the training models at token counts 1, 16, 64 and KV 512 to 32768
+#             (the replay's attention takes one request with a chain mask: batch and tree verify
+#             are not replayed, so they are not in the set)
+# Every case is run with the fused add + RMSNorm (the engines' default) and without it
+# (--no-fused-add-norm): the A/B whose sign the simulator must get right.
+#
+# Writes into $OUT (default /tmp/eaglesim-heldout): heldout.md (the table), heldout.json (the
+# same, per case), calibrated.json, fidelity-fused.json, fidelity-unfused.json, fidelity-*-sample.json,
+# presets/2x-h200-nvlink.json and presets/8x-h200-nvswitch.json (the presets with this run's fitted
+# models, tools/paste-fitted.py), and the logs calibrate.log, fidelity-*.log. Budget: about 8 minutes on one H200 (calibration
+# about 3, the replays the rest). BASELINE: the uncalibrated preset beside every case
+# (default 2x-h200-nvlink, cut to one GPU by fidelity's --ranks 1).
+set -u
+OUT=${OUT:-/tmp/eaglesim-heldout}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
+cd "$(dirname "$0")/.." || exit 1
+if [ -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null 2>&1; then export PATH=/usr/local/cuda/bin:$PATH; fi
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+BASELINE=${BASELINE:-2x-h200-nvlink}
+ITERS=${ITERS:-10}
+E=$BUILD_DIR/eaglesim
+START=$(date +%s)
+say() { echo "[heldout $(( $(date +%s) - START ))s] $*" | tee -a "$OUT/heldout.log"; }
+
+if [ "${1:-}" = build ]; then
+  say "build $BUILD_DIR"
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
+    -DEAGLESIM_CUDA=ON >"$OUT/build.log" 2>&1 && cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" eaglesim \
+    >>"$OUT/build.log" 2>&1 || { say "build failed (build.log)"; exit 1; }
+fi
+[ -x "$E" ] || { echo "heldout-fidelity: $E not built (run with 'build')" >&2; exit 2; }
+
+T=$OUT/traces
+mkdir -p "$T"
+# gen_case NAME MODEL TOKENS KV: a TP1 verify trace, one request.
+gen_case() {
+  "$E" gen --model "models/llm/$2.json" --tp 1 --tokens "$3" --kv-len "$4" -o "$T/$1.json" >/dev/null 2>>"$OUT/gen.log"
+}
+TRAIN_MODELS=llama-3.1-8b,qwen3-32b
+SAMPLE="llama-3.1-8b_t4_kv2048:llama-3.1-8b:4:2048 qwen3-32b_t4_kv2048:qwen3-32b:4:2048"
+HELDOUT="llama-3.1-8b_t1_kv32768:llama-3.1-8b:1:32768 llama-3.1-8b_t64_kv512:llama-3.1-8b:64:512
+qwen3-32b_t16_kv8192:qwen3-32b:16:8192 qwen3-32b_t2_kv16384:qwen3-32b:2:16384
+qwen3-8b_t8_kv4096:qwen3-8b:8:4096 qwen3-8b_t1_kv1024:qwen3-8b:1:1024
+qwen3-14b_t2_kv16384:qwen3-14b:2:16384 qwen3-14b_t32_kv1024:qwen3-14b:32:1024"
+GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1 | tr -dc '0-9')
+# Llama-3.1-70B TP1 needs ~132 GiB of weights: only on a 141 GB part.
+[ "${GPU_MIB:-0}" -ge 140000 ] && HELDOUT="$HELDOUT llama-3.1-70b_t4_kv4096:llama-3.1-70b:4:4096"
+sample_files="" heldout_files=""
+for c in $SAMPLE; do IFS=: read -r n m tk kv <<<"$c"; gen_case "$n" "$m" "$tk" "$kv" || exit 2; sample_files=$sample_files${sample_files:+,}$T/$n.json; done
+for c in $HELDOUT; do IFS=: read -r n m tk kv <<<"$c"; gen_case "$n" "$m" "$tk" "$kv" || exit 2; heldout_files=$heldout_files${heldout_files:+,}$T/$n.json; done
+say "traces: in sample $SAMPLE; held out $(echo $HELDOUT)"
+
+CAL=("$E" calibrate --traces "$sample_files" --ranks 1 --grid coarse --grid-models "$TRAIN_MODELS" -o "$OUT/calibrated.json")
+say "${CAL[*]}"
+"${CAL[@]}" >"$OUT/calibrate.log" 2>&1 || { say "calibrate failed (calibrate.log)"; tail -5 "$OUT/calibrate.log"; exit 1; }
+grep -E "plan \(|fitted |wrote " "$OUT/calibrate.log" | tee -a "$OUT/heldout.log"
+
+rc=0
+for mode in fused unfused; do
+  flag=()
+  [ "$mode" = unfused ] && flag=(--no-fused-add-norm)
+  for set in sample heldout; do
+    files=$sample_files
+    [ "$set" = heldout ] && files=$heldout_files
+    json=$OUT/fidelity-$mode.json
+    [ "$set" = sample ] && json=$OUT/fidelity-$mode-sample.json
+    say "fidelity $set ($mode)"
+    "$E" fidelity "$files" --topology "$OUT/calibrated.json" --baseline-topology "$BASELINE" --strategy nccl --ranks 1 \
+      --iters "$ITERS" "${flag[@]}" --json "$json" >"$OUT/fidelity-$mode-$set.log" 2>&1 || rc=1
+  done
+done
+# The H200 presets with this run's fitted models pasted in (copy them into models/topologies/ to make
+# the uncalibrated H200 predictions use them; then tools/write-goldens.sh, the preset prices change).
+mkdir -p "$OUT/presets"
+cp models/topologies/2x-h200-nvlink.json models/topologies/8x-h200-nvswitch.json "$OUT/presets/"
+python3 tools/paste-fitted.py "$OUT/calibrated.json" \
+  "eaglesim calibrate --ranks 1 --grid coarse --grid-models $TRAIN_MODELS (tools/heldout-fidelity.sh)" \
+  "$OUT"/presets/*.json | tee -a "$OUT/heldout.log" || rc=1
+python3 tools/heldout_table.py --out "$OUT" --split "training: calibrate ${CAL[*]:1}" >>"$OUT/heldout.log" 2>&1 || rc=1
+say "done (exit $rc): $OUT/heldout.md"
+exit "$rc"

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Copies the fitted models of a calibrated topology into presets, citing where they come from.
+
+  tools/paste-fitted.py CALIBRATED.json "COMMAND" PRESET.json [PRESET.json ...]
+
+Each preset gets "calibration": {"fitted": ...} (other calibration fields of the preset are kept),
+every model's "source" set to "measured on <device> by eaglesim calibrate, <date>, <COMMAND>", and
+is written back in the canonical layout topology_to_string writes (tests: PresetsAreInCanonicalForm).
+"""
+import datetime
+import json
+import re
+import sys
+
+
+def flat(v):
+    # topology.cpp is_flat: scalars, and arrays of numbers, number arrays or objects of scalars.
+    if not isinstance(v, (dict, list)):
+        return True
+    if isinstance(v, dict):
+        return False
+    def number(e):
+        return isinstance(e, (int, float)) and not isinstance(e, bool)
+    for e in v:
+        point = isinstance(e, dict) and all(not isinstance(m, (dict, list)) for m in e.values())
+        if not number(e) and not (isinstance(e, list) and all(number(x) for x in e)) and not point:
+            return False
+    return True
+
+
+def compact(v):
+    if isinstance(v, dict):
+        return "{" + ", ".join(json.dumps(k, ensure_ascii=False) + ": " + compact(x) for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(compact(x) for x in v) + "]"
+    return json.dumps(v, ensure_ascii=False)
+
+
+def emit(v, indent=0):
+    if indent > 0 and flat(v):
+        return compact(v)
+    if not v:
+        return "{}" if isinstance(v, dict) else "[]"
+    pad = " " * (indent + 2)
+    if isinstance(v, dict):
+        items = [pad + json.dumps(k, ensure_ascii=False) + ": " + emit(x, indent + 2) for k, x in v.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    return "[\n" + ",\n".join(pad + emit(x, indent + 2) for x in v) + "\n" + " " * indent + "]"
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    cal = json.load(open(sys.argv[1]))
+    fitted = cal.get("calibration", {}).get("fitted")
+    if not fitted:
+        print(f"{sys.argv[1]}: calibration.fitted: missing (not a topology written by eaglesim calibrate?)", file=sys.stderr)
+        return 2
+    device = "1 x " + cal["gpu"]["name"]
+    m = re.search(r"calibrated on ([^)]*)$", cal.get("description", ""))
+    if m:
+        device = m.group(1)
+    source = f"measured on {device} by eaglesim calibrate, {datetime.date.today().isoformat()}, {sys.argv[2]}"
+    for key in fitted:
+        fitted[key]["source"] = source
+    for path in sys.argv[3:]:
+        preset = json.load(open(path))
+        calibration = preset.pop("calibration", {})
+        calibration.pop("fitted", None)
+        preset["calibration"] = {"fitted": fitted, **calibration}
+        with open(path, "w") as f:
+            f.write(emit(preset) + "\n")
+        print(f"{path}: {len(fitted)} fitted models ({', '.join(fitted)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
