@@ -1,6 +1,7 @@
 #include "model/generator.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -313,7 +314,15 @@ std::string version2_notes(const GenOptions& o, const SpeculativeConfig& c) {
 }  // namespace
 
 std::int64_t experts_touched(std::int64_t experts, std::int64_t top_k, std::int64_t tokens) {
-  return std::min(experts, tokens * top_k);
+  if (experts <= 0 || top_k <= 0 || tokens <= 0) return 0;
+  const std::int64_t k = std::min(top_k, experts);
+  const std::int64_t upper = std::min(experts, tokens * k);
+  if (k == experts) return experts;
+  // E * (1 - (1 - k/E)^T) as -E * expm1(T * log1p(-k/E)): exact for small k/E and large T alike.
+  const double e = static_cast<double>(experts);
+  const double expected =
+      -e * std::expm1(static_cast<double>(tokens) * std::log1p(-static_cast<double>(k) / e));
+  return std::clamp<std::int64_t>(std::llround(expected), k, upper);
 }
 
 Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
@@ -337,8 +346,9 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
   if (o.draft) t.meta.draft_model = o.draft->name;
   std::string notes = fmt::format("eaglesim gen from {} ({}): per-rank ops at TP {}", m.name, m.model_type, o.tp);
   if (m.is_moe())
-    notes += fmt::format("; TP-MoE, experts touched per MoE layer = min({}, tokens x {})", m.routed_experts,
-                         m.experts_per_token);
+    notes += fmt::format("; TP-MoE, experts touched per MoE layer = {0} x (1 - (1 - {1}/{0})^tokens) rounded, "
+                         "the expected distinct experts under balanced routing",
+                         m.routed_experts, m.experts_per_token);
   if (version2) {
     t.meta.batch = o.batch;
     t.meta.kv_lens = ragged;

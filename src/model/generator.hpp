@@ -36,10 +36,15 @@ struct GenOptions {
 constexpr int kMaxGenTokens = 16384;
 constexpr int kMaxGenBatch = 4096;
 
-// Experts a MoE layer reads weights of when `tokens` tokens each pick `top_k` of `experts`:
-// min(experts, tokens * top_k), i.e. no two tokens share an expert. This is an upper bound on
-// the expected count under uniform routing, E * (1 - (1 - k/E)^T), and within a few percent of it
-// while T * k is small against E (Kimi-K2, T = 4: 32 against 30.8).
+// Experts a MoE layer reads weights of when `tokens` tokens each pick `top_k` distinct experts of
+// `experts`: the expected number of distinct experts under balanced routing (what MoE training
+// drives the router to with auxiliary losses or bias balancing),
+//   E * (1 - (1 - k/E)^T),
+// since one token misses a given expert with probability 1 - k/E. Rounded to the nearest integer
+// and kept within [k, min(E, T * k)] for T >= 1; 0 for T = 0 or a dense layer. The bound
+// min(E, T * k) assumes no two tokens share an expert and overstates mid-sized steps the most
+// (Kimi-K2, E = 384, k = 8: T = 4 gives 31 against 32, T = 32 gives 188 against 256), which
+// would inflate a verify's expert-weight reads against a decode's.
 std::int64_t experts_touched(std::int64_t experts, std::int64_t top_k, std::int64_t tokens);
 
 // Throws InputError on options the model cannot be laid out with (tp not dividing heads, ...).

@@ -165,14 +165,14 @@ TEST(Generator, KimiK2Tp8MlaAndMoeShapes) {
   expect_gemm(find(t, "verify", 0, "gate_up_proj"), 4, 4608, 7168, w);
   expect_gemm(find(t, "verify", 0, "down_proj"), 4, 7168, 2304, w);
   // Layer 1 is MoE: router replicated and bf16, shared expert 2048 / 8 = 256 per rank, routed
-  // experts 4 tokens x top-8 = 32 rows touching min(384, 32) = 32 experts.
+  // experts 4 tokens x top-8 = 32 rows touching 384 x (1 - (1 - 8/384)^4) = 31.0 -> 31 experts.
   expect_gemm(find(t, "verify", 1, "router"), 4, 384, 7168, DType::bf16);
   expect_gemm(find(t, "verify", 1, "shared_experts.gate_up_proj"), 4, 512, 7168, w);
   expect_gemm(find(t, "verify", 1, "shared_experts.down_proj"), 4, 7168, 256, w);
   const Op& up = find(t, "verify", 1, "experts.gate_up_proj");
   EXPECT_EQ(up.kind, OpKind::grouped_gemm);
   EXPECT_EQ(up.tokens, 32);
-  EXPECT_EQ(up.experts, 32);
+  EXPECT_EQ(up.experts, 31);
   EXPECT_EQ(up.n, 512);
   EXPECT_EQ(up.k, 7168);
   EXPECT_EQ(up.dtype, w);
@@ -203,7 +203,7 @@ TEST(Generator, Glm45DenseThenMoe) {
   expect_gemm(find(t, "verify", 3, "router"), 4, 160, 5120, DType::bf16);
   expect_gemm(find(t, "verify", 3, "shared_experts.gate_up_proj"), 4, 384, 5120, w);  // 2 x 1536 / 8
   const Op& up = find(t, "verify", 3, "experts.gate_up_proj");
-  EXPECT_EQ(up.experts, 32);  // min(160, 4 x 8)
+  EXPECT_EQ(up.experts, 30);  // 160 x (1 - (1 - 8/160)^4) = 29.7
   EXPECT_EQ(up.n, 384);
   EXPECT_EQ(count(t.verify(), OpKind::grouped_gemm), 2 * (92 - 3));
   EXPECT_EQ(count(t.verify(), OpKind::allreduce, true), 2 * 92);
@@ -218,11 +218,13 @@ TEST(Generator, Qwen3MoeReplicatesKvHeads) {
   expect_gemm(find(t, "verify", 0, "router"), 4, 128, 4096, DType::bf16);
   EXPECT_THROW(find(t, "verify", 0, "shared_experts.gate_up_proj"), std::runtime_error);
   const Op& up = find(t, "verify", 93, "experts.gate_up_proj");
-  EXPECT_EQ(up.experts, 32);
+  EXPECT_EQ(up.experts, 29);  // 128 x (1 - (1 - 8/128)^4) = 29.1
   EXPECT_EQ(up.n, 384);  // 2 x 1536 / 8
   EXPECT_EQ(count(t.verify(), OpKind::grouped_gemm), 2 * 94);
-  // 32 tokens x top-8 = 256 routed rows cover all 128 experts.
-  EXPECT_EQ(find(gen("qwen3-235b-a22b", 8, 32), "verify", 0, "experts.down_proj").experts, 128);
+  // 32 tokens x top-8 = 256 routed rows over 128 experts repeat some: 128 x (1 - (15/16)^32) = 111.8.
+  EXPECT_EQ(find(gen("qwen3-235b-a22b", 8, 32), "verify", 0, "experts.down_proj").experts, 112);
+  // From 86 tokens on the expected count rounds to all 128.
+  EXPECT_EQ(find(gen("qwen3-235b-a22b", 8, 128), "verify", 0, "experts.down_proj").experts, 128);
 }
 
 TEST(Generator, Qwen3DenseShapes) {
@@ -293,9 +295,10 @@ TEST(Generator, DecodeWeightsMatchWeightBytesPerRank) {
   const double embed = 16032.0 * 8192 * 2, norms = (80 * 2 + 1) * 8192.0 * 2;
   EXPECT_DOUBLE_EQ(gemm + embed + norms, weight_bytes_per_rank(l70, 8, DType::fp8));
 
-  // MoE: with 48 tokens x top-8 = 384 rows every expert is touched, so the verify step reads all.
+  // MoE: with 400 tokens x top-8 every expert is touched (384 x (1 - (1 - 8/384)^400) = 383.9),
+  // so the verify step reads all.
   ModelConfig k2 = shipped("kimi-k2-instruct");
-  Trace big = gen("kimi-k2-instruct", 8, 48, DType::int4);
+  Trace big = gen("kimi-k2-instruct", 8, 400, DType::int4);
   double moe = 0;
   for (const Op& op : big.verify().ops)
     if (op.is_matmul()) moe += op.weight_bytes();
@@ -315,11 +318,39 @@ TEST(Generator, EveryArchitectureRoundTripsThroughTheReader) {
   }
 }
 
+// Hand-computed E x (1 - (1 - k/E)^T), rounded.
 TEST(Generator, ExpertsTouched) {
   EXPECT_EQ(experts_touched(384, 8, 1), 8);
-  EXPECT_EQ(experts_touched(384, 8, 4), 32);
-  EXPECT_EQ(experts_touched(384, 8, 48), 384);
+  EXPECT_EQ(experts_touched(384, 8, 2), 16);    // 15.83
+  EXPECT_EQ(experts_touched(384, 8, 4), 31);    // 31.01, min(E, T k) would say 32
+  EXPECT_EQ(experts_touched(384, 8, 8), 60);    // 59.52
+  EXPECT_EQ(experts_touched(384, 8, 32), 188);  // 188.23, against 256
+  EXPECT_EQ(experts_touched(384, 8, 64), 284);  // 284.19, against 384
+  EXPECT_EQ(experts_touched(384, 8, 128), 358);  // 358.06
+  EXPECT_EQ(experts_touched(384, 8, 316), 384);  // 383.505
+  EXPECT_EQ(experts_touched(384, 8, 4096), 384);
+  EXPECT_EQ(experts_touched(160, 8, 2), 16);     // 15.6
+  EXPECT_EQ(experts_touched(128, 8, 16), 82);    // 82.42
   EXPECT_EQ(experts_touched(128, 8, 1000), 128);
+  EXPECT_EQ(experts_touched(128, 128, 3), 128);  // every token picks every expert
+  EXPECT_EQ(experts_touched(8, 1, 1), 1);
+  EXPECT_EQ(experts_touched(384, 8, 0), 0);
+  EXPECT_EQ(experts_touched(0, 0, 4), 0);  // dense
+}
+
+TEST(Generator, ExpertsTouchedIsMonotoneAndBounded) {
+  for (std::int64_t E : {8, 64, 128, 160, 256, 384})
+    for (std::int64_t k : {1, 2, 8}) {
+      std::int64_t last = 0;
+      for (std::int64_t T = 1; T <= 8192; ++T) {
+        const std::int64_t n = experts_touched(E, k, T);
+        ASSERT_GE(n, last) << E << " " << k << " " << T;
+        ASSERT_GE(n, k) << E << " " << k << " " << T;
+        ASSERT_LE(n, std::min(E, T * k)) << E << " " << k << " " << T;
+        last = n;
+      }
+      EXPECT_EQ(last, E) << E << " " << k;
+    }
 }
 
 TEST(Generator, RejectsWhatCannotBeSharded) {

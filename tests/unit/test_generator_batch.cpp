@@ -8,6 +8,7 @@
 
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "io/json_cursor.hpp"
@@ -222,4 +223,35 @@ TEST(GeneratorBatch, AttentionCostInputsSumOverRequests) {
   EXPECT_DOUBLE_EQ(attn->kv_len_total(), 8.0 * kKvLen);
   EXPECT_DOUBLE_EQ(attn->flops(), 8 * one.flops());
   EXPECT_DOUBLE_EQ(attn->io_bytes(), 8 * one.io_bytes());
+}
+
+// Kimi-K2 (384 experts, top-8): every MoE layer of a step touches the expected distinct experts
+// of its tokens, 384 x (1 - (1 - 8/384)^T) rounded, worked out by hand per (batch, config).
+TEST(GeneratorBatch, MoeLayersTouchTheExpectedDistinctExperts) {
+  const Target kimi = kTargets[1];
+  struct Case {
+    int batch;
+    std::tuple<int, int, int> cfg;
+    std::int64_t verify_experts, decode_experts;
+  };
+  const Case cases[] = {
+      {1, {3, 1, 4}, 31, 8},      // T = 4: 31.01; decode T = 1: 8
+      {8, {3, 1, 4}, 188, 60},    // T = 32: 188.23 (min(E, T k) = 256); decode T = 8: 59.52
+      {8, {5, 4, 8}, 284, 60},    // T = 64: 284.19 (384)
+      {64, {5, 4, 8}, 384, 284},  // T = 512: 384.00; decode T = 64: 284.19
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "B=" << c.batch << " draft tokens " << std::get<2>(c.cfg));
+    const Trace t = generate(kimi, c.batch, c.cfg, false);
+    for (const auto& [name, expected] : {std::pair<const char*, std::int64_t>{"verify", c.verify_experts},
+                                         std::pair<const char*, std::int64_t>{"decode", c.decode_experts}}) {
+      int moe_ops = 0;
+      for (const Op& op : step(t, name).ops)
+        if (op.kind == OpKind::grouped_gemm) {
+          ++moe_ops;
+          EXPECT_EQ(op.experts, expected) << name << " layer " << op.layer << " " << op.name;
+        }
+      EXPECT_EQ(moe_ops, 2 * 60) << name;  // layers 1-60 are MoE, two grouped GEMMs each
+    }
+  }
 }
