@@ -1,7 +1,8 @@
 #pragma once
 // Greedy acceptance of a verify tree (SGLang: verify_tree_greedy, speculative/eagle_utils.py):
 // per request, from the root, follow the child whose draft token equals the target's argmax at
-// the current node, until no child matches. The argmax itself is topk_select_kernel at k = 1.
+// the current node, until no child matches. The argmax itself is the top-k selection
+// (topk_select.cuh) at k = 1.
 // Key choice: one thread per request walking first-child / next-sibling lists, as the engine's
 // kernel does; the walk is at most num_draft_tokens steps and reads a few hundred bytes.
 // Hardware: any CUDA GPU.

@@ -1,5 +1,9 @@
 #include "cuda/engine_cycle_kernels.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
@@ -13,13 +17,85 @@ namespace eaglesim::cuda {
 namespace k = eaglesim::kernels::cycle;
 static_assert(kTopkSelectMax == k::kTopkMax, "one limit for the host and the kernel");
 
-void launch_topk_select(const float* logits, int rows, int vocab, int topk, std::int32_t* ids, float* probs,
-                        cudaStream_t stream) {
+namespace {
+
+// The current GPU's SM count, asked once per device.
+int current_sm_count() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cached[kDevices] = {};
+  int device = 0;
+  EAGLESIM_CUDA_CHECK(cudaGetDevice(&device));
+  if (device < 0 || device >= kDevices) device = 0;
+  int sms = cached[device].load(std::memory_order_relaxed);
+  if (sms == 0) {
+    EAGLESIM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    cached[device].store(sms, std::memory_order_relaxed);
+  }
+  return sms;
+}
+
+struct TopkWorkspace {
+  float* cand_v;
+  int* cand_i;
+  float* part_ml;
+};
+TopkWorkspace carve_workspace(void* base, int rows, int chunks, int k) {
+  const std::size_t slots = static_cast<std::size_t>(rows) * chunks;
+  float* cand_v = static_cast<float*>(base);
+  int* cand_i = reinterpret_cast<int*>(cand_v + slots * k);
+  float* part_ml = reinterpret_cast<float*>(cand_i + slots * k);
+  return {cand_v, cand_i, part_ml};
+}
+
+void check_topk(int vocab, int topk) {
   if (topk < 1 || topk > kTopkSelectMax || topk > vocab)
     throw InputError(fmt::format("top-k selection: expected 1 <= topk <= min({}, vocab = {}), got {}", kTopkSelectMax,
                                  vocab, topk));
+}
+
+}  // namespace
+
+TopkSplit topk_select_split(int rows, int vocab) {
+  TopkSplit split;
+  if (rows <= 0 || vocab <= 0) return split;
+  const int target_blocks = 2 * current_sm_count();
+  const int wanted = (target_blocks + rows - 1) / rows;
+  const int chunks = std::max(1, std::min(wanted, vocab / kTopkMinChunk));
+  const int per_chunk = (vocab + chunks - 1) / chunks;
+  split.chunk = (per_chunk + 3) / 4 * 4;
+  split.chunks = (vocab + split.chunk - 1) / split.chunk;
+  return split;
+}
+
+std::size_t topk_select_workspace_bytes(int rows, int vocab, int k) {
+  check_topk(vocab, k);
+  const TopkSplit split = topk_select_split(rows, vocab);
+  if (split.chunks <= 1) return 0;
+  const std::size_t slots = static_cast<std::size_t>(rows) * split.chunks;
+  return slots * k * (sizeof(float) + sizeof(std::int32_t)) + slots * 2 * sizeof(float);
+}
+
+void launch_topk_select(const float* logits, int rows, int vocab, int topk, std::int32_t* ids, float* probs,
+                        void* workspace, cudaStream_t stream) {
+  check_topk(vocab, topk);
   if (rows <= 0) return;
-  k::topk_select_kernel<<<rows, k::kTopkThreads, 0, stream>>>(logits, vocab, topk, ids, probs);
+  const TopkSplit split = topk_select_split(rows, vocab);
+  if (split.chunks == 1) {
+    k::topk_select_chunk_kernel<<<rows, k::kTopkThreads, 0, stream>>>(logits, vocab, topk, 1, split.chunk, ids, probs,
+                                                                       nullptr, nullptr, nullptr);
+    EAGLESIM_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  if (!workspace)
+    throw InputError(fmt::format("top-k selection: {} rows of {} logits split into {} chunks need a workspace of {} "
+                                 "bytes, got none", rows, vocab, split.chunks,
+                                 topk_select_workspace_bytes(rows, vocab, topk)));
+  const TopkWorkspace ws = carve_workspace(workspace, rows, split.chunks, topk);
+  k::topk_select_chunk_kernel<<<rows * split.chunks, k::kTopkThreads, 0, stream>>>(
+      logits, vocab, topk, split.chunks, split.chunk, ids, probs, ws.cand_v, ws.cand_i, ws.part_ml);
+  EAGLESIM_CUDA_CHECK_LAUNCH();
+  k::topk_select_merge_kernel<<<rows, k::kTopkThreads, 0, stream>>>(ws.cand_v, ws.cand_i, ws.part_ml, vocab, topk,
+                                                                    split.chunks, ids, probs);
   EAGLESIM_CUDA_CHECK_LAUNCH();
 }
 

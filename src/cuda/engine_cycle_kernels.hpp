@@ -3,6 +3,7 @@
 // tree_build.cuh, greedy_verify.cuh): the draft's top-k, building the verify tree from the
 // draft's scores, the target's greedy acceptance. Stream-ordered, graph-capturable, each
 // checks its launch.
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda_runtime.h>
@@ -11,11 +12,27 @@ namespace eaglesim::cuda {
 
 constexpr int kTopkSelectMax = 16;  // the most tokens topk_select keeps per row
 
+// How launch_topk_select splits each row over blocks on the current GPU: `chunks` chunks of
+// `chunk` elements (a multiple of 4; the last may be shorter), enough blocks for about two per
+// SM, each chunk at least kTopkMinChunk elements; chunks == 1: one block per row, no merge stage.
+constexpr int kTopkMinChunk = 2048;
+struct TopkSplit {
+  int chunks = 1;
+  int chunk = 0;
+};
+TopkSplit topk_select_split(int rows, int vocab);
+
+// The device workspace launch_topk_select needs for these shapes on the current GPU: the
+// chunks' candidates and softmax partials (0 when a row is one chunk).
+std::size_t topk_select_workspace_bytes(int rows, int vocab, int k);
+
 // ids/probs [rows, k]: the k most likely tokens of each row of fp32 logits [rows, vocab] (equal
 // logits: the lower token first) and their softmax probabilities (probs may be null).
-// InputError unless 1 <= k <= kTopkSelectMax and k <= vocab.
+// workspace: topk_select_workspace_bytes(rows, vocab, k) bytes of device memory, 16-byte aligned
+// (may be null when that is 0). InputError unless 1 <= k <= kTopkSelectMax and k <= vocab, or
+// when the workspace is missing.
 void launch_topk_select(const float* logits, int rows, int vocab, int k, std::int32_t* ids, float* probs,
-                        cudaStream_t stream);
+                        void* workspace, cudaStream_t stream);
 
 // The verify tree of each of `batch` requests from its `candidates` draft scores (tree_build.cuh
 // for the arrays); node_of: [batch, candidates] scratch; mask: [batch, tokens, ceil(tokens / 32)].

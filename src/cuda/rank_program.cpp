@@ -100,6 +100,7 @@ struct ProgramPlan {
   // and the shared scratch's sizes in elements.
   std::map<std::size_t, std::vector<std::int32_t>> cycle_inputs;
   std::size_t logits = 1, topk = 1, predict = 1, accept = 1, accepted = 1;
+  std::size_t topk_workspace_bytes = 0;  // the most any topk_select or sampling op's top-k kernel needs
   std::size_t x = 256, x8 = 256, y = 256, z = 256, residual = 256, acc_floats = 1, ml_floats = 1, ids = 1;
   std::size_t moe_counters = 0, moe_partials = 0;  // the most any grouped-kernel plan needs of each
 };
@@ -540,6 +541,8 @@ void RankProgram::plan_cycle_op(std::size_t i, const Op& op, ProgramPlan& plan) 
                                      "topk = {}", labels_[i], kTopkSelectMax, op.topk));
       plan.logits = std::max(plan.logits, as_size(op.rows) * as_size(op.vocab));
       plan.topk = std::max(plan.topk, as_size(op.rows) * as_size(op.topk));
+      plan.topk_workspace_bytes = std::max(plan.topk_workspace_bytes,
+                                           topk_select_workspace_bytes(op.rows, op.vocab, op.topk));
       break;
     case OpKind::tree_build: {
       const std::size_t b = as_size(op.batch), c = as_size(op.candidates), d = as_size(op.tokens);
@@ -575,6 +578,8 @@ void RankProgram::plan_cycle_op(std::size_t i, const Op& op, ProgramPlan& plan) 
       std::copy(next.begin(), next.end(), data.begin() + static_cast<std::ptrdiff_t>(rows + per_request));
       plan.logits = std::max(plan.logits, rows * as_size(op.vocab));
       plan.predict = std::max(plan.predict, rows);
+      plan.topk_workspace_bytes = std::max(plan.topk_workspace_bytes,
+                                           topk_select_workspace_bytes(op.rows, op.vocab, 1));
       plan.accepted = std::max(plan.accepted, rows);
       plan.accept = std::max(plan.accept, reqs);
       break;
@@ -595,9 +600,13 @@ void RankProgram::build_cycle_op(std::size_t i, const Op& op) {
       const float* logits = logits_.as<float>();
       std::int32_t* ids = topk_ids_.as<std::int32_t>();
       float* probs = topk_probs_.as<float>();
+      void* workspace = topk_workspace_.get();
       const int rows = op.rows, vocab = op.vocab, k = op.topk;
-      detail = "top-k kernel (softmax probabilities, block per row)";
-      ops_[i] = [=](cudaStream_t s) { launch_topk_select(logits, rows, vocab, k, ids, probs, s); };
+      const TopkSplit split = topk_select_split(rows, vocab);
+      detail = split.chunks > 1 ? fmt::format("top-k kernel (softmax probabilities, {} chunks per row + merge)",
+                                              split.chunks)
+                                : std::string("top-k kernel (softmax probabilities, block per row)");
+      ops_[i] = [=](cudaStream_t s) { launch_topk_select(logits, rows, vocab, k, ids, probs, workspace, s); };
       break;
     }
     case OpKind::tree_build: {
@@ -628,9 +637,10 @@ void RankProgram::build_cycle_op(std::size_t i, const Op& op) {
       const std::int32_t* next = first + per_request;
       std::int32_t* accept_len = accept_len_.as<std::int32_t>();
       std::int32_t* accepted = accepted_.as<std::int32_t>();
+      void* workspace = topk_workspace_.get();
       detail = fmt::format("argmax kernel + greedy tree acceptance ({} requests x {} tokens)", reqs, per_request);
       ops_[i] = [=](cudaStream_t s) {
-        launch_topk_select(logits, rows, vocab, 1, predict, nullptr, s);
+        launch_topk_select(logits, rows, vocab, 1, predict, nullptr, workspace, s);
         launch_greedy_verify(draft, predict, first, next, reqs, per_request, accept_len, accepted, s);
       };
       break;
@@ -720,6 +730,7 @@ void RankProgram::allocate(const ProgramPlan& plan) {
   logits_ = DeviceBuffer(plan.logits * sizeof(float));
   topk_ids_ = DeviceBuffer(plan.topk * sizeof(std::int32_t));
   topk_probs_ = DeviceBuffer(plan.topk * sizeof(float));
+  topk_workspace_ = DeviceBuffer(std::max<std::size_t>(256, plan.topk_workspace_bytes));
   predict_ = DeviceBuffer(plan.predict * sizeof(std::int32_t));
   accept_len_ = DeviceBuffer(plan.accept * sizeof(std::int32_t));
   accepted_ = DeviceBuffer(plan.accepted * sizeof(std::int32_t));

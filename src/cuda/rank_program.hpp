@@ -151,9 +151,10 @@ class RankProgram {
   std::optional<UnitFp8Scales> fp8_scales_;  // made in open_device, on the rank's device
   // The grouped GEMM kernels' shared workspace and the rows each expert gets, per grouped op.
   DeviceBuffer moe_workspace_, expert_offsets_;
-  // The per-cycle ops' scratch: fp32 logits, top-k ids and probabilities, the target's argmax,
+  // The per-cycle ops' scratch: fp32 logits, top-k ids and probabilities, the top-k kernel's
+  // workspace, the target's argmax,
   // the requests' accepted lengths and tokens, and per op its own inputs (ProgramPlan::cycle).
-  DeviceBuffer logits_, topk_ids_, topk_probs_, predict_, accept_len_, accepted_;
+  DeviceBuffer logits_, topk_ids_, topk_probs_, topk_workspace_, predict_, accept_len_, accepted_;
   UniqueHandle<void*, cudaFreeHost> host_accept_len_;  // pinned: host_sync's destination
   Event host_sync_done_;
   std::map<std::size_t, DeviceBuffer> cycle_inputs_;

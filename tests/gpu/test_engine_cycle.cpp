@@ -81,35 +81,92 @@ void topk_reference(const float* row, int vocab, int k, std::vector<int>& ids, s
 
 }  // namespace
 
+namespace {
+
+// launch_topk_select over `logits` [rows, vocab] (with its workspace) checked against
+// topk_reference row by row.
+void expect_topk_matches_reference(const std::vector<float>& logits, int rows, int vocab, int k) {
+  const DeviceBuffer dl = upload(logits);
+  DeviceBuffer ids = poisoned(static_cast<std::size_t>(rows) * k * 4), probs = poisoned(static_cast<std::size_t>(rows) * k * 4);
+  const std::size_t ws_bytes = topk_select_workspace_bytes(rows, vocab, k);
+  DeviceBuffer ws = poisoned(std::max<std::size_t>(1, ws_bytes));
+  launch_topk_select(dl.as<float>(), rows, vocab, k, ids.as<std::int32_t>(), probs.as<float>(), ws.get(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto gi = download<std::int32_t>(ids, static_cast<std::size_t>(rows) * k);
+  const auto gp = download<float>(probs, static_cast<std::size_t>(rows) * k);
+  for (int r = 0; r < rows; ++r) {
+    std::vector<int> ri;
+    std::vector<double> rp;
+    topk_reference(logits.data() + static_cast<std::size_t>(r) * vocab, vocab, k, ri, rp);
+    for (int j = 0; j < k; ++j) {
+      ASSERT_EQ(gi[static_cast<std::size_t>(r) * k + j], ri[j]) << "row " << r << " rank " << j;
+      EXPECT_NEAR(gp[static_cast<std::size_t>(r) * k + j], rp[j], 1e-5 + 1e-4 * rp[j]) << "row " << r << " rank " << j;
+    }
+  }
+}
+
+}  // namespace
+
+// One block per row: enough rows that a row is one chunk.
 TEST(EngineCycle, TopkSelectMatchesCpuReference) {
   SKIP_WITHOUT_GPU();
   std::mt19937_64 rng(11);
-  for (const int vocab : {1000, 32000, 128256})
+  for (const int vocab : {1000, 8001})
     for (const int k : {1, 4, 8, 16}) {
-      SCOPED_TRACE("vocab " + std::to_string(vocab) + " k " + std::to_string(k));
-      const int rows = vocab > 100000 ? 5 : 23;
-      const std::vector<float> logits = tied_logits(static_cast<std::size_t>(rows), vocab, rng);
-      const DeviceBuffer dl = upload(logits);
-      DeviceBuffer ids = poisoned(static_cast<std::size_t>(rows) * k * 4), probs = poisoned(static_cast<std::size_t>(rows) * k * 4);
-      launch_topk_select(dl.as<float>(), rows, vocab, k, ids.as<std::int32_t>(), probs.as<float>(), nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const auto gi = download<std::int32_t>(ids, static_cast<std::size_t>(rows) * k);
-      const auto gp = download<float>(probs, static_cast<std::size_t>(rows) * k);
-      for (int r = 0; r < rows; ++r) {
-        std::vector<int> ri;
-        std::vector<double> rp;
-        topk_reference(logits.data() + static_cast<std::size_t>(r) * vocab, vocab, k, ri, rp);
-        for (int j = 0; j < k; ++j) {
-          ASSERT_EQ(gi[static_cast<std::size_t>(r) * k + j], ri[j]) << "row " << r << " rank " << j;
-          EXPECT_NEAR(gp[static_cast<std::size_t>(r) * k + j], rp[j], 1e-5 + 1e-4 * rp[j]) << "row " << r << " rank " << j;
-        }
-      }
+      const int rows = vocab > 5000 ? 600 : 23;
+      SCOPED_TRACE("rows " + std::to_string(rows) + " vocab " + std::to_string(vocab) + " k " + std::to_string(k));
+      ASSERT_EQ(topk_select_split(rows, vocab).chunks, 1);
+      expect_topk_matches_reference(tied_logits(static_cast<std::size_t>(rows), vocab, rng), rows, vocab, k);
     }
 }
 
+// Few rows: each row split into chunks, then merged; unaligned rows (vocab 32001) included.
+TEST(EngineCycle, TopkSelectSplitRowsMatchCpuReference) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(12);
+  for (const int vocab : {32000, 32001, 128256})
+    for (const int rows : {1, 2, 3, 4})
+      for (const int k : {1, 4, 8, 16}) {
+        SCOPED_TRACE("rows " + std::to_string(rows) + " vocab " + std::to_string(vocab) + " k " + std::to_string(k));
+        const TopkSplit split = topk_select_split(rows, vocab);
+        ASSERT_GT(split.chunks, 1);
+        EXPECT_GT(topk_select_workspace_bytes(rows, vocab, k), 0u);
+        expect_topk_matches_reference(tied_logits(static_cast<std::size_t>(rows), vocab, rng), rows, vocab, k);
+      }
+}
+
+// Equal best logits on both sides of every chunk boundary, and rows of one value: the lower
+// token index wins across chunks.
+TEST(EngineCycle, TopkSelectTiesAcrossChunksGoToTheLowerToken) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(13);
+  for (const int vocab : {32001, 128256})
+    for (const int k : {1, 16}) {
+      const int rows = 3;
+      SCOPED_TRACE("vocab " + std::to_string(vocab) + " k " + std::to_string(k));
+      const TopkSplit split = topk_select_split(rows, vocab);
+      ASSERT_GT(split.chunks, 1);
+      std::vector<float> logits = tied_logits(static_cast<std::size_t>(rows), vocab, rng);
+      float* boundary_row = logits.data();
+      for (int c = 1; c < split.chunks; ++c) {
+        boundary_row[c * split.chunk - 1] = 20.f;
+        boundary_row[c * split.chunk] = 20.f;
+      }
+      std::fill(logits.begin() + vocab, logits.begin() + 2 * static_cast<std::ptrdiff_t>(vocab), 1.5f);
+      for (int c = split.chunks - 1; c >= 0; --c) logits[2 * static_cast<std::size_t>(vocab) + c * split.chunk] = 7.f;
+      expect_topk_matches_reference(logits, rows, vocab, k);
+    }
+}
+
+TEST(EngineCycle, TopkSelectNeedsItsWorkspace) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_GT(topk_select_split(1, 128256).chunks, 1);
+  EXPECT_THROW(launch_topk_select(nullptr, 1, 128256, 1, nullptr, nullptr, nullptr, nullptr), InputError);
+}
+
 TEST(EngineCycle, TopkSelectRefusesMoreThanItKeeps) {
-  EXPECT_THROW(launch_topk_select(nullptr, 1, 100, kTopkSelectMax + 1, nullptr, nullptr, nullptr), InputError);
-  EXPECT_THROW(launch_topk_select(nullptr, 1, 100, 0, nullptr, nullptr, nullptr), InputError);
+  EXPECT_THROW(launch_topk_select(nullptr, 1, 100, kTopkSelectMax + 1, nullptr, nullptr, nullptr, nullptr), InputError);
+  EXPECT_THROW(launch_topk_select(nullptr, 1, 100, 0, nullptr, nullptr, nullptr, nullptr), InputError);
 }
 
 namespace {
@@ -232,7 +289,9 @@ TEST(EngineCycle, GreedyAcceptanceMatchesCpuReference) {
     }
     const DeviceBuffer dl = upload(logits), dd = upload(draft), df = upload(first), dn = upload(next);
     DeviceBuffer predict = poisoned(rows * 4), len = poisoned(batch * 4), accepted = poisoned(rows * 4);
-    launch_topk_select(dl.as<float>(), static_cast<int>(rows), vocab, 1, predict.as<std::int32_t>(), nullptr, nullptr);
+    DeviceBuffer ws(std::max<std::size_t>(1, topk_select_workspace_bytes(static_cast<int>(rows), vocab, 1)));
+    launch_topk_select(dl.as<float>(), static_cast<int>(rows), vocab, 1, predict.as<std::int32_t>(), nullptr, ws.get(),
+                       nullptr);
     launch_greedy_verify(dd.as<std::int32_t>(), predict.as<std::int32_t>(), df.as<std::int32_t>(), dn.as<std::int32_t>(),
                          batch, d, len.as<std::int32_t>(), accepted.as<std::int32_t>(), nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
