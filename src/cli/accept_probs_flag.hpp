@@ -1,6 +1,6 @@
 #pragma once
 // --accept-probs "0.8,0.1/0.7,0.1": the tree acceptance model's per-rank probabilities, one comma
-// list per depth, as `sweep` reads it.
+// list per depth, as `run` and `sweep` read it.
 #include <string>
 
 #include "domain/tree_acceptance.hpp"

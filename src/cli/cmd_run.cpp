@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "cli/accept_probs_flag.hpp"
 #include "cli/add_norm_flag.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_flags.hpp"
@@ -87,24 +88,6 @@ std::vector<double> parse_per_rank(const std::string& list, const char* flag) {
   return parse_numbers(list, flag, "comma-separated numbers (one per rank)");
 }
 
-// --accept-probs "0.8,0.1/0.7,0.1": per-rank probabilities, one comma list per depth.
-RankAcceptance parse_accept_probs(const std::string& text) {
-  constexpr const char* kExpected = "probabilities separated by commas, depths by '/'";
-  std::vector<std::vector<double>> rows;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t slash = text.find('/', start);
-    const std::string depth = text.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-    if (depth.find_first_not_of(" \t") == std::string::npos)
-      throw InputError(fmt::format("--accept-probs: expected {}, got an empty depth {} in '{}'", kExpected,
-                                   rows.size() + 1, text));
-    rows.push_back(parse_numbers(depth, "--accept-probs", kExpected));
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  return RankAcceptance(std::move(rows), "--accept-probs");
-}
-
 void run(const RunArgs& a) {
   std::vector<std::string> defaults_used;
   // Validate outputs first: a run that cannot write its results must fail before doing work.
@@ -129,7 +112,7 @@ void run(const RunArgs& a) {
   acceptance_in.accept_len = a.accept_len;
   acceptance_in.accept_rate = a.accept_rate;
   acceptance_in.default_rate = kDefaultAcceptRate;
-  if (!a.accept_probs.empty()) acceptance_in.rank_probabilities = parse_accept_probs(a.accept_probs);
+  if (!a.accept_probs.empty()) acceptance_in.rank_probabilities = parse_accept_probs_flag(a.accept_probs);
   std::optional<AcceptanceTable> acceptance_table;
   if (!a.acceptance_file.empty()) {
     acceptance_table = read_acceptance_table(a.acceptance_file);
