@@ -105,8 +105,17 @@ void launch_tree_build(const float* scores, const std::int32_t* cand_parent, int
     throw InputError(fmt::format("tree building: expected 1 <= tokens <= candidates + 1 = {}, got {}", candidates + 1,
                                  tokens));
   if (batch <= 0) return;
-  k::tree_build_kernel<<<batch, 128, 0, stream>>>(scores, cand_parent, candidates, tokens, node_of, out.parent,
-                                                  out.depth, out.first_child, out.next_sibling, out.mask);
+  // The scores are staged in shared memory when they fit the default 48 KB with the node arrays.
+  constexpr std::size_t kSmemLimit = 48 * 1024;
+  const std::size_t node_smem = k::tree_build_node_smem(tokens);
+  const std::size_t score_smem = static_cast<std::size_t>(candidates) * sizeof(float);
+  if (node_smem > kSmemLimit)
+    throw InputError(fmt::format("tree building: {} tokens need {} bytes of shared memory, more than {}", tokens,
+                                 node_smem, kSmemLimit));
+  const bool stage = node_smem + score_smem <= kSmemLimit;
+  k::tree_build_kernel<<<batch, k::kTreeBuildThreads, node_smem + (stage ? score_smem : 0), stream>>>(
+      scores, cand_parent, candidates, tokens, stage, node_of, out.parent, out.depth, out.first_child,
+      out.next_sibling, out.mask);
   EAGLESIM_CUDA_CHECK_LAUNCH();
 }
 

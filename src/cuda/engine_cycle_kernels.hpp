@@ -35,7 +35,7 @@ void launch_topk_select(const float* logits, int rows, int vocab, int k, std::in
                         void* workspace, cudaStream_t stream);
 
 // The verify tree of each of `batch` requests from its `candidates` draft scores (tree_build.cuh
-// for the arrays); node_of: [batch, candidates] scratch; mask: [batch, tokens, ceil(tokens / 32)].
+// for the arrays); node_of: [batch, candidates], each candidate's node (-1: not selected); mask: [batch, tokens, ceil(tokens / 32)].
 struct TreeBuildOutputs {
   std::int32_t* parent = nullptr;        // [batch, tokens]
   std::int32_t* depth = nullptr;         // [batch, tokens]

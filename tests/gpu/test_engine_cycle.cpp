@@ -207,40 +207,80 @@ TreeRef tree_reference(const float* s, const std::int32_t* cp, int c, int d) {
 
 }  // namespace
 
+namespace {
+
+// Builds the trees of `cand` on the GPU and compares every array with tree_reference;
+// sglang_tree: the scores are path products, so the result is a tree SGLang could draft.
+void expect_tree_build_matches(const DraftCandidates& cand, int batch, int steps, int topk, int tokens,
+                               bool sglang_tree) {
+  const int c = static_cast<int>(draft_candidates(steps, topk));
+  const int d = tokens, words = (d + 31) / 32;
+  const std::size_t bd = static_cast<std::size_t>(batch) * d;
+  const DeviceBuffer ds = upload(cand.scores), dp = upload(cand.parent);
+  DeviceBuffer node_of = poisoned(static_cast<std::size_t>(batch) * c * 4);
+  DeviceBuffer parent = poisoned(bd * 4), depth = poisoned(bd * 4), first = poisoned(bd * 4), next = poisoned(bd * 4),
+               mask = poisoned(bd * words * 4);
+  TreeBuildOutputs out{parent.as<std::int32_t>(), depth.as<std::int32_t>(), first.as<std::int32_t>(),
+                       next.as<std::int32_t>(), mask.as<std::uint32_t>()};
+  launch_tree_build(ds.as<float>(), dp.as<std::int32_t>(), batch, c, d, node_of.as<std::int32_t>(), out, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto gp = download<std::int32_t>(parent, bd), gd = download<std::int32_t>(depth, bd);
+  const auto gf = download<std::int32_t>(first, bd), gn = download<std::int32_t>(next, bd);
+  const auto gm = download<std::uint32_t>(mask, bd * words);
+  const auto gnode = download<std::int32_t>(node_of, static_cast<std::size_t>(batch) * c);
+  for (int b = 0; b < batch; ++b) {
+    const float* sc = cand.scores.data() + static_cast<std::size_t>(b) * c;
+    const TreeRef ref = tree_reference(sc, cand.parent.data() + static_cast<std::size_t>(b) * c, c, d);
+    if (sglang_tree) EXPECT_FALSE(find_tree_problem(ref.parent, steps, topk, d).has_value());
+    int selected = 0;
+    for (int k = 0; k < c; ++k) {
+      const int node = gnode[static_cast<std::size_t>(b) * c + k];
+      ASSERT_TRUE(node == -1 || (node >= 1 && node < d)) << "request " << b << " candidate " << k;
+      selected += node > 0 ? 1 : 0;
+    }
+    EXPECT_EQ(selected, d - 1);
+    for (int n = 0; n < d; ++n) {
+      const std::size_t at = static_cast<std::size_t>(b) * d + n;
+      ASSERT_EQ(gp[at], ref.parent[n]) << "request " << b << " node " << n;
+      EXPECT_EQ(gd[at], ref.depth[n]);
+      EXPECT_EQ(gf[at], ref.first[n]);
+      EXPECT_EQ(gn[at], ref.next[n]);
+      for (int w = 0; w < words; ++w) EXPECT_EQ(gm[at * words + w], ref.mask[static_cast<std::size_t>(n) * words + w]);
+    }
+  }
+}
+
+}  // namespace
+
 TEST(EngineCycle, TreeBuildMatchesCpuReference) {
   SKIP_WITHOUT_GPU();
   struct Config { int steps, topk, tokens, batch; };
-  for (const Config cfg : {Config{3, 1, 4, 3}, Config{5, 4, 8, 4}, Config{6, 8, 32, 2}, Config{6, 8, 48, 2}}) {
-    SCOPED_TRACE(std::to_string(cfg.steps) + "," + std::to_string(cfg.topk) + "," + std::to_string(cfg.tokens));
+  for (const Config cfg : {Config{3, 1, 4, 3}, Config{5, 4, 8, 4}, Config{6, 8, 32, 2}, Config{6, 8, 48, 2},
+                           Config{6, 8, 32, 64}, Config{8, 10, 64, 3}, Config{4, 8, 200, 2},
+                           Config{4, 64, 64, 1}}) {  // the last: scores too many to stage in shared memory
+    SCOPED_TRACE(std::to_string(cfg.steps) + "," + std::to_string(cfg.topk) + "," + std::to_string(cfg.tokens) +
+                 " B=" + std::to_string(cfg.batch));
     const int c = static_cast<int>(draft_candidates(cfg.steps, cfg.topk));
     const DraftCandidates cand = random_draft_candidates(cfg.batch, c, cfg.steps, cfg.topk, 5);
-    const int d = cfg.tokens, words = (d + 31) / 32;
-    const std::size_t bd = static_cast<std::size_t>(cfg.batch) * d;
-    const DeviceBuffer ds = upload(cand.scores), dp = upload(cand.parent);
-    DeviceBuffer node_of(static_cast<std::size_t>(cfg.batch) * c * 4);
-    DeviceBuffer parent = poisoned(bd * 4), depth = poisoned(bd * 4), first = poisoned(bd * 4), next = poisoned(bd * 4),
-                 mask = poisoned(bd * words * 4);
-    TreeBuildOutputs out{parent.as<std::int32_t>(), depth.as<std::int32_t>(), first.as<std::int32_t>(),
-                         next.as<std::int32_t>(), mask.as<std::uint32_t>()};
-    launch_tree_build(ds.as<float>(), dp.as<std::int32_t>(), cfg.batch, c, d, node_of.as<std::int32_t>(), out, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const auto gp = download<std::int32_t>(parent, bd), gd = download<std::int32_t>(depth, bd);
-    const auto gf = download<std::int32_t>(first, bd), gn = download<std::int32_t>(next, bd);
-    const auto gm = download<std::uint32_t>(mask, bd * words);
-    for (int b = 0; b < cfg.batch; ++b) {
-      const TreeRef ref = tree_reference(cand.scores.data() + static_cast<std::size_t>(b) * c,
-                                         cand.parent.data() + static_cast<std::size_t>(b) * c, c, d);
-      // A real tree SGLang could draft: the scores are path products.
-      EXPECT_FALSE(find_tree_problem(ref.parent, cfg.steps, cfg.topk, d).has_value());
-      for (int n = 0; n < d; ++n) {
-        const std::size_t at = static_cast<std::size_t>(b) * d + n;
-        ASSERT_EQ(gp[at], ref.parent[n]) << "request " << b << " node " << n;
-        EXPECT_EQ(gd[at], ref.depth[n]);
-        EXPECT_EQ(gf[at], ref.first[n]);
-        EXPECT_EQ(gn[at], ref.next[n]);
-        for (int w = 0; w < words; ++w) EXPECT_EQ(gm[at * words + w], ref.mask[static_cast<std::size_t>(n) * words + w]);
-      }
-    }
+    expect_tree_build_matches(cand, cfg.batch, cfg.steps, cfg.topk, cfg.tokens, true);
+  }
+}
+
+// Scores that are not path products, with many ties: children may outrank their parents, so
+// selected candidates whose parent was not selected hang from the root, and equal scores go
+// to the lower candidate.
+TEST(EngineCycle, TreeBuildTiesAndOrphansMatchCpuReference) {
+  SKIP_WITHOUT_GPU();
+  struct Config { int steps, topk, tokens, batch; };
+  // (6, 8, 32): one candidate per thread; (4, 32, 64): 3104 candidates, the radix search.
+  for (const Config cfg : {Config{6, 8, 32, 5}, Config{4, 32, 64, 3}}) {
+    SCOPED_TRACE(std::to_string(cfg.steps) + "," + std::to_string(cfg.topk) + "," + std::to_string(cfg.tokens));
+    const int c = static_cast<int>(draft_candidates(cfg.steps, cfg.topk));
+    DraftCandidates cand = random_draft_candidates(cfg.batch, c, cfg.steps, cfg.topk, 11);
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int> level(0, 7);
+    for (float& s : cand.scores) s = static_cast<float>(level(rng)) / 8.0f;  // ties everywhere, zeros too
+    expect_tree_build_matches(cand, cfg.batch, cfg.steps, cfg.topk, cfg.tokens, false);
   }
 }
 
