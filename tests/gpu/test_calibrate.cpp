@@ -33,16 +33,18 @@ int gpus() {
   return n;
 }
 
-Trace two_layer_trace() {
-  Trace t = read_trace(std::string(EAGLESIM_REPO) + "/traces/llama-3.1-8b_tp2_t4.json");
+// The trace's verify step alone, cut to its ops up to decoder layer `last` (and those outside layers).
+Trace verify_layers(Trace t, int last) {
   Step verify = t.verify();
   std::vector<Op> kept;
   for (const Op& op : verify.ops)
-    if (op.layer <= 1) kept.push_back(op);
+    if (op.layer <= last) kept.push_back(op);
   verify.ops = kept;
   t.steps = {verify};
   return t;
 }
+
+Trace two_layer_trace() { return verify_layers(read_trace(std::string(EAGLESIM_REPO) + "/traces/llama-3.1-8b_tp2_t4.json"), 1); }
 
 }  // namespace
 
@@ -162,13 +164,8 @@ TEST(CalibrateGpu, TreeMaskTraceCalibrates) {
   SpeculativeFlags f;
   f.num_steps = 5, f.eagle_topk = 4, f.num_draft_tokens = 8;
   o.speculative = resolve_speculative_flags(f).config;
-  Trace t = generate_trace(read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/llama-3.1-8b.json"), o);
-  Step verify = t.verify();
-  std::vector<Op> kept;
-  for (const Op& op : verify.ops)
-    if (op.layer <= 0) kept.push_back(op);
-  verify.ops = kept;
-  t.steps = {verify};
+  const Trace t =
+      verify_layers(generate_trace(read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/llama-3.1-8b.json"), o), 0);
   CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
   ASSERT_EQ(q.verify_trees.size(), 1u);
   q.iters = 3;
