@@ -12,11 +12,15 @@
 #             their widths and head layouts only
 #   in sample the two training traces (4 tokens, KV 2048)
 #   held out  Llama-3.1-70B (another width family), Qwen3-8B and Qwen3-14B (other widths, 40 heads:
-#             a group of 5), and the training models at token counts 1, 16, 64 and KV 512 to 32768
-#             (the replay's attention takes one request with a chain mask: batch and tree verify
-#             are not replayed, so they are not in the set)
+#             a group of 5), the training models at token counts 1, 16, 64 and KV 512 to 32768, and
+#             batch x tree verify traces (SGLang's flags): Llama-3.1-8B batch 8 and 32 with the
+#             (5, 4, 8) tree, Qwen3-8B batch 64 with the (3, 1, 4) chain; no batch trace is
+#             calibrated on (the designed grid's batch points are of the training layouts, other
+#             batches and KV lengths)
 # Every case is run with the fused add + RMSNorm (the engines' default) and without it
-# (--no-fused-add-norm): the A/B whose sign the simulator must get right.
+# (--no-fused-add-norm): the A/B whose sign the simulator must get right. MODES="fused" runs the
+# first only; SKIP_70B=1 leaves the 70B case out (its weights take a minute to place); ITERS
+# (default 10) sets the replays per case.
 #
 # Writes into $OUT (default /tmp/eaglesim-heldout): heldout.md (the table), heldout.json (the
 # same, per case), calibrated.json, fidelity-fused.json, fidelity-unfused.json, fidelity-*-sample.json,
@@ -50,6 +54,13 @@ mkdir -p "$T"
 gen_case() {
   "$E" gen --model "models/llm/$2.json" --tp 1 --tokens "$3" --kv-len "$4" -o "$T/$1.json" >/dev/null 2>>"$OUT/gen.log"
 }
+# gen_batch NAME MODEL BATCH STEPS TOPK DRAFT_TOKENS KV: a TP1 verify trace of BATCH requests with
+# SGLang's speculative configuration (a tree when TOPK > 1).
+gen_batch() {
+  "$E" gen --model "models/llm/$2.json" --tp 1 --batch "$3" --speculative-num-steps "$4" \
+    --speculative-eagle-topk "$5" --speculative-num-draft-tokens "$6" --kv-len "$7" -o "$T/$1.json" \
+    >/dev/null 2>>"$OUT/gen.log"
+}
 TRAIN_MODELS=llama-3.1-8b,qwen3-32b
 SAMPLE="llama-3.1-8b_t4_kv2048:llama-3.1-8b:4:2048 qwen3-32b_t4_kv2048:qwen3-32b:4:2048"
 HELDOUT="llama-3.1-8b_t1_kv32768:llama-3.1-8b:1:32768 llama-3.1-8b_t64_kv512:llama-3.1-8b:64:512
@@ -58,11 +69,20 @@ qwen3-8b_t8_kv4096:qwen3-8b:8:4096 qwen3-8b_t1_kv1024:qwen3-8b:1:1024
 qwen3-14b_t2_kv16384:qwen3-14b:2:16384 qwen3-14b_t32_kv1024:qwen3-14b:32:1024"
 GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1 | tr -dc '0-9')
 # Llama-3.1-70B TP1 needs ~132 GiB of weights: only on a 141 GB part.
-[ "${GPU_MIB:-0}" -ge 140000 ] && HELDOUT="$HELDOUT llama-3.1-70b_t4_kv4096:llama-3.1-70b:4:4096"
+[ "${GPU_MIB:-0}" -ge 140000 ] && [ -z "${SKIP_70B:-}" ] && HELDOUT="$HELDOUT llama-3.1-70b_t4_kv4096:llama-3.1-70b:4:4096"
+BATCH_HELDOUT="llama-3.1-8b_b8_tree548_kv2048:llama-3.1-8b:8:5:4:8:2048
+llama-3.1-8b_b32_tree548_kv1024:llama-3.1-8b:32:5:4:8:1024
+qwen3-8b_b64_chain314_kv1024:qwen3-8b:64:3:1:4:1024"
+MODES=${MODES:-fused unfused}
 sample_files="" heldout_files=""
 for c in $SAMPLE; do IFS=: read -r n m tk kv <<<"$c"; gen_case "$n" "$m" "$tk" "$kv" || exit 2; sample_files=$sample_files${sample_files:+,}$T/$n.json; done
 for c in $HELDOUT; do IFS=: read -r n m tk kv <<<"$c"; gen_case "$n" "$m" "$tk" "$kv" || exit 2; heldout_files=$heldout_files${heldout_files:+,}$T/$n.json; done
-say "traces: in sample $SAMPLE; held out $(echo $HELDOUT)"
+for c in $BATCH_HELDOUT; do
+  IFS=: read -r n m b st tk dt kv <<<"$c"
+  gen_batch "$n" "$m" "$b" "$st" "$tk" "$dt" "$kv" || exit 2
+  heldout_files=$heldout_files${heldout_files:+,}$T/$n.json
+done
+say "traces: in sample $SAMPLE; held out $(echo $HELDOUT $BATCH_HELDOUT)"
 
 CAL=("$E" calibrate --traces "$sample_files" --ranks 1 --grid coarse --grid-models "$TRAIN_MODELS" -o "$OUT/calibrated.json")
 say "${CAL[*]}"
@@ -70,7 +90,7 @@ say "${CAL[*]}"
 grep -E "plan \(|fitted |wrote " "$OUT/calibrate.log" | tee -a "$OUT/heldout.log"
 
 rc=0
-for mode in fused unfused; do
+for mode in $MODES; do
   flag=()
   [ "$mode" = unfused ] && flag=(--no-fused-add-norm)
   for set in sample heldout; do

@@ -30,6 +30,37 @@ std::vector<std::int64_t> merged_grid(const std::vector<std::int64_t>& grid, con
 
 }  // namespace
 
+std::vector<std::vector<int>> verify_trees_of(const std::vector<Trace>& traces, const DesignedGrid& grid) {
+  std::vector<std::vector<int>> out;
+  auto add = [&](const std::vector<int>& tree) {
+    if (tree.empty()) return;
+    for (const auto& t : out)
+      if (t.size() == tree.size()) return;
+    out.push_back(tree);
+  };
+  for (const Trace& t : traces)
+    if (t.meta.speculative && t.meta.speculative->mask == VerifyMask::tree) add(t.meta.speculative->parents);
+  for (const auto& tree : grid.verify_trees) add(tree);
+  return out;
+}
+
+void check_tree_masks(const CalibrationRequest& q) {
+  auto check = [&](const Op& op) {
+    if (op.kind != OpKind::attention || op.mask != AttentionMask::tree) return;
+    for (const auto& t : q.verify_trees)
+      if (static_cast<std::int64_t>(t.size()) == op.q_tokens) return;
+    throw InputError(fmt::format("calibrate: attention '{}' has a tree mask over {} query tokens, but no trace's "
+                                 "meta.speculative.parents (nor the designed grid) has a tree of {} tokens",
+                                 op.name, op.q_tokens, op.q_tokens));
+  };
+  for (const Op& op : q.compute) check(op);
+  for (const auto& [a, b] : q.transitions) check(a), check(b);
+  for (const ComputeLayerCase& c : q.compute_layers)
+    for (const Op& op : c.ops) check(op);
+  for (const AllreduceLayerCase& c : q.allreduce_layers)
+    for (const Op& op : c.ops) check(op);
+}
+
 const std::vector<std::int64_t>& calibration_token_grid() {
   static const std::vector<std::int64_t> grid{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
   return grid;
@@ -154,6 +185,9 @@ CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const Cali
   q.transitions = transition_pairs(traces, fused);
   q.compute_layers = compute_layers(traces);
   for (ComputeLayerCase& c : q.compute_layers) c.gpus = std::clamp(c.gpus, 1, o.ranks);
+
+  q.verify_trees = verify_trees_of(traces, o.grid);
+  check_tree_masks(q);
 
   if (o.ranks > 1) {
     std::set<std::int64_t> exact;

@@ -29,6 +29,12 @@ struct CalibrationPlanOptions {
   int grid_gpus = 1;
 };
 
+// The verify trees a request carries (CalibrationRequest::verify_trees): the tree-mask traces'
+// meta.speculative.parents, then the designed grid's trees, one per token count (the first wins).
+std::vector<std::vector<int>> verify_trees_of(const std::vector<Trace>& traces, const DesignedGrid& grid);
+// InputError naming the op when a tree-mask attention op of the request has no tree of its q_tokens.
+void check_tree_masks(const CalibrationRequest& q);
+
 // InputError on strategies calibrate cannot measure or traces with nothing to measure.
 CalibrationRequest plan_calibration(const std::vector<Trace>& traces, const CalibrationPlanOptions& options);
 

@@ -96,6 +96,11 @@ struct CalibrationRequest {
   // transitions and allreduce contexts are measured as separate kernels either way, and the
   // add_rmsnorm cases as the fused kernel.
   bool fuse_add_norm = true;
+  // The verify trees (parent lists, trace/eagle_tree.hpp) of the traces' speculative
+  // configurations and of the designed grid's tree points, at most one per token count: an
+  // attention op with a tree mask is measured under the tree of its q_tokens (the replay's
+  // programs read its mask words from it, as from the trace's meta.speculative in a replay).
+  std::vector<std::vector<int>> verify_trees;
   int iters = 7;                       // timed graph replays per graph (median)
   int warmup = 2;
   double timeout_s = 30;

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "calibration/designed_grid.hpp"
 #include "calibration/trace_shapes.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology_limits.hpp"
@@ -120,6 +121,9 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
         add_point(gemm[{op.n, op.k, static_cast<int>(op.dtype)}], op.m, us, s.gemm_m.count(op.m) > 0);
         break;
       case OpKind::attention: {
+        // The designed grid's batches (ragged KV, trees) are for the fit only: a table of one
+        // layout by KV positions holds one request's points.
+        if (op.name == kGridBatchAttentionName) break;
         const std::string key = attention_calibration_key_q(op);
         auto used = s.attention.find(key);
         add_point(attention[key], op.kv_len, us, used != s.attention.end() && used->second.kv.count(op.kv_len));

@@ -1,10 +1,12 @@
 #include "calibration/designed_grid.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include "calibration/trace_shapes.hpp"
+#include "trace/eagle_tree.hpp"
 #include "topology/calibration_keys.hpp"
 
 namespace eaglesim {
@@ -20,6 +22,37 @@ const std::vector<std::int64_t>& attention_kv(GridDensity d) {
   static const std::vector<std::int64_t> coarse{512, 2048, 8192, 32768},
       full{512, 1024, 2048, 4096, 8192, 16384, 32768};
   return d == GridDensity::full ? full : coarse;
+}
+
+// The batch x tree verify shapes of the serving engines (issue 25's traces): per request, the
+// query tokens and mask of a speculative configuration (steps, topk, draft tokens), a batch of
+// requests with ragged KV around a mean.
+struct BatchPoint {
+  int steps, topk, tokens;
+};
+const std::vector<BatchPoint>& batch_configs() {
+  static const std::vector<BatchPoint> c{{0, 1, 1}, {3, 1, 4}, {5, 4, 8}, {6, 8, 32}};  // decode, chain, trees
+  return c;
+}
+const std::vector<std::int32_t>& attention_batches(GridDensity d) {
+  static const std::vector<std::int32_t> coarse{8, 64}, full{2, 8, 32, 64};
+  return d == GridDensity::full ? full : coarse;
+}
+const std::vector<std::int64_t>& attention_batch_kv(GridDensity d) {
+  static const std::vector<std::int64_t> coarse{512, 4096}, full{512, 2048, 8192};
+  return d == GridDensity::full ? full : coarse;
+}
+
+// Ragged lengths with the given mean: 0.5, 0.75, 1, 1.25, 1.5 of it in turn (a multiple of 16),
+// each at least the query tokens.
+std::vector<std::int64_t> ragged_kv(int batch, std::int64_t mean, std::int64_t q_tokens) {
+  static const double spread[] = {0.5, 0.75, 1.0, 1.25, 1.5};
+  std::vector<std::int64_t> lens;
+  for (int r = 0; r < batch; ++r) {
+    const std::int64_t len = static_cast<std::int64_t>(spread[r % 5] * static_cast<double>(mean)) / 16 * 16;
+    lens.push_back(std::max(len, q_tokens));
+  }
+  return lens;
 }
 
 Op elementwise_op(OpKind kind, std::int64_t tokens, std::int64_t hidden) {
@@ -91,6 +124,28 @@ DesignedGrid designed_grid(const std::vector<Trace>& family_traces, GridDensity 
         a.kv_len = kv;
         g.compute.push_back(a);
       }
+  // Batches (ragged KV, chain and tree masks) over the same layouts; the verify kernel takes at
+  // most kMaxGridBatchPositions positions per point here (64 requests x 4096).
+  for (const auto& [key, tmpl] : layouts) {
+    if (tmpl.variant != AttentionVariant::gqa) continue;  // MLA batches: the layouts' q/KV grid only
+    for (const BatchPoint& c : batch_configs())
+      for (std::int32_t b : attention_batches(d))
+        for (std::int64_t kv : attention_batch_kv(d)) {
+          if (static_cast<double>(b) * static_cast<double>(kv) > kGridMaxBatchPositions) continue;
+          Op a = tmpl;
+          a.name = kGridBatchAttentionName;
+          a.layer = -1;
+          a.us.reset();
+          a.batch = b;
+          a.q_tokens = c.tokens;
+          a.kv_lens = ragged_kv(b, kv, c.tokens);
+          a.kv_len = *std::max_element(a.kv_lens.begin(), a.kv_lens.end());
+          a.mask = c.topk > 1 ? AttentionMask::tree : AttentionMask::causal;
+          g.compute.push_back(a);
+        }
+  }
+  for (const BatchPoint& c : batch_configs())
+    if (c.topk > 1) g.verify_trees.push_back(derive_eagle_tree(c.steps, c.topk, c.tokens));
   for (const auto& [kind, hidden] : elementwise)
     for (std::int64_t t : rows) g.compute.push_back(elementwise_op(static_cast<OpKind>(kind), t, hidden));
   for (std::int64_t hidden : norm_widths)

@@ -9,8 +9,11 @@
 //                five-minute budget by them)
 //   attention    each head layout of the grid's models (GQA and MLA) x query tokens {1, 4, 16, 64}
 //                x KV {512, 2048, 8192, 32768} (full: also 2, 8, 32 and 1024, 4096, 16384). One
-//                request with a causal mask: the replay's attention takes that (cuda/rank_program.cpp),
-//                and the fitted model prices a batch or a tree by its KV bytes and padded rows
+//                request with a causal mask. Then the serving engines' batch x tree verify shapes
+//                on the GQA layouts: batch {8, 64} (full: {2, 8, 32, 64}) x per request KV ragged
+//                around {512, 4096} (full: {512, 2048, 8192}; at most kGridMaxBatchPositions in
+//                all) x (steps, topk, draft tokens) {decode 1, chain (3,1,4), tree (5,4,8), tree
+//                (6,8,32)}, the trees SGLang derives (trace/eagle_tree.hpp), as the replay runs them
 //   elementwise  rmsnorm, residual_add, embedding at each hidden width, act at each intermediate
 //                width, and the fused add + RMSNorm at each hidden width, x the GEMM rows
 // The launch gap and the kernel transitions come from calibrate's other phases.
@@ -27,10 +30,14 @@ enum class GridDensity { traces, coarse, full };
 bool parse_grid_density(const std::string& name, GridDensity& out);
 
 inline constexpr double kGridMaxGemmFlops = 4e11;
+inline constexpr double kGridMaxBatchPositions = 64.0 * 4096;
+// The name of the batch attention points (the fit takes them, the tables do not).
+inline constexpr const char* kGridBatchAttentionName = "grid_attention_batch";
 
 struct DesignedGrid {
   std::vector<Op> compute;      // gemm, attention, elementwise points
   std::vector<Op> add_rmsnorm;  // residual adds (tokens, hidden) measured as the fused add + RMSNorm kernel
+  std::vector<std::vector<int>> verify_trees;  // the trees of the tree-mask attention points (parent lists)
 };
 
 const std::vector<std::int64_t>& grid_rows(GridDensity d);

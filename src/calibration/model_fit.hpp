@@ -27,8 +27,10 @@ struct FitBounds {
   double max_tflops = 1e5;
 };
 
-// Fits one kind (`has_flops`: with a FLOP term). At least 3 samples with positive µs.
-FittedModel fit_model(const std::vector<FitSample>& samples, bool has_flops, const FitBounds& bounds);
+// Fits one kind (`has_flops`: with a FLOP term; `has_geometry`: attention's launch geometry
+// terms too, per wave, per block bandwidth and combine). At least 3 samples with positive µs.
+FittedModel fit_model(const std::vector<FitSample>& samples, bool has_flops, const FitBounds& bounds,
+                      bool has_geometry = false);
 
 // The samples of every fitted key in the measurements (`m` parallel to `q`): the compute ops by
 // fitted_model_key, the fused add + RMSNorm cases under elementwise:add_rmsnorm; `sms` for the

@@ -31,6 +31,7 @@
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "sweep/sweep_inputs.hpp"
+#include "topology/calibration_keys.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
 
@@ -183,6 +184,9 @@ void run_calibrate_command(const CalibrateArgs& a) {
                            "max {:.1f} %",
                            key, f.fixed_us, f.bw_gbs, f.tflops > 0 ? fmt::format(", flops / {:.0f} TFLOP/s", f.tflops) : "",
                            f.points, 100 * f.rms_residual, 100 * f.max_residual));
+    if (fitted_model_has_geometry(key))
+      q.progress(fmt::format("fitted {}: launch geometry + waves x {:.2f} us, busiest CTA / {:.1f} GB/s, combine "
+                             "{:.2f} us", key, f.wave_us, f.block_bw_gbs, f.combine_us));
   }
   // Kinds without enough points here (no MLA model in the grid) keep the base preset's fit.
   for (const auto& [key, f] : base->calibration.fitted) topo.calibration.fitted.emplace(key, f);

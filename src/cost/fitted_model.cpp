@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cost/attention_geometry.hpp"
 #include "topology/calibration_keys.hpp"
 #include "trace/op_traffic.hpp"
 
@@ -51,12 +52,17 @@ FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
       return f;
     }
     case OpKind::attention: {
+      const AttentionGeometry g = attention_geometry(op, sms);
       const double group = op.variant == AttentionVariant::mla
                                ? static_cast<double>(op.heads)
                                : static_cast<double>(op.heads) / static_cast<double>(std::max<std::int64_t>(1, op.kv_heads));
       const double rows = std::max(1.0, static_cast<double>(op.q_tokens) * group);
-      f.bytes = op.io_bytes();
-      f.flops = op.flops() * padded(rows) / rows;
+      const double sm_share = std::max(1.0, g.active_sms) / static_cast<double>(std::max(1, sms));
+      f.bytes = op.io_bytes() + 2.0 * g.partial_bytes;
+      f.flops = op.flops() * std::max(rows, g.rows_computed) / rows / sm_share;
+      f.waves = g.waves;
+      f.crit_bytes = g.crit_tokens * g.block_bytes_per_token;
+      f.combine = g.combine ? 1.0 : 0.0;
       return f;
     }
     default:
@@ -68,7 +74,8 @@ FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
 double fitted_us(const FittedModel& model, const FittedFeatures& f) {
   const double memory = f.bytes / (model.bw_gbs * 1e3);
   const double compute = model.tflops > 0 ? f.flops / (model.tflops * 1e6) : 0.0;
-  return model.fixed_us + std::max(memory, compute);
+  const double block = model.block_bw_gbs > 0 ? f.crit_bytes / (model.block_bw_gbs * 1e3) : 0.0;
+  return model.fixed_us + f.waves * model.wave_us + std::max({memory, compute, block}) + f.combine * model.combine_us;
 }
 
 std::optional<double> fitted_cost(const Op& op, const Topology& topo, bool fused_add_norm) {

@@ -9,8 +9,17 @@
 //   - GEMMs: m padded to the 16-row MMA tile, then divided by the tile-wave efficiency
 //     tiles / (waves · SMs), tiles = ceil(m / 128) · ceil(n / 128): a last partial wave leaves
 //     SMs idle, which is why a GEMM of 1.1 waves costs nearly as much as one of 2.
-//   - attention: the query rows that share a KV head (q_tokens · group, MLA: · heads) padded to
-//     the 16-row tile; bytes are the KV cache, Q and O.
+//   - attention: the query rows the kernel's tiles compute per KV head (its row blocks times
+//     their rows: a group of 5 x 32 tokens computes 192 rows in three 64-row blocks), at the share
+//     of the SMs its grid occupies; bytes are the KV cache, Q and O, and the split partials
+//     written and read back. The attention models add the launch geometry of
+//     cost/attention_geometry.hpp (the grid the replay's kernel launches, from the same planner):
+//       us = fixed_us + waves · wave_us
+//            + max(bytes / bw_gbs, flops_effective / tflops, busiest CTA's bytes / block_bw_gbs)
+//            + (splits merged ? combine_us : 0)
+//     waves: the grid's CTAs over the GPU's resident slots, rounded up; the busiest CTA's bytes:
+//     the KV positions the busiest slot streams one block after another, times a block's K/V
+//     bytes per position (a grid too small to fill the GPU is bound by what a block streams).
 //   - elementwise kinds: bytes only (op_traffic; add_rmsnorm: the fused kernel's traffic).
 #include <optional>
 #include <string>
@@ -24,6 +33,10 @@ namespace eaglesim {
 struct FittedFeatures {
   double bytes = 0;
   double flops = 0;  // effective FLOPs (padding and waves included); 0 for elementwise kinds
+  // Attention's launch geometry (0 for the other kinds).
+  double waves = 0;
+  double crit_bytes = 0;  // bytes the busiest slot streams one block after another
+  double combine = 0;     // 1 when a combine pass merges split partials
 };
 
 // The Calibration::fitted key that prices `op` ("gemm:bf16", "attention:gqa", "elementwise:act"),
@@ -34,7 +47,7 @@ std::string fitted_model_key(const Op& op, bool fused_add_norm = false);
 // The formula's inputs for `op` on a GPU with `sms` streaming multiprocessors.
 FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm = false);
 
-// fixed + max(bytes / bw, flops / tflops), µs.
+// fixed + waves · wave_us + max(bytes / bw, flops / tflops, crit_bytes / block_bw) + combine · combine_us, µs.
 double fitted_us(const FittedModel& model, const FittedFeatures& f);
 
 // The fitted model's µs for `op` when the topology has the model of its key, else nothing.

@@ -170,6 +170,7 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
         const cudaStream_t stream = stream_owner.get();
         ProgramOptions popts;
         popts.seed = 101 + static_cast<std::uint64_t>(r);
+        popts.verify_trees = q.verify_trees;
         popts.fuse_add_norm = fuse_add_norm;
         RankProgram program(layout.step, r, group->rank(r), nullptr, popts);
         GraphTimer timer("calibrate", kChainPreRollUs, q.timeout_s, [&group] { group->abort(); });

@@ -211,6 +211,7 @@ ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, con
     }
     ProgramOptions popts;
     popts.seed = 7 + i;
+    popts.verify_trees = timing.verify_trees;
     popts.fuse_add_norm = false;  // each op its own kernel: the table of its kind
     RankProgram program(step, device, group.rank(0), nullptr, popts);
     for (const auto& n : program.notes())
@@ -279,6 +280,7 @@ std::vector<double> calibrate_compute_layers(int device, const std::vector<Compu
     for (int p = 0; p < placements; ++p) {
       ProgramOptions popts;
       popts.seed = 4049 + l + 7919 * p;
+      popts.verify_trees = timing.verify_trees;
       popts.fuse_add_norm = fuse_add_norm;
       programs.push_back(std::make_unique<RankProgram>(step, device, dev.group->rank(0), nullptr, popts));
       RankProgram& program = *programs.back();
@@ -324,6 +326,7 @@ std::vector<double> calibrate_transitions(int device, const std::vector<std::pai
     }
     ProgramOptions popts;
     popts.seed = 991 + i;
+    popts.verify_trees = timing.verify_trees;
     popts.fuse_add_norm = false;  // the transition between the two kernels, each its own launch
     RankProgram program(step, device, dev.group->rank(0), nullptr, popts);
     const std::string what = "transition " + program.label(0) + " -> " + program.label(na);

@@ -29,6 +29,9 @@ struct ChainTiming {
   int warmup = 2;
   double timeout_s = 30;
   double chain_us = 300;
+  // The verify trees the programs read a tree-mask attention op's mask from
+  // (CalibrationRequest::verify_trees, ProgramOptions::verify_trees).
+  std::vector<std::vector<int>> verify_trees;
 };
 
 // Each op alone (a residual add and an RMSNorm as two kernels), then each of `add_rmsnorm` (a

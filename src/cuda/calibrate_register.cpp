@@ -138,7 +138,7 @@ CalibrationMeasurements measure(const CalibrationRequest& q) {
   m.gpu_name = inv.gpu_name;
   m.ranks = q.ranks;
   m.device = fmt::format("{} x {}", q.ranks, inv.gpu_name);
-  const ChainTiming timing{q.iters, q.warmup, q.timeout_s, q.chain_us};
+  const ChainTiming timing{q.iters, q.warmup, q.timeout_s, q.chain_us, q.verify_trees};
   ComputeCalibration c = calibrate_compute_on_ranks(q, timing, m.compute_layer_us);
   m.compute_us = std::move(c.us);
   m.add_rmsnorm_us = std::move(c.add_rmsnorm_us);

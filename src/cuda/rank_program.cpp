@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "cost/attention_geometry.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_graph.hpp"
 #include "cuda/draft_candidates.hpp"
@@ -436,7 +437,13 @@ std::vector<std::uint32_t> RankProgram::mask_words(const Op& op, std::size_t i) 
       return w;
     }
     case AttentionMask::tree: {
-      const std::vector<int> parents = opts_.speculative ? opts_.speculative->parents : std::vector<int>{};
+      std::vector<int> parents = opts_.speculative ? opts_.speculative->parents : std::vector<int>{};
+      if (static_cast<std::int64_t>(parents.size()) != op.q_tokens)
+        for (const std::vector<int>& tree : opts_.verify_trees)
+          if (static_cast<std::int64_t>(tree.size()) == op.q_tokens) {
+            parents = tree;
+            break;
+          }
       if (static_cast<std::int64_t>(parents.size()) != op.q_tokens)
         throw InputError(fmt::format("{}: a tree mask needs meta.speculative.parents with one parent per query token "
                                      "({}), got {}", labels_[i], op.q_tokens, parents.size()));
@@ -454,27 +461,12 @@ std::vector<std::uint32_t> RankProgram::mask_words(const Op& op, std::size_t i) 
 // every request) packed one after the other in one ragged cache, its q_tokens query tokens the
 // last q_tokens of those positions, under the op's mask.
 VerifyAttentionRun& RankProgram::verify_run(const Op& op, std::size_t i) {
-  VerifyAttentionShape shape;
-  shape.batch = static_cast<int>(op.batch);
-  shape.q_tokens = static_cast<int>(op.q_tokens);
-  shape.heads = static_cast<int>(op.heads);
-  if (op.variant == AttentionVariant::mla) {
-    shape.kind = VerifyAttentionKind::mla;
-    shape.kv_heads = 1;
-    shape.head_dim_qk = static_cast<int>(op.kv_lora_rank + op.rope_dim);
-    shape.head_dim_v = static_cast<int>(op.kv_lora_rank);
-  } else {
-    shape.kind = VerifyAttentionKind::gqa;
-    shape.kv_heads = static_cast<int>(op.kv_heads);
-    shape.head_dim_qk = shape.head_dim_v = static_cast<int>(op.head_dim);
-  }
+  const VerifyAttentionShape shape = verify_attention_shape(op);
   // The kernel's cache offsets are 32-bit; a batch past them is far beyond any GPU's memory too.
   if (op.kv_len_total() > static_cast<double>(std::numeric_limits<std::int32_t>::max()))
     throw InputError(fmt::format("{}: {:.0f} KV positions over the batch: expected at most 2^31 - 1 (and a cache "
                                  "that fits the GPU)", labels_[i], op.kv_len_total()));
-  std::vector<std::int32_t> kv_len(as_size(shape.batch), static_cast<std::int32_t>(op.kv_len));
-  if (!op.kv_lens.empty())
-    for (std::size_t r = 0; r < kv_len.size(); ++r) kv_len[r] = static_cast<std::int32_t>(op.kv_lens[r]);
+  const std::vector<std::int32_t> kv_len = verify_attention_kv_lens(op);
   const std::vector<std::uint32_t> mask = mask_words(op, i);
   std::vector<std::int64_t> key{static_cast<int>(shape.kind), shape.batch, shape.q_tokens, shape.heads,
                                 shape.kv_heads, shape.head_dim_qk, shape.head_dim_v};

@@ -47,6 +47,10 @@ struct ProgramOptions {
   // tree_build scores, the requests whose accepted lengths host_sync copies.
   int batch = 1;
   std::optional<SpeculativeConfig> speculative;
+  // Further verify trees (parent lists) for programs that mix ops of several traces (calibrate):
+  // a tree-mask attention op whose q_tokens the configuration's tree does not have takes the
+  // tree of that many tokens from here.
+  std::vector<std::vector<int>> verify_trees;
   double host_sync_timeout_s = 600;  // host_sync waits at most this long for the device (a stuck peer)
 };
 

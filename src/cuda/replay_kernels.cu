@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "cost/attention_geometry.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/elementwise_plan.hpp"
 #include "pointwise_bf16.cuh"
@@ -217,6 +218,12 @@ struct AttnInst {
   }
 };
 
+// The split heuristic the cost model shares (cost/attention_geometry.hpp) must see these kernels.
+static_assert(k::kAttnRowsPerBlock == kDecodeAttentionRowsPerBlock, "decode attention rows per block");
+static_assert(decode_attention_tile(128, false) == 64 && decode_attention_tile(256, false) == 32 &&
+                  decode_attention_tile(576, true) == 32 && decode_attention_tile(512, true) == 32,
+              "decode attention tiles");
+
 template <typename F>
 void dispatch(AttnKernel which, F&& f) {
   switch (which) {
@@ -250,16 +257,10 @@ AttentionPlan plan_attention(const AttentionShape& s, int sm_count) {
     decltype(inst)::prepare();
     tile = decltype(inst)::tile;
   });
-  const int rows = (s.heads / s.kv_heads) * s.q_tokens;
-  plan.row_blocks = (rows + k::kAttnRowsPerBlock - 1) / k::kAttnRowsPerBlock;
-  // Aim for about two blocks per SM over the whole grid, each split at least one tile long.
-  const int max_splits = (s.kv_len + tile - 1) / tile;
-  const int want = std::max(1, (2 * sm_count + s.kv_heads * plan.row_blocks - 1) / (s.kv_heads * plan.row_blocks));
-  int splits = std::min(max_splits, want);
-  int split_len = (s.kv_len + splits - 1) / splits;
-  split_len = (split_len + tile - 1) / tile * tile;
-  plan.split_len = split_len;
-  plan.splits = (s.kv_len + split_len - 1) / split_len;
+  const DecodeAttentionSplit split = decode_attention_split(s.kv_len, tile, s.kv_heads, (s.heads / s.kv_heads) * s.q_tokens, sm_count);
+  plan.row_blocks = split.row_blocks;
+  plan.split_len = split.split_len;
+  plan.splits = split.splits;
   const std::size_t rows_all = static_cast<std::size_t>(s.q_tokens) * s.heads;
   plan.part_acc_floats = static_cast<std::size_t>(plan.splits) * rows_all * s.dv;
   plan.part_ml_floats = static_cast<std::size_t>(plan.splits) * rows_all * 2;

@@ -16,6 +16,12 @@ std::string format_fitted_models(const Topology& topo) {
     out += fmt::format("{:<26} {:>9.2f} {:>8.0f} {:>8} {:>7} {:>8.1f}% {:>8.1f}%\n", key, f.fixed_us, f.bw_gbs,
                        f.tflops > 0 ? fmt::format("{:.0f}", f.tflops) : "-", f.points, 100 * f.rms_residual,
                        100 * f.max_residual);
+  // The attention models' launch-geometry terms (cost/fitted_model.hpp), one line each.
+  for (const auto& [key, f] : fitted)
+    if (f.wave_us > 0 || f.block_bw_gbs > 0 || f.combine_us > 0)
+      out += fmt::format("  {}: + waves x {:.2f} us, busiest CTA's bytes / {:.1f} GB/s inside the max, + {:.2f} us "
+                         "when splits are combined\n",
+                         key, f.wave_us, f.block_bw_gbs, f.combine_us);
   return out;
 }
 
@@ -25,6 +31,11 @@ nlohmann::json fitted_models_json(const Topology& topo) {
     nlohmann::json e{{"fixed_us", f.fixed_us}, {"bw_gbs", f.bw_gbs}, {"points", f.points},
                      {"rms_residual", f.rms_residual}, {"max_residual", f.max_residual}};
     if (f.tflops > 0) e["tflops"] = f.tflops;
+    if (f.wave_us > 0 || f.block_bw_gbs > 0 || f.combine_us > 0) {
+      e["wave_us"] = f.wave_us;
+      e["block_bw_gbs"] = f.block_bw_gbs;
+      e["combine_us"] = f.combine_us;
+    }
     j[key] = e;
   }
   return j;

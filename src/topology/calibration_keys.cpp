@@ -19,6 +19,7 @@ const std::vector<std::string>& fitted_model_keys() {
 }
 
 bool fitted_model_has_flops(const std::string& key) { return key.rfind("elementwise:", 0) != 0; }
+bool fitted_model_has_geometry(const std::string& key) { return key.rfind("attention:", 0) == 0; }
 
 std::string attention_calibration_key(const Op& op) {
   if (op.variant == AttentionVariant::mla)

@@ -22,6 +22,8 @@ inline constexpr const char* kAddRmsnormTable = "add_rmsnorm";
 // add_rmsnorm. The GEMM and attention models have a FLOP term, the elementwise ones bytes only.
 const std::vector<std::string>& fitted_model_keys();
 bool fitted_model_has_flops(const std::string& key);
+// The attention models also price the kernel's launch geometry (waves, the busiest CTA, the combine).
+bool fitted_model_has_geometry(const std::string& key);
 
 std::string attention_calibration_key(const Op& op);
 std::string attention_calibration_key_q(const Op& op);  // the key above + ":q" + op.q_tokens

@@ -123,6 +123,11 @@ ojson fitted_json(const std::map<std::string, FittedModel>& fitted) {
     j["fixed_us"] = f.fixed_us;
     j["bw_gbs"] = f.bw_gbs;
     if (fitted_model_has_flops(key)) j["tflops"] = f.tflops;
+    if (fitted_model_has_geometry(key)) {
+      j["wave_us"] = f.wave_us;
+      j["block_bw_gbs"] = f.block_bw_gbs;
+      j["combine_us"] = f.combine_us;
+    }
     j["points"] = f.points;
     j["rms_residual"] = f.rms_residual;
     j["max_residual"] = f.max_residual;

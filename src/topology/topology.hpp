@@ -75,6 +75,11 @@ struct FittedModel {
   double fixed_us = 0;
   double bw_gbs = 0;
   double tflops = 0;
+  // Attention only (fitted_model_has_geometry): what the kernel's launch geometry adds
+  // (cost/attention_geometry.hpp). 0 leaves the term out.
+  double wave_us = 0;        // per wave of CTAs over the GPU's resident slots
+  double block_bw_gbs = 0;   // what one CTA streams on its own (the busiest slot's bytes at it)
+  double combine_us = 0;     // the combine pass that merges split partials (its launch and rounds)
   int points = 0;            // measured points it was fitted to
   double rms_residual = 0;   // sqrt(mean((fit / measured - 1)^2))
   double max_residual = 0;   // max |fit / measured - 1|

@@ -129,7 +129,10 @@ std::map<std::string, double> read_keyed_numbers(const JsonCursor& c, bool (*val
 // residuals of its fit.
 FittedModel read_fitted_model(const JsonCursor& c, const std::string& key) {
   const bool flops = fitted_model_has_flops(key);
-  if (flops)
+  if (fitted_model_has_geometry(key))
+    c.only_keys({"fixed_us", "bw_gbs", "tflops", "wave_us", "block_bw_gbs", "combine_us", "points", "rms_residual",
+                 "max_residual", "source"});
+  else if (flops)
     c.only_keys({"fixed_us", "bw_gbs", "tflops", "points", "rms_residual", "max_residual", "source"});
   else
     c.only_keys({"fixed_us", "bw_gbs", "points", "rms_residual", "max_residual", "source"});
@@ -137,6 +140,9 @@ FittedModel read_fitted_model(const JsonCursor& c, const std::string& key) {
   f.fixed_us = c.at("fixed_us").as_number(0, kMaxLatencyUs);
   f.bw_gbs = c.at("bw_gbs").as_positive_number(kMaxBwGbs);
   if (flops) f.tflops = c.at("tflops").as_positive_number(kMaxTflops);
+  if (auto w = c.find("wave_us")) f.wave_us = w->as_number(0, kMaxLatencyUs);
+  if (auto b = c.find("block_bw_gbs")) f.block_bw_gbs = b->as_number(0, kMaxBwGbs);
+  if (auto m = c.find("combine_us")) f.combine_us = m->as_number(0, kMaxLatencyUs);
   f.points = static_cast<int>(c.at("points").as_positive_int(kMaxFittedPoints));
   f.rms_residual = c.at("rms_residual").as_number(0, kMaxFittedResidual);
   f.max_residual = c.at("max_residual").as_number(f.rms_residual, kMaxFittedResidual);

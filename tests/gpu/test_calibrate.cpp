@@ -14,6 +14,9 @@
 #include "calibration/transition_fit.hpp"
 #include "calibration/base_preset.hpp"
 #include "calibration/gpu_tools.hpp"
+#include "model/generator.hpp"
+#include "model/model_config.hpp"
+#include "model/speculative_flags.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
 
@@ -30,16 +33,18 @@ int gpus() {
   return n;
 }
 
-Trace two_layer_trace() {
-  Trace t = read_trace(std::string(EAGLESIM_REPO) + "/traces/llama-3.1-8b_tp2_t4.json");
+// The trace's verify step alone, cut to its ops up to decoder layer `last` (and those outside layers).
+Trace verify_layers(Trace t, int last) {
   Step verify = t.verify();
   std::vector<Op> kept;
   for (const Op& op : verify.ops)
-    if (op.layer <= 1) kept.push_back(op);
+    if (op.layer <= last) kept.push_back(op);
   verify.ops = kept;
   t.steps = {verify};
   return t;
 }
+
+Trace two_layer_trace() { return verify_layers(read_trace(std::string(EAGLESIM_REPO) + "/traces/llama-3.1-8b_tp2_t4.json"), 1); }
 
 }  // namespace
 
@@ -145,4 +150,33 @@ TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
   EXPECT_FALSE(back.calibration.attention.empty());
   EXPECT_EQ(back.calibration.allreduce_context_us.size(), q.allreduce_contexts.size());
   EXPECT_EQ(back.calibration.elementwise.count("add_rmsnorm"), 1u);
+}
+
+// A batch x tree verify trace (Llama-3.1-8B, batch 8, SGLang (5, 4, 8)): its tree-mask attention
+// is measured under the trace's verify tree, in the single-op chains and in the layer chain.
+TEST(CalibrateGpu, TreeMaskTraceCalibrates) {
+  if (gpus() < 1) GTEST_SKIP() << "needs a CUDA GPU";
+  cuda::register_calibrate();
+  GenOptions o;
+  o.tp = 1;
+  o.batch = 8;
+  o.kv_len = 1024;
+  SpeculativeFlags f;
+  f.num_steps = 5, f.eagle_topk = 4, f.num_draft_tokens = 8;
+  o.speculative = resolve_speculative_flags(f).config;
+  const Trace t =
+      verify_layers(generate_trace(read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/llama-3.1-8b.json"), o), 0);
+  CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
+  ASSERT_EQ(q.verify_trees.size(), 1u);
+  q.iters = 3;
+  const CalibrationMeasurements m = run_calibrate(q);
+  std::size_t trees = 0;
+  for (std::size_t i = 0; i < q.compute.size(); ++i)
+    if (q.compute[i].kind == OpKind::attention && q.compute[i].mask == AttentionMask::tree) {
+      ++trees;
+      EXPECT_TRUE(std::isfinite(m.compute_us[i]) && m.compute_us[i] > 0) << q.compute[i].shape_string();
+    }
+  EXPECT_GT(trees, 0u);
+  ASSERT_EQ(m.compute_layer_us.size(), q.compute_layers.size());
+  for (double us : m.compute_layer_us) EXPECT_TRUE(std::isfinite(us) && us > 0);
 }

@@ -2,6 +2,7 @@
 // measured points correct it locally and fade away from it, the topology keeps it exactly and
 // rejects broken parameter files.
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -254,7 +255,7 @@ TEST(DesignedGrid, CoversTheModelsWidthsRowsAndLayouts) {
   opt.tp = 1;
   const Trace t = generate_trace(read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/llama-3.1-8b.json"), opt);
   const DesignedGrid g = designed_grid({t}, GridDensity::coarse);
-  std::size_t gemms = 0, attention = 0;
+  std::size_t gemms = 0, attention = 0, batches = 0, trees = 0;
   bool has_4096_rows = false;
   for (const Op& op : g.compute) {
     if (op.kind == OpKind::gemm) {
@@ -262,15 +263,29 @@ TEST(DesignedGrid, CoversTheModelsWidthsRowsAndLayouts) {
       EXPECT_LE(2.0 * op.m * op.n * op.k, kGridMaxGemmFlops);
       has_4096_rows = has_4096_rows || (op.m == 4096 && op.n == 4096 && op.k == 4096);
     }
-    if (op.kind == OpKind::attention) {
+    if (op.kind == OpKind::attention && op.batch == 1) {
       ++attention;
-      EXPECT_EQ(op.batch, 1);
       EXPECT_EQ(op.mask, AttentionMask::causal);
+    } else if (op.kind == OpKind::attention) {
+      ++batches;
+      EXPECT_EQ(op.name, kGridBatchAttentionName);
+      ASSERT_EQ(op.kv_lens.size(), static_cast<std::size_t>(op.batch));  // ragged
+      EXPECT_NE(op.kv_lens.front(), op.kv_lens.back() + 1);
+      EXPECT_LE(op.kv_len_total(), kGridMaxBatchPositions * 1.5);
+      if (op.mask == AttentionMask::tree) {
+        ++trees;
+        bool has_tree = false;
+        for (const auto& tree : g.verify_trees) has_tree = has_tree || static_cast<std::int64_t>(tree.size()) == op.q_tokens;
+        EXPECT_TRUE(has_tree) << op.q_tokens;
+      }
     }
   }
   EXPECT_TRUE(has_4096_rows);
   EXPECT_GT(gemms, 40u);
   EXPECT_EQ(attention, 16u);  // one layout x 4 query-token counts x 4 KV lengths
+  EXPECT_EQ(batches, 16u);    // x 4 (steps, topk, draft tokens) x batches {8, 64} x KV {512, 4096}
+  EXPECT_EQ(trees, 8u);       // the (5,4,8) and (6,8,32) trees
+  EXPECT_EQ(g.verify_trees.size(), 2u);
   EXPECT_EQ(g.add_rmsnorm.size(), grid_rows(GridDensity::coarse).size());
   EXPECT_TRUE(designed_grid({t}, GridDensity::traces).compute.empty());
   EXPECT_GT(designed_grid({t}, GridDensity::full).compute.size(), g.compute.size());
@@ -291,4 +306,30 @@ TEST(DesignedGrid, PlanAddsGridPointsOnceAndEstimatesItsTime) {
   const PlanEstimate e = estimate_plan(with, preset("2x-h200-nvlink"));
   EXPECT_GT(e.total_s(), estimate_plan(without, preset("2x-h200-nvlink")).total_s());
   EXPECT_LT(e.total_s(), 300.0);  // the budget: five minutes on one GPU
+}
+
+TEST(DesignedGrid, CoarseGridOverEveryShippedModelStaysWithinFiveMinutes) {
+  // calibrate's default (--grid coarse --grid-models shipped) on one GPU, batch x tree points
+  // included, for the training traces of tools/heldout-fidelity.sh.
+  std::vector<Trace> family;
+  GenOptions one;
+  one.tp = 1;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(EAGLESIM_REPO) + "/models/llm")) {
+    if (entry.path().extension() != ".json") continue;
+    const ModelConfig m = read_model_config(entry.path().string());
+    if (m.is_draft()) continue;
+    try {
+      family.push_back(generate_trace(m, one));
+    } catch (const InputError&) {
+    }
+  }
+  ASSERT_GT(family.size(), 3u);
+  GenOptions opt;
+  opt.tp = 1, opt.tokens = 4, opt.kv_len = 2048;
+  const Trace t = generate_trace(read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/llama-3.1-8b.json"), opt);
+  CalibrationPlanOptions po;
+  po.grid = designed_grid(family, GridDensity::coarse);
+  const CalibrationRequest q = plan_calibration({t}, po);
+  const PlanEstimate e = estimate_plan(q, preset("2x-h200-nvlink"));
+  EXPECT_LT(e.total_s(), 300.0) << e.compute_s << " s single ops, " << e.cases_s << " s cases";
 }

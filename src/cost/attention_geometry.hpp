@@ -1,0 +1,58 @@
+#pragma once
+// The launch geometry of the attention kernels the replay runs, from an attention op: how many
+// CTAs, how many waves of them the GPU's resident slots take, how many KV positions the busiest
+// slot streams one block after another, the rows the tiles really compute, and whether a combine
+// pass merges split partials. The fitted attention model (cost/fitted_model.hpp) prices these,
+// so a shape's cost follows the grid the kernel launches rather than its bytes alone: a group of
+// 5 heads x 32 tokens fills three 64-row blocks (192 rows computed for 160), a shape whose grid
+// is 1.1 waves pays for 2.
+//
+// Two kernels, as cuda/rank_program.cpp picks them:
+//   - the verify-attention kernel (cost/verify_attention_plan.hpp): any batch, ragged KV, chain or
+//     tree mask, q_tokens 1..32, GQA head dim 64/128, absorbed MLA 576/512; its planner chooses
+//     the splits, and the geometry is read off that plan;
+//   - the split-KV decode kernel (cuda/replay_kernels.hpp) for one causal request the verify
+//     kernel does not take (q_tokens over 32, head dim 256): its split count comes from
+//     decode_attention_split below, which the launcher calls too.
+#include <cstdint>
+#include <vector>
+
+#include "cost/verify_attention_plan.hpp"
+#include "trace/op.hpp"
+
+namespace eaglesim {
+
+// The split-KV decode kernel: query rows (group heads x q tokens) per block, and its KV tile by
+// head dim (shared memory under ~60 KB per block).
+inline constexpr int kDecodeAttentionRowsPerBlock = 16;
+constexpr int decode_attention_tile(int head_dim_qk, bool shared_kv) { return !shared_kv && head_dim_qk <= 128 ? 64 : 32; }
+
+struct DecodeAttentionSplit {
+  int splits = 1, split_len = 1, row_blocks = 1;
+};
+// About two blocks per SM over the whole grid (splits x kv_heads x row_blocks), each split at
+// least one tile long.
+DecodeAttentionSplit decode_attention_split(int kv_len, int tile, int kv_heads, int rows_per_kv_head, int sms);
+
+// The verify kernel's shape and per-request KV lengths for an attention op.
+VerifyAttentionShape verify_attention_shape(const Op& op);
+std::vector<std::int32_t> verify_attention_kv_lens(const Op& op);
+
+struct AttentionGeometry {
+  bool verify_kernel = true;  // false: the split-KV decode kernel
+  double blocks = 0;          // CTAs of the attention grid
+  double slots = 0;           // CTAs the GPU holds at once (SMs x resident blocks per SM)
+  double waves = 0;           // ceil(blocks / slots)
+  double active_sms = 0;      // SMs with a block (min(blocks, SMs): the scheduler spreads first)
+  double crit_tokens = 0;     // KV positions the busiest slot streams (list schedule, longest first)
+  double rows_computed = 0;   // query rows per KV head the tiles compute (row blocks x rows per block)
+  bool combine = false;       // a second kernel merges split partials
+  double partial_bytes = 0;   // fp32 partials + log-sum-exp written by the splits (read again by the combine)
+  double block_bytes_per_token = 0;  // K/V bytes one block reads per KV position
+};
+
+// The geometry on a GPU of `sms` SMs. Memoised per shape (the planner's search is not free and
+// the simulator asks per op).
+AttentionGeometry attention_geometry(const Op& op, int sms);
+
+}  // namespace eaglesim
