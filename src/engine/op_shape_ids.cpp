@@ -12,7 +12,15 @@ ShapeKey shape_key(const Op& op) {
   std::int64_t m = op.m, n = op.n, k = op.k, experts = op.experts, hidden = op.hidden, kv = op.kv_len;
   switch (op.kind) {
     case OpKind::attention:
-      kv = op.kv_lens.empty() ? op.batch * op.kv_len : static_cast<std::int64_t>(op.kv_len_total());
+      // Op::kv_len_total, summed as integers: the same number (the trace's limits keep the total
+      // below 2^53, where a double sums integers exactly), without a serial chain of double adds.
+      if (op.kv_lens.empty()) {
+        kv = op.batch * op.kv_len;
+      } else {
+        std::uint64_t total = 0;
+        for (std::int64_t l : op.kv_lens) total += static_cast<std::uint64_t>(l);
+        kv = static_cast<std::int64_t>(total);
+      }
       hidden = op.batch | static_cast<std::int64_t>(op.mask) << 40;
       break;
     case OpKind::topk_select:
@@ -43,6 +51,11 @@ std::uint64_t shape_hash(const ShapeKey& key) {
 }
 
 ShapeIds::ShapeIds() : slots_(128, -1) {}
+
+int ShapeIds::intern(const Op& op) {
+  bool fresh;
+  return intern(shape_key(op), fresh);
+}
 
 int ShapeIds::intern(const ShapeKey& key, bool& fresh) {
   const std::uint64_t h = shape_hash(key);

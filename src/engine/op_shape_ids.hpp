@@ -36,10 +36,7 @@ class ShapeIds {
   ShapeIds();
   // The id of `key`; a key not seen before gets the next id and sets `fresh`.
   int intern(const ShapeKey& key, bool& fresh);
-  int intern(const Op& op) {
-    bool fresh;
-    return intern(shape_key(op), fresh);
-  }
+  int intern(const Op& op);
   int size() const { return static_cast<int>(keys_.size()); }
 
  private:
