@@ -152,7 +152,19 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   ShapeIds shapes;
   std::vector<std::optional<OpCost>> compute_memo(64);   // by shape id
   std::vector<std::optional<OpCost>> add_norm_memo(64);  // fused add+norm kernels, by the norm's shape id
-  std::unordered_map<CommKey, PricedComm, CommKeyHash> comm_memo;
+  // A step carries a handful of distinct allreduce calls (one per size and following norm), so a
+  // short scan of the first few finds almost every one without hashing; a map indexes the rest.
+  constexpr std::size_t kScannedComms = 8;
+  std::vector<std::pair<CommKey, PricedComm>> comm_memo;
+  std::unordered_map<CommKey, std::size_t, CommKeyHash> comm_index;  // entries from kScannedComms on
+  auto find_comm = [&](const CommKey& key) -> PricedComm* {
+    const std::size_t scanned = std::min(comm_memo.size(), kScannedComms);
+    for (std::size_t e = 0; e < scanned; ++e)
+      if (comm_memo[e].first == key) return &comm_memo[e].second;
+    if (comm_memo.size() <= kScannedComms) return nullptr;
+    auto it = comm_index.find(key);
+    return it == comm_index.end() ? nullptr : &comm_memo[it->second].second;
+  };
   // A strategy that always fuses (fused): its allreduces without an RMSNorm after them are noted.
   const bool always_fuses = opts.comm && opts.comm->fuses_residual_norm();
   int n_model = 0, n_measured = 0, n_fallback = 0, n_extrapolated = 0;
@@ -189,8 +201,8 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       const int followers = fusable_followers(step.ops, i);
       const std::int64_t rows = followers > 0 ? step.ops[i + static_cast<std::size_t>(followers)].tokens : -1;
       CommKey key{op.bytes, op.dtype, rows};
-      auto it = comm_memo.find(key);
-      if (it == comm_memo.end()) {
+      PricedComm* found = find_comm(key);
+      if (!found) {
         CommCall call;
         call.query = opts.query;
         call.query.bytes = op.bytes;
@@ -214,9 +226,11 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
           pc.dispatch_group = static_cast<int>(plan.dispatch.size());
           plan.dispatch.push_back(DispatchGroup{op.bytes, cp.fuses, cp.path, pc.model, cp.reason, 0, c.us, {}});
         }
-        it = comm_memo.emplace(key, std::move(pc)).first;
+        if (comm_memo.size() >= kScannedComms) comm_index.emplace(key, comm_memo.size());
+        comm_memo.emplace_back(key, std::move(pc));
+        found = &comm_memo.back().second;
       }
-      const PricedComm& priced = it->second;
+      const PricedComm& priced = *found;
       p.us = priced.us;
       p.detail = priced.detail;
       if (priced.dispatch_group >= 0) {

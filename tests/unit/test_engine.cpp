@@ -105,6 +105,24 @@ TEST(Engine, NoSkewIsSumOfOps) {
   EXPECT_TRUE(r.timeline.spans.empty()) << "spans only on request";
 }
 
+// Every distinct allreduce size is priced once, however many a step carries, and each op gets
+// its own size's cost.
+TEST(Engine, ManyAllreduceSizesArePricedOncePerSize) {
+  FakeComm comm;
+  Step s;
+  s.name = "verify";
+  for (int round = 0; round < 3; ++round)
+    for (int size = 1; size <= 20; ++size) {
+      Op ar = make(OpKind::allreduce, 0, "ar");
+      ar.bytes = size * 1000000;
+      s.ops.push_back(ar);
+    }
+  const StepPlan p = plan(s, comm);
+  EXPECT_EQ(comm.calls, 20);
+  ASSERT_EQ(p.ops.size(), 60u);
+  for (std::size_t i = 0; i < p.ops.size(); ++i) EXPECT_DOUBLE_EQ(p.ops[i].us, 10.0 + static_cast<double>(i % 20 + 1)) << i;
+}
+
 TEST(Engine, RendezvousWithStartSkew) {
   FakeComm comm;
   Step s = two_layer_step();
