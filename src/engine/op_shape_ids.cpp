@@ -50,7 +50,11 @@ std::uint64_t shape_hash(const ShapeKey& key) {
   return h ^ (h >> 29);
 }
 
-ShapeIds::ShapeIds() : slots_(128, -1) {}
+// Room for the few dozen shapes a step has without regrowing.
+ShapeIds::ShapeIds() : slots_(128, -1) {
+  keys_.reserve(64);
+  hashes_.reserve(64);
+}
 
 int ShapeIds::intern(const Op& op) {
   bool fresh;
