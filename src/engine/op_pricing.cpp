@@ -189,7 +189,9 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
 
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const Op& op = step.ops[i];
-    PricedOp p;
+    // Every op of the step yields one PricedOp (fused ops are skipped past, not added), built in
+    // place: a copy of a freshly written one would stall on store forwarding.
+    PricedOp& p = plan.ops.emplace_back();
     p.op_index = static_cast<int>(i);
     p.kind = op.kind;
     p.layer = op.layer;
@@ -262,7 +264,6 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       } else if (always_fuses) {
         ++n_unfused;
       }
-      plan.ops.push_back(p);
       continue;
     }
 
@@ -320,7 +321,6 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
     }
     prev = &last;
     prev_shape = shape;
-    plan.ops.push_back(p);
   }
 
   const std::string& s = step.name;
