@@ -55,15 +55,35 @@ struct Estimate {
   double us = 0;       // with the topology's extra per-step latency
 };
 
-Estimate estimate(const CommQuery& q, Algo a, Proto p) {
+// What the topology fixes for every algorithm, protocol and size: the ring's bus bandwidth and
+// the extra latency of each of its steps.
+struct Ring {
+  double bw_gbs = 0;          // bottleneck link of the ring, counting shared links
+  double extra_per_step = 0;  // latency beyond the reference hop NCCL's hwLat describes
+};
+
+Ring ring_of(const Topology& t, int n) {
+  Ring ring;
+  ring.bw_gbs = 1e3 / flows_time_us(t, ring_flows(n, 1e6));  // GB/s
+  const bool nvlink = uses_nvlink(t) && t.p2p;
+  Path worst;  // slowest hop of the ring: every step waits for it
+  for (int r = 0; r < n; ++r) {
+    Path hop = path_between(t, r, (r + 1) % n);
+    if (hop.latency_us >= worst.latency_us) worst = hop;
+  }
+  if (worst.staged) ring.extra_per_step = t.host_staging.latency_us;
+  else if (!nvlink) ring.extra_per_step = std::max(0.0, worst.latency_us - t.pcie.latency_us);
+  return ring;
+}
+
+Estimate estimate(const CommQuery& q, const Ring& ring, Algo a, Proto p) {
   const Topology& t = *q.topo;
   const int n = q.ranks;
   const double bytes = static_cast<double>(q.bytes);
   const bool nvlink = uses_nvlink(t) && t.p2p;
   const ArchCaps caps = arch_caps(t.gpu.arch);
 
-  // Bus bandwidth of the ring from the topology: its bottleneck link, counting shared links.
-  const double ring_bw = 1e3 / flows_time_us(t, ring_flows(n, 1e6));  // GB/s
+  const double ring_bw = ring.bw_gbs;
   int channels = q.nccl.channels > 0
                      ? q.nccl.channels
                      : std::clamp(static_cast<int>(std::ceil(ring_bw / caps.tree_per_ch)), 2, 32);
@@ -89,15 +109,6 @@ Estimate estimate(const CommQuery& q, Algo a, Proto p) {
   const int steps = 2 * (n - 1);
   const Hw hw = nvlink ? kNvlink : kPci;
   const double nccl_latency = kBaseLatUs[a][p] + steps * kHwLatUs[hw][a][p];
-  // Extra latency per step beyond the reference hop NCCL's hwLat describes.
-  double extra_per_step = 0;
-  Path worst;  // slowest hop of the ring: every step waits for it
-  for (int r = 0; r < n; ++r) {
-    Path hop = path_between(t, r, (r + 1) % n);
-    if (hop.latency_us >= worst.latency_us) worst = hop;
-  }
-  if (worst.staged) extra_per_step = t.host_staging.latency_us;
-  else if (!nvlink) extra_per_step = std::max(0.0, worst.latency_us - t.pcie.latency_us);
 
   Estimate e;
   e.algo = a;
@@ -105,7 +116,7 @@ Estimate estimate(const CommQuery& q, Algo a, Proto p) {
   e.channels = used;
   double transfer = bytes / (alg_bw * 1e3);
   e.nccl_us = nccl_latency + transfer;
-  e.us = nccl_latency + steps * extra_per_step + transfer;
+  e.us = nccl_latency + steps * ring.extra_per_step + transfer;
   return e;
 }
 
@@ -142,12 +153,13 @@ class NcclCommunicator final : public ModelledCommunicator {
     // memory it is off unless forced (NCCL_PROTO=LL128).
     const bool ll128_default = uses_nvlink(*q.topo) && q.topo->p2p;
 
+    const Ring ring = ring_of(*q.topo, q.ranks);
     Estimate best;
     best.nccl_us = std::numeric_limits<double>::infinity();
     for (Algo a : algos)
       for (Proto p : protos) {
         if (p == kLL128 && !ll128_default && !forced_proto) continue;
-        Estimate e = estimate(q, a, p);
+        Estimate e = estimate(q, ring, a, p);
         if (e.nccl_us < best.nccl_us) best = e;
       }
     std::string detail = fmt::format("{}/{} {}ch", kAlgoNames[best.algo], kProtoNames[best.proto], best.channels);

@@ -1,6 +1,5 @@
 #include "engine/op_pricing.hpp"
 
-#include <cstring>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -9,6 +8,7 @@
 
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
+#include "engine/op_shape_ids.hpp"
 #include "engine/recorded_compute.hpp"
 #include "topology/calibration_keys.hpp"
 
@@ -36,82 +36,24 @@ bool in_fusion_layer(const Op& follower, int ar_layer) {
   return follower.layer == ar_layer || follower.layer == ar_layer + 1 || follower.layer == -1;
 }
 
-// The fields a compute cost can depend on. A trace repeats the same few shapes once per layer
-// (61 times for Kimi-K2), so pricing each distinct shape once keeps planning cheap. Slots a kind
-// does not use carry its other inputs: an attention op's KV slot holds its KV positions over all
-// requests (its kv_len at batch 1) and its hidden slot the batch and mask; the per-cycle kinds'
-// rows, vocab, topk and candidates (and tree_build's batch) sit in the m, n, k, experts (and
-// hidden) slots.
-constexpr int kShapeFields = 17;
-struct ShapeKey {
-  std::int64_t v[kShapeFields];
-  bool operator==(const ShapeKey& o) const { return std::memcmp(v, o.v, sizeof v) == 0; }
-};
-
-ShapeKey shape_key(const Op& op) {
-  ShapeKey key{};
-  double us = op.kind == OpKind::other && op.us ? *op.us : 0.0;
-  std::int64_t us_bits;
-  std::memcpy(&us_bits, &us, sizeof us_bits);
-  std::int64_t m = op.m, n = op.n, k = op.k, experts = op.experts, hidden = op.hidden, kv = op.kv_len;
-  switch (op.kind) {
-    case OpKind::attention:
-      kv = op.kv_lens.empty() ? op.batch * op.kv_len : static_cast<std::int64_t>(op.kv_len_total());
-      hidden = op.batch | static_cast<std::int64_t>(op.mask) << 40;
-      break;
-    case OpKind::topk_select:
-    case OpKind::sampling:
-    case OpKind::tree_build:
-      m = op.rows; n = op.vocab; k = op.topk; experts = op.candidates; hidden = op.batch;
-      break;
-    default: break;
-  }
-  std::int64_t fields[kShapeFields] = {static_cast<std::int64_t>(op.kind),
-                                       m, n, k, op.tokens, experts, hidden, op.bytes,
-                                       op.q_tokens, kv, op.heads, op.kv_heads, op.head_dim,
-                                       static_cast<std::int64_t>(op.variant), op.kv_lora_rank * 65536 + op.rope_dim,
-                                       static_cast<std::int64_t>(op.dtype), us_bits};
-  std::memcpy(key.v, fields, sizeof fields);
-  return key;
+// Two consecutive compute ops' shapes (ShapeIds): the kernel-transition lookup builds two key
+// strings, so each pair is looked up once per step plan, not once per op.
+std::uint64_t shape_pair(int from, int to) {
+  return static_cast<std::uint64_t>(static_cast<std::uint32_t>(from)) << 32 | static_cast<std::uint32_t>(to);
 }
-
-struct ShapeKeyHash {
-  // Independent multiplies (no serial chain as in FNV) keep the per-op lookup cheap; the final
-  // xor-shift spreads high bits into the bucket index.
-  std::size_t operator()(const ShapeKey& k) const {
-    std::uint64_t h = 0;
-    for (int i = 0; i < kShapeFields; ++i)
-      h += static_cast<std::uint64_t>(k.v[i]) * (0x9E3779B97F4A7C15ull + 2ull * static_cast<std::uint64_t>(i) * 0x632BE59BD9B4E019ull);
-    h ^= h >> 32;
-    h *= 0xD6E8FEB86659FD93ull;
-    return static_cast<std::size_t>(h ^ (h >> 29));
-  }
-};
-
-// Two consecutive compute ops' shapes: the kernel-transition lookup builds two key strings, so
-// each pair is looked up once per step plan, not once per op.
-struct ShapePair {
-  ShapeKey from, to;
-  bool operator==(const ShapePair& o) const { return from == o.from && to == o.to; }
-};
-struct ShapePairHash {
-  std::size_t operator()(const ShapePair& p) const {
-    const ShapeKeyHash h;
-    return h(p.from) * 0x9E3779B97F4A7C15ull ^ h(p.to);
-  }
-};
 
 // An allreduce between two compute ops' shapes: the in-context lookup builds a key string, so
 // each (size, pair) is looked up once per step plan.
 struct ContextKey {
   std::int64_t bytes;
-  ShapePair pair;
-  std::string model;  // the strategy that runs it (an engine strategy picks per call)
+  std::uint64_t pair;  // shape_pair
+  std::string model;   // the strategy that runs it (an engine strategy picks per call)
   bool operator==(const ContextKey& o) const { return bytes == o.bytes && pair == o.pair && model == o.model; }
 };
 struct ContextKeyHash {
   std::size_t operator()(const ContextKey& k) const {
-    return (ShapePairHash()(k.pair) * 31 ^ std::hash<std::int64_t>()(k.bytes)) * 31 ^ std::hash<std::string>()(k.model);
+    return (std::hash<std::uint64_t>()(k.pair) * 31 ^ std::hash<std::int64_t>()(k.bytes)) * 31 ^
+           std::hash<std::string>()(k.model);
   }
 };
 
@@ -207,9 +149,22 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   const int d_calibrated = details.id("calibrated");
   const int d_extrapolated = details.id("model (outside calibration)");
 
-  std::unordered_map<ShapeKey, OpCost, ShapeKeyHash> compute_memo(64);
-  std::unordered_map<ShapeKey, OpCost, ShapeKeyHash> add_norm_memo;  // fused add+norm kernels, by the norm's shape
-  std::unordered_map<CommKey, PricedComm, CommKeyHash> comm_memo;
+  ShapeIds shapes;
+  std::vector<std::optional<OpCost>> compute_memo(64);   // by shape id
+  std::vector<std::optional<OpCost>> add_norm_memo(64);  // fused add+norm kernels, by the norm's shape id
+  // A step carries a handful of distinct allreduce calls (one per size and following norm), so a
+  // short scan of the first few finds almost every one without hashing; a map indexes the rest.
+  constexpr std::size_t kScannedComms = 8;
+  std::vector<std::pair<CommKey, PricedComm>> comm_memo;
+  std::unordered_map<CommKey, std::size_t, CommKeyHash> comm_index;  // entries from kScannedComms on
+  auto find_comm = [&](const CommKey& key) -> PricedComm* {
+    const std::size_t scanned = std::min(comm_memo.size(), kScannedComms);
+    for (std::size_t e = 0; e < scanned; ++e)
+      if (comm_memo[e].first == key) return &comm_memo[e].second;
+    if (comm_memo.size() <= kScannedComms) return nullptr;
+    auto it = comm_index.find(key);
+    return it == comm_index.end() ? nullptr : &comm_memo[it->second].second;
+  };
   // A strategy that always fuses (fused): its allreduces without an RMSNorm after them are noted.
   const bool always_fuses = opts.comm && opts.comm->fuses_residual_norm();
   int n_model = 0, n_measured = 0, n_fallback = 0, n_extrapolated = 0;
@@ -223,13 +178,20 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
   const int d_in_context = has_contexts ? details.id("calibrated in context") : -1;
   const bool has_transitions = opts.transitions && !opts.transitions->empty();
   const Op* prev = nullptr;  // the compute op before the current one
-  std::unordered_map<ShapePair, std::optional<double>, ShapePairHash> transition_memo;
+  int prev_shape = -1;       // its shape id; -1: not interned yet (a measured op)
+  auto prev_shape_id = [&] {
+    if (prev_shape < 0) prev_shape = shapes.intern(*prev);
+    return prev_shape;
+  };
+  std::unordered_map<std::uint64_t, std::optional<double>> transition_memo;  // by shape_pair
   // With a calibrated topology, ops its tables do not cover at all are worth a note too.
   const bool calibrated_topo = opts.query.topo && !opts.query.topo->calibration.empty();
 
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const Op& op = step.ops[i];
-    PricedOp p;
+    // Every op of the step yields one PricedOp (fused ops are skipped past, not added), built in
+    // place: a copy of a freshly written one would stall on store forwarding.
+    PricedOp& p = plan.ops.emplace_back();
     p.op_index = static_cast<int>(i);
     p.kind = op.kind;
     p.layer = op.layer;
@@ -241,8 +203,8 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       const int followers = fusable_followers(step.ops, i);
       const std::int64_t rows = followers > 0 ? step.ops[i + static_cast<std::size_t>(followers)].tokens : -1;
       CommKey key{op.bytes, op.dtype, rows};
-      auto it = comm_memo.find(key);
-      if (it == comm_memo.end()) {
+      PricedComm* found = find_comm(key);
+      if (!found) {
         CommCall call;
         call.query = opts.query;
         call.query.bytes = op.bytes;
@@ -266,9 +228,11 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
           pc.dispatch_group = static_cast<int>(plan.dispatch.size());
           plan.dispatch.push_back(DispatchGroup{op.bytes, cp.fuses, cp.path, pc.model, cp.reason, 0, c.us, {}});
         }
-        it = comm_memo.emplace(key, std::move(pc)).first;
+        if (comm_memo.size() >= kScannedComms) comm_index.emplace(key, comm_memo.size());
+        comm_memo.emplace_back(key, std::move(pc));
+        found = &comm_memo.back().second;
       }
-      const PricedComm& priced = it->second;
+      const PricedComm& priced = *found;
       p.us = priced.us;
       p.detail = priced.detail;
       if (priced.dispatch_group >= 0) {
@@ -280,7 +244,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       if (has_contexts && prev) {
         if (const Op* next = compute_from(step.ops, i + 1 + static_cast<std::size_t>(absorbed))) {
           auto [c, fresh] = context_memo.try_emplace(
-              ContextKey{op.bytes, ShapePair{shape_key(*prev), shape_key(*next)}, priced.model});
+              ContextKey{op.bytes, shape_pair(prev_shape_id(), shapes.intern(*next)), priced.model});
           if (fresh) {
             auto e = opts.allreduce_contexts->find(allreduce_context_key(priced.model, op.bytes, *prev, *next));
             if (e != opts.allreduce_contexts->end()) c->second = e->second;
@@ -300,7 +264,6 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       } else if (always_fuses) {
         ++n_unfused;
       }
-      plan.ops.push_back(p);
       continue;
     }
 
@@ -314,6 +277,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
     const bool fused_add_norm = opts.fuse_add_norm && op.kind == OpKind::residual_add && !use_measured &&
                                 fusable_add_norm(step.ops, i) && !uses_measured(step.ops[i + 1]);
     const Op& last = fused_add_norm ? step.ops[i + 1] : op;  // the kernel's last op: the next one's predecessor
+    int shape = -1;  // the priced op's shape id (the model prices by shape; measured times are per op)
     if (use_measured) {
       p.us = *op.us;
       p.detail = d_measured;
@@ -324,10 +288,11 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
         throw InputError(fmt::format("step {}: op {} ('{}') needs the compute model but no topology was given",
                                      step.name, i, op.name));
       auto& memo = fused_add_norm ? add_norm_memo : compute_memo;
-      const ShapeKey key = shape_key(last);  // the op priced: the op itself, or the fused kernel's norm
-      auto it = memo.find(key);
-      if (it == memo.end()) it = memo.emplace(key, cost_fn(last)).first;
-      const OpCost& c = it->second;
+      shape = shapes.intern(last);  // the op priced: the op itself, or the fused kernel's norm
+      const std::size_t slot = static_cast<std::size_t>(shape);
+      if (slot >= memo.size()) memo.resize(2 * slot + 1);
+      if (!memo[slot]) memo[slot] = cost_fn(last);
+      const OpCost& c = *memo[slot];
       p.us = c.us;
       p.detail = c.measured ? d_measured : c.extrapolated ? d_extrapolated : c.calibrated ? d_calibrated : d_model;
       const int ops_priced = fused_add_norm ? 2 : 1;
@@ -338,7 +303,8 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       if (opts.op_times == OpTimes::automatic && opts.trace_imported && op.kind != OpKind::other) n_fallback += ops_priced;
       // The kernel starts where its first op would: the transition into it is the one into that op.
       if (has_transitions && prev && !c.measured) {
-        auto [t, fresh] = transition_memo.try_emplace(ShapePair{shape_key(*prev), fused_add_norm ? shape_key(op) : key});
+        auto [t, fresh] = transition_memo.try_emplace(
+            shape_pair(prev_shape_id(), fused_add_norm ? shapes.intern(op) : shape));
         if (fresh) t->second = find_transition(*opts.transitions, *prev, op);
         if (t->second) {
           p.us = std::max(0.0, p.us + *t->second);
@@ -354,7 +320,7 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
       }
     }
     prev = &last;
-    plan.ops.push_back(p);
+    prev_shape = shape;
   }
 
   const std::string& s = step.name;

@@ -105,6 +105,24 @@ TEST(Engine, NoSkewIsSumOfOps) {
   EXPECT_TRUE(r.timeline.spans.empty()) << "spans only on request";
 }
 
+// Every distinct allreduce size is priced once, however many a step carries, and each op gets
+// its own size's cost.
+TEST(Engine, ManyAllreduceSizesArePricedOncePerSize) {
+  FakeComm comm;
+  Step s;
+  s.name = "verify";
+  for (int round = 0; round < 3; ++round)
+    for (int size = 1; size <= 20; ++size) {
+      Op ar = make(OpKind::allreduce, 0, "ar");
+      ar.bytes = size * 1000000;
+      s.ops.push_back(ar);
+    }
+  const StepPlan p = plan(s, comm);
+  EXPECT_EQ(comm.calls, 20);
+  ASSERT_EQ(p.ops.size(), 60u);
+  for (std::size_t i = 0; i < p.ops.size(); ++i) EXPECT_DOUBLE_EQ(p.ops[i].us, 10.0 + static_cast<double>(i % 20 + 1)) << i;
+}
+
 TEST(Engine, RendezvousWithStartSkew) {
   FakeComm comm;
   Step s = two_layer_step();
@@ -135,6 +153,46 @@ TEST(Engine, RendezvousWithStartSkew) {
   }
   EXPECT_EQ(seen, 2);
   EXPECT_EQ(r.timeline.spans.size(), 16u);
+}
+
+// Ranks with the same start and slowdown walk the same clock: four ranks paired up report, rank
+// by rank and span by span, what the two distinct ranks report alone.
+TEST(Engine, RanksThatStartTogetherMatchTheirPeers) {
+  FakeComm comm;
+  Step s = two_layer_step();
+  EngineOptions two;
+  two.ranks = 2;
+  two.start_offset_us = {3, 0};
+  two.compute_scale = {1, 1.5};
+  two.want_timeline = true;
+  EngineOptions four = two;
+  four.ranks = 4;
+  four.start_offset_us = {3, 0, 3, 0};
+  four.compute_scale = {1, 1.5, 1, 1.5};
+  const StepPlan p = plan(s, comm);
+  const StepResult a = simulate_step(s, p, two);
+  const StepResult b = simulate_step(s, p, four);
+  EXPECT_EQ(b.step_us, a.step_us);
+  EXPECT_EQ(b.critical_rank, a.critical_rank);
+  EXPECT_EQ(b.comm_us, a.comm_us);
+  EXPECT_EQ(b.compute_us, a.compute_us);
+  EXPECT_EQ(b.kind_us, a.kind_us);
+  ASSERT_EQ(b.rank_wait_us.size(), 4u);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(b.rank_wait_us[r], a.rank_wait_us[r % 2]) << "rank " << r;
+  EXPECT_GT(a.rank_wait_us[0] + a.rank_wait_us[1], 0.0) << "the ranks differ";
+  ASSERT_EQ(b.timeline.spans.size(), 2 * a.timeline.spans.size());
+  for (std::size_t i = 0; i < b.timeline.spans.size(); ++i) {
+    const Span& x = b.timeline.spans[i];
+    const Span& y = a.timeline.spans[i / 4 * 2 + i % 2];
+    EXPECT_EQ(x.rank, static_cast<int>(i % 4)) << "spans of an op in rank order";
+    EXPECT_EQ(x.op_index, y.op_index);
+    EXPECT_EQ(x.start_us, y.start_us) << "span " << i;
+    EXPECT_EQ(x.end_us, y.end_us) << "span " << i;
+    EXPECT_EQ(x.wait_us, y.wait_us) << "span " << i;
+  }
+  EngineOptions one_differs = four;
+  one_differs.compute_scale = {1, 1.5, 1, 1.25};
+  EXPECT_NE(simulate_step(s, p, one_differs).rank_wait_us[3], b.rank_wait_us[3]) << "a rank of its own";
 }
 
 TEST(Engine, OffsetsAreRelativeToTheEarliestRank) {
