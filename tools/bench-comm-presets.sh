@@ -9,7 +9,7 @@ exe=$(realpath "$1")
 cd "$(dirname "$0")/.."
 out=docs/bench-comm-presets.md
 sizes=1K,4K,32K,43008,64K,256K,1M,8M,64M
-strategies=nccl,oneshot,twoshot,sglang,vllm
+strategies=nccl,oneshot,oneshot_push,twoshot,sglang,vllm
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 {

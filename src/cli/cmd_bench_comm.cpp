@@ -36,6 +36,12 @@ const std::vector<std::string>& bench_strategies() {
   return names;
 }
 
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& s : names) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
 // `known`: the names the backend runs; `all`: what `all` expands to.
 std::vector<std::string> parse_strategies(const std::string& list, const std::vector<std::string>& known,
                                           const std::vector<std::string>& all, const std::string& backend) {
@@ -48,11 +54,12 @@ std::vector<std::string> parse_strategies(const std::string& list, const std::ve
       for (const auto& s : all) add(s);
     } else if (std::find(known.begin(), known.end(), name) != known.end()) {
       add(name);
+    } else if (backend == "sim" && find_strategy_facts(name) && !strategy_facts(name).priced) {
+      throw InputError("--strategy: '" + name + "' is the GPU bench's correctness baseline and has no cost model "
+                       "(known for --backend sim: " + joined(known) + ", all)");
     } else {
-      std::string names;
-      for (const auto& s : known) names += (names.empty() ? "" : ", ") + s;
       throw InputError("--strategy: unknown strategy '" + name + "' (known" +
-                       (backend == "sim" ? " for --backend sim" : "") + ": " + names + ", all)");
+                       (backend == "sim" ? " for --backend sim" : "") + ": " + joined(known) + ", all)");
     }
   }
   return out;
@@ -151,10 +158,8 @@ void add_bench_comm(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--topology,-t", opt->topology, "sim: topology preset name or file (required)");
   cmd->add_option("--strategy", opt->strategies,
-                  fmt::format("Comma-separated, or all. cuda: nccl, oneshot, oneshot_push, twoshot, fused, quant, "
-                              "reference (default {}); sim: nccl, oneshot, twoshot, fused, quant, auto, sglang, vllm "
-                              "(default all of them)",
-                              kMeasuredDefault));
+                  fmt::format("Comma-separated, or all. cuda: {} (default {}); sim: {} (default all of them)",
+                              joined(bench_strategies()), kMeasuredDefault, joined(predicted_bench_strategies())));
   cmd->add_option("--sizes", opt->sizes, "Message sizes in bytes: list and/or ranges A:B (doubling), K/M/G suffixes")
       ->capture_default_str();
   cmd->add_option("--dtype", opt->dtype, "bf16, fp16 or fp32")->capture_default_str();

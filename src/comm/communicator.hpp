@@ -79,6 +79,8 @@ class Communicator {
 
 // Registry keyed by name: the runnable strategies of comm/strategy_facts.hpp, in its order.
 const Communicator& find_communicator(const std::string& name);  // InputError listing known names
+// Also the bench-comm variants with a cost model (oneshot_push), for bench-comm --backend sim.
+const Communicator& find_priced_communicator(const std::string& name);
 std::vector<std::string> communicator_names();
 // Parses "nccl,oneshot" or "all" into names; InputError on unknown names. `all` is eaglesim's own
 // strategies (all_strategy_names()); the engines' dispatch (sglang, vllm) is asked for by name.

@@ -47,6 +47,15 @@ constexpr double kTreeFactor = 0.92;
 constexpr double kTreeLLFactor = 1.0 / 3.8;
 constexpr double kTreeLL128Factor = 7.0 / 9.0;
 
+// NCCL's correction of the tree's bandwidth for medium sizes, per protocol, indexed by
+// log2(bytes / 64) for 64 B .. 256 MiB ("treeCorrectionFactor", applied by ncclTopoGetAlgoTime to
+// allreduce trees, logSize 0..22): the tree runs slower than its model there.
+constexpr double kTreeCorrection[3][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+};
+
 // NCCL launches fewer channels while a message is small: it drops channels as long as
 // bytes < channels * threads * threshold (enqueue.cc). Threads per channel and per-thread
 // thresholds (device.h): LL 512 threads x 8 B (ring: x nRanks), LL128 640 x 8 B, Simple 512 x 64 B.

@@ -1,6 +1,10 @@
-// One-shot allreduce: every rank reads all peers' whole buffers and reduces them locally in a
+// One-shot allreduce: every rank gets all peers' whole buffers and reduces them locally in a
 // fixed rank order. Lowest latency for small messages; moves (n-1) x size per GPU, so it loses to
-// two-shot as messages grow. Model: p2p_kernel_model.hpp.
+// two-shot as messages grow. Two kernels (kernels/oneshot_allreduce.cuh), priced as the access
+// they make (p2p_kernel_model.hpp):
+//   oneshot       oneshot_pull: each rank loads its peers' slots (remote reads)
+//   oneshot_push  oneshot_push: each rank stores its input into every peer's receive area (posted
+//                 writes), then sums locally; a bench-comm variant, priced by --backend sim
 #include "comm/modelled_communicator.hpp"
 #include "comm/p2p_kernel_model.hpp"
 #include "comm/strategies.hpp"
@@ -9,14 +13,14 @@ namespace eaglesim {
 
 namespace {
 
-// The kernel (kernels/oneshot_allreduce.cuh, oneshot_pull) loads its peers' slots.
-constexpr P2pAccess kAccess = P2pAccess::pull;
-
 class OneshotCommunicator final : public ModelledCommunicator {
  public:
-  std::string name() const override { return "oneshot"; }
+  explicit OneshotCommunicator(P2pAccess access) : access_(access) {}
+  std::string name() const override { return access_ == P2pAccess::pull ? "oneshot" : "oneshot_push"; }
   std::string description() const override {
-    return "custom one-shot P2P allreduce (each rank reduces all peers' buffers)";
+    return access_ == P2pAccess::pull ? "custom one-shot P2P allreduce (each rank reduces all peers' buffers)"
+                                      : "custom one-shot P2P allreduce, push form (each rank writes its buffer "
+                                        "to every peer, then reduces locally)";
   }
 
  protected:
@@ -25,13 +29,21 @@ class OneshotCommunicator final : public ModelledCommunicator {
   }
   CommCost model(const CommQuery& q) const override {
     double b = static_cast<double>(q.bytes);
-    KernelEstimate e = oneshot_estimate(*q.topo, q.ranks, b, b, kAccess);
+    KernelEstimate e = oneshot_estimate(*q.topo, q.ranks, b, b, access_);
     return {e.us, e.detail, false, false};
   }
+
+ private:
+  P2pAccess access_;
 };
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_oneshot_communicator() { return std::make_unique<OneshotCommunicator>(); }
+std::unique_ptr<Communicator> make_oneshot_communicator() {
+  return std::make_unique<OneshotCommunicator>(P2pAccess::pull);
+}
+std::unique_ptr<Communicator> make_oneshot_push_communicator() {
+  return std::make_unique<OneshotCommunicator>(P2pAccess::push);
+}
 
 }  // namespace eaglesim

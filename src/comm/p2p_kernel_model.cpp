@@ -29,7 +29,7 @@ double read_window_us(const Topology& t, int n, double bytes_per_pair) {
   for (int reader = 0; reader < n; ++reader) {
     double byte_us = 0;
     for (int peer = 0; peer < n; ++peer)
-      if (peer != reader) byte_us += bytes_per_pair * 2.0 * path_between(t, peer, reader).latency_us;
+      if (peer != reader) byte_us += bytes_per_pair * read_round_trip_us(t, reader, peer);
     worst = std::max(worst, byte_us / kPcieReadBytesInFlight);
   }
   return worst;
@@ -47,8 +47,11 @@ double p2p_phase_us(const Topology& t, int n, double bytes_per_pair, P2pAccess a
   const Path worst = worst_path(t, n);
   const double links = flows_time_us(t, all_to_all_flows(n, bytes_per_pair));
   if (access == P2pAccess::push) return worst.latency_us + links;
-  const double round_trip = 2.0 * worst.latency_us;
+  double round_trip = 2.0 * worst.latency_us;
   if (!pcie_p2p(t)) return round_trip + links;
+  for (int reader = 0; reader < n; ++reader)
+    for (int peer = 0; peer < n; ++peer)
+      if (peer != reader) round_trip = std::max(round_trip, read_round_trip_us(t, reader, peer));
   return round_trip + std::max(links, read_window_us(t, n, bytes_per_pair));
 }
 

@@ -11,7 +11,9 @@
 //   pull  every rank loads its peers' buffers. A load is a non-posted PCIe read: the data comes
 //         back a round trip later, and a GPU keeps only a bounded number of read requests in
 //         flight, so its read rate is (bytes in flight) / (round trip) per path, whatever the
-//         links could carry. Over NVLink loads are cheap; the phase costs one round trip.
+//         links could carry. Over NVLink loads are cheap; the phase costs one round trip. A read
+//         that crosses sockets comes back after links.inter_socket.read_round_trip_us where the
+//         topology gives it (paths.hpp, read_round_trip_us).
 //   push  every rank stores its buffer into each peer's receive area. Stores are posted writes:
 //         one one-way latency, then the links' bandwidth.
 // Either way the bytes share links (flows_time_us): per GPU in and out, and every switch

@@ -1,5 +1,6 @@
-// The strategy registry: one cost model per runnable entry of the strategy table, in its order
-// (the order `all` expands to and reports list).
+// The strategy registry: one cost model per priced entry of the strategy table, in its order
+// (the order `all` expands to and reports list). run, sweep and fidelity find the runnable ones;
+// bench-comm --backend sim also the bench-comm variants with a model (oneshot_push).
 #include <algorithm>
 #include <string_view>
 #include <utility>
@@ -21,7 +22,8 @@ using Factory = std::unique_ptr<Communicator> (*)();
 // The cost model behind each runnable name of the strategy table.
 Factory factory_for(std::string_view name) {
   static const std::pair<std::string_view, Factory> factories[] = {
-      {"nccl", make_nccl_communicator},   {"oneshot", make_oneshot_communicator}, {"twoshot", make_twoshot_communicator},
+      {"nccl", make_nccl_communicator},   {"oneshot", make_oneshot_communicator}, {"oneshot_push", make_oneshot_push_communicator},
+      {"twoshot", make_twoshot_communicator},
       {"fused", make_fused_communicator}, {"quant", make_quant_communicator},     {"ideal", make_ideal_communicator},
       {"auto", make_auto_communicator},   {"sglang", make_sglang_communicator},   {"vllm", make_vllm_communicator},
   };
@@ -33,7 +35,7 @@ Factory factory_for(std::string_view name) {
 const std::vector<std::unique_ptr<Communicator>>& registry() {
   static const std::vector<std::unique_ptr<Communicator>> all = [] {
     std::vector<std::unique_ptr<Communicator>> v;
-    for (const std::string& name : runnable_strategy_names()) v.push_back(factory_for(name)());
+    for (const std::string& name : priced_strategy_names()) v.push_back(factory_for(name)());
     return v;
   }();
   return all;
@@ -61,10 +63,16 @@ std::vector<std::string> Communicator::setup_notes(const CommQuery&) const { ret
 
 std::vector<std::string> communicator_names() { return runnable_strategy_names(); }
 
-const Communicator& find_communicator(const std::string& name) {
+const Communicator& find_priced_communicator(const std::string& name) {
   for (const auto& c : registry())
     if (c->name() == name) return *c;
   throw InputError(fmt::format("unknown strategy \"{}\" (known: {})", name, known_list()));
+}
+
+const Communicator& find_communicator(const std::string& name) {
+  const StrategyFacts* f = find_strategy_facts(name);
+  if (!f || !f->runs) throw InputError(fmt::format("unknown strategy \"{}\" (known: {})", name, known_list()));
+  return find_priced_communicator(name);
 }
 
 std::vector<std::string> parse_strategy_list(const std::string& list) {

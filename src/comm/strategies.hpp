@@ -7,7 +7,8 @@
 namespace eaglesim {
 
 std::unique_ptr<Communicator> make_nccl_communicator();
-std::unique_ptr<Communicator> make_oneshot_communicator();
+std::unique_ptr<Communicator> make_oneshot_communicator();       // the pull kernel
+std::unique_ptr<Communicator> make_oneshot_push_communicator();  // the push kernel
 std::unique_ptr<Communicator> make_twoshot_communicator();
 std::unique_ptr<Communicator> make_fused_communicator();
 std::unique_ptr<Communicator> make_quant_communicator();

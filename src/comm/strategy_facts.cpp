@@ -14,23 +14,25 @@ std::vector<StrategyFacts> build_table() {
   using K = StrategyKernel;
   constexpr std::int64_t any = 0, max_p2p = kMaxCustomBytes, mult = kCustomByteMultiple;
   // clang-format off
-  //  name            runs   exact  fuses  bound  select engine calib  p2p    max_bytes byte_multiple kernel
+  //  name            runs   priced exact  fuses  bound  select engine calib  p2p    max_bytes byte_multiple kernel
   return {
-    {"nccl",          true,  true,  false, false, false, false, true,  false, any,      1,    K::nccl},
-    {"oneshot",       true,  true,  false, false, false, false, true,  true,  max_p2p,  mult, K::oneshot_pull},
-    // The push form of the one-shot: measured by bench-comm beside the pull form it replaces.
-    {"oneshot_push",  false, true,  false, false, false, false, false, true,  max_p2p,  mult, K::oneshot_push},
-    {"twoshot",       true,  true,  false, false, false, false, true,  true,  max_p2p,  mult, K::twoshot},
-    {"fused",         true,  true,  true,  false, false, false, true,  true,  max_p2p,  mult, K::fused},
-    {"quant",         true,  false, false, false, false, false, true,  true,  max_p2p,  mult, K::quant},
-    {"ideal",         true,  true,  false, true,  false, false, false, false, any,      1,    K::none},
-    {"auto",          true,  true,  false, false, true,  false, false, false, any,      1,    K::none},
+    {"nccl",          true,  true,  true,  false, false, false, false, true,  false, any,      1,    K::nccl},
+    {"oneshot",       true,  true,  true,  false, false, false, false, true,  true,  max_p2p,  mult, K::oneshot_pull},
+    // The push form of the one-shot: measured by bench-comm beside the pull form it replaces, and
+    // priced by bench-comm --backend sim beside it (comm/oneshot.cpp).
+    {"oneshot_push",  false, true,  true,  false, false, false, false, false, true,  max_p2p,  mult, K::oneshot_push},
+    {"twoshot",       true,  true,  true,  false, false, false, false, true,  true,  max_p2p,  mult, K::twoshot},
+    {"fused",         true,  true,  true,  true,  false, false, false, true,  true,  max_p2p,  mult, K::fused},
+    {"quant",         true,  true,  false, false, false, false, false, true,  true,  max_p2p,  mult, K::quant},
+    {"ideal",         true,  true,  true,  false, true,  false, false, false, false, any,      1,    K::none},
+    {"auto",          true,  true,  true,  false, false, true,  false, false, false, any,      1,    K::none},
     // The serving engines' own dispatch: per allreduce one of nccl, oneshot, twoshot, fused
     // (comm/engine_dispatch.hpp). Exact: every path they pick is.
-    {"sglang",        true,  true,  false, false, true,  true,  false, false, any,      1,    K::none},
-    {"vllm",          true,  true,  false, false, true,  true,  false, false, any,      1,    K::none},
-    // bench-comm's correctness baseline: a plain kernel over the same buffers.
-    {"reference",     false, true,  false, false, false, false, false, true,  max_p2p,  mult, K::reference},
+    {"sglang",        true,  true,  true,  false, false, true,  true,  false, false, any,      1,    K::none},
+    {"vllm",          true,  true,  true,  false, false, true,  true,  false, false, any,      1,    K::none},
+    // bench-comm's correctness baseline: a plain kernel over the same buffers. No cost model: it
+    // shows whether the others are right, not what an allreduce costs.
+    {"reference",     false, false, true,  false, false, false, false, false, true,  max_p2p,  mult, K::reference},
   };
   // clang-format on
 }
@@ -101,6 +103,9 @@ bool is_engine_dispatch(std::string_view name) { return fact(name, &StrategyFact
 
 std::vector<std::string> runnable_strategy_names() {
   return names_where([](const StrategyFacts& f) { return f.runs; });
+}
+std::vector<std::string> priced_strategy_names() {
+  return names_where([](const StrategyFacts& f) { return f.priced; });
 }
 std::vector<std::string> all_strategy_names() {
   return names_where([](const StrategyFacts& f) { return f.runs && !f.engine; });

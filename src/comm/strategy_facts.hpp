@@ -24,6 +24,8 @@ enum class StrategyKernel {
 struct StrategyFacts {
   std::string_view name;
   bool runs = true;                 // a `--strategy` of run/sweep/fidelity (false: bench-comm variant only)
+  bool priced = true;               // has a cost model (comm/strategies.hpp): every entry that runs, and
+                                    // the bench-comm variants bench-comm --backend sim predicts
   bool exact = true;                // false: lossy (changes the numbers)
   bool fuses_residual_norm = false; // absorbs the residual_add + rmsnorm that follow the allreduce
   bool lower_bound = false;         // not deployable: a bound that shows what communication costs
@@ -72,6 +74,7 @@ bool is_engine_dispatch(std::string_view name);
 // runnable ones except the engines' dispatch); those with calibratable; those a given kernel
 // implements.
 std::vector<std::string> runnable_strategy_names();
+std::vector<std::string> priced_strategy_names();  // every entry with a cost model, table order
 std::vector<std::string> all_strategy_names();
 std::vector<std::string> calibratable_strategy_names();
 std::vector<std::string> bench_comm_names();  // every entry with a kernel, table order

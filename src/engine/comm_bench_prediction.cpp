@@ -9,7 +9,7 @@ namespace eaglesim {
 
 std::vector<std::string> predicted_bench_strategies() {
   std::vector<std::string> out;
-  for (const std::string& s : runnable_strategy_names())
+  for (const std::string& s : priced_strategy_names())
     if (!is_lower_bound(s)) out.push_back(s);
   return out;
 }
@@ -38,7 +38,7 @@ CommBenchResult predict_comm_bench(const CommBenchPrediction& p) {
     row.count = bytes / elem;
     double best = 0;
     for (const std::string& s : p.strategies) {
-      const Communicator& comm = find_communicator(s);
+      const Communicator& comm = find_priced_communicator(s);
       CommBenchCell cell;
       cell.strategy = s;
       const CommSupport sup = comm.supports(topo, ranks, bytes);

@@ -27,8 +27,9 @@ struct CommBenchPrediction {
 // InputError for a rank count the topology does not have.
 CommBenchResult predict_comm_bench(const CommBenchPrediction& p);
 
-// The strategies --backend sim takes, in table order: every runnable one but the lower bound
-// (free, so its bandwidth is infinite), engines included. Its `all` and its default.
+// The strategies --backend sim takes, in table order: every one with a cost model but the lower
+// bound (free, so its bandwidth is infinite): the GPU command's list but its correctness baseline,
+// plus the selectors and the engines. Its `all` and its default.
 std::vector<std::string> predicted_bench_strategies();
 
 }  // namespace eaglesim

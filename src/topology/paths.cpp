@@ -72,6 +72,12 @@ Path worst_path(const Topology& t, int ranks) {
   return worst;
 }
 
+double read_round_trip_us(const Topology& t, int reader, int owner) {
+  const Path p = path_between(t, owner, reader);
+  if (p.cross_socket && t.inter_socket.read_round_trip_us > 0) return t.inter_socket.read_round_trip_us;
+  return 2.0 * p.latency_us;
+}
+
 double flows_time_us(const Topology& t, const std::vector<Flow>& flows) {
   // Bytes per directed link resource, and that resource's bandwidth (GB/s = 1e3 B/µs).
   std::map<std::string, std::pair<double, double>> load;

@@ -31,6 +31,9 @@ int socket_of(const Topology& t, int gpu);
 Path path_between(const Topology& t, int a, int b);
 // The slowest (highest-latency) path between any two of ranks 0..ranks-1.
 Path worst_path(const Topology& t, int ranks);
+// µs for a P2P read by `reader` of `owner`'s memory to come back: twice the path's latency, or
+// links.inter_socket.read_round_trip_us when the path crosses sockets and the topology gives it.
+double read_round_trip_us(const Topology& t, int reader, int owner);
 
 struct Flow {
   int src = 0, dst = 0;

@@ -95,6 +95,7 @@ ojson link_json(const LinkSpec& l) {
   ojson j;
   j["bw_gbs"] = l.bw_gbs;
   j["latency_us"] = l.latency_us;
+  if (l.read_round_trip_us > 0) j["read_round_trip_us"] = l.read_round_trip_us;
   if (!l.source.empty()) j["source"] = l.source;
   return j;
 }

@@ -59,6 +59,11 @@ const std::vector<std::string>& interconnect_names();
 struct LinkSpec {
   double bw_gbs = 0;
   double latency_us = 0;
+  // inter_socket only: the round trip of a P2P read that crosses the sockets, under the load of
+  // every GPU reading its peers at once (0: absent, twice the path's one-way latency). A read is
+  // non-posted: its completion comes back over the socket link, and there reads wait far longer
+  // than the posted writes the one-way latency describes.
+  double read_round_trip_us = 0;
   std::string source;  // where these figures come from
   bool present() const { return bw_gbs > 0; }  // bw 0: the topology has no such link
 };

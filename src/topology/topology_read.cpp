@@ -53,11 +53,13 @@ GpuSpec read_gpu(const JsonCursor& c) {
   return g;
 }
 
-LinkSpec read_link(const JsonCursor& c) {
-  c.only_keys({"bw_gbs", "latency_us", "source"});
+LinkSpec read_link(const JsonCursor& c, bool reads_cross_it = false) {
+  if (reads_cross_it) c.only_keys({"bw_gbs", "latency_us", "read_round_trip_us", "source"});
+  else c.only_keys({"bw_gbs", "latency_us", "source"});
   LinkSpec l;
   l.bw_gbs = c.at("bw_gbs").as_positive_number(kMaxBwGbs);
   l.latency_us = c.at("latency_us").as_number(0, kMaxLatencyUs);
+  if (auto r = c.find("read_round_trip_us")) l.read_round_trip_us = r->as_positive_number(kMaxLatencyUs);
   if (auto s = c.find("source")) l.source = s->as_string();
   return l;
 }
@@ -247,6 +249,13 @@ void check_layout(const JsonCursor& root, const Topology& t) {
       throw InputError::at(root.file(), "socket_of_gpu",
                            "expected GPUs on at least two sockets for interconnect pcie_cross_socket");
     need(t.inter_socket, "inter_socket", "traffic between sockets crosses the inter-socket link");
+    // A round trip is at least there and back: a one-way figure given by mistake is caught.
+    const double one_way = t.pcie.latency_us + t.uplink.latency_us + t.inter_socket.latency_us;
+    if (t.inter_socket.read_round_trip_us > 0 && t.inter_socket.read_round_trip_us < 2 * one_way)
+      throw InputError::at(root.file(), "links.inter_socket.read_round_trip_us",
+                           fmt::format("expected at least twice the one-way cross-socket path latency "
+                                       "(pcie + uplink + inter_socket latency_us = {:g} us, so >= {:g}), got {:g}",
+                                       one_way, 2 * one_way, t.inter_socket.read_round_trip_us));
   } else if (sockets.size() > 1 && pcie_kind) {
     throw InputError::at(root.file(), "interconnect",
                          "GPUs sit on several sockets: expected interconnect pcie_cross_socket");
@@ -299,7 +308,7 @@ Topology parse_topology(const nlohmann::json& doc, const std::string& file) {
   if (auto l = links.find("nvlink")) t.nvlink = read_link(*l);
   if (auto l = links.find("pcie")) t.pcie = read_link(*l);
   if (auto l = links.find("uplink")) t.uplink = read_link(*l);
-  if (auto l = links.find("inter_socket")) t.inter_socket = read_link(*l);
+  if (auto l = links.find("inter_socket")) t.inter_socket = read_link(*l, true);
   if (auto l = links.find("host_staging")) t.host_staging = read_link(*l);
   check_layout(root, t);
 

@@ -150,6 +150,13 @@ TEST(Topology, BadFilesGiveOneClearError) {
       {"negative_latency", "links.uplink.latency_us: expected a finite number in [0, 10000], got -1"},
       {"truncated", "truncated JSON (unexpected end of file)"},
       {"duplicate_key", "links.uplink: key \"bw_gbs\" appears twice"},
+      // A round trip shorter than there and back is a one-way figure given by mistake.
+      {"read_round_trip_below_one_way", "links.inter_socket.read_round_trip_us: expected at least twice the one-way "
+                                        "cross-socket path latency (pcie + uplink + inter_socket latency_us = 2.1 us, "
+                                        "so >= 4.2), got 2"},
+      // Only reads across the sockets have a round trip of their own.
+      {"read_round_trip_on_pcie", "links.pcie.read_round_trip_us: unknown field (allowed here: bw_gbs, latency_us, "
+                                  "source)"},
   };
   std::size_t files = 0;
   for (const auto& e : fs::directory_iterator(kBad)) {
