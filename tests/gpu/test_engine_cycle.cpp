@@ -2,7 +2,8 @@
 // the replay's batched attention (batch of requests, ragged KV, chain / tree / branches masks,
 // GQA and MLA) against CPU references, and of a version-2 batch trace with the engine's cycle
 // replayed end to end. Every test skips cleanly without a GPU. Small shapes, so that
-// compute-sanitizer runs them in seconds (EngineCycle.* and ReplayAttention.*).
+// compute-sanitizer runs them in seconds (EngineCycle.* and ReplayAttention.*), except the top-k
+// test over bench_topk_select's shapes (up to 1024 x 128256 logits, 525 MB).
 #include <algorithm>
 #include <functional>
 #include <cmath>
