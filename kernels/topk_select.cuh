@@ -127,7 +127,7 @@ struct ChunkScan {
     s = (m == -FLT_MAX ? 0.f : s * __expf(m - nm)) + add;
     m = nm;
   }
-  // N consecutive-per-thread float4s at element indices t[u] (u increasing = index increasing).
+  // N of this thread's float4s, the u-th at element index t[u] (increasing in u).
   template <int N>
   __device__ __forceinline__ void take_quads(const float4* f, const int* t) {
     float x[4 * N];
