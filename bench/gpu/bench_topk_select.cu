@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
         CHECK(cudaMalloc(&ids, static_cast<std::size_t>(rows) * k * sizeof(std::int32_t)));
         CHECK(cudaMalloc(&probs, static_cast<std::size_t>(rows) * k * sizeof(float)));
         CHECK(cudaMalloc(&ws, std::max<std::size_t>(256, ws_bytes)));
+        CHECK(cudaMemset(ws, 0, std::max<std::size_t>(256, ws_bytes)));  // the kernel's counters start at zero
         fill_logits<<<264, 256>>>(logits, n);
         float* p = k > 1 ? probs : nullptr;  // the verify's argmax writes no probabilities
         auto launch = [&](cudaStream_t s) { ec::launch_topk_select(logits, rows, vocab, k, ids, p, ws, s); };

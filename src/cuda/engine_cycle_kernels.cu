@@ -34,23 +34,49 @@ int current_sm_count() {
   return sms;
 }
 
-struct TopkWorkspace {
-  float* cand_v;
-  int* cand_i;
-  float* part_ml;
-};
-TopkWorkspace carve_workspace(void* base, int rows, int chunks, int k) {
-  const std::size_t slots = static_cast<std::size_t>(rows) * chunks;
-  float* cand_v = static_cast<float*>(base);
-  int* cand_i = reinterpret_cast<int*>(cand_v + slots * k);
-  float* part_ml = reinterpret_cast<float*>(cand_i + slots * k);
-  return {cand_v, cand_i, part_ml};
-}
-
 void check_topk(int vocab, int topk) {
   if (topk < 1 || topk > kTopkSelectMax || topk > vocab)
     throw InputError(fmt::format("top-k selection: expected 1 <= topk <= min({}, vocab = {}), got {}", kTopkSelectMax,
                                  vocab, topk));
+}
+
+// The list length the kernel keeps for k: k rounded up to a power of two (its first k entries
+// are the top-k), so that five kernels cover every k.
+int kernel_k(int k) {
+  int kk = 1;
+  while (kk < k) kk *= 2;
+  return kk;
+}
+
+// Blocks the split aims for: enough per SM that the loads in flight cover HBM latency.
+int target_blocks() { return 4 * current_sm_count(); }
+
+// The workspace starts with one counter per row that can be split (a split row has fewer rows
+// than target_blocks()), at the same place for every shape, so one zeroed workspace serves every
+// shape: each launch leaves its counters zero. The slots follow.
+std::size_t counter_bytes() { return (static_cast<std::size_t>(target_blocks()) * sizeof(unsigned) + 255) / 256 * 256; }
+
+k::TopkScratch carve_workspace(void* base, int rows, int chunks, int kk) {
+  const std::size_t slots = static_cast<std::size_t>(rows) * chunks;
+  k::TopkScratch ws;
+  ws.done = static_cast<unsigned*>(base);
+  ws.cand_v = reinterpret_cast<float*>(static_cast<char*>(base) + counter_bytes());
+  ws.cand_i = reinterpret_cast<int*>(ws.cand_v + slots * kk);
+  ws.part_ml = reinterpret_cast<float*>(ws.cand_i + slots * kk);
+  return ws;
+}
+
+template <int K>
+void launch_topk_kernel(const float* logits, int rows, int vocab, int topk, const TopkSplit& split,
+                        std::int32_t* ids, float* probs, const k::TopkScratch& ws, cudaStream_t stream) {
+  const int blocks = rows * split.chunks;
+  if (probs)
+    k::topk_select_kernel<K, true><<<blocks, k::kTopkThreads, 0, stream>>>(logits, vocab, topk, split.chunks,
+                                                                           split.chunk, ids, probs, ws);
+  else
+    k::topk_select_kernel<K, false><<<blocks, k::kTopkThreads, 0, stream>>>(logits, vocab, topk, split.chunks,
+                                                                            split.chunk, ids, probs, ws);
+  EAGLESIM_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -58,8 +84,7 @@ void check_topk(int vocab, int topk) {
 TopkSplit topk_select_split(int rows, int vocab) {
   TopkSplit split;
   if (rows <= 0 || vocab <= 0) return split;
-  const int target_blocks = 2 * current_sm_count();
-  const int wanted = (target_blocks + rows - 1) / rows;
+  const int wanted = (target_blocks() + rows - 1) / rows;
   const int chunks = std::max(1, std::min(wanted, vocab / kTopkMinChunk));
   const int per_chunk = (vocab + chunks - 1) / chunks;
   split.chunk = (per_chunk + 3) / 4 * 4;
@@ -72,7 +97,7 @@ std::size_t topk_select_workspace_bytes(int rows, int vocab, int k) {
   const TopkSplit split = topk_select_split(rows, vocab);
   if (split.chunks <= 1) return 0;
   const std::size_t slots = static_cast<std::size_t>(rows) * split.chunks;
-  return slots * k * (sizeof(float) + sizeof(std::int32_t)) + slots * 2 * sizeof(float);
+  return counter_bytes() + slots * kernel_k(k) * (sizeof(float) + sizeof(std::int32_t)) + slots * 2 * sizeof(float);
 }
 
 void launch_topk_select(const float* logits, int rows, int vocab, int topk, std::int32_t* ids, float* probs,
@@ -80,23 +105,19 @@ void launch_topk_select(const float* logits, int rows, int vocab, int topk, std:
   check_topk(vocab, topk);
   if (rows <= 0) return;
   const TopkSplit split = topk_select_split(rows, vocab);
-  if (split.chunks == 1) {
-    k::topk_select_chunk_kernel<<<rows, k::kTopkThreads, 0, stream>>>(logits, vocab, topk, 1, split.chunk, ids, probs,
-                                                                       nullptr, nullptr, nullptr);
-    EAGLESIM_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  if (!workspace)
+  if (split.chunks > 1 && !workspace)
     throw InputError(fmt::format("top-k selection: {} rows of {} logits split into {} chunks need a workspace of {} "
                                  "bytes, got none", rows, vocab, split.chunks,
                                  topk_select_workspace_bytes(rows, vocab, topk)));
-  const TopkWorkspace ws = carve_workspace(workspace, rows, split.chunks, topk);
-  k::topk_select_chunk_kernel<<<rows * split.chunks, k::kTopkThreads, 0, stream>>>(
-      logits, vocab, topk, split.chunks, split.chunk, ids, probs, ws.cand_v, ws.cand_i, ws.part_ml);
-  EAGLESIM_CUDA_CHECK_LAUNCH();
-  k::topk_select_merge_kernel<<<rows, k::kTopkThreads, 0, stream>>>(ws.cand_v, ws.cand_i, ws.part_ml, vocab, topk,
-                                                                    split.chunks, ids, probs);
-  EAGLESIM_CUDA_CHECK_LAUNCH();
+  const int kk = kernel_k(topk);
+  const k::TopkScratch ws = split.chunks > 1 ? carve_workspace(workspace, rows, split.chunks, kk) : k::TopkScratch{};
+  switch (kk) {
+    case 1: launch_topk_kernel<1>(logits, rows, vocab, topk, split, ids, probs, ws, stream); break;
+    case 2: launch_topk_kernel<2>(logits, rows, vocab, topk, split, ids, probs, ws, stream); break;
+    case 4: launch_topk_kernel<4>(logits, rows, vocab, topk, split, ids, probs, ws, stream); break;
+    case 8: launch_topk_kernel<8>(logits, rows, vocab, topk, split, ids, probs, ws, stream); break;
+    default: launch_topk_kernel<16>(logits, rows, vocab, topk, split, ids, probs, ws, stream); break;
+  }
 }
 
 void launch_tree_build(const float* scores, const std::int32_t* cand_parent, int batch, int candidates, int tokens,

@@ -13,8 +13,8 @@ namespace eaglesim::cuda {
 constexpr int kTopkSelectMax = 16;  // the most tokens topk_select keeps per row
 
 // How launch_topk_select splits each row over blocks on the current GPU: `chunks` chunks of
-// `chunk` elements (a multiple of 4; the last may be shorter), enough blocks for about two per
-// SM, each chunk at least kTopkMinChunk elements; chunks == 1: one block per row, no merge stage.
+// `chunk` elements (a multiple of 4; the last may be shorter), enough blocks for about four per
+// SM, each chunk at least kTopkMinChunk elements; chunks == 1: one block per row, no merge.
 constexpr int kTopkMinChunk = 2048;
 struct TopkSplit {
   int chunks = 1;
@@ -22,15 +22,18 @@ struct TopkSplit {
 };
 TopkSplit topk_select_split(int rows, int vocab);
 
-// The device workspace launch_topk_select needs for these shapes on the current GPU: the
-// chunks' candidates and softmax partials (0 when a row is one chunk).
+// The device workspace launch_topk_select needs for these shapes on the current GPU: per row a
+// counter of finished chunks, the chunks' candidates and softmax partials (0 when a row is one
+// chunk). The counters sit at the same place for every shape.
 std::size_t topk_select_workspace_bytes(int rows, int vocab, int k);
 
 // ids/probs [rows, k]: the k most likely tokens of each row of fp32 logits [rows, vocab] (equal
 // logits: the lower token first) and their softmax probabilities (probs may be null).
 // workspace: topk_select_workspace_bytes(rows, vocab, k) bytes of device memory, 16-byte aligned
-// (may be null when that is 0). InputError unless 1 <= k <= kTopkSelectMax and k <= vocab, or
-// when the workspace is missing.
+// (may be null when that is 0), zero-filled before its first launch; every launch leaves its
+// counters zero, so one workspace (sized for the largest shape) serves every shape in stream
+// order, and graph replays. InputError unless 1 <= k <= kTopkSelectMax and k <= vocab, or when
+// the workspace is missing.
 void launch_topk_select(const float* logits, int rows, int vocab, int k, std::int32_t* ids, float* probs,
                         void* workspace, cudaStream_t stream);
 

@@ -595,7 +595,7 @@ void RankProgram::build_cycle_op(std::size_t i, const Op& op) {
       void* workspace = topk_workspace_.get();
       const int rows = op.rows, vocab = op.vocab, k = op.topk;
       const TopkSplit split = topk_select_split(rows, vocab);
-      detail = split.chunks > 1 ? fmt::format("top-k kernel (softmax probabilities, {} chunks per row + merge)",
+      detail = split.chunks > 1 ? fmt::format("top-k kernel (softmax probabilities, {} chunks per row, last block merges)",
                                               split.chunks)
                                 : std::string("top-k kernel (softmax probabilities, block per row)");
       ops_[i] = [=](cudaStream_t s) { launch_topk_select(logits, rows, vocab, k, ids, probs, workspace, s); };
@@ -722,7 +722,8 @@ void RankProgram::allocate(const ProgramPlan& plan) {
   logits_ = DeviceBuffer(plan.logits * sizeof(float));
   topk_ids_ = DeviceBuffer(plan.topk * sizeof(std::int32_t));
   topk_probs_ = DeviceBuffer(plan.topk * sizeof(float));
-  topk_workspace_ = DeviceBuffer(std::max<std::size_t>(256, plan.topk_workspace_bytes));
+  // Zeroed: the top-k kernel's per-row counters start at zero (each launch leaves them so).
+  topk_workspace_ = DeviceBuffer::zeroed(device_, std::max<std::size_t>(256, plan.topk_workspace_bytes));
   predict_ = DeviceBuffer(plan.predict * sizeof(std::int32_t));
   accept_len_ = DeviceBuffer(plan.accept * sizeof(std::int32_t));
   accepted_ = DeviceBuffer(plan.accepted * sizeof(std::int32_t));

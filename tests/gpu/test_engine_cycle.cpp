@@ -2,7 +2,8 @@
 // the replay's batched attention (batch of requests, ragged KV, chain / tree / branches masks,
 // GQA and MLA) against CPU references, and of a version-2 batch trace with the engine's cycle
 // replayed end to end. Every test skips cleanly without a GPU. Small shapes, so that
-// compute-sanitizer runs them in seconds (EngineCycle.* and ReplayAttention.*).
+// compute-sanitizer runs them in seconds (EngineCycle.* and ReplayAttention.*), except the top-k
+// test over bench_topk_select's shapes (up to 1024 x 128256 logits, 525 MB).
 #include <algorithm>
 #include <functional>
 #include <cmath>
@@ -83,14 +84,34 @@ void topk_reference(const float* row, int vocab, int k, std::vector<int>& ids, s
 
 namespace {
 
+// A top-k workspace as launch_topk_select expects it: zero-filled.
+DeviceBuffer topk_workspace(int rows, int vocab, int k) {
+  const std::size_t bytes = std::max<std::size_t>(1, topk_select_workspace_bytes(rows, vocab, k));
+  DeviceBuffer b(bytes);
+  EXPECT_EQ(cudaMemset(b.get(), 0, bytes), cudaSuccess);
+  return b;
+}
+
+// The k best of a row by a partial sort (higher logit first, equal logits: the lower token), for
+// rows too many to sort whole.
+std::vector<int> topk_ids_reference(const float* row, int vocab, int k) {
+  std::vector<int> order(static_cast<std::size_t>(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+  order.resize(static_cast<std::size_t>(k));
+  return order;
+}
+
 // launch_topk_select over `logits` [rows, vocab] (with its workspace) checked against
-// topk_reference row by row.
-void expect_topk_matches_reference(const std::vector<float>& logits, int rows, int vocab, int k) {
+// topk_reference row by row; without probabilities (the verify's argmax) only the ids.
+void expect_topk_matches_reference(const std::vector<float>& logits, int rows, int vocab, int k,
+                                   bool with_probs = true) {
   const DeviceBuffer dl = upload(logits);
   DeviceBuffer ids = poisoned(static_cast<std::size_t>(rows) * k * 4), probs = poisoned(static_cast<std::size_t>(rows) * k * 4);
-  const std::size_t ws_bytes = topk_select_workspace_bytes(rows, vocab, k);
-  DeviceBuffer ws = poisoned(std::max<std::size_t>(1, ws_bytes));
-  launch_topk_select(dl.as<float>(), rows, vocab, k, ids.as<std::int32_t>(), probs.as<float>(), ws.get(), nullptr);
+  const DeviceBuffer ws = topk_workspace(rows, vocab, k);
+  launch_topk_select(dl.as<float>(), rows, vocab, k, ids.as<std::int32_t>(), with_probs ? probs.as<float>() : nullptr,
+                     ws.get(), nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const auto gi = download<std::int32_t>(ids, static_cast<std::size_t>(rows) * k);
   const auto gp = download<float>(probs, static_cast<std::size_t>(rows) * k);
@@ -100,9 +121,36 @@ void expect_topk_matches_reference(const std::vector<float>& logits, int rows, i
     topk_reference(logits.data() + static_cast<std::size_t>(r) * vocab, vocab, k, ri, rp);
     for (int j = 0; j < k; ++j) {
       ASSERT_EQ(gi[static_cast<std::size_t>(r) * k + j], ri[j]) << "row " << r << " rank " << j;
-      EXPECT_NEAR(gp[static_cast<std::size_t>(r) * k + j], rp[j], 1e-5 + 1e-4 * rp[j]) << "row " << r << " rank " << j;
+      if (with_probs)
+        EXPECT_NEAR(gp[static_cast<std::size_t>(r) * k + j], rp[j], 1e-5 + 1e-4 * rp[j]) << "row " << r << " rank " << j;
     }
   }
+}
+
+// NaN-free random logits (full float mantissas in [-8, 8)) from a fast hash, with each row's
+// maximum repeated at `repeats` places spread over the row (chunk boundaries included when the
+// row is split): the argmax is the first of them.
+std::vector<float> logits_with_repeated_maxima(std::size_t rows, int vocab, int repeats, std::uint64_t seed,
+                                               const TopkSplit& split) {
+  std::vector<float> v(rows * static_cast<std::size_t>(vocab));
+  std::uint64_t h = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (float& x : v) {
+    h ^= h << 13;
+    h ^= h >> 7;
+    h ^= h << 17;
+    x = static_cast<float>(h >> 40) * (16.f / 16777216.f) - 8.f;
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* row = v.data() + r * static_cast<std::size_t>(vocab);
+    const std::size_t start = (r * 7919) % static_cast<std::size_t>(vocab);
+    for (int j = 0; j < repeats; ++j)
+      row[(start + static_cast<std::size_t>(j) * (static_cast<std::size_t>(vocab) / repeats + 1)) % vocab] = 9.f;
+    for (int c = 1; c < split.chunks && r % 2 == 0; ++c) {
+      row[static_cast<std::size_t>(c) * split.chunk] = 9.f;
+      row[static_cast<std::size_t>(c) * split.chunk - 1] = 9.f;
+    }
+  }
+  return v;
 }
 
 }  // namespace
@@ -112,7 +160,7 @@ TEST(EngineCycle, TopkSelectMatchesCpuReference) {
   SKIP_WITHOUT_GPU();
   std::mt19937_64 rng(11);
   for (const int vocab : {1000, 8001})
-    for (const int k : {1, 4, 8, 16}) {
+    for (const int k : {1, 2, 3, 4, 8, 13, 16}) {
       const int rows = vocab > 5000 ? 600 : 23;
       SCOPED_TRACE("rows " + std::to_string(rows) + " vocab " + std::to_string(vocab) + " k " + std::to_string(k));
       ASSERT_EQ(topk_select_split(rows, vocab).chunks, 1);
@@ -126,12 +174,14 @@ TEST(EngineCycle, TopkSelectSplitRowsMatchCpuReference) {
   std::mt19937_64 rng(12);
   for (const int vocab : {32000, 32001, 128256})
     for (const int rows : {1, 2, 3, 4})
-      for (const int k : {1, 4, 8, 16}) {
+      for (const int k : {1, 3, 4, 8, 16}) {
         SCOPED_TRACE("rows " + std::to_string(rows) + " vocab " + std::to_string(vocab) + " k " + std::to_string(k));
         const TopkSplit split = topk_select_split(rows, vocab);
         ASSERT_GT(split.chunks, 1);
         EXPECT_GT(topk_select_workspace_bytes(rows, vocab, k), 0u);
         expect_topk_matches_reference(tied_logits(static_cast<std::size_t>(rows), vocab, rng), rows, vocab, k);
+        if (k == 1)
+          expect_topk_matches_reference(tied_logits(static_cast<std::size_t>(rows), vocab, rng), rows, vocab, k, false);
       }
 }
 
@@ -141,7 +191,7 @@ TEST(EngineCycle, TopkSelectTiesAcrossChunksGoToTheLowerToken) {
   SKIP_WITHOUT_GPU();
   std::mt19937_64 rng(13);
   for (const int vocab : {32001, 128256})
-    for (const int k : {1, 16}) {
+    for (const int k : {1, 2, 5, 8, 16}) {
       const int rows = 3;
       SCOPED_TRACE("vocab " + std::to_string(vocab) + " k " + std::to_string(k));
       const TopkSplit split = topk_select_split(rows, vocab);
@@ -155,7 +205,70 @@ TEST(EngineCycle, TopkSelectTiesAcrossChunksGoToTheLowerToken) {
       std::fill(logits.begin() + vocab, logits.begin() + 2 * static_cast<std::ptrdiff_t>(vocab), 1.5f);
       for (int c = split.chunks - 1; c >= 0; --c) logits[2 * static_cast<std::size_t>(vocab) + c * split.chunk] = 7.f;
       expect_topk_matches_reference(logits, rows, vocab, k);
+      if (k == 1) expect_topk_matches_reference(logits, rows, vocab, k, false);
     }
+}
+
+// The verify's argmax (k = 1, no probabilities) and a draft's top-8 over every row count of
+// bench_topk_select, on random logits whose maximum repeats within the row and on both sides of
+// chunk boundaries: the first occurrence wins. Covers split rows, one chunk per row, and the
+// unrolled and remainder loops.
+TEST(EngineCycle, TopkSelectBenchShapesWithRepeatedMaxima) {
+  SKIP_WITHOUT_GPU();
+  for (const int vocab : {32000, 128256})
+    for (const int rows : {1, 4, 16, 64, 256, 1024}) {
+      const TopkSplit split = topk_select_split(rows, vocab);
+      const std::vector<float> logits = logits_with_repeated_maxima(static_cast<std::size_t>(rows), vocab, 5,
+                                                                    static_cast<std::uint64_t>(rows) * vocab, split);
+      const DeviceBuffer dl = upload(logits);
+      for (const int k : {1, 8}) {
+        SCOPED_TRACE("rows " + std::to_string(rows) + " vocab " + std::to_string(vocab) + " k " + std::to_string(k));
+        DeviceBuffer ids = poisoned(static_cast<std::size_t>(rows) * k * 4);
+        DeviceBuffer probs = poisoned(static_cast<std::size_t>(rows) * k * 4);
+        const DeviceBuffer ws = topk_workspace(rows, vocab, k);
+        launch_topk_select(dl.as<float>(), rows, vocab, k, ids.as<std::int32_t>(), k > 1 ? probs.as<float>() : nullptr,
+                           ws.get(), nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const auto gi = download<std::int32_t>(ids, static_cast<std::size_t>(rows) * k);
+        for (int r = 0; r < rows; ++r) {
+          const float* row = logits.data() + static_cast<std::size_t>(r) * vocab;
+          const std::vector<int> want = k == 1 ? std::vector<int>{static_cast<int>(std::max_element(row, row + vocab) - row)}
+                                               : topk_ids_reference(row, vocab, k);
+          for (int j = 0; j < k; ++j)
+            ASSERT_EQ(gi[static_cast<std::size_t>(r) * k + j], want[static_cast<std::size_t>(j)]) << "row " << r << " rank " << j;
+        }
+      }
+    }
+}
+
+// One workspace serves split launches of different shapes one after another (each launch leaves
+// its counters zero), as the replay's ops share it.
+TEST(EngineCycle, TopkSelectReusesOneWorkspaceAcrossShapes) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(14);
+  const int vocab = 32001;
+  const std::vector<float> logits = tied_logits(8, vocab, rng);
+  std::size_t bytes = 0;
+  for (const int rows : {1, 3, 8})
+    for (const int k : {1, 16}) bytes = std::max(bytes, topk_select_workspace_bytes(rows, vocab, k));
+  DeviceBuffer ws(bytes);
+  ASSERT_EQ(cudaMemset(ws.get(), 0, bytes), cudaSuccess);
+  const DeviceBuffer dl = upload(logits);
+  for (int pass = 0; pass < 2; ++pass)
+    for (const int rows : {8, 1, 3})
+      for (const int k : {16, 1, 3}) {
+        SCOPED_TRACE("pass " + std::to_string(pass) + " rows " + std::to_string(rows) + " k " + std::to_string(k));
+        ASSERT_GT(topk_select_split(rows, vocab).chunks, 1);
+        DeviceBuffer ids = poisoned(static_cast<std::size_t>(rows) * k * 4);
+        launch_topk_select(dl.as<float>(), rows, vocab, k, ids.as<std::int32_t>(), nullptr, ws.get(), nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const auto gi = download<std::int32_t>(ids, static_cast<std::size_t>(rows) * k);
+        for (int r = 0; r < rows; ++r) {
+          const std::vector<int> want = topk_ids_reference(logits.data() + static_cast<std::size_t>(r) * vocab, vocab, k);
+          for (int j = 0; j < k; ++j)
+            ASSERT_EQ(gi[static_cast<std::size_t>(r) * k + j], want[static_cast<std::size_t>(j)]) << "row " << r << " rank " << j;
+        }
+      }
 }
 
 TEST(EngineCycle, TopkSelectNeedsItsWorkspace) {
@@ -329,7 +442,7 @@ TEST(EngineCycle, GreedyAcceptanceMatchesCpuReference) {
     }
     const DeviceBuffer dl = upload(logits), dd = upload(draft), df = upload(first), dn = upload(next);
     DeviceBuffer predict = poisoned(rows * 4), len = poisoned(batch * 4), accepted = poisoned(rows * 4);
-    DeviceBuffer ws(std::max<std::size_t>(1, topk_select_workspace_bytes(static_cast<int>(rows), vocab, 1)));
+    const DeviceBuffer ws = topk_workspace(static_cast<int>(rows), vocab, 1);
     launch_topk_select(dl.as<float>(), static_cast<int>(rows), vocab, 1, predict.as<std::int32_t>(), nullptr, ws.get(),
                        nullptr);
     launch_greedy_verify(dd.as<std::int32_t>(), predict.as<std::int32_t>(), df.as<std::int32_t>(), dn.as<std::int32_t>(),
