@@ -405,7 +405,7 @@ Result run_shape(const Shape& s, double read_gbps, int sms, bool with_reference,
 // which the GPU tests check against the CPU). A variant with any wrong row in a class is
 // reported as wrong and never named the winner of that class.
 struct VariantRow {
-  std::string cls, shape, plan, against;
+  std::string cls, shape, plan, against, note;
   int variant = 0;
   double us = 0, floor_us = 0, bytes = 0, rel = 0;
   long nan = 0;
@@ -439,6 +439,43 @@ double rel_error(const std::vector<std::uint16_t>& y, const std::vector<std::uin
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// Whether two launches of `plan` capture into a graph that runs (a variant's launch attributes
+// must survive capture); on failure `why` says what failed and no capture is left open.
+bool capturable(const Shape& s, const Inputs& in, const eaglesim::cuda::GroupedGemmPlan& plan, void* ws,
+                std::string& why) {
+  cudaStream_t st = nullptr;
+  EAGLESIM_BENCH_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  EAGLESIM_BENCH_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  try {
+    for (int i = 0; i < 2; ++i) eaglesim::cuda::launch_grouped_gemm(plan, in.args(s, i % in.sets), ws, st);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  cudaGraph_t g = nullptr;
+  cudaError_t rc = cudaStreamEndCapture(st, &g);
+  if (rc == cudaSuccess && why.empty()) {
+    cudaGraphExec_t exec = nullptr;
+    rc = cudaGraphInstantiate(&exec, g, 0);
+    if (rc == cudaSuccess) rc = cudaGraphLaunch(exec, st);
+    if (rc == cudaSuccess) rc = cudaStreamSynchronize(st);
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+  if (g) cudaGraphDestroy(g);
+  cudaStreamDestroy(st);
+  if (why.empty() && rc != cudaSuccess) why = cudaGetErrorString(rc);
+  cudaGetLastError();  // a failed capture leaves no error behind for the next variant
+  return why.empty();
+}
+
+std::string json_escaped(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out;
+}
+
 bool counters_zero(const eaglesim::cuda::GroupedGemmPlan& plan, const void* ws) {
   std::vector<unsigned char> c(plan.counter_bytes);
   EAGLESIM_BENCH_CHECK(cudaMemcpy(c.data(), ws, c.size(), cudaMemcpyDeviceToHost));
@@ -469,13 +506,6 @@ void run_variants(const std::vector<Shape>& shapes, const std::string& filter, d
     for (int v : variants) {
       const GroupedGemmPlan plan = plan_for(s, in, sms, v);
       if (plan.kernel_variant != v) continue;  // not a kernel of its own for this format and row tile
-      prepare_grouped_gemm(plan);
-      void* ws = wspool.get(plan.workspace_bytes);
-      EAGLESIM_BENCH_CHECK(cudaMemset(ws, 0, plan.workspace_bytes));
-      EAGLESIM_BENCH_CHECK(cudaMemset(in.xb + in.yoff, 0xff, in.ybytes));  // NaN: unwritten outputs show
-      launch_grouped_gemm(plan, in.args(s, 0), ws, nullptr);
-      EAGLESIM_BENCH_CHECK(cudaDeviceSynchronize());
-      const std::vector<std::uint16_t> y = read_y(in);
       VariantRow r;
       r.cls = s.kernel;
       r.shape = s.label;
@@ -484,16 +514,44 @@ void run_variants(const std::vector<Shape>& shapes, const std::string& filter, d
       r.bytes = in.bytes;
       r.floor_us = in.floor_us;
       r.against = against;
-      if (ref.empty()) {
-        ref = y;  // variant 0 runs first: the others are held to it
-        r.against = "itself (GPU tests check it against the CPU)";
+      try {
+        prepare_grouped_gemm(plan);
+        void* ws = wspool.get(plan.workspace_bytes);
+        EAGLESIM_BENCH_CHECK(cudaMemset(ws, 0, plan.workspace_bytes));
+        EAGLESIM_BENCH_CHECK(cudaMemset(in.xb + in.yoff, 0xff, in.ybytes));  // NaN: unwritten outputs show
+        launch_grouped_gemm(plan, in.args(s, 0), ws, nullptr);
+        EAGLESIM_BENCH_CHECK(cudaDeviceSynchronize());
+        const std::vector<std::uint16_t> y = read_y(in);
+        if (ref.empty()) {
+          ref = y;  // variant 0 runs first: the others are held to it
+          r.against = "itself (GPU tests check it against the CPU)";
+        }
+        r.rel = rel_error(y, ref, r.nan);
+        r.ok = r.nan == 0 && r.rel < kVariantMaxRel && counters_zero(plan, ws);
+        const int resident = grouped_gemm_resident_ctas(plan);
+        if (resident < plan.ctas_per_sm) {
+          r.note = " [only " + std::to_string(resident) + " CTAs per SM resident]";
+          r.plan += r.note;
+        }
+        std::string why;
+        if (capturable(s, in, plan, ws, why)) {
+          r.us = time_plan(s, in, plan, ws, 7);
+        } else {
+          r.ok = false;
+          r.against += "; not capturable: " + why;
+        }
+      } catch (const std::exception& e) {
+        // a launch that fails is a wrong variant, not the end of the sweep (a kernel fault would
+        // end it: the context is lost)
+        r.ok = false;
+        r.against += std::string("; failed: ") + e.what();
+        cudaGetLastError();
       }
-      r.rel = rel_error(y, ref, r.nan);
-      r.ok = r.nan == 0 && r.rel < kVariantMaxRel && counters_zero(plan, ws);
-      r.us = time_plan(s, in, plan, ws, 7);
+      if (r.us <= 0) r.us = 1e9;  // never a winner, never in a median that matters
       std::printf("%-16s %-44s %-22s %9.2f %9.2f %6.1f%% %9.2e %s\n", r.cls.c_str(), r.shape.c_str(),
                   grouped_gemm_variant_name(v), r.us, r.floor_us, 100.0 * r.floor_us / r.us, r.rel,
-                  r.ok ? "ok" : "WRONG");
+                  ((r.ok ? std::string("ok") : "WRONG (vs " + r.against + ")") + r.note).c_str());
+      std::fflush(stdout);
       if (jf) {
         std::fprintf(jf,
                      "{\"kernel\": \"%s\", \"shape\": \"%s\", \"variant\": \"%s\", \"plan\": \"%s\", "
@@ -501,7 +559,7 @@ void run_variants(const std::vector<Shape>& shapes, const std::string& filter, d
                      "\"nan\": %ld, \"ok\": %s, \"checked_against\": \"%s\"}\n",
                      r.cls.c_str(), r.shape.c_str(), grouped_gemm_variant_name(v), r.plan.c_str(), r.bytes, r.us,
                      r.floor_us, 100.0 * r.floor_us / r.us, r.rel, r.nan, r.ok ? "true" : "false",
-                     r.against.c_str());
+                     json_escaped(r.against).c_str());
         std::fflush(jf);
       }
       rows.push_back(r);

@@ -26,6 +26,17 @@ struct Inst {
   static void prepare(std::size_t smem) {
     EAGLESIM_CUDA_CHECK(cudaFuncSetAttribute(km::moe_grouped_gemm_kernel<F, R, V>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    if constexpr (km::kVariants[V].ctas_per_sm >= 3)
+      // three CTAs need the largest shared-memory carveout; ask for it rather than leave it to the driver
+      EAGLESIM_CUDA_CHECK(cudaFuncSetAttribute(km::moe_grouped_gemm_kernel<F, R, V>,
+                                               cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               cudaSharedmemCarveoutMaxShared));
+  }
+  static int resident(std::size_t smem) {
+    int blocks = 0;
+    EAGLESIM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, km::moe_grouped_gemm_kernel<F, R, V>,
+                                                                      km::kThreads, smem));
+    return blocks;
   }
   static void launch(int grid, std::size_t smem, const km::GemmParams& p, cudaStream_t stream) {
     if constexpr (km::kVariants[V].pdl) {
@@ -152,6 +163,13 @@ void prepare_grouped_gemm(const GroupedGemmPlan& plan) {
   if (it != g_prepared.end() && it->second >= plan.smem_bytes) return;
   dispatch(plan, [&](auto inst) { decltype(inst)::prepare(plan.smem_bytes); });
   g_prepared[key] = plan.smem_bytes;
+}
+
+int grouped_gemm_resident_ctas(const GroupedGemmPlan& plan) {
+  prepare_grouped_gemm(plan);
+  int blocks = 0;
+  dispatch(plan, [&](auto inst) { blocks = decltype(inst)::resident(plan.smem_bytes); });
+  return blocks;
 }
 
 void launch_grouped_gemm(const GroupedGemmPlan& plan, const GroupedGemmArgs& args, void* workspace,

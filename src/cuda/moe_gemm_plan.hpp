@@ -95,6 +95,8 @@ struct GroupedGemmArgs {
 // Shared-memory opt-in for the plan's kernel on the current device. Call at setup, outside graph
 // capture; launch_grouped_gemm calls it on first use per device too.
 void prepare_grouped_gemm(const GroupedGemmPlan& plan);
+// CTAs of the plan's kernel that fit one SM of the current device (the plan assumes ctas_per_sm).
+int grouped_gemm_resident_ctas(const GroupedGemmPlan& plan);
 // One kernel launch, stream-ordered and capturable; checks the arguments and the launch.
 void launch_grouped_gemm(const GroupedGemmPlan& plan, const GroupedGemmArgs& args, void* workspace,
                          cudaStream_t stream);
