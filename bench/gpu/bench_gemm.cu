@@ -406,7 +406,7 @@ Result run_shape(const Shape& s, double read_gbps, int sms, bool with_reference,
 // reported as wrong and never named the winner of that class.
 struct VariantRow {
   std::string cls, shape, plan, against, note;
-  int variant = 0;
+  int variant = 0, row_tile = 0;
   double us = 0, floor_us = 0, bytes = 0, rel = 0;
   long nan = 0;
   bool ok = false;
@@ -511,6 +511,7 @@ void run_variants(const std::vector<Shape>& shapes, const std::string& filter, d
       r.shape = s.label;
       r.plan = plan.variant;
       r.variant = v;
+      r.row_tile = plan.row_tile;
       r.bytes = in.bytes;
       r.floor_us = in.floor_us;
       r.against = against;
@@ -554,10 +555,11 @@ void run_variants(const std::vector<Shape>& shapes, const std::string& filter, d
       std::fflush(stdout);
       if (jf) {
         std::fprintf(jf,
-                     "{\"kernel\": \"%s\", \"shape\": \"%s\", \"variant\": \"%s\", \"plan\": \"%s\", "
+                     "{\"kernel\": \"%s\", \"shape\": \"%s\", \"variant\": \"%s\", \"row_tile\": %d, \"plan\": \"%s\", "
                      "\"bytes\": %.0f, \"us\": %.3f, \"floor_us\": %.3f, \"pct_floor\": %.2f, \"rel_err\": %.3e, "
                      "\"nan\": %ld, \"ok\": %s, \"checked_against\": \"%s\"}\n",
-                     r.cls.c_str(), r.shape.c_str(), grouped_gemm_variant_name(v), r.plan.c_str(), r.bytes, r.us,
+                     r.cls.c_str(), r.shape.c_str(), grouped_gemm_variant_name(v), r.row_tile, r.plan.c_str(), r.bytes,
+                     r.us,
                      r.floor_us, 100.0 * r.floor_us / r.us, r.rel, r.nan, r.ok ? "true" : "false",
                      json_escaped(r.against).c_str());
         std::fflush(jf);
@@ -568,39 +570,62 @@ void run_variants(const std::vector<Shape>& shapes, const std::string& filter, d
 
   // Per class and variant: % of floor over the rows where the variant is its own kernel, and the
   // paired speed-up over base on exactly those rows (the fair comparison: same shapes).
+  struct Stats {
+    std::size_t rows = 0;
+    double median_pct = 0, min_pct = 0, median_speedup = 0;
+    int wrong = 0;
+  };
+  std::map<std::pair<std::string, std::string>, double> base_us;
+  for (const VariantRow& r : rows)
+    if (r.variant == 0) base_us[{r.cls, r.shape}] = r.us;
+  auto stats_of = [&](const std::vector<const VariantRow*>& rs) {
+    Stats st;
+    std::vector<double> pct, speedup;
+    for (const VariantRow* r : rs) {
+      pct.push_back(100.0 * r->floor_us / r->us);
+      const auto b = base_us.find({r->cls, r->shape});
+      if (b != base_us.end()) speedup.push_back(b->second / r->us);
+      st.wrong += !r->ok;
+    }
+    st.rows = rs.size();
+    st.median_pct = eb::median_of(pct);
+    st.min_pct = *std::min_element(pct.begin(), pct.end());
+    st.median_speedup = speedup.empty() ? 0.0 : eb::median_of(speedup);
+    return st;
+  };
   std::printf("\nvariants summary (ops >= 16 MB): class, variant, rows, median %%floor, min %%floor, "
               "median speed-up over base on the same rows, wrong rows\n");
-  std::map<std::string, std::map<int, std::vector<const VariantRow*>>> by;
-  std::map<std::pair<std::string, std::string>, double> base_us;
+  std::map<std::string, std::map<int, std::vector<const VariantRow*>>> by_class;
+  std::map<std::pair<std::string, int>, std::map<int, std::vector<const VariantRow*>>> by_tile;
   for (const VariantRow& r : rows) {
-    by[r.cls][r.variant].push_back(&r);
-    if (r.variant == 0) base_us[{r.cls, r.shape}] = r.us;
+    by_class[r.cls][r.variant].push_back(&r);
+    by_tile[{r.cls, r.row_tile}][r.variant].push_back(&r);
   }
-  for (auto& [cls, per_v] : by) {
-    int best = 0;
-    double best_speedup = 1.0;
+  for (auto& [cls, per_v] : by_class)
     for (auto& [v, rs] : per_v) {
-      std::vector<double> pct, speedup;
-      int wrong = 0;
-      for (const VariantRow* r : rs) {
-        pct.push_back(100.0 * r->floor_us / r->us);
-        const auto b = base_us.find({cls, r->shape});
-        if (b != base_us.end()) speedup.push_back(b->second / r->us);
-        wrong += !r->ok;
-      }
-      const double med_speedup = speedup.empty() ? 0.0 : eb::median_of(speedup);
+      const Stats st = stats_of(rs);
       std::printf("  %-18s %-22s %4zu  %6.1f%%  %6.1f%%  %6.3fx  %d%s\n", cls.c_str(), grouped_gemm_variant_name(v),
-                  rs.size(), eb::median_of(pct), *std::min_element(pct.begin(), pct.end()), med_speedup, wrong,
-                  wrong ? "  WRONG: never the default" : "");
-      if (v != 0 && wrong == 0 && med_speedup > best_speedup * kVariantWinMargin && med_speedup > kVariantWinMargin) {
+                  st.rows, st.median_pct, st.min_pct, st.median_speedup, st.wrong,
+                  st.wrong ? "  WRONG: never the default" : "");
+    }
+  // The winner per class and row tile (what default_grouped_gemm_variant picks by): the correct
+  // variant with the largest median paired speed-up, if that beats base by more than the noise.
+  std::printf("\nwinners (class, row tile: variant, median speed-up over base, rows; base where none wins by > %.0f%%)\n",
+              100.0 * (kVariantWinMargin - 1.0));
+  for (auto& [key, per_v] : by_tile) {
+    int best = 0;
+    double best_speedup = kVariantWinMargin;
+    std::size_t best_rows = per_v.count(0) ? per_v.at(0).size() : 0;
+    for (auto& [v, rs] : per_v) {
+      const Stats st = stats_of(rs);
+      if (v != 0 && st.wrong == 0 && st.median_speedup > best_speedup) {
         best = v;
-        best_speedup = med_speedup;
+        best_speedup = st.median_speedup;
+        best_rows = st.rows;
       }
     }
-    std::printf("  %-18s winner: %s", cls.c_str(), grouped_gemm_variant_name(best));
-    if (best != 0)
-      std::printf(" (median %.3fx over base): default_grouped_gemm_variant returns %d for this class", best_speedup,
-                  best);
+    std::printf("  %-18s r%-3d %-22s", key.first.c_str(), key.second, grouped_gemm_variant_name(best));
+    if (best != 0) std::printf(" %6.3fx on %zu rows (variant %d)", best_speedup, best_rows, best);
     std::printf("\n");
   }
 }
