@@ -156,6 +156,8 @@ constexpr KernelVariant kVariants[] = {
     {"occ3_straight_pdl", 3, true, 0, true, false},
     {"occ3_straight_imad", 3, true, 0, false, true},
     {"straight_imad", 2, true, 0, false, true},
+    {"occ3_imad", 3, false, 0, false, true},
+    {"occ3_straight_imad_pdl", 3, true, 0, true, true},
 };
 constexpr int kVariantCount = static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0]));
 constexpr int kMaxVariantRows = 2;  // R (n8 row tiles) up to which the non-zero variants exist
