@@ -55,6 +55,7 @@ constexpr int kConsumerWarps = 8;                     // each owns one 16-channe
 constexpr int kTileN = kConsumerWarps * 16;           // 128 output channels per work item
 constexpr int kThreads = (kConsumerWarps + 1) * 32;   // + one producer warp issuing bulk copies
 constexpr int kSmemBudget = 104 * 1024;               // per CTA: two CTAs per SM fit in 228 KB
+constexpr int kSmemBudget3 = 70 * 1024;               // per CTA with three per SM (tables and 1 KB each besides)
 constexpr int kKAlign = 64;
 
 EAGLESIM_MOE_HD constexpr bool is_int4(WFormat f) { return f == WFormat::int4_g32 || f == WFormat::int4_g128; }
@@ -124,14 +125,63 @@ EAGLESIM_MOE_HD float bf16_bits_to_float(std::uint16_t h) {
 #endif
 }
 
+// ---------------------------------------------------------------- kernel variants
+// The knobs the benchmark's --variants sweep compares (bench/gpu/bench_gemm.cu), all in one
+// kernel template. Variant 0 is the kernel as designed; the others attack the int4/fp8 issue
+// limit seen in profiles (too few warps per scheduler to hide the dependent ALU chains):
+//   ctas_per_sm: 2, or 3 with a smaller stage budget (more warps, same bytes in flight);
+//   straight:    full stages without per-atom k checks and every row tile's mma unconditional
+//                (padding rows only reach outputs that are never written), so a stage is one
+//                basic block the scheduler can interleave;
+//   int4_tk:     int4 stage depth at <= 16 rows (0: TileConfig's), shallower stages, more of them;
+//   pdl:         programmatic dependent launch: the launch and prologue overlap the previous
+//                kernel's tail, a dense GEMM's first stages of weights stream before it ends;
+//   imad_shift:  the int4/fp8 conversion's right shifts as multiply-high (FMA pipe, not ALU).
+// Non-zero variants exist for row tiles of 8 and 16 (R <= 2), the verify-step row counts.
+struct KernelVariant {
+  const char* name;
+  int ctas_per_sm;
+  bool straight;
+  int int4_tk;
+  bool pdl;
+  bool imad_shift;
+};
+constexpr KernelVariant kVariants[] = {
+    {"base", 2, false, 0, false, false},
+    {"straight", 2, true, 0, false, false},
+    {"occ3", 3, false, 0, false, false},
+    {"occ3_straight", 3, true, 0, false, false},
+    {"occ3_straight_tk128", 3, true, 128, false, false},
+    {"pdl", 2, false, 0, true, false},
+    {"occ3_straight_pdl", 3, true, 0, true, false},
+    {"occ3_straight_imad", 3, true, 0, false, true},
+    {"straight_imad", 2, true, 0, false, true},
+    {"occ3_imad", 3, false, 0, false, true},
+    {"occ3_straight_imad_pdl", 3, true, 0, true, true},
+};
+constexpr int kVariantCount = static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0]));
+constexpr int kMaxVariantRows = 2;  // R (n8 row tiles) up to which the non-zero variants exist
+// Whether variant v is its own kernel for format f at R row tiles (else the plan uses variant 0).
+// int4_g32 at 16 rows has no straight variant: a branch-free stage of eight scale groups and two
+// row tiles does not fit its registers (ptxas spills).
+EAGLESIM_MOE_HD constexpr bool variant_applies(WFormat f, int R, int v) {
+  return v == 0 || (v > 0 && v < kVariantCount && R <= kMaxVariantRows && (kVariants[v].int4_tk == 0 || is_int4(f)) &&
+                    (!kVariants[v].imad_shift || f != WFormat::bf16) &&
+                    !(kVariants[v].straight && R == 2 && f == WFormat::int4_g32));
+}
+
 // ---------------------------------------------------------------- tile configuration
 
 // Row tile: R n8 tiles of activation rows (8R rows) per work item. Stage k-depth TK keeps the
-// activation slice of a stage near 8 KB; stages fill kSmemBudget (at least 3, at most 8).
-template <WFormat F, int R>
+// activation slice of a stage near 8 KB; stages fill the variant's budget (at least 3, at most 8).
+template <WFormat F, int R, int V = 0>
 struct TileConfig {
+  static_assert(V >= 0 && V < kVariantCount && (V == 0 || R <= kMaxVariantRows), "no such kernel variant");
+  static constexpr KernelVariant kVariant = kVariants[V];
   static constexpr int kAtomK = atom_k(F);
-  static constexpr int kTK = is_int4(F) ? (R <= 2 ? 256 : R == 4 ? 128 : 64)
+  // int4 at 16 rows with three CTAs per SM: k = 128 stages (three of 256 would not fit the budget)
+  static constexpr int kInt4TK = kVariant.int4_tk ? kVariant.int4_tk : kVariant.ctas_per_sm >= 3 && R == 2 ? 128 : 256;
+  static constexpr int kTK = is_int4(F) ? (R <= 2 ? kInt4TK : R == 4 ? 128 : 64)
                              : is_fp8(F) ? (R <= 4 ? 128 : 64)
                                          : 64;
   static constexpr int kAtomsPerStage = kTK / kAtomK;                    // per 16-channel block
@@ -145,7 +195,8 @@ struct TileConfig {
   // fp8_block: the 16-byte window holding the tile's scale for this k-block
   static constexpr int kXOff = kScaleOff + kConsumerWarps * kBlockScaleBytes + (F == WFormat::fp8_block ? 16 : 0);
   static constexpr int kStageBytes = ((kXOff + 8 * R * kXPitch) + 127) / 128 * 128;
-  static constexpr int kStagesRaw = kSmemBudget / kStageBytes;
+  static constexpr int kBudget = kVariant.ctas_per_sm >= 3 ? kSmemBudget3 : kSmemBudget;
+  static constexpr int kStagesRaw = kBudget / kStageBytes;
   static constexpr int kStages = kStagesRaw < 3 ? 3 : kStagesRaw > 8 ? 8 : kStagesRaw;
   // Dynamic shared memory besides the stages: 2 mbarriers per stage, then expert offsets and
   // the work-item prefix (E+1 ints each).

@@ -129,6 +129,12 @@ __device__ __forceinline__ std::uint32_t lop3(std::uint32_t a, std::uint32_t b, 
   return d;
 }
 
+__device__ __forceinline__ std::uint32_t mul_hi_u32(std::uint32_t a, std::uint32_t b) {
+  std::uint32_t d;
+  asm("mul.hi.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
 __device__ __forceinline__ std::uint32_t bf2_sub(std::uint32_t a, std::uint32_t b) {
   std::uint32_t d;
   asm("sub.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
@@ -139,35 +145,53 @@ __device__ __forceinline__ std::uint32_t bf2_mul(std::uint32_t a, std::uint32_t 
   asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
   return d;
 }
+
+// Programmatic dependent launch: wait until the previous kernel in the stream has completed and
+// its writes are visible; let the next kernel launch (it still waits for this one's completion
+// before it reads what this one writes).
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 #endif  // !EAGLESIM_MOE_EMULATE
+
+// q >> s (0 < s < 32). Imad: as the high word of q * 2^(32 - s), an integer multiply on the FMA
+// pipe instead of a shift on the ALU pipe, which the int4/fp8 conversion keeps busiest.
+template <bool Imad>
+__device__ __forceinline__ std::uint32_t shr(std::uint32_t q, int s) {
+  if constexpr (Imad) return mul_hi_u32(q, 1u << (32 - s));
+  else return q >> s;
+}
 
 // One int4 word = one k16 step: register r from the nibbles at bits 4r and 16+4r.
 // (0x4300 | u) is 128 + u in bf16, exactly; minus 136 gives u - 8 exactly; one rounding for the
 // scale multiply.
+template <bool Imad = false>
 __device__ __forceinline__ void int4_step(std::uint32_t q, std::uint32_t s_lo, std::uint32_t s_hi,
                                           std::uint32_t (&a)[4]) {
   constexpr std::uint32_t kMask = 0x000F000Fu, kMagic = 0x43004300u, k136 = 0x43084308u;
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    const std::uint32_t t = lop3<(0xF0 & 0xCC) | 0xAA>(q >> (4 * r), kMask, kMagic);
+    const std::uint32_t t = lop3<(0xF0 & 0xCC) | 0xAA>(r ? shr<Imad>(q, 4 * r) : q, kMask, kMagic);
     a[r] = bf2_mul(bf2_sub(t, k136), (r & 1) ? s_hi : s_lo);
   }
 }
 
 // The same without the scale: exact u - 8 for the post-scaled path.
+template <bool Imad = false>
 __device__ __forceinline__ void int4_step_unscaled(std::uint32_t q, std::uint32_t (&a)[4]) {
   constexpr std::uint32_t kMask = 0x000F000Fu, kMagic = 0x43004300u, k136 = 0x43084308u;
 #pragma unroll
-  for (int r = 0; r < 4; ++r) a[r] = bf2_sub(lop3<(0xF0 & 0xCC) | 0xAA>(q >> (4 * r), kMask, kMagic), k136);
+  for (int r = 0; r < 4; ++r)
+    a[r] = bf2_sub(lop3<(0xF0 & 0xCC) | 0xAA>(r ? shr<Imad>(q, 4 * r) : q, kMask, kMagic), k136);
 }
 
 // One fp8 word = two registers: bytes 0,2 -> `lo`, bytes 1,3 -> `hi`. An e4m3 byte moved to bf16
 // bits {15, 10..4} is its value times 2^-120 (also for e4m3 subnormals, which become bf16
 // subnormals); `bias` multiplies that back (2^120, times the block scale where there is one).
+template <bool Imad = false>
 __device__ __forceinline__ void fp8_word(std::uint32_t q, std::uint32_t bias, std::uint32_t& lo, std::uint32_t& hi) {
-  const std::uint32_t h = ((q >> 4) & 0x07F007F0u) | (q & 0x80008000u);
+  const std::uint32_t h = (shr<Imad>(q, 4) & 0x07F007F0u) | (q & 0x80008000u);
   const std::uint32_t q8 = q << 8;
-  const std::uint32_t l = ((q8 >> 4) & 0x07F007F0u) | (q8 & 0x80008000u);
+  const std::uint32_t l = (shr<Imad>(q8, 4) & 0x07F007F0u) | (q8 & 0x80008000u);
   lo = bf2_mul(l, bias);
   hi = bf2_mul(h, bias);
 }
@@ -177,13 +201,15 @@ __device__ __forceinline__ std::uint32_t bf16x2_bits(float v) {
   return *reinterpret_cast<const std::uint32_t*>(&b);
 }
 
-template <int R>
+// FirstAlways: the first row tile's mma without the check (an item has at least one row), so at
+// 8 rows per item a stage has no branch at all.
+template <int R, bool FirstAlways = false>
 __device__ __forceinline__ void mma_pair(float (&acc)[R][4], const std::uint32_t (&a0)[4],
                                          const std::uint32_t (&a1)[4], std::uint32_t xaddr, int xpitch,
                                          int row_tiles) {
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    if (r < row_tiles) {
+    if ((FirstAlways && r == 0) || r < row_tiles) {
       std::uint32_t b[4];
       ldsm_x4(xaddr + r * 8 * xpitch, b);
       mma_bf16(acc[r], a0, b[0], b[1]);
@@ -192,23 +218,27 @@ __device__ __forceinline__ void mma_pair(float (&acc)[R][4], const std::uint32_t
   }
 }
 
-// One stage of one warp's 16-channel block: klen (a multiple of 64) of the stage's k.
-template <WFormat F, int R>
+// One stage of one warp's 16-channel block: klen (a multiple of 64) of the stage's k. Full: klen
+// is the whole stage (no per-atom checks); the variant's `straight` knob also drops the first row
+// tile's check.
+template <WFormat F, int R, int V = 0, bool Full = false>
 __device__ __forceinline__ void consume_stage(const unsigned char* stage, int warp, int lane, int k0, int klen,
                                               int row_tiles, float block_scale, float (&acc)[R][4]) {
-  using Cfg = TileConfig<F, R>;
+  using Cfg = TileConfig<F, R, V>;
+  constexpr bool kAll = Cfg::kVariant.straight;
+  constexpr bool kImad = Cfg::kVariant.imad_shift;
   const unsigned char* wblk = stage + Cfg::kWeightOff + warp * Cfg::kBlockWeightBytes + lane * 16;
   const std::uint32_t xaddr =
       smem_u32(stage + Cfg::kXOff) + (lane & 7) * Cfg::kXPitch + (lane >> 3) * 16;  // + 64 B per 32 k
   if constexpr (F == WFormat::bf16) {
 #pragma unroll
     for (int q = 0; q < Cfg::kTK / 32; ++q) {
-      if (q * 32 < klen) {
+      if (Full || q * 32 < klen) {
         const uint4 w0 = *reinterpret_cast<const uint4*>(wblk + (2 * q) * kAtomBytes);
         const uint4 w1 = *reinterpret_cast<const uint4*>(wblk + (2 * q + 1) * kAtomBytes);
         const std::uint32_t a0[4] = {w0.x, w0.y, w0.z, w0.w};
         const std::uint32_t a1[4] = {w1.x, w1.y, w1.z, w1.w};
-        mma_pair<R>(acc, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
+        mma_pair<R, kAll>(acc, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
       }
     }
   } else if constexpr (is_fp8(F)) {
@@ -217,14 +247,14 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
       bias = bf16x2_bits(block_scale * 0x1p120f);
 #pragma unroll
     for (int q = 0; q < Cfg::kTK / 32; ++q) {
-      if (q * 32 < klen) {
+      if (Full || q * 32 < klen) {
         const uint4 raw = *reinterpret_cast<const uint4*>(wblk + q * kAtomBytes);
         std::uint32_t a0[4], a1[4];
-        fp8_word(raw.x, bias, a0[0], a0[1]);
-        fp8_word(raw.y, bias, a0[2], a0[3]);
-        fp8_word(raw.z, bias, a1[0], a1[1]);
-        fp8_word(raw.w, bias, a1[2], a1[3]);
-        mma_pair<R>(acc, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
+        fp8_word<kImad>(raw.x, bias, a0[0], a0[1]);
+        fp8_word<kImad>(raw.y, bias, a0[2], a0[3]);
+        fp8_word<kImad>(raw.z, bias, a1[0], a1[1]);
+        fp8_word<kImad>(raw.w, bias, a1[2], a1[3]);
+        mma_pair<R, kAll>(acc, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
       }
     }
   } else {
@@ -238,7 +268,7 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
       float part[R][4];
 #pragma unroll
       for (int at = 0; at < Cfg::kTK / 64; ++at) {
-        if (at * 64 < klen) {
+        if (Full || at * 64 < klen) {
           const uint4 raw = *reinterpret_cast<const uint4*>(wblk + at * kAtomBytes);
           const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
@@ -249,9 +279,9 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
               for (int r = 0; r < R; ++r) part[r][0] = part[r][1] = part[r][2] = part[r][3] = 0.f;
             }
             std::uint32_t a0[4], a1[4];
-            int4_step_unscaled(words[2 * h], a0);
-            int4_step_unscaled(words[2 * h + 1], a1);
-            mma_pair<R>(part, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
+            int4_step_unscaled<kImad>(words[2 * h], a0);
+            int4_step_unscaled<kImad>(words[2 * h + 1], a1);
+            mma_pair<R, kAll>(part, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
             if (q % kPairsPerGroup == kPairsPerGroup - 1) {
               const std::uint32_t sw = *reinterpret_cast<const std::uint32_t*>(sblk + (q / kPairsPerGroup) * 32);
               const float s_lo = __uint_as_float(sw << 16), s_hi = __uint_as_float(sw & 0xffff0000u);
@@ -269,7 +299,7 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
     } else {
 #pragma unroll
       for (int at = 0; at < Cfg::kTK / 64; ++at) {
-        if (at * 64 < klen) {
+        if (Full || at * 64 < klen) {
           const uint4 raw = *reinterpret_cast<const uint4*>(wblk + at * kAtomBytes);
           const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
@@ -279,9 +309,9 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
             const std::uint32_t sw = *reinterpret_cast<const std::uint32_t*>(sblk + g_rel * 32);
             const std::uint32_t s_lo = __byte_perm(sw, 0, 0x1010), s_hi = __byte_perm(sw, 0, 0x3232);
             std::uint32_t a0[4], a1[4];
-            int4_step(words[2 * h], s_lo, s_hi, a0);
-            int4_step(words[2 * h + 1], s_lo, s_hi, a1);
-            mma_pair<R>(acc, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
+            int4_step<kImad>(words[2 * h], s_lo, s_hi, a0);
+            int4_step<kImad>(words[2 * h + 1], s_lo, s_hi, a1);
+            mma_pair<R, kAll>(acc, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
           }
         }
       }
@@ -341,12 +371,22 @@ __device__ __forceinline__ void store_tile(const GemmParams& p, const Item& it, 
 
 }  // namespace detail
 
-template <WFormat F, int R>
-__global__ void __launch_bounds__(kThreads, 2) moe_grouped_gemm_kernel(const GemmParams p) {
-  using Cfg = TileConfig<F, R>;
+// V: the kernel variant (kVariants in moe_gemm_layout.cuh); 0 is the kernel as designed.
+template <WFormat F, int R, int V = 0>
+__global__ void __launch_bounds__(kThreads, kVariants[V].ctas_per_sm) moe_grouped_gemm_kernel(const GemmParams p) {
+  using Cfg = TileConfig<F, R, V>;
   using namespace detail;
   constexpr int S = Cfg::kStages, TK = Cfg::kTK, AK = Cfg::kAtomK;
   constexpr int kRowsPerBlock = 8 * R;
+  constexpr bool kPdl = Cfg::kVariant.pdl;
+  // With PDL only a dense GEMM's work list is known before the previous kernel ends (a grouped
+  // one's comes from the routing in expert_offsets): every thread waits before the first read of
+  // anything a previous kernel may write, except a dense producer's weight copies.
+  const bool dense_early = kPdl && p.expert_offsets == nullptr;
+  if constexpr (kPdl) {
+    launch_dependents();
+    if (!dense_early) grid_dependency_wait();
+  }
   EAGLESIM_MOE_DYNAMIC_SMEM(smem);
   const std::uint32_t smem0 = smem_u32(smem);
   const std::uint32_t full0 = smem0 + Cfg::kBarrierOff, empty0 = full0 + 8 * S;
@@ -408,57 +448,77 @@ __global__ void __launch_bounds__(kThreads, 2) moe_grouped_gemm_kernel(const Gem
   if (warp == kConsumerWarps) {
     // ---- producer: bulk copies for every chunk of this CTA's range, in order
     const std::uint64_t policy = l2_evict_first_policy();
-    std::int64_t it = 0;
-    for (std::int64_t pos = begin; pos < end;) {
-      const int item = static_cast<int>(pos / kc);
-      const int c0 = static_cast<int>(pos % kc);
-      const int c1 = static_cast<int>(min(static_cast<std::int64_t>(kc), c0 + (end - pos)));
-      const Item w = decode_item(item, s_off, s_items, E, kRowsPerBlock);
-      const int nb = min(kConsumerWarps, n16 - w.tile * kConsumerWarps);
-      const std::uint8_t* wexp = p.w + w.e * p.w_expert_bytes;
-      const std::uint8_t* sexp = p.scales + w.e * p.s_expert_bytes;
-      for (int c = c0; c < c1; ++c, ++it) {
-        const int slot = static_cast<int>(it % S);
-        mbar_wait(empty0 + 8 * slot, static_cast<std::uint32_t>((it / S) & 1) ^ 1u);
-        const int k0 = c * TK, klen = min(TK, p.k - k0);
-        const std::uint32_t wbytes = klen / AK * kAtomBytes, xbytes = klen * 2;
-        std::uint32_t sbytes = 0, tile_sbytes = 0;
-        int q0 = 0;
-        if constexpr (is_int4(F)) {
-          constexpr int Gs = int4_group(F);
-          q0 = k0 / Gs;
-          sbytes = static_cast<std::uint32_t>((k0 + klen + Gs - 1) / Gs - q0) * 32;
-        }
-        if constexpr (F == WFormat::fp8_block) tile_sbytes = 16;
-        const std::uint32_t stage = smem0 + slot * Cfg::kStageBytes, bar = full0 + 8 * slot;
-        if (lane == 0) mbar_arrive_expect_tx(bar, nb * (wbytes + sbytes) + tile_sbytes + w.rows * xbytes);
-        __syncwarp();
-        if (lane < nb) {
-          const int blk = w.tile * kConsumerWarps + lane;
-          bulk_load_evict_first(stage + Cfg::kWeightOff + lane * Cfg::kBlockWeightBytes,
-                                wexp + (static_cast<std::int64_t>(blk) * (p.k / AK) + k0 / AK) * kAtomBytes, wbytes,
-                                bar, policy);
-          if constexpr (is_int4(F))
-            bulk_load(stage + Cfg::kScaleOff + lane * Cfg::kBlockScaleBytes,
-                      sexp + (static_cast<std::int64_t>(blk) * (p.k / int4_group(F)) + q0) * 32, sbytes, bar);
-        }
-        if constexpr (F == WFormat::fp8_block) {
-          if (lane == 31) {
-            // the 16-byte aligned window holding this (tile, k-block)'s scale; it lands at kScaleOff
-            const std::int64_t idx = static_cast<std::int64_t>(w.tile) * ((p.k + 127) / 128) + k0 / 128;
-            bulk_load(stage + Cfg::kScaleOff, sexp + (idx & ~std::int64_t(3)) * 4, 16, bar);
+    // Walks chunks [from, to) of the range: it = the chunk's index in the range (its stage slot is
+    // it % S). kWeights / kX pick the copies; the transaction count is set with the weights.
+    constexpr int kWeights = 1, kX = 2;
+    auto issue = [&](std::int64_t from, std::int64_t to, int parts) {
+      std::int64_t it = from - begin;
+      for (std::int64_t pos = from; pos < to;) {
+        const int item = static_cast<int>(pos / kc);
+        const int c0 = static_cast<int>(pos % kc);
+        const int c1 = static_cast<int>(min(static_cast<std::int64_t>(kc), c0 + (to - pos)));
+        const Item w = decode_item(item, s_off, s_items, E, kRowsPerBlock);
+        const int nb = min(kConsumerWarps, n16 - w.tile * kConsumerWarps);
+        const std::uint8_t* wexp = p.w + w.e * p.w_expert_bytes;
+        const std::uint8_t* sexp = p.scales + w.e * p.s_expert_bytes;
+        for (int c = c0; c < c1; ++c, ++it) {
+          const int slot = static_cast<int>(it % S);
+          const int k0 = c * TK, klen = min(TK, p.k - k0);
+          const std::uint32_t wbytes = klen / AK * kAtomBytes, xbytes = klen * 2;
+          const std::uint32_t stage = smem0 + slot * Cfg::kStageBytes, bar = full0 + 8 * slot;
+          if (parts & kWeights) {
+            mbar_wait(empty0 + 8 * slot, static_cast<std::uint32_t>((it / S) & 1) ^ 1u);
+            std::uint32_t sbytes = 0, tile_sbytes = 0;
+            int q0 = 0;
+            if constexpr (is_int4(F)) {
+              constexpr int Gs = int4_group(F);
+              q0 = k0 / Gs;
+              sbytes = static_cast<std::uint32_t>((k0 + klen + Gs - 1) / Gs - q0) * 32;
+            }
+            if constexpr (F == WFormat::fp8_block) tile_sbytes = 16;
+            if (lane == 0) mbar_arrive_expect_tx(bar, nb * (wbytes + sbytes) + tile_sbytes + w.rows * xbytes);
+            __syncwarp();
+            if (lane < nb) {
+              const int blk = w.tile * kConsumerWarps + lane;
+              bulk_load_evict_first(stage + Cfg::kWeightOff + lane * Cfg::kBlockWeightBytes,
+                                    wexp + (static_cast<std::int64_t>(blk) * (p.k / AK) + k0 / AK) * kAtomBytes,
+                                    wbytes, bar, policy);
+              if constexpr (is_int4(F))
+                bulk_load(stage + Cfg::kScaleOff + lane * Cfg::kBlockScaleBytes,
+                          sexp + (static_cast<std::int64_t>(blk) * (p.k / int4_group(F)) + q0) * 32, sbytes, bar);
+            }
+            if constexpr (F == WFormat::fp8_block) {
+              if (lane == 31) {
+                // the 16-byte aligned window holding this (tile, k-block)'s scale; it lands at kScaleOff
+                const std::int64_t idx = static_cast<std::int64_t>(w.tile) * ((p.k + 127) / 128) + k0 / 128;
+                bulk_load(stage + Cfg::kScaleOff, sexp + (idx & ~std::int64_t(3)) * 4, 16, bar);
+              }
+            }
+          }
+          if (parts & kX) {
+            for (int r = lane; r < w.rows; r += 32)
+              bulk_load(stage + Cfg::kXOff + r * Cfg::kXPitch,
+                        p.x + static_cast<std::int64_t>(w.row0 + r) * p.k + k0, xbytes, bar);
           }
         }
-        for (int r = lane; r < w.rows; r += 32)
-          bulk_load(stage + Cfg::kXOff + r * Cfg::kXPitch, p.x + static_cast<std::int64_t>(w.row0 + r) * p.k + k0,
-                    xbytes, bar);
+        pos += c1 - c0;
       }
-      pos += c1 - c0;
+    };
+    std::int64_t from = begin;
+    if (dense_early) {
+      // the first S stages' weights, then the activations once the previous kernel is done
+      const std::int64_t early = min(end, begin + S);
+      issue(begin, early, kWeights);
+      grid_dependency_wait();
+      issue(begin, early, kX);
+      from = early;
     }
+    issue(from, end, kWeights | kX);
     return;
   }
 
   // ---- consumers
+  if (dense_early) grid_dependency_wait();  // before the first write of y, partials or counters
   std::int64_t it = 0;
   for (std::int64_t pos = begin; pos < end;) {
     const int item = static_cast<int>(pos / kc);
@@ -481,7 +541,13 @@ __global__ void __launch_bounds__(kThreads, 2) moe_grouped_gemm_kernel(const Gem
           const std::int64_t idx = static_cast<std::int64_t>(w.tile) * ((p.k + 127) / 128) + (c * TK) / 128;
           block_scale = reinterpret_cast<const float*>(stage + Cfg::kScaleOff)[idx & 3];
         }
-        consume_stage<F, R>(stage, warp, lane, c * TK, min(TK, p.k - c * TK), row_tiles, block_scale, acc);
+        const int klen = min(TK, p.k - c * TK);
+        bool full = false;
+        if constexpr (Cfg::kVariant.straight) full = klen == TK;
+        if (full)
+          consume_stage<F, R, V, Cfg::kVariant.straight>(stage, warp, lane, c * TK, klen, row_tiles, block_scale, acc);
+        else
+          consume_stage<F, R, V, false>(stage, warp, lane, c * TK, klen, row_tiles, block_scale, acc);
       }
       __syncwarp();
       if (lane == 0) mbar_arrive(empty0 + 8 * slot);

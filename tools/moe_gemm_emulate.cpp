@@ -24,6 +24,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 // The host API first: it brings cuda_runtime.h (uint4, float4, make_float4 for host code).
@@ -412,8 +413,14 @@ inline std::uint32_t bf2_op(std::uint32_t a, std::uint32_t b, bool mul) {
   return static_cast<std::uint32_t>(one(emu::lo16(a), emu::lo16(b))) |
          (static_cast<std::uint32_t>(one(emu::hi16(a), emu::hi16(b))) << 16);
 }
+inline std::uint32_t mul_hi_u32(std::uint32_t a, std::uint32_t b) {
+  return static_cast<std::uint32_t>((static_cast<std::uint64_t>(a) * b) >> 32);
+}
 inline std::uint32_t bf2_sub(std::uint32_t a, std::uint32_t b) { return bf2_op(a, b, false); }
 inline std::uint32_t bf2_mul(std::uint32_t a, std::uint32_t b) { return bf2_op(a, b, true); }
+// One launch at a time: no previous kernel to wait for, none to let start.
+inline void grid_dependency_wait() {}
+inline void launch_dependents() {}
 }  // namespace eaglesim::kernels::moe::detail
 
 #include "moe_gemm_reference.cuh"
@@ -430,33 +437,51 @@ using F = GemmWeightFormat;
 
 std::uint16_t to_bf16(float f) { return __float2bfloat16(f).x; }
 
-template <km::WFormat KF, int R>
+template <km::WFormat KF, int R, int V>
 void launch_fast(const km::GemmParams& p, int grid, std::size_t smem) {
   emu::g_grid = {static_cast<unsigned>(grid), 1, 1};
   emu::g_block = {static_cast<unsigned>(km::kThreads), 1, 1};
   for (int b = 0; b < grid; ++b) {
     emu::g_bid = {static_cast<unsigned>(b), 0, 0};
-    emu::run_block([&] { km::moe_grouped_gemm_kernel<KF, R>(p); }, smem);
+    emu::run_block([&] { km::moe_grouped_gemm_kernel<KF, R, V>(p); }, smem);
   }
+}
+
+template <km::WFormat KF, int R, int V>
+void launch_if(int v, const km::GemmParams& p, int grid, std::size_t smem, bool& found) {
+  if constexpr (km::variant_applies(KF, R, V)) {
+    if (v == V) {
+      launch_fast<KF, R, V>(p, grid, smem);
+      found = true;
+    }
+  }
+}
+
+template <km::WFormat KF, int R, int... Vs>
+void launch_variant(int v, const km::GemmParams& p, int grid, std::size_t smem, std::integer_sequence<int, Vs...>) {
+  bool found = false;
+  (launch_if<KF, R, Vs>(v, p, grid, smem, found), ...);
+  if (!found) emu::die("no such kernel variant for this row tile");
 }
 
 template <km::WFormat KF>
-void launch_fast_rows(int row_tile, const km::GemmParams& p, int grid, std::size_t smem) {
+void launch_fast_rows(int row_tile, int v, const km::GemmParams& p, int grid, std::size_t smem) {
+  constexpr auto vs = std::make_integer_sequence<int, km::kVariantCount>{};
   switch (row_tile) {
-    case 8: launch_fast<KF, 1>(p, grid, smem); break;
-    case 16: launch_fast<KF, 2>(p, grid, smem); break;
-    case 32: launch_fast<KF, 4>(p, grid, smem); break;
-    default: launch_fast<KF, 8>(p, grid, smem); break;
+    case 8: launch_variant<KF, 1>(v, p, grid, smem, vs); break;
+    case 16: launch_variant<KF, 2>(v, p, grid, smem, vs); break;
+    case 32: launch_variant<KF, 4>(v, p, grid, smem, vs); break;
+    default: launch_variant<KF, 8>(v, p, grid, smem, vs); break;
   }
 }
 
-void launch_any(F f, int row_tile, const km::GemmParams& p, int grid, std::size_t smem) {
+void launch_any(F f, int row_tile, int v, const km::GemmParams& p, int grid, std::size_t smem) {
   switch (f) {
-    case F::bf16: launch_fast_rows<km::WFormat::bf16>(row_tile, p, grid, smem); break;
-    case F::fp8_channel: launch_fast_rows<km::WFormat::fp8_channel>(row_tile, p, grid, smem); break;
-    case F::fp8_block: launch_fast_rows<km::WFormat::fp8_block>(row_tile, p, grid, smem); break;
-    case F::int4_g32: launch_fast_rows<km::WFormat::int4_g32>(row_tile, p, grid, smem); break;
-    case F::int4_g128: launch_fast_rows<km::WFormat::int4_g128>(row_tile, p, grid, smem); break;
+    case F::bf16: launch_fast_rows<km::WFormat::bf16>(row_tile, v, p, grid, smem); break;
+    case F::fp8_channel: launch_fast_rows<km::WFormat::fp8_channel>(row_tile, v, p, grid, smem); break;
+    case F::fp8_block: launch_fast_rows<km::WFormat::fp8_block>(row_tile, v, p, grid, smem); break;
+    case F::int4_g32: launch_fast_rows<km::WFormat::int4_g32>(row_tile, v, p, grid, smem); break;
+    case F::int4_g128: launch_fast_rows<km::WFormat::int4_g128>(row_tile, v, p, grid, smem); break;
   }
 }
 
@@ -505,7 +530,7 @@ int g_failures = 0;
 // One case: random logical weights, host packer, the kernel through the emulator with `grid`
 // CTAs (small, so items split across CTAs), the double reference.
 void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t seed, int grid, int rows_hint = 0,
-              bool dense = false, bool with_reference = false) {
+              bool dense = false, bool with_reference = false, int variant = 0) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1.f, 1.f), pos(0.5f, 1.5f);
   const int E = static_cast<int>(counts.size());
@@ -520,6 +545,7 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
   shape.k = k;
   shape.max_rows = std::max(rows, 1);
   shape.rows_per_expert = rows_hint > 0 ? rows_hint : std::max(busiest, 1);
+  shape.variant = variant;
   GroupedGemmPlan plan = eaglesim::cuda::plan_grouped_gemm(shape, (grid + 1) / 2);  // partials for >= grid CTAs
   if (plan.grid < grid) emu::die("plan grid below the emulated grid");
   plan.grid = grid;
@@ -607,7 +633,7 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
   bool ok = true;
   for (int rep = 0; rep < 2; ++rep) {
     for (auto& v : y) v.x = 0xffff;
-    launch_any(f, plan.row_tile, p, grid, plan.smem_bytes);
+    launch_any(f, plan.row_tile, plan.kernel_variant, p, grid, plan.smem_bytes);
     const Outcome o = compare(y, ref);
     if (o.nan || !(o.rel < 1e-2)) ok = false;
     if (rep == 0) first = y;
@@ -655,6 +681,18 @@ int main(int argc, char** argv) {
     std::vector<int> many(600);                       // more experts than threads: the block scan
     for (std::size_t e = 0; e < many.size(); ++e) many[e] = (e * 7919) % 5 == 0 ? 1 + e % 3 : 0;
     run_case(f, 32, 128, many, ++seed, 12);
+  }
+  // Every kernel variant at the row tiles it exists for (8 and 16): items split across CTAs,
+  // partial last stages (k not a multiple of the stage), an empty expert, dense split-K.
+  for (int v = 1; v < eaglesim::cuda::grouped_gemm_variant_count(); ++v) {
+    std::printf("variant %s\n", eaglesim::cuda::grouped_gemm_variant_name(v));
+    for (F f : all) {
+      run_case(f, 200, 576 + (f == F::int4_g128 ? 64 : 0), {3, 0, 9, 1}, ++seed, 5, 0, false, false, v);
+      if (quick) continue;
+      run_case(f, 136, 384, {0, 7, 2, 0, 13, 1}, ++seed, 7, 16, false, false, v);  // r16, one row tile of two
+      run_case(f, 256, 768, {1}, ++seed, 9, 0, true, false, v);                    // dense m=1, split-K
+      run_case(f, 40, 1024, {16}, ++seed, 4, 0, true, false, v);                   // dense m=16
+    }
   }
   std::printf("emulated: %lld bulk copies, %lld warp mma; %d failing case(s)\n",
               static_cast<long long>(emu::g_bulk_copies), static_cast<long long>(emu::g_mmas), g_failures);

@@ -8,6 +8,9 @@
 // seed per (experts, tokens), the generator tools/torch_gemm_bench.py repeats.
 //
 //   bench_gemm [--torch torch.json] [--json out.jsonl] [--quick] [--no-reference] [--filter SUBSTR]
+//   bench_gemm --variants [--variant-list NAME,...] [--json out.jsonl] [--quick] [--filter SUBSTR]
+// --variants times every kernel variant on the shapes that read >= 16 MB and checks each one's
+// output; its summary names the winner per class (docs/kernels/moe-and-quant-gemm.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -26,6 +29,7 @@
 
 #include "bench/gpu/kernel_bench.cuh"
 #include "cuda/moe_gemm_plan.hpp"
+#include "moe_gemm_layout.cuh"
 
 namespace {
 
@@ -268,88 +272,362 @@ constexpr double kMaxWeightAlloc = 8e9;
 constexpr double kMmaSyncTflops = 600;        // what mma.sync reaches on an H100/H200 (about 60% of wgmma)
 constexpr double kReferenceMaxMacs = 2e10;    // larger shapes skip the slow reference
 
-Result run_shape(const Shape& s, double read_gbps, int sms, bool with_reference, DevPool& wpool, DevPool& xpool,
-                 DevPool& ws_pool, const std::map<std::string, TorchRow>& torch) {
-  using namespace eaglesim::cuda;
-  std::vector<int> counts = s.dense ? std::vector<int>{s.tokens} : route(s.experts, s.tokens, 8);
-  std::vector<int> off(counts.size() + 1, 0);
-  for (std::size_t e = 0; e < counts.size(); ++e) off[e + 1] = off[e] + counts[e];
-  const int rows = off.back();
-  const int busiest = *std::max_element(counts.begin(), counts.end());
-  int active = 0;
-  for (int c : counts) active += c > 0;
+// A shape's inputs on the device: routing, weight sets rotated so L2 does not serve weights,
+// activations, offsets, and the bytes and floor of one op. The same for every kernel variant.
+struct Inputs {
+  std::vector<int> off;
+  int rows = 0, busiest = 0, active = 0, sets = 1;
+  std::int64_t w_expert = 0, s_expert = 0;
+  unsigned char* wbase = nullptr;
+  std::size_t set_stride = 0, wset_aligned = 0;
+  unsigned char* xb = nullptr;
+  std::size_t xbytes = 0, ybytes = 0, yoff = 0, ooff = 0;
+  double bytes = 0, floor_us = 0, macs = 0;
 
+  eaglesim::cuda::GroupedGemmArgs args(const Shape& s, int set) const {
+    eaglesim::cuda::GroupedGemmArgs a;
+    a.x = xb;
+    a.expert_offsets = s.dense ? nullptr : reinterpret_cast<const int*>(xb + ooff);
+    a.rows = rows;
+    a.weights = wbase + set_stride * set;
+    a.scales = s.format == F::bf16 ? nullptr : wbase + set_stride * set + wset_aligned;
+    a.y = xb + yoff;
+    return a;
+  }
+};
+
+// The plan of shape `s` for kernel variant `variant` (-1: the default).
+eaglesim::cuda::GroupedGemmPlan plan_for(const Shape& s, const Inputs& in, int sms, int variant) {
+  using namespace eaglesim::cuda;
   GroupedGemmShape gs;
   gs.format = s.format;
   gs.experts = s.experts;
   gs.n = s.n;
   gs.k = s.k;
-  gs.max_rows = rows;
-  gs.rows_per_expert = busiest;
-  const GroupedGemmPlan plan = s.dense ? plan_weight_only_gemm(s.format, rows, s.n, s.k, sms) : plan_grouped_gemm(gs, sms);
-  prepare_grouped_gemm(plan);
+  gs.max_rows = in.rows;
+  gs.rows_per_expert = in.busiest;
+  gs.variant = variant;
+  return s.dense ? plan_weight_only_gemm(s.format, in.rows, s.n, s.k, sms, variant) : plan_grouped_gemm(gs, sms);
+}
 
-  const double per_expert = static_cast<double>(plan.weight_bytes_per_expert + plan.scale_bytes_per_expert);
-  const double touched = per_expert * active;
+// Routing and sizes only (no device work): enough to know the bytes before filling anything.
+Inputs size_inputs(const Shape& s, double read_gbps, int sms) {
+  Inputs in;
+  std::vector<int> counts = s.dense ? std::vector<int>{s.tokens} : route(s.experts, s.tokens, 8);
+  in.off.assign(counts.size() + 1, 0);
+  for (std::size_t e = 0; e < counts.size(); ++e) in.off[e + 1] = in.off[e] + counts[e];
+  in.rows = in.off.back();
+  in.busiest = *std::max_element(counts.begin(), counts.end());
+  for (int c : counts) in.active += c > 0;
+  const eaglesim::cuda::GroupedGemmPlan plan = plan_for(s, in, sms, 0);
+  in.w_expert = plan.weight_bytes_per_expert;
+  in.s_expert = plan.scale_bytes_per_expert;
+  in.xbytes = static_cast<std::size_t>(in.rows) * s.k * 2;
+  in.ybytes = static_cast<std::size_t>(in.rows) * s.n * 2;
+  in.bytes = static_cast<double>(in.w_expert + in.s_expert) * in.active + in.xbytes + in.ybytes;
+  in.floor_us = in.bytes / (read_gbps * 1e9) * 1e6;
+  in.macs = static_cast<double>(in.rows) * s.n * s.k;
+  return in;
+}
+
+void fill_inputs(const Shape& s, Inputs& in, DevPool& wpool, DevPool& xpool) {
+  const double per_expert = static_cast<double>(in.w_expert + in.s_expert);
+  const double touched = per_expert * in.active;
   const double set_bytes = per_expert * s.experts;
   int sets = static_cast<int>(std::ceil(kRotateBytes / touched));
-  sets = std::max(1, std::min({sets, 16, static_cast<int>(kMaxWeightAlloc / set_bytes)}));
-  const std::size_t wset = static_cast<std::size_t>(plan.weight_bytes_per_expert) * s.experts;
-  const std::size_t sset = (static_cast<std::size_t>(plan.scale_bytes_per_expert) * s.experts + 255) / 256 * 256;
-  const std::size_t set_stride = (wset + 255) / 256 * 256 + sset;
-  auto* wbase = static_cast<unsigned char*>(wpool.get(set_stride * sets));
-  for (int i = 0; i < sets; ++i)
-    fill_weights(s.format, wbase + set_stride * i, wset, wbase + set_stride * i + (wset + 255) / 256 * 256,
-                 sset, 1000 + i);
+  in.sets = std::max(1, std::min({sets, 16, static_cast<int>(kMaxWeightAlloc / set_bytes)}));
+  const std::size_t wset = static_cast<std::size_t>(in.w_expert) * s.experts;
+  const std::size_t sset = (static_cast<std::size_t>(in.s_expert) * s.experts + 255) / 256 * 256;
+  in.wset_aligned = (wset + 255) / 256 * 256;
+  in.set_stride = in.wset_aligned + sset;
+  in.wbase = static_cast<unsigned char*>(wpool.get(in.set_stride * in.sets));
+  for (int i = 0; i < in.sets; ++i)
+    fill_weights(s.format, in.wbase + in.set_stride * i, wset, in.wbase + in.set_stride * i + in.wset_aligned, sset,
+                 1000 + i);
+  in.yoff = (in.xbytes + 255) / 256 * 256;
+  in.ooff = in.yoff + (in.ybytes + 255) / 256 * 256;
+  in.xb = static_cast<unsigned char*>(xpool.get(in.ooff + in.off.size() * sizeof(int) + 256));
+  fill_bf16<<<1024, 256>>>(reinterpret_cast<__nv_bfloat16*>(in.xb), in.xbytes / 2, 77, 1.f, 0.f);
+  EAGLESIM_BENCH_CHECK(
+      cudaMemcpy(in.xb + in.ooff, in.off.data(), in.off.size() * sizeof(int), cudaMemcpyHostToDevice));
+  EAGLESIM_BENCH_CHECK(cudaDeviceSynchronize());
+}
 
-  const std::size_t xbytes = static_cast<std::size_t>(rows) * s.k * 2, ybytes = static_cast<std::size_t>(rows) * s.n * 2;
-  const std::size_t xoff = 0, yoff = (xbytes + 255) / 256 * 256, ooff = yoff + (ybytes + 255) / 256 * 256;
-  auto* xb = static_cast<unsigned char*>(xpool.get(ooff + off.size() * sizeof(int) + 256));
-  fill_bf16<<<1024, 256>>>(reinterpret_cast<__nv_bfloat16*>(xb + xoff), xbytes / 2, 77, 1.f, 0.f);
-  EAGLESIM_BENCH_CHECK(cudaMemcpy(xb + ooff, off.data(), off.size() * sizeof(int), cudaMemcpyHostToDevice));
+// Median µs of one launch of `plan`, in a graph, rotating the weight sets.
+double time_plan(const Shape& s, const Inputs& in, const eaglesim::cuda::GroupedGemmPlan& plan, void* ws,
+                 int replays) {
+  const int per_graph = std::max(2, std::min(20, static_cast<int>(2000.0 / std::max(in.floor_us, 1.0))));
+  int next = 0;
+  return eb::time_in_graph_us(
+      [&](cudaStream_t st) { eaglesim::cuda::launch_grouped_gemm(plan, in.args(s, next++ % in.sets), ws, st); },
+      per_graph, replays, 3);
+}
+
+Result run_shape(const Shape& s, double read_gbps, int sms, bool with_reference, DevPool& wpool, DevPool& xpool,
+                 DevPool& ws_pool, const std::map<std::string, TorchRow>& torch) {
+  using namespace eaglesim::cuda;
+  Inputs in = size_inputs(s, read_gbps, sms);
+  const GroupedGemmPlan plan = plan_for(s, in, sms, -1);
+  prepare_grouped_gemm(plan);
+  fill_inputs(s, in, wpool, xpool);
   void* ws = ws_pool.get(plan.workspace_bytes);
   EAGLESIM_BENCH_CHECK(cudaMemset(ws, 0, plan.workspace_bytes));
   EAGLESIM_BENCH_CHECK(cudaDeviceSynchronize());
-
-  auto args_for = [&](int set) {
-    GroupedGemmArgs a;
-    a.x = xb + xoff;
-    a.expert_offsets = s.dense ? nullptr : reinterpret_cast<const int*>(xb + ooff);
-    a.rows = rows;
-    a.weights = wbase + set_stride * set;
-    a.scales = s.format == F::bf16 ? nullptr : wbase + set_stride * set + (wset + 255) / 256 * 256;
-    a.y = xb + yoff;
-    return a;
-  };
-
-  const double bytes = touched + xbytes + ybytes;
-  const double floor_us = bytes / (read_gbps * 1e9) * 1e6;
-  const int per_graph = std::max(2, std::min(20, static_cast<int>(2000.0 / std::max(floor_us, 1.0))));
-  int next = 0;
-  const double us = eb::time_in_graph_us(
-      [&](cudaStream_t st) { launch_grouped_gemm(plan, args_for(next++ % sets), ws, st); }, per_graph, 15, 3);
+  const double us = time_plan(s, in, plan, ws, 15);
 
   Result r;
-  r.active = active;
+  r.active = in.active;
   r.variant = plan.variant;
   r.row.kernel = s.kernel;
   r.row.shape = s.label;
-  r.row.bytes = bytes;
+  r.row.bytes = in.bytes;
   r.row.us = us;
-  r.row.floor_us = floor_us;
-  r.mma_floor_us = 2.0 * rows * static_cast<double>(s.n) * s.k / (kMmaSyncTflops * 1e12) * 1e6;
+  r.row.floor_us = in.floor_us;
+  r.mma_floor_us = 2.0 * in.macs / (kMmaSyncTflops * 1e12) * 1e6;
   const auto t = torch.find(s.key);
   if (t != torch.end()) {
     r.row.reference_us = t->second.us;
     r.row.reference = t->second.what;
   }
-  const double macs = static_cast<double>(rows) * s.n * s.k;
-  if (with_reference && macs <= kReferenceMaxMacs) {
+  if (with_reference && in.macs <= kReferenceMaxMacs) {
     int next_ref = 0;
     r.ref_kernel_us = eb::time_in_graph_us(
-        [&](cudaStream_t st) { launch_grouped_gemm_reference(plan, args_for(next_ref++ % sets), st); }, 1, 3, 1);
+        [&](cudaStream_t st) { launch_grouped_gemm_reference(plan, in.args(s, next_ref++ % in.sets), st); }, 1, 3, 1);
   }
   return r;
+}
+
+// ---------------------------------------------------------------- --variants
+
+// Every kernel variant (src/cuda/moe_gemm_plan.hpp, grouped_gemm_variant_name) on every shape of
+// the table that reads >= 16 MB, inputs filled once per shape: µs, % of floor, and the output
+// against the plain reference kernel (or, where that would be too slow, against variant 0,
+// which the GPU tests check against the CPU). A variant with any wrong row in a class is
+// reported as wrong and never named the winner of that class.
+struct VariantRow {
+  std::string cls, shape, plan, against, note;
+  int variant = 0, row_tile = 0;
+  double us = 0, floor_us = 0, bytes = 0, rel = 0;
+  long nan = 0;
+  bool ok = false;
+};
+
+constexpr double kVariantMinBytes = 16e6;
+constexpr double kVariantMaxRel = 1e-2;
+constexpr double kVariantWinMargin = 1.02;  // a median speed-up below this is noise, not a win
+
+std::vector<std::uint16_t> read_y(const Inputs& in) {
+  std::vector<std::uint16_t> y(in.ybytes / 2);
+  EAGLESIM_BENCH_CHECK(cudaMemcpy(y.data(), in.xb + in.yoff, in.ybytes, cudaMemcpyDeviceToHost));
+  return y;
+}
+
+// ||y - ref|| / ||ref|| over the elements where ref is a number; `nan`: elements of y that are not.
+double rel_error(const std::vector<std::uint16_t>& y, const std::vector<std::uint16_t>& ref, long& nan) {
+  double num = 0, den = 0;
+  nan = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double v = eaglesim::kernels::moe::bf16_bits_to_float(y[i]),
+                 r = eaglesim::kernels::moe::bf16_bits_to_float(ref[i]);
+    if (!std::isfinite(v)) {
+      ++nan;
+      continue;
+    }
+    num += (v - r) * (v - r);
+    den += r * r;
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// Whether two launches of `plan` capture into a graph that runs (a variant's launch attributes
+// must survive capture); on failure `why` says what failed and no capture is left open.
+bool capturable(const Shape& s, const Inputs& in, const eaglesim::cuda::GroupedGemmPlan& plan, void* ws,
+                std::string& why) {
+  cudaStream_t st = nullptr;
+  EAGLESIM_BENCH_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  EAGLESIM_BENCH_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  try {
+    for (int i = 0; i < 2; ++i) eaglesim::cuda::launch_grouped_gemm(plan, in.args(s, i % in.sets), ws, st);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  cudaGraph_t g = nullptr;
+  cudaError_t rc = cudaStreamEndCapture(st, &g);
+  if (rc == cudaSuccess && why.empty()) {
+    cudaGraphExec_t exec = nullptr;
+    rc = cudaGraphInstantiate(&exec, g, 0);
+    if (rc == cudaSuccess) rc = cudaGraphLaunch(exec, st);
+    if (rc == cudaSuccess) rc = cudaStreamSynchronize(st);
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+  if (g) cudaGraphDestroy(g);
+  cudaStreamDestroy(st);
+  if (why.empty() && rc != cudaSuccess) why = cudaGetErrorString(rc);
+  cudaGetLastError();  // a failed capture leaves no error behind for the next variant
+  return why.empty();
+}
+
+std::string json_escaped(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out;
+}
+
+bool counters_zero(const eaglesim::cuda::GroupedGemmPlan& plan, const void* ws) {
+  std::vector<unsigned char> c(plan.counter_bytes);
+  EAGLESIM_BENCH_CHECK(cudaMemcpy(c.data(), ws, c.size(), cudaMemcpyDeviceToHost));
+  return std::all_of(c.begin(), c.end(), [](unsigned char b) { return b == 0; });
+}
+
+void run_variants(const std::vector<Shape>& shapes, const std::string& filter, double gbps, int sms,
+                  const std::vector<int>& variants, std::FILE* jf) {
+  using namespace eaglesim::cuda;
+  DevPool wpool, xpool, wspool;
+  std::vector<VariantRow> rows;
+  std::printf("%-16s %-44s %-22s %9s %9s %7s %9s %s\n", "kernel", "shape", "variant", "us", "floor_us", "%floor",
+              "rel_err", "check");
+  for (const Shape& s : shapes) {
+    if (!filter.empty() && (s.label + " " + s.kernel).find(filter) == std::string::npos) continue;
+    Inputs in = size_inputs(s, gbps, sms);
+    if (in.bytes < kVariantMinBytes) continue;
+    fill_inputs(s, in, wpool, xpool);
+    std::vector<std::uint16_t> ref;
+    std::string against = "base";
+    if (in.macs <= kReferenceMaxMacs) {
+      EAGLESIM_BENCH_CHECK(cudaMemset(in.xb + in.yoff, 0xff, in.ybytes));
+      launch_grouped_gemm_reference(plan_for(s, in, sms, 0), in.args(s, 0), nullptr);
+      EAGLESIM_BENCH_CHECK(cudaDeviceSynchronize());
+      ref = read_y(in);
+      against = "reference kernel";
+    }
+    for (int v : variants) {
+      const GroupedGemmPlan plan = plan_for(s, in, sms, v);
+      if (plan.kernel_variant != v) continue;  // not a kernel of its own for this format and row tile
+      VariantRow r;
+      r.cls = s.kernel;
+      r.shape = s.label;
+      r.plan = plan.variant;
+      r.variant = v;
+      r.row_tile = plan.row_tile;
+      r.bytes = in.bytes;
+      r.floor_us = in.floor_us;
+      r.against = against;
+      try {
+        prepare_grouped_gemm(plan);
+        void* ws = wspool.get(plan.workspace_bytes);
+        EAGLESIM_BENCH_CHECK(cudaMemset(ws, 0, plan.workspace_bytes));
+        EAGLESIM_BENCH_CHECK(cudaMemset(in.xb + in.yoff, 0xff, in.ybytes));  // NaN: unwritten outputs show
+        launch_grouped_gemm(plan, in.args(s, 0), ws, nullptr);
+        EAGLESIM_BENCH_CHECK(cudaDeviceSynchronize());
+        const std::vector<std::uint16_t> y = read_y(in);
+        if (ref.empty()) {
+          ref = y;  // variant 0 runs first: the others are held to it
+          r.against = "itself (GPU tests check it against the CPU)";
+        }
+        r.rel = rel_error(y, ref, r.nan);
+        r.ok = r.nan == 0 && r.rel < kVariantMaxRel && counters_zero(plan, ws);
+        const int resident = grouped_gemm_resident_ctas(plan);
+        if (resident < plan.ctas_per_sm) {
+          r.note = " [only " + std::to_string(resident) + " CTAs per SM resident]";
+          r.plan += r.note;
+        }
+        std::string why;
+        if (capturable(s, in, plan, ws, why)) {
+          r.us = time_plan(s, in, plan, ws, 7);
+        } else {
+          r.ok = false;
+          r.against += "; not capturable: " + why;
+        }
+      } catch (const std::exception& e) {
+        // a launch that fails is a wrong variant, not the end of the sweep (a kernel fault would
+        // end it: the context is lost)
+        r.ok = false;
+        r.against += std::string("; failed: ") + e.what();
+        cudaGetLastError();
+      }
+      if (r.us <= 0) r.us = 1e9;  // never a winner, never in a median that matters
+      std::printf("%-16s %-44s %-22s %9.2f %9.2f %6.1f%% %9.2e %s\n", r.cls.c_str(), r.shape.c_str(),
+                  grouped_gemm_variant_name(v), r.us, r.floor_us, 100.0 * r.floor_us / r.us, r.rel,
+                  ((r.ok ? std::string("ok") : "WRONG (vs " + r.against + ")") + r.note).c_str());
+      std::fflush(stdout);
+      if (jf) {
+        std::fprintf(jf,
+                     "{\"kernel\": \"%s\", \"shape\": \"%s\", \"variant\": \"%s\", \"row_tile\": %d, \"plan\": \"%s\", "
+                     "\"bytes\": %.0f, \"us\": %.3f, \"floor_us\": %.3f, \"pct_floor\": %.2f, \"rel_err\": %.3e, "
+                     "\"nan\": %ld, \"ok\": %s, \"checked_against\": \"%s\"}\n",
+                     r.cls.c_str(), r.shape.c_str(), grouped_gemm_variant_name(v), r.row_tile, r.plan.c_str(), r.bytes,
+                     r.us,
+                     r.floor_us, 100.0 * r.floor_us / r.us, r.rel, r.nan, r.ok ? "true" : "false",
+                     json_escaped(r.against).c_str());
+        std::fflush(jf);
+      }
+      rows.push_back(r);
+    }
+  }
+
+  // Per class and variant: % of floor over the rows where the variant is its own kernel, and the
+  // paired speed-up over base on exactly those rows (the fair comparison: same shapes).
+  struct Stats {
+    std::size_t rows = 0;
+    double median_pct = 0, min_pct = 0, median_speedup = 0;
+    int wrong = 0;
+  };
+  std::map<std::pair<std::string, std::string>, double> base_us;
+  for (const VariantRow& r : rows)
+    if (r.variant == 0) base_us[{r.cls, r.shape}] = r.us;
+  auto stats_of = [&](const std::vector<const VariantRow*>& rs) {
+    Stats st;
+    std::vector<double> pct, speedup;
+    for (const VariantRow* r : rs) {
+      pct.push_back(100.0 * r->floor_us / r->us);
+      const auto b = base_us.find({r->cls, r->shape});
+      if (b != base_us.end()) speedup.push_back(b->second / r->us);
+      st.wrong += !r->ok;
+    }
+    st.rows = rs.size();
+    st.median_pct = eb::median_of(pct);
+    st.min_pct = *std::min_element(pct.begin(), pct.end());
+    st.median_speedup = speedup.empty() ? 0.0 : eb::median_of(speedup);
+    return st;
+  };
+  std::printf("\nvariants summary (ops >= 16 MB): class, variant, rows, median %%floor, min %%floor, "
+              "median speed-up over base on the same rows, wrong rows\n");
+  std::map<std::string, std::map<int, std::vector<const VariantRow*>>> by_class;
+  std::map<std::pair<std::string, int>, std::map<int, std::vector<const VariantRow*>>> by_tile;
+  for (const VariantRow& r : rows) {
+    by_class[r.cls][r.variant].push_back(&r);
+    by_tile[{r.cls, r.row_tile}][r.variant].push_back(&r);
+  }
+  for (auto& [cls, per_v] : by_class)
+    for (auto& [v, rs] : per_v) {
+      const Stats st = stats_of(rs);
+      std::printf("  %-18s %-22s %4zu  %6.1f%%  %6.1f%%  %6.3fx  %d%s\n", cls.c_str(), grouped_gemm_variant_name(v),
+                  st.rows, st.median_pct, st.min_pct, st.median_speedup, st.wrong,
+                  st.wrong ? "  WRONG: never the default" : "");
+    }
+  // The winner per class and row tile (what default_grouped_gemm_variant picks by): the correct
+  // variant with the largest median paired speed-up, if that beats base by more than the noise.
+  std::printf("\nwinners (class, row tile: variant, median speed-up over base, rows; base where none wins by > %.0f%%)\n",
+              100.0 * (kVariantWinMargin - 1.0));
+  for (auto& [key, per_v] : by_tile) {
+    int best = 0;
+    double best_speedup = kVariantWinMargin;
+    std::size_t best_rows = per_v.count(0) ? per_v.at(0).size() : 0;
+    for (auto& [v, rs] : per_v) {
+      const Stats st = stats_of(rs);
+      if (v != 0 && st.wrong == 0 && st.median_speedup > best_speedup) {
+        best = v;
+        best_speedup = st.median_speedup;
+        best_rows = st.rows;
+      }
+    }
+    std::printf("  %-18s r%-3d %-22s", key.first.c_str(), key.second, grouped_gemm_variant_name(best));
+    if (best != 0) std::printf(" %6.3fx on %zu rows (variant %d)", best_speedup, best_rows, best);
+    std::printf("\n");
+  }
 }
 
 std::string arg_value(int argc, char** argv, const char* name) {
@@ -371,6 +649,22 @@ int main(int argc, char** argv) {
     const bool with_reference = !has_flag(argc, argv, "--no-reference");
     const std::string torch_path = arg_value(argc, argv, "--torch"), json_path = arg_value(argc, argv, "--json");
     const std::string filter = arg_value(argc, argv, "--filter");
+    const bool variants_mode = has_flag(argc, argv, "--variants");
+    std::vector<int> variants;
+    if (variants_mode) {
+      // --variant-list a,b,...: a subset by name (base always runs first: the others are paired with it)
+      const std::string list = arg_value(argc, argv, "--variant-list");
+      variants.push_back(0);
+      for (int v = 1; v < eaglesim::cuda::grouped_gemm_variant_count(); ++v)
+        if (list.empty() || ("," + list + ",").find(std::string(",") + eaglesim::cuda::grouped_gemm_variant_name(v) + ",") !=
+                                std::string::npos)
+          variants.push_back(v);
+      if (!list.empty() && variants.size() == 1 && list != "base") {
+        std::fprintf(stderr, "bench_gemm: --variant-list: no known variant in '%s' (expected names such as occ3,straight)\n",
+                     list.c_str());
+        return 2;
+      }
+    }
     int device_count = 0;
     if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count < 1) {
       std::fprintf(stderr, "bench_gemm: no CUDA device\n");
@@ -388,6 +682,11 @@ int main(int argc, char** argv) {
     const double gbps = eb::measure_read_gbps();
     std::printf("device: %s, %d SMs, L2 %d MB; read bandwidth measured %.0f GB/s; torch rows: %zu\n", prop.name,
                 prop.multiProcessorCount, prop.l2CacheSize >> 20, gbps, torch.size());
+    if (variants_mode) {
+      run_variants(all_shapes(quick), filter, gbps, prop.multiProcessorCount, variants, jf);
+      if (jf) std::fclose(jf);
+      return 0;
+    }
     eb::print_header();
     DevPool wpool, xpool, wspool;
     std::vector<Result> results;

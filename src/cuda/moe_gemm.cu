@@ -21,36 +21,89 @@ namespace km = eaglesim::kernels::moe;
 
 namespace {
 
-template <km::WFormat F, int R>
+template <km::WFormat F, int R, int V>
 struct Inst {
   static void prepare(std::size_t smem) {
-    EAGLESIM_CUDA_CHECK(cudaFuncSetAttribute(km::moe_grouped_gemm_kernel<F, R>,
+    EAGLESIM_CUDA_CHECK(cudaFuncSetAttribute(km::moe_grouped_gemm_kernel<F, R, V>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    if constexpr (km::kVariants[V].ctas_per_sm >= 3)
+      // three CTAs need the largest shared-memory carveout; ask for it rather than leave it to the driver
+      EAGLESIM_CUDA_CHECK(cudaFuncSetAttribute(km::moe_grouped_gemm_kernel<F, R, V>,
+                                               cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               cudaSharedmemCarveoutMaxShared));
+  }
+  static int resident(std::size_t smem) {
+    int blocks = 0;
+    EAGLESIM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, km::moe_grouped_gemm_kernel<F, R, V>,
+                                                                      km::kThreads, smem));
+    return blocks;
   }
   static void launch(int grid, std::size_t smem, const km::GemmParams& p, cudaStream_t stream) {
-    km::moe_grouped_gemm_kernel<F, R><<<grid, km::kThreads, smem, stream>>>(p);
+    if constexpr (km::kVariants[V].pdl) {
+      // programmatic dependent launch: this grid may start while the previous kernel in the
+      // stream finishes (the kernel waits for it before touching anything it may have written)
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(grid);
+      cfg.blockDim = dim3(km::kThreads);
+      cfg.dynamicSmemBytes = smem;
+      cfg.stream = stream;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      EAGLESIM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, km::moe_grouped_gemm_kernel<F, R, V>, p));
+    } else {
+      km::moe_grouped_gemm_kernel<F, R, V><<<grid, km::kThreads, smem, stream>>>(p);
+    }
   }
 };
 
+// Instantiates only the variants that exist for (F, R) (km::variant_applies).
+template <km::WFormat F, int R, int V, typename Fn>
+void try_variant(int v, Fn&& fn, bool& found) {
+  if constexpr (km::variant_applies(F, R, V)) {
+    if (v == V) {
+      fn(Inst<F, R, V>{});
+      found = true;
+    }
+  }
+}
+
+// The plan's variant at R row tiles (variants other than 0 exist for R <= kMaxVariantRows).
+template <km::WFormat F, int R, typename Fn, int... Vs>
+void dispatch_variant(int v, Fn&& fn, std::integer_sequence<int, Vs...>) {
+  if constexpr (R > km::kMaxVariantRows) {
+    if (v != 0) throw InputError(fmt::format("grouped GEMM: no variant {} for {} rows", v, 8 * R));
+    fn(Inst<F, R, 0>{});
+  } else {
+    bool found = false;
+    (try_variant<F, R, Vs>(v, fn, found), ...);
+    if (!found) throw InputError(fmt::format("grouped GEMM: no kernel variant {} for {} rows", v, 8 * R));
+  }
+}
+
 template <km::WFormat F, typename Fn>
-void dispatch_rows(int row_tile, Fn&& fn) {
+void dispatch_rows(int row_tile, int v, Fn&& fn) {
+  constexpr auto vs = std::make_integer_sequence<int, km::kVariantCount>{};
   switch (row_tile) {
-    case 8: fn(Inst<F, 1>{}); break;
-    case 16: fn(Inst<F, 2>{}); break;
-    case 32: fn(Inst<F, 4>{}); break;
-    case 64: fn(Inst<F, 8>{}); break;
+    case 8: dispatch_variant<F, 1>(v, fn, vs); break;
+    case 16: dispatch_variant<F, 2>(v, fn, vs); break;
+    case 32: dispatch_variant<F, 4>(v, fn, vs); break;
+    case 64: dispatch_variant<F, 8>(v, fn, vs); break;
     default: throw InputError(fmt::format("grouped GEMM: no kernel for row tile {}", row_tile));
   }
 }
 
 template <typename Fn>
 void dispatch(const GroupedGemmPlan& plan, Fn&& fn) {
+  const int v = plan.kernel_variant;
   switch (plan.shape.format) {
-    case GemmWeightFormat::bf16: dispatch_rows<km::WFormat::bf16>(plan.row_tile, fn); break;
-    case GemmWeightFormat::fp8_channel: dispatch_rows<km::WFormat::fp8_channel>(plan.row_tile, fn); break;
-    case GemmWeightFormat::fp8_block: dispatch_rows<km::WFormat::fp8_block>(plan.row_tile, fn); break;
-    case GemmWeightFormat::int4_g32: dispatch_rows<km::WFormat::int4_g32>(plan.row_tile, fn); break;
-    case GemmWeightFormat::int4_g128: dispatch_rows<km::WFormat::int4_g128>(plan.row_tile, fn); break;
+    case GemmWeightFormat::bf16: dispatch_rows<km::WFormat::bf16>(plan.row_tile, v, fn); break;
+    case GemmWeightFormat::fp8_channel: dispatch_rows<km::WFormat::fp8_channel>(plan.row_tile, v, fn); break;
+    case GemmWeightFormat::fp8_block: dispatch_rows<km::WFormat::fp8_block>(plan.row_tile, v, fn); break;
+    case GemmWeightFormat::int4_g32: dispatch_rows<km::WFormat::int4_g32>(plan.row_tile, v, fn); break;
+    case GemmWeightFormat::int4_g128: dispatch_rows<km::WFormat::int4_g128>(plan.row_tile, v, fn); break;
   }
 }
 
@@ -60,7 +113,9 @@ void dispatch(const GroupedGemmPlan& plan, Fn&& fn) {
 std::mutex g_prepared_mu;
 std::map<std::pair<int, int>, std::size_t> g_prepared;
 
-int instance_key(const GroupedGemmPlan& plan) { return static_cast<int>(plan.shape.format) * 1000 + plan.row_tile; }
+int instance_key(const GroupedGemmPlan& plan) {
+  return (static_cast<int>(plan.shape.format) * 1000 + plan.row_tile) * 100 + plan.kernel_variant;
+}
 
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
@@ -108,6 +163,13 @@ void prepare_grouped_gemm(const GroupedGemmPlan& plan) {
   if (it != g_prepared.end() && it->second >= plan.smem_bytes) return;
   dispatch(plan, [&](auto inst) { decltype(inst)::prepare(plan.smem_bytes); });
   g_prepared[key] = plan.smem_bytes;
+}
+
+int grouped_gemm_resident_ctas(const GroupedGemmPlan& plan) {
+  prepare_grouped_gemm(plan);
+  int blocks = 0;
+  dispatch(plan, [&](auto inst) { blocks = decltype(inst)::resident(plan.smem_bytes); });
+  return blocks;
 }
 
 void launch_grouped_gemm(const GroupedGemmPlan& plan, const GroupedGemmArgs& args, void* workspace,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -19,35 +20,49 @@ km::WFormat kf(GemmWeightFormat f) { return static_cast<km::WFormat>(static_cast
 std::size_t align256(std::size_t v) { return (v + 255) / 256 * 256; }
 
 struct Cfg {
-  int tk, stages;
+  int tk, stages, ctas_per_sm;
   std::size_t smem;
 };
 
-template <km::WFormat F, int R>
+template <km::WFormat F, int R, int V>
 Cfg cfg_of(int experts) {
-  using C = km::TileConfig<F, R>;
-  return {C::kTK, C::kStages, C::smem_bytes(experts)};
+  using C = km::TileConfig<F, R, V>;
+  return {C::kTK, C::kStages, C::kVariant.ctas_per_sm, C::smem_bytes(experts)};
+}
+
+template <km::WFormat F, int R, int V>
+void pick_if(int v, int experts, Cfg& c) {
+  if constexpr (km::variant_applies(F, R, V))
+    if (v == V) c = cfg_of<F, R, V>(experts);
+}
+
+template <km::WFormat F, int R, int... Vs>
+Cfg cfg_pick(int v, int experts, std::integer_sequence<int, Vs...>) {
+  Cfg c = cfg_of<F, R, 0>(experts);
+  (pick_if<F, R, Vs>(v, experts, c), ...);
+  return c;
 }
 
 template <km::WFormat F>
-Cfg cfg_rows(int r, int experts) {
+Cfg cfg_rows(int r, int v, int experts) {
+  constexpr auto vs = std::make_integer_sequence<int, km::kVariantCount>{};
   switch (r) {
-    case 1: return cfg_of<F, 1>(experts);
-    case 2: return cfg_of<F, 2>(experts);
-    case 4: return cfg_of<F, 4>(experts);
-    default: return cfg_of<F, 8>(experts);
+    case 1: return cfg_pick<F, 1>(v, experts, vs);
+    case 2: return cfg_pick<F, 2>(v, experts, vs);
+    case 4: return cfg_pick<F, 4>(v, experts, vs);
+    default: return cfg_pick<F, 8>(v, experts, vs);
   }
 }
 
-Cfg cfg_for(GemmWeightFormat f, int r, int experts) {
+Cfg cfg_for(GemmWeightFormat f, int r, int v, int experts) {
   switch (f) {
-    case GemmWeightFormat::bf16: return cfg_rows<km::WFormat::bf16>(r, experts);
-    case GemmWeightFormat::fp8_channel: return cfg_rows<km::WFormat::fp8_channel>(r, experts);
-    case GemmWeightFormat::fp8_block: return cfg_rows<km::WFormat::fp8_block>(r, experts);
-    case GemmWeightFormat::int4_g32: return cfg_rows<km::WFormat::int4_g32>(r, experts);
-    case GemmWeightFormat::int4_g128: return cfg_rows<km::WFormat::int4_g128>(r, experts);
+    case GemmWeightFormat::bf16: return cfg_rows<km::WFormat::bf16>(r, v, experts);
+    case GemmWeightFormat::fp8_channel: return cfg_rows<km::WFormat::fp8_channel>(r, v, experts);
+    case GemmWeightFormat::fp8_block: return cfg_rows<km::WFormat::fp8_block>(r, v, experts);
+    case GemmWeightFormat::int4_g32: return cfg_rows<km::WFormat::int4_g32>(r, v, experts);
+    case GemmWeightFormat::int4_g128: return cfg_rows<km::WFormat::int4_g128>(r, v, experts);
   }
-  return cfg_rows<km::WFormat::bf16>(r, experts);
+  return cfg_rows<km::WFormat::bf16>(r, v, experts);
 }
 
 constexpr int kMaxExperts = 4096;             // the work-list tables live in shared memory
@@ -55,6 +70,22 @@ constexpr std::size_t kSmemPerSm = 228 * 1024;  // H100/H200; 1 KB of it is rese
 constexpr std::size_t kSmemPerCtaMax = 227 * 1024;
 
 }  // namespace
+
+int grouped_gemm_variant_count() { return km::kVariantCount; }
+
+const char* grouped_gemm_variant_name(int variant) {
+  return variant >= 0 && variant < km::kVariantCount ? km::kVariants[variant].name : "?";
+}
+
+// The variant each format and row tile runs unless a shape asks for another. Every entry is
+// "base" until the benchmark's --variants sweep has measured a better one for that class
+// (docs/kernels/moe-and-quant-gemm.md, "Kernel variants").
+int default_grouped_gemm_variant(GemmWeightFormat format, int row_tile, bool dense) {
+  (void)format;
+  (void)row_tile;
+  (void)dense;
+  return 0;
+}
 
 const char* to_string(GemmWeightFormat f) {
   switch (f) {
@@ -107,7 +138,14 @@ GroupedGemmPlan plan_grouped_gemm(const GroupedGemmShape& shape, int sm_count) {
   // once per item); padding rows cost mma issue slots, which this memory-bound op has spare.
   const int hint = shape.rows_per_expert > 0 ? std::min(shape.rows_per_expert, shape.max_rows) : shape.max_rows;
   const int r = hint <= 8 ? 1 : hint <= 16 ? 2 : hint <= 32 ? 4 : 8;
-  const Cfg c = cfg_for(shape.format, r, shape.experts);
+  if (shape.variant < -1 || shape.variant >= km::kVariantCount)
+    throw InputError(fmt::format("grouped GEMM: variant must be -1 (the default) or in [0, {}) (got {})",
+                                 km::kVariantCount, shape.variant));
+  int v = shape.variant >= 0 ? shape.variant : default_grouped_gemm_variant(shape.format, 8 * r, shape.experts == 1);
+  if (!km::variant_applies(kf(shape.format), r, v)) v = 0;
+  const Cfg c = cfg_for(shape.format, r, v, shape.experts);
+  p.kernel_variant = v;
+  p.pdl = km::kVariants[v].pdl;
   p.row_tile = 8 * r;
   p.tile_n = km::kTileN;
   p.k_tile = c.tk;
@@ -117,7 +155,8 @@ GroupedGemmPlan plan_grouped_gemm(const GroupedGemmShape& shape, int sm_count) {
   if (p.smem_bytes > kSmemPerCtaMax)
     throw InputError(fmt::format("grouped GEMM: {} experts need {} B of shared memory per CTA", shape.experts,
                                  p.smem_bytes));
-  p.ctas_per_sm = static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(2, kSmemPerSm / (p.smem_bytes + 1024))));
+  p.ctas_per_sm = static_cast<int>(std::max<std::size_t>(
+      1, std::min<std::size_t>(static_cast<std::size_t>(c.ctas_per_sm), kSmemPerSm / (p.smem_bytes + 1024 + 128))));  // + reserved, + static
   p.grid = sm_count * p.ctas_per_sm;
   const int n_tiles = (shape.n + km::kTileN - 1) / km::kTileN;
   // Items: sum over experts of ceil(rows_e / row_tile) tiles <= active experts + rows / row_tile.
@@ -129,10 +168,11 @@ GroupedGemmPlan plan_grouped_gemm(const GroupedGemmShape& shape, int sm_count) {
   p.weight_bytes_per_expert = packed_gemm_weight_bytes(shape.format, shape.n, shape.k);
   p.scale_bytes_per_expert = packed_gemm_scale_bytes(shape.format, shape.n, shape.k);
   p.variant = fmt::format("{} r{} tk{} s{}", to_string(shape.format), p.row_tile, p.k_tile, p.stages);
+  if (v != 0) p.variant += fmt::format(" {} x{}", km::kVariants[v].name, p.ctas_per_sm);
   return p;
 }
 
-GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int k, int sm_count) {
+GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int k, int sm_count, int variant) {
   GroupedGemmShape s;
   s.format = format;
   s.experts = 1;
@@ -140,6 +180,7 @@ GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int
   s.k = k;
   s.max_rows = m;
   s.rows_per_expert = m;
+  s.variant = variant;
   return plan_grouped_gemm(s, sm_count);
 }
 

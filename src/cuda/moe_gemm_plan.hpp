@@ -44,6 +44,7 @@ struct GroupedGemmShape {
   int n = 0, k = 0;         // per expert: W_e is [n, k]
   int max_rows = 0;         // most rows one launch carries in total (sizes the workspace)
   int rows_per_expert = 0;  // rows the busiest expert is expected to get (picks the row tile); 0: max_rows
+  int variant = -1;         // kernel variant (grouped_gemm_variant_name); -1: the default for the format and row tile
 };
 
 struct GroupedGemmPlan {
@@ -63,8 +64,16 @@ struct GroupedGemmPlan {
   std::size_t workspace_bytes = 0;
   std::int64_t weight_bytes_per_expert = 0;  // packed weights of one expert (expert e at e * this)
   std::int64_t scale_bytes_per_expert = 0;
-  std::string variant;              // "int4_g32 r16 tk256 s3"
+  int kernel_variant = 0;           // the variant the launch runs (a requested one that does not apply: 0)
+  bool pdl = false;                 // launched with programmatic dependent launch
+  std::string variant;              // "int4_g32 r16 tk256 s3", then the variant's name unless it is "base"
 };
+
+// The kernel variants (kernels/moe_gemm_layout.cuh, kVariants): 0 is "base", the kernel as designed.
+int grouped_gemm_variant_count();
+const char* grouped_gemm_variant_name(int variant);
+// The variant a plan runs when the shape asks for none (variant = -1); dense: one expert.
+int default_grouped_gemm_variant(GemmWeightFormat format, int row_tile, bool dense);
 
 // Empty when the kernels support the shape, else why not.
 std::string grouped_gemm_unsupported_reason(const GroupedGemmShape& shape);
@@ -72,7 +81,7 @@ std::string grouped_gemm_unsupported_reason(const GroupedGemmShape& shape);
 // for unsupported shapes. Pure host code.
 GroupedGemmPlan plan_grouped_gemm(const GroupedGemmShape& shape, int sm_count);
 // Dense y[m, n] = x[m, k] . W^T, 1 <= m (fast up to ~64, correct for any m).
-GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int k, int sm_count);
+GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int k, int sm_count, int variant = -1);
 
 struct GroupedGemmArgs {
   const void* x = nullptr;              // bf16 [rows][k], 16-byte aligned
@@ -86,6 +95,8 @@ struct GroupedGemmArgs {
 // Shared-memory opt-in for the plan's kernel on the current device. Call at setup, outside graph
 // capture; launch_grouped_gemm calls it on first use per device too.
 void prepare_grouped_gemm(const GroupedGemmPlan& plan);
+// CTAs of the plan's kernel that fit one SM of the current device (the plan assumes ctas_per_sm).
+int grouped_gemm_resident_ctas(const GroupedGemmPlan& plan);
 // One kernel launch, stream-ordered and capturable; checks the arguments and the launch.
 void launch_grouped_gemm(const GroupedGemmPlan& plan, const GroupedGemmArgs& args, void* workspace,
                          cudaStream_t stream);

@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include "core/errors.hpp"
 #include "cuda/moe_gemm_plan.hpp"
 #include "moe_gemm_layout.cuh"
 
@@ -178,10 +179,11 @@ Outcome compare(const std::vector<std::uint16_t>& y, const std::vector<double>& 
 // One grouped GEMM case: experts with the given row counts (zeros allowed), fresh random data.
 // rows_hint picks the plan's row tile (0: the largest count), so a hint below the busiest
 // expert exercises several row blocks per expert.
+// variant: the kernel variant to run (-1: the plan's default); one that must apply is checked to.
 void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t seed, int rows_hint = 0,
-              bool dense = false) {
+              bool dense = false, int variant = -1) {
   SCOPED_TRACE(::testing::Message() << to_string(f) << " n=" << n << " k=" << k << " experts=" << counts.size()
-                                    << " seed=" << seed << (dense ? " dense" : ""));
+                                    << " seed=" << seed << (dense ? " dense" : "") << " variant=" << variant);
   std::mt19937_64 rng(seed);
   const int E = static_cast<int>(counts.size());
   std::vector<int> off(E + 1, 0);
@@ -196,9 +198,13 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
   shape.k = k;
   shape.max_rows = std::max(rows, 1);
   shape.rows_per_expert = rows_hint > 0 ? rows_hint : std::max(busiest, 1);
-  const GroupedGemmPlan plan = dense ? plan_weight_only_gemm(f, rows, n, k, sm_count())
+  shape.variant = variant;
+  const GroupedGemmPlan plan = dense ? plan_weight_only_gemm(f, rows, n, k, sm_count(), variant)
                                      : plan_grouped_gemm(shape, sm_count());
   SCOPED_TRACE(plan.variant);
+  if (variant >= 0 && plan.row_tile <= 8 * km::kMaxVariantRows &&
+      km::variant_applies(static_cast<km::WFormat>(static_cast<int>(f)), plan.row_tile / 8, variant))
+    EXPECT_EQ(plan.kernel_variant, variant);
 
   const Logical L = make_weights(f, E, n, k, rng);
   const PackedGemmWeights packed = pack_grouped_weights(f, E, n, k, L.w.data(), L.s.empty() ? nullptr : L.s.data());
@@ -335,6 +341,43 @@ TEST(MoeGemmLayout, PackedPositionsFormTheFragments) {
   }
 }
 
+// The variants: every one is named, those that apply get their own kernel (three CTAs per SM
+// where asked, in the shared memory that leaves), the others fall back to variant 0.
+TEST(MoeGemmPlan, VariantsPlanTheirOwnKernels) {
+  ASSERT_GT(grouped_gemm_variant_count(), 1);
+  EXPECT_STREQ(grouped_gemm_variant_name(0), "base");
+  for (int v = 0; v < grouped_gemm_variant_count(); ++v) {
+    EXPECT_STRNE(grouped_gemm_variant_name(v), "?");
+    for (F f : kAllFormats) {
+      GroupedGemmShape s;
+      s.format = f;
+      s.experts = 384;
+      s.n = 512;
+      s.k = 7168;
+      s.max_rows = 32;
+      s.variant = v;
+      for (int r : {1, 2}) {
+        s.rows_per_expert = 8 * r;  // row tiles 8 and 16
+        const GroupedGemmPlan p = plan_grouped_gemm(s, 132);
+        const bool applies = km::variant_applies(static_cast<km::WFormat>(static_cast<int>(f)), r, v);
+        EXPECT_EQ(p.kernel_variant, applies ? v : 0) << to_string(f) << " " << grouped_gemm_variant_name(v);
+        EXPECT_EQ(p.ctas_per_sm, km::kVariants[p.kernel_variant].ctas_per_sm) << p.variant;
+        EXPECT_LE(p.ctas_per_sm * (p.smem_bytes + 1024 + 128), 228u * 1024) << p.variant;
+        EXPECT_GE(p.stages, 3) << p.variant;
+        EXPECT_EQ(p.grid, 132 * p.ctas_per_sm);
+      }
+      s.rows_per_expert = 64;  // row tile 64: no variants there
+      EXPECT_EQ(plan_grouped_gemm(s, 132).kernel_variant, 0);
+    }
+  }
+  GroupedGemmShape bad;
+  bad.n = 128;
+  bad.k = 128;
+  bad.max_rows = 1;
+  bad.variant = grouped_gemm_variant_count();
+  EXPECT_THROW(plan_grouped_gemm(bad, 132), InputError);
+}
+
 TEST(MoeGemmPlan, RefusesWhatTheKernelCannotDo) {
   GroupedGemmShape s;
   s.format = F::int4_g128;
@@ -433,6 +476,27 @@ TEST(WeightOnlyGemm, SplitKOnNarrowOutputs) {
   run_case(F::int4_g128, 256, 8192, {4}, 501, 0, true);
   run_case(F::fp8_channel, 128, 14336, {1}, 502, 0, true);
   run_case(F::int4_g32, 2112, 7168, {16}, 503, 0, true);  // Kimi-K2 fused q_a + kv_a
+}
+
+// ---------------------------------------------------------------- GPU: kernel variants
+
+// Every variant against the CPU reference at the row tiles it exists for (8 and 16 rows):
+// items split across CTAs, a k that ends in a partial stage, an empty expert, one of two row
+// tiles used, dense split-K.
+TEST(MoeGemmVariants, EveryVariantMatchesTheCpu) {
+  SKIP_WITHOUT_SM90();
+  std::uint64_t seed = 600;
+  for (int v = 1; v < grouped_gemm_variant_count(); ++v) {
+    SCOPED_TRACE(grouped_gemm_variant_name(v));
+    for (F f : kAllFormats) {
+      const int k_partial = f == F::int4_g128 ? 2176 : 2112;  // not a multiple of any stage depth
+      run_case(f, 200, k_partial, {3, 0, 9, 1}, ++seed, 0, false, v);
+      run_case(f, 136, 384, {0, 7, 2, 0, 13, 1}, ++seed, 16, false, v);
+      run_case(f, 1280, quick() ? 1024 : 4096, {1}, ++seed, 0, true, v);
+      run_case(f, 392, 1024, {16}, ++seed, 0, true, v);
+      if (!quick()) run_case(f, 512, 7168, routed_counts(8, 2, 4, seed), ++seed, 0, false, v);  // Kimi-K2 expert shape
+    }
+  }
 }
 
 }  // namespace
