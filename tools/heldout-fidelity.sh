@@ -19,7 +19,7 @@
 #             batches and KV lengths)
 # Every case is run with the fused add + RMSNorm (the engines' default) and without it
 # (--no-fused-add-norm): the A/B whose sign the simulator must get right. MODES="fused" runs the
-# first only; SKIP_70B=1 leaves the 70B case out (its weights take a minute to place); ITERS
+# first only; ATTENTION_FIT (geometry or roofline, default geometry) is calibrate's --attention-fit; SKIP_70B=1 leaves the 70B case out (its weights take a minute to place); ITERS
 # (default 10) sets the replays per case.
 #
 # Writes into $OUT (default /tmp/eaglesim-heldout): heldout.md (the table), heldout.json (the
@@ -36,6 +36,7 @@ if [ -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null 2>&1; then ex
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 BASELINE=${BASELINE:-2x-h200-nvlink}
 ITERS=${ITERS:-10}
+ATTENTION_FIT=${ATTENTION_FIT:-geometry}
 E=$BUILD_DIR/eaglesim
 START=$(date +%s)
 say() { echo "[heldout $(( $(date +%s) - START ))s] $*" | tee -a "$OUT/heldout.log"; }
@@ -84,7 +85,8 @@ for c in $BATCH_HELDOUT; do
 done
 say "traces: in sample $SAMPLE; held out $(echo $HELDOUT $BATCH_HELDOUT)"
 
-CAL=("$E" calibrate --traces "$sample_files" --ranks 1 --grid coarse --grid-models "$TRAIN_MODELS" -o "$OUT/calibrated.json")
+CAL=("$E" calibrate --traces "$sample_files" --ranks 1 --grid coarse --grid-models "$TRAIN_MODELS"
+     --attention-fit "$ATTENTION_FIT" -o "$OUT/calibrated.json")
 say "${CAL[*]}"
 "${CAL[@]}" >"$OUT/calibrate.log" 2>&1 || { say "calibrate failed (calibrate.log)"; tail -5 "$OUT/calibrate.log"; exit 1; }
 grep -E "plan \(|fitted |wrote " "$OUT/calibrate.log" | tee -a "$OUT/heldout.log"

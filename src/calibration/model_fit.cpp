@@ -121,13 +121,14 @@ std::map<std::string, std::vector<FitSample>> fit_samples(const CalibrationReque
 }
 
 std::map<std::string, FittedModel> fit_compute_models(const CalibrationRequest& q, const CalibrationMeasurements& m,
-                                                      const GpuSpec& gpu) {
+                                                      const GpuSpec& gpu, bool attention_geometry) {
   FitBounds b;
   b.max_bw_gbs = kPeakHeadroom * gpu.mem_bw_gbs;
   b.max_tflops = kPeakHeadroom * std::max(gpu.bf16_tflops, gpu.fp8_tflops);
   std::map<std::string, FittedModel> out;
   for (const auto& [key, samples] : fit_samples(q, m, gpu.sms))
-    if (samples.size() >= kMinFitPoints) out[key] = fit_model(samples, fitted_model_has_flops(key), b, fitted_model_has_geometry(key));
+    if (samples.size() >= kMinFitPoints) out[key] = fit_model(samples, fitted_model_has_flops(key), b,
+                           attention_geometry && fitted_model_has_geometry(key));
   return out;
 }
 

@@ -41,7 +41,10 @@ std::map<std::string, std::vector<FitSample>> fit_samples(const CalibrationReque
 // Every key with at least kMinFitPoints samples, fitted; the GPU's peaks (times 1.5, for what L2
 // and clocks above base give) bound the rates.
 inline constexpr std::size_t kMinFitPoints = 4;
+// attention_geometry: the attention kinds get the launch-geometry terms (per wave, busiest CTA,
+// combine); false fits them in the plain form (fixed + max(bytes / BW, flops / F)) like the
+// other kinds, with the geometry terms 0.
 std::map<std::string, FittedModel> fit_compute_models(const CalibrationRequest& q, const CalibrationMeasurements& m,
-                                                      const GpuSpec& gpu);
+                                                      const GpuSpec& gpu, bool attention_geometry = true);
 
 }  // namespace eaglesim

@@ -55,6 +55,7 @@ struct CalibrateArgs {
   bool no_fused_add_norm = false;
   std::string grid = "coarse";
   std::string grid_models = "shipped";
+  std::string attention_fit = "geometry";
 };
 
 // The models whose widths and head layouts the designed grid covers: every shipped target model
@@ -122,6 +123,8 @@ void run_calibrate_command(const CalibrateArgs& a) {
   if (!a.base.empty()) base = read_topology(resolve_topology_path(a.base));
   check_writable(a.output);
   GridDensity density{};
+  if (a.attention_fit != "geometry" && a.attention_fit != "roofline")
+    throw InputError(fmt::format("--attention-fit: expected geometry or roofline, got '{}'", a.attention_fit));
   if (!parse_grid_density(a.grid, density))
     throw InputError(fmt::format("--grid: expected traces, coarse or full, got '{}'", a.grid));
   {
@@ -177,7 +180,7 @@ void run_calibrate_command(const CalibrateArgs& a) {
                            layer_context_sum(layer, m)));
   }
   Topology topo = calibrated_topology(*base, m, build_calibration(q, m, traces));
-  topo.calibration.fitted = fit_compute_models(q, m, topo.gpu);
+  topo.calibration.fitted = fit_compute_models(q, m, topo.gpu, a.attention_fit == "geometry");
   for (auto& [key, f] : topo.calibration.fitted) {
     f.source = fmt::format("measured on {} by eaglesim calibrate ({} grid)", m.device, a.grid);
     q.progress(fmt::format("fitted {}: {:.2f} us + max(bytes / {:.0f} GB/s{}) over {} points, residual rms {:.1f} %, "
@@ -260,6 +263,10 @@ void add_calibrate(CLI::App& app) {
   cmd->add_flag("--fit-sequence", a->fit_sequence,
                 "Also replay the traces' verify steps (free allreduces) and fit a per-op sequence overhead "
                 "(experimental: docs/fidelity.md)");
+  cmd->add_option("--attention-fit", a->attention_fit,
+                  "Form of the fitted attention model: geometry (the kernel's launch geometry: waves, busiest CTA, "
+                  "combine) or roofline (fixed + max(bytes / BW, flops / F))")
+      ->capture_default_str();
   cmd->add_option("--grid", a->grid,
                   "Designed grid measured besides the traces' shapes, for the fitted models: coarse, full, or traces "
                   "(the traces' shapes only)")

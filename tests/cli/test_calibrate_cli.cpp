@@ -61,6 +61,7 @@ TEST_F(NoGpu, CalibrateBadFlagsExit2) {
       {"calibrate --traces " + kTrace + " --chain-us 1e9 -o " + out, "--chain-us"},
       {"calibrate --traces " + kTrace, "--output"},
       {"calibrate --model models/llm/llama-3.1-8b.json --tp 3 -o " + out, "tp"},
+      {"calibrate --traces " + kTrace + " --attention-fit bogus -o " + out, "--attention-fit"},
   };
   for (const auto& c : cases) {
     CliResult r = run_cli(c.args);
