@@ -152,8 +152,8 @@ TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
   EXPECT_EQ(back.calibration.elementwise.count("add_rmsnorm"), 1u);
 }
 
-// A batch x tree verify trace (Llama-3.1-8B, batch 8, SGLang (5, 4, 8)): its tree-mask attention
-// is measured under the trace's verify tree, in the single-op chains and in the layer chain.
+// A batch x tree verify trace (Llama-3.1-8B, batch 8, SGLang (5, 4, 8)) calibrates: its layer
+// chains run the tree-mask attention under the trace's verify tree.
 TEST(CalibrateGpu, TreeMaskTraceCalibrates) {
   if (gpus() < 1) GTEST_SKIP() << "needs a CUDA GPU";
   cuda::register_calibrate();
@@ -169,14 +169,13 @@ TEST(CalibrateGpu, TreeMaskTraceCalibrates) {
   CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
   ASSERT_EQ(q.verify_trees.size(), 1u);
   q.iters = 3;
+  // The trace's tree-mask layers run with their tree (the programs receive it); its attention
+  // table points are one request over the batch's positions (trace_shapes.cpp), so every point
+  // measured must be a real time.
   const CalibrationMeasurements m = run_calibrate(q);
-  std::size_t trees = 0;
+  ASSERT_EQ(m.compute_us.size(), q.compute.size());
   for (std::size_t i = 0; i < q.compute.size(); ++i)
-    if (q.compute[i].kind == OpKind::attention && q.compute[i].mask == AttentionMask::tree) {
-      ++trees;
-      EXPECT_TRUE(std::isfinite(m.compute_us[i]) && m.compute_us[i] > 0) << q.compute[i].shape_string();
-    }
-  EXPECT_GT(trees, 0u);
+    EXPECT_TRUE(std::isfinite(m.compute_us[i]) && m.compute_us[i] > 0) << q.compute[i].shape_string();
   ASSERT_EQ(m.compute_layer_us.size(), q.compute_layers.size());
   for (double us : m.compute_layer_us) EXPECT_TRUE(std::isfinite(us) && us > 0);
 }
