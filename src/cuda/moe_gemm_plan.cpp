@@ -77,13 +77,27 @@ const char* grouped_gemm_variant_name(int variant) {
   return variant >= 0 && variant < km::kVariantCount ? km::kVariants[variant].name : "?";
 }
 
-// The variant each format and row tile runs unless a shape asks for another. Every entry is
-// "base" until the benchmark's --variants sweep has measured a better one for that class
-// (docs/kernels/moe-and-quant-gemm.md, "Kernel variants").
+// The variant each format and row tile runs unless a shape asks for another: the winner of
+// `bench_gemm --variants` on 1 x H200 for that class (correct, and faster than base by more than
+// 2 % in median over the class's shapes of >= 16 MB; docs/kernels/moe-and-quant-gemm.md,
+// "Kernel variants"); base (0) where none won. Indices are kernels/moe_gemm_layout.cuh's
+// kVariants: 1 straight, 3 occ3_straight, 5 pdl, 6 occ3_straight_pdl.
 int default_grouped_gemm_variant(GemmWeightFormat format, int row_tile, bool dense) {
-  (void)format;
-  (void)row_tile;
-  (void)dense;
+  using F = GemmWeightFormat;
+  struct Winner {
+    F format;
+    bool dense;
+    int row_tile, variant;
+  };
+  static constexpr Winner kWinners[] = {
+      {F::fp8_block, true, 8, 5},    {F::fp8_channel, true, 8, 5},  {F::fp8_channel, true, 16, 6},
+      {F::int4_g128, true, 8, 3},    {F::int4_g128, true, 16, 1},   {F::int4_g32, true, 8, 1},
+      {F::int4_g32, true, 16, 5},    {F::bf16, false, 16, 6},       {F::fp8_block, false, 8, 3},
+      {F::fp8_block, false, 16, 3},  {F::fp8_channel, false, 8, 3}, {F::fp8_channel, false, 16, 6},
+      {F::int4_g128, false, 8, 6},   {F::int4_g128, false, 16, 1},  {F::int4_g32, false, 8, 3},
+  };
+  for (const Winner& w : kWinners)
+    if (w.format == format && w.dense == dense && w.row_tile == row_tile) return w.variant;
   return 0;
 }
 
