@@ -32,7 +32,10 @@ std::string fitted_model_key(const Op& op, bool fused_add_norm) {
   switch (op.kind) {
     case OpKind::gemm:
     case OpKind::lm_head: return std::string("gemm:") + to_string(op.dtype);
-    case OpKind::attention: return std::string("attention:") + to_string(op.variant);
+    // A batch of requests runs many more CTAs than one request over the same positions, so it
+    // has its own fit ("attention:gqa:batch"); fitted_cost falls back to the one-request fit.
+    case OpKind::attention:
+      return std::string("attention:") + to_string(op.variant) + (op.batch > 1 ? std::string(kBatchFitSuffix) : std::string());
     case OpKind::rmsnorm: return fused_add_norm ? std::string("elementwise:") + kAddRmsnormTable : "elementwise:rmsnorm";
     case OpKind::residual_add:
     case OpKind::act:
@@ -81,7 +84,10 @@ double fitted_us(const FittedModel& model, const FittedFeatures& f) {
 std::optional<double> fitted_cost(const Op& op, const Topology& topo, bool fused_add_norm) {
   const std::string key = fitted_model_key(op, fused_add_norm);
   if (key.empty()) return std::nullopt;
-  const auto it = topo.calibration.fitted.find(key);
+  auto it = topo.calibration.fitted.find(key);
+  if (it == topo.calibration.fitted.end() && key.size() > kBatchFitSuffix.size() &&
+      key.compare(key.size() - kBatchFitSuffix.size(), kBatchFitSuffix.size(), kBatchFitSuffix) == 0)
+    it = topo.calibration.fitted.find(key.substr(0, key.size() - kBatchFitSuffix.size()));
   if (it == topo.calibration.fitted.end()) return std::nullopt;
   return fitted_us(it->second, fitted_features(op, topo.gpu.sms, fused_add_norm));
 }

@@ -14,7 +14,8 @@ const std::vector<std::string>& fitted_model_keys() {
                                              "gemm:int4",           "attention:gqa",
                                              "attention:mla",       "elementwise:rmsnorm",
                                              "elementwise:residual_add", "elementwise:act",
-                                             "elementwise:embedding",    std::string("elementwise:") + kAddRmsnormTable};
+                                             "elementwise:embedding",    std::string("elementwise:") + kAddRmsnormTable,
+                                             "attention:gqa:batch",      "attention:mla:batch"};
   return keys;
 }
 

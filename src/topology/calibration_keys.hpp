@@ -6,6 +6,7 @@
 // simulator looks that key up first and falls back to the key without q (any q_tokens).
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trace/op.hpp"
@@ -18,8 +19,10 @@ namespace eaglesim {
 inline constexpr const char* kAddRmsnormTable = "add_rmsnorm";
 
 // Keys of the fitted models (Calibration::fitted): "gemm:DTYPE" (bf16, fp8, int4; lm_head too),
-// "attention:gqa", "attention:mla", and "elementwise:" + rmsnorm, residual_add, act, embedding or
+// "attention:gqa", "attention:mla" (one request), the same + kBatchFitSuffix (batches of
+// requests), and "elementwise:" + rmsnorm, residual_add, act, embedding or
 // add_rmsnorm. The GEMM and attention models have a FLOP term, the elementwise ones bytes only.
+inline constexpr std::string_view kBatchFitSuffix = ":batch";
 const std::vector<std::string>& fitted_model_keys();
 bool fitted_model_has_flops(const std::string& key);
 // The attention models also price the kernel's launch geometry (waves, the busiest CTA, the combine).

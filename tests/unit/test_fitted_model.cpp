@@ -112,6 +112,23 @@ TEST(FittedModel, TileWavesRaiseTheComputeOfAPartialWave) {
   EXPECT_DOUBLE_EQ(fitted_features(gemm(1, 4096, 4096), kSms).flops, fitted_features(gemm(16, 4096, 4096), kSms).flops);
 }
 
+// A batch of requests has its own attention fit; without one it takes the one-request fit.
+TEST(FittedModel, BatchAttentionHasItsOwnFitAndFallsBack) {
+  Topology t = preset("2x-h200-nvlink");
+  t.calibration.fitted["attention:gqa"] = model(5.0, 3500, 300);
+  Op b = gqa(4, 4096);
+  b.batch = 8;
+  b.kv_len = 4096;
+  EXPECT_EQ(fitted_model_key(b, false), "attention:gqa:batch");
+  EXPECT_EQ(fitted_model_key(gqa(4, 4096), false), "attention:gqa");
+  ASSERT_TRUE(fitted_cost(b, t, false).has_value());
+  EXPECT_DOUBLE_EQ(*fitted_cost(b, t, false), fitted_us(t.calibration.fitted["attention:gqa"], fitted_features(b, t.gpu.sms)));
+  t.calibration.fitted["attention:gqa:batch"] = model(9.0, 4000, 300);
+  EXPECT_DOUBLE_EQ(*fitted_cost(b, t, false),
+                   fitted_us(t.calibration.fitted["attention:gqa:batch"], fitted_features(b, t.gpu.sms)));
+  EXPECT_NE(*fitted_cost(b, t, false), *fitted_cost(gqa(4, 4096 * 8), t, false));
+}
+
 TEST(FittedModel, UsedForShapesNoTableHas) {
   Topology t = preset("2x-h200-nvlink");
   t.calibration.fitted["gemm:bf16"] = model(3.0, 4000, 700);
