@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -27,24 +26,6 @@ namespace {
 namespace bench = eaglesim::bench;
 namespace ec = eaglesim::cuda;
 #define CHECK(call) EAGLESIM_BENCH_CHECK(call)
-
-// Request 0's parent nodes as the kernel documents them: the tokens - 1 best candidates (ties to
-// the lower index) in candidate order, each under its candidate's parent's node.
-std::vector<int> host_parents(const ec::DraftCandidates& c, int tokens) {
-  std::vector<int> order(static_cast<std::size_t>(c.candidates));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return c.scores[a] > c.scores[b]; });
-  order.resize(static_cast<std::size_t>(tokens - 1));
-  std::sort(order.begin(), order.end());
-  std::vector<int> node(static_cast<std::size_t>(c.candidates), -1), parents{-1};
-  for (std::size_t n = 0; n < order.size(); ++n) {
-    node[static_cast<std::size_t>(order[n])] = static_cast<int>(n) + 1;
-    const int pc = c.parent[static_cast<std::size_t>(order[n])];
-    parents.push_back(pc < 0 ? 0 : std::max(0, node[static_cast<std::size_t>(pc)]));
-  }
-  return parents;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,7 +72,7 @@ int main(int argc, char** argv) {
       CHECK(cudaDeviceSynchronize());
       std::vector<std::int32_t> got(static_cast<std::size_t>(sp.tokens));
       CHECK(cudaMemcpy(got.data(), arrays, got.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost));
-      const std::vector<int> want = host_parents(cand, sp.tokens);
+      const std::vector<int> want = ec::verify_tree_parents(cand.scores.data(), cand.parent.data(), c, sp.tokens);
       if (!std::equal(got.begin(), got.end(), want.begin())) {
         std::fprintf(stderr, "bench_tree_build: %s: request 0's parents differ from the host selection\n",
                      shape.c_str());

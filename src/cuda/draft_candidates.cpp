@@ -51,6 +51,21 @@ DraftCandidates random_draft_candidates(int batch, int candidates, int num_steps
   return d;
 }
 
+std::vector<int> verify_tree_parents(const float* scores, const std::int32_t* cand_parent, int candidates, int tokens) {
+  std::vector<int> order(static_cast<std::size_t>(candidates));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return scores[a] > scores[b]; });
+  order.resize(static_cast<std::size_t>(tokens - 1));
+  std::sort(order.begin(), order.end());
+  std::vector<int> node(static_cast<std::size_t>(candidates), -1), parents{-1};
+  for (std::size_t n = 0; n < order.size(); ++n) {
+    node[static_cast<std::size_t>(order[n])] = static_cast<int>(n) + 1;
+    const int pc = cand_parent[order[n]];
+    parents.push_back(pc < 0 ? 0 : std::max(0, node[static_cast<std::size_t>(pc)]));
+  }
+  return parents;
+}
+
 void child_lists(const std::vector<int>& parents, std::vector<std::int32_t>& first_child,
                  std::vector<std::int32_t>& next_sibling) {
   const std::size_t n = parents.size();

@@ -20,6 +20,13 @@ struct DraftCandidates {
 // the root.
 DraftCandidates random_draft_candidates(int batch, int candidates, int num_steps, int topk, std::uint64_t seed);
 
+// The verify tree's parent nodes (node 0 the root, -1) that tree_build_kernel builds from one
+// request's `candidates` scores and candidate parents (-1: the root): the tokens - 1 best
+// candidates (equal scores: the lower index first) become nodes 1.. in candidate order, each under
+// its candidate's parent's node, or under the root when that candidate was not selected. The host
+// reference of the kernel's selection.
+std::vector<int> verify_tree_parents(const float* scores, const std::int32_t* cand_parent, int candidates, int tokens);
+
 // The first-child and next-sibling lists of a parent list (parents[i] < i), -1 for none; children
 // in index order.
 void child_lists(const std::vector<int>& parents, std::vector<std::int32_t>& first_child,

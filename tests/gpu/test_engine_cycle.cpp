@@ -290,19 +290,8 @@ struct TreeRef {
   std::vector<std::uint32_t> mask;
 };
 TreeRef tree_reference(const float* s, const std::int32_t* cp, int c, int d) {
-  std::vector<int> order(static_cast<std::size_t>(c));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return s[a] > s[b]; });
-  order.resize(static_cast<std::size_t>(d - 1));
-  std::sort(order.begin(), order.end());
-  std::vector<int> node(static_cast<std::size_t>(c), -1);
   TreeRef t;
-  t.parent = {-1};
-  for (std::size_t n = 0; n < order.size(); ++n) {
-    node[static_cast<std::size_t>(order[n])] = static_cast<int>(n) + 1;
-    const int pc = cp[order[n]];
-    t.parent.push_back(pc < 0 ? 0 : std::max(0, node[static_cast<std::size_t>(pc)]));
-  }
+  t.parent = verify_tree_parents(s, cp, c, d);
   t.depth = tree_depths(t.parent);
   std::vector<std::int32_t> f, nx;
   child_lists(t.parent, f, nx);
@@ -739,6 +728,17 @@ TEST(DraftCandidates, SglangStructureAndPathProductScores) {
   // Any other count: every candidate a child of the root.
   const DraftCandidates flat = random_draft_candidates(2, 10, 0, 0, 1);
   for (std::int32_t parent : flat.parent) EXPECT_EQ(parent, -1);
+}
+
+// The host's selection: the best tokens - 1 (equal scores: the lower candidate), in candidate
+// order, under their candidate parent's node or, when it was not selected, the root.
+TEST(DraftCandidates, VerifyTreeParentsSelectsAndNumbersInCandidateOrder) {
+  const std::vector<float> scores = {0.9f, 0.5f, 0.8f, 0.5f, 0.1f, 0.7f};
+  const std::vector<std::int32_t> parent = {-1, -1, 0, 1, 0, 3};
+  // Selected: 0 (0.9), 2 (0.8), 5 (0.7), 1 (0.5, before 3 by index) -> nodes 1..4 in candidate
+  // order 0, 1, 2, 5; candidate 5's parent 3 was not selected, so node 4 hangs from the root.
+  EXPECT_EQ(verify_tree_parents(scores.data(), parent.data(), 6, 5), (std::vector<int>{-1, 0, 0, 1, 0}));
+  EXPECT_EQ(verify_tree_parents(scores.data(), parent.data(), 6, 1), (std::vector<int>{-1}));
 }
 
 TEST(DraftCandidates, ChildListsInIndexOrder) {
