@@ -197,7 +197,7 @@ TEST(AttentionFit, H200TablesFitEachKernelClosely) {
   const FittedModel& decode = fits.at("attention:gqa:decode");
   EXPECT_LT(verify.rms_residual, 0.12);
   EXPECT_LT(verify.max_residual, 0.30);
-  EXPECT_LT(decode.rms_residual, 0.05);
+  EXPECT_LT(decode.rms_residual, 0.08);
   // The decode kernel computes on CUDA cores: its FLOP rate an order of magnitude under the MMA's.
   EXPECT_LT(decode.tflops, 30);
   // One model over both kernels cannot follow them.
