@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "core/nelder_mead.hpp"
+#include "core/nnls.hpp"
 #include "topology/calibration_keys.hpp"
 
 namespace eaglesim {
@@ -43,14 +45,15 @@ FittedModel from_log(const std::vector<double>& x, FitShape shape, const FitBoun
   return f;
 }
 
-}  // namespace
+double fit_loss(const FittedModel& f, const std::vector<FitSample>& s) {
+  double sum = 0;
+  for (const FitSample& p : s) sum += huber(std::log(fitted_us(f, p.features) / p.us));
+  return sum / static_cast<double>(s.size());
+}
 
-FittedModel fit_model(const std::vector<FitSample>& samples, bool has_flops, const FitBounds& bounds, bool has_geometry) {
-  const FitShape shape{has_flops || has_geometry, has_geometry};
-  std::vector<FitSample> s;
-  for (const FitSample& p : samples)
-    if (p.us > 0 && std::isfinite(p.us) && p.features.bytes >= 0) s.push_back(p);
-  if (s.size() < 3) throw std::invalid_argument("fit_model: fewer than 3 usable samples");
+// The simplex over the parameters in log space (the plain form, and one candidate of the
+// geometry form).
+FittedModel simplex_fit(const std::vector<FitSample>& s, FitShape shape, const FitBounds& bounds) {
   // Start: the fixed cost a little under the fastest point; the bandwidth and rate that the
   // largest points would reach if they were each all memory or all compute.
   // With geometry: a tenth of the fixed cost per wave and a third for the combine; the block
@@ -71,12 +74,7 @@ FittedModel fit_model(const std::vector<FitSample>& samples, bool has_flops, con
     start.push_back(std::log(std::clamp(block_bw, kMinRate, bounds.max_bw_gbs)));
     start.push_back(std::log(std::max(kMinFixedUs, 0.3 * fixed0)));
   }
-  auto loss = [&](const std::vector<double>& x) {
-    const FittedModel f = from_log(x, shape, bounds);
-    double sum = 0;
-    for (const FitSample& p : s) sum += huber(std::log(fitted_us(f, p.features) / p.us));
-    return sum / static_cast<double>(s.size());
-  };
+  auto loss = [&](const std::vector<double>& x) { return fit_loss(from_log(x, shape, bounds), s); };
   // Several starts (the rates' starting guesses scaled down): the loss has flat regions where a
   // term never wins, and a start inside one stays there.
   NelderMeadResult best;
@@ -88,7 +86,125 @@ FittedModel fit_model(const std::vector<FitSample>& samples, bool has_flops, con
     NelderMeadResult r = nelder_mead(loss, x0, 0.5, 1e-14, evaluations);
     if (r.value < best.value) best = r;
   }
-  FittedModel f = from_log(best.x, shape, bounds);
+  return from_log(best.x, shape, bounds);
+}
+
+// The geometry form is linear in its per-term costs (µs per wave, per byte, per FLOP, ...) once
+// each point's binding term of the max is known: columns of the linear fit, in relative error
+// (each row divided by the measured µs), every cost >= 0, the rates at most the bounds.
+enum GeometryColumn { kFixed, kWave, kCombine, kCombineBytes, kBytes, kFlops, kCritBytes, kCritFlops, kColumns };
+enum class Binding { memory, compute, cta };
+
+std::vector<double> geometry_row(const FittedFeatures& f, Binding b) {
+  std::vector<double> row(kColumns, 0.0);
+  row[kFixed] = 1;
+  row[kWave] = f.waves;
+  row[kCombine] = f.combine;
+  row[kCombineBytes] = f.combine_bytes;
+  if (b == Binding::memory) row[kBytes] = f.bytes;
+  if (b == Binding::compute) row[kFlops] = f.flops;
+  if (b == Binding::cta) row[kCritBytes] = f.crit_bytes, row[kCritFlops] = f.crit_flops;
+  return row;
+}
+
+FittedModel geometry_model(const std::vector<double>& c, const FitBounds& b) {
+  auto rate = [](double cost, double scale, double max) { return std::clamp(1.0 / (cost * scale), kMinRate, max); };
+  FittedModel f;
+  f.fixed_us = std::min(c[kFixed], kMaxFixedUs);
+  f.wave_us = std::min(c[kWave], kMaxFixedUs);
+  f.combine_us = std::min(c[kCombine], kMaxFixedUs);
+  f.combine_gbs = c[kCombineBytes] > 0 ? rate(c[kCombineBytes], 1e3, b.max_bw_gbs) : 0.0;
+  f.bw_gbs = rate(c[kBytes], 1e3, b.max_bw_gbs);
+  f.tflops = rate(c[kFlops], 1e6, b.max_tflops);
+  f.block_bw_gbs = c[kCritBytes] > 0 ? rate(c[kCritBytes], 1e3, b.max_bw_gbs) : 0.0;
+  f.block_tflops = c[kCritFlops] > 0 ? rate(c[kCritFlops], 1e6, b.max_tflops) : 0.0;
+  return f;
+}
+
+Binding binding(const FittedModel& f, const FittedFeatures& x) {
+  const double memory = x.bytes / (f.bw_gbs * 1e3), compute = x.flops / (f.tflops * 1e6);
+  const double cta = (f.block_bw_gbs > 0 ? x.crit_bytes / (f.block_bw_gbs * 1e3) : 0.0) +
+                     (f.block_tflops > 0 ? x.crit_flops / (f.block_tflops * 1e6) : 0.0);
+  if (cta >= memory && cta >= compute) return Binding::cta;
+  return memory >= compute ? Binding::memory : Binding::compute;
+}
+
+// From a first binding per point: the non-negative least squares of the relative error with
+// Huber weights (a point beyond kHuberDelta weighs delta / |r|), the bindings read off the result,
+// again, until they settle.
+FittedModel geometry_fit_from(const std::vector<FitSample>& s, std::vector<Binding> bind, const FitBounds& b) {
+  // Lowest costs: the rates' bounds (bandwidth and FLOP rate are always in the max).
+  std::vector<double> lowest(kColumns, 0.0);
+  lowest[kBytes] = 1.0 / (b.max_bw_gbs * 1e3);
+  lowest[kFlops] = 1.0 / (b.max_tflops * 1e6);
+  std::vector<double> weight(s.size(), 1.0);
+  FittedModel f;
+  for (int round = 0; round < 40; ++round) {
+    std::vector<std::vector<double>> a;
+    std::vector<double> y;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      std::vector<double> row = geometry_row(s[i].features, bind[i]);
+      double target = 1.0;
+      const double w = std::sqrt(weight[i]);
+      for (std::size_t j = 0; j < row.size(); ++j) {
+        row[j] /= s[i].us;
+        target -= row[j] * lowest[j];
+        row[j] *= w;
+      }
+      a.push_back(std::move(row));
+      y.push_back(target * w);
+    }
+    std::vector<double> c = nnls(a, y);
+    for (std::size_t j = 0; j < c.size(); ++j) c[j] += lowest[j];
+    f = geometry_model(c, b);
+    bool settled = true;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const double r = std::fabs(fitted_us(f, s[i].features) / s[i].us - 1.0);
+      const double w = r <= kHuberDelta ? 1.0 : kHuberDelta / r;
+      const Binding now = binding(f, s[i].features);
+      settled = settled && now == bind[i] && std::fabs(w - weight[i]) < 1e-3;
+      bind[i] = now;
+      weight[i] = w;
+    }
+    if (settled) break;
+  }
+  return f;
+}
+
+// The geometry form: the linear fit from three first bindings (every point bound by its busiest
+// CTA, by bandwidth, or as the simplex's own fit binds it), and the simplex's fit itself; the
+// lowest loss wins.
+FittedModel geometry_fit(const std::vector<FitSample>& s, const FitBounds& b) {
+  const FittedModel simplex = simplex_fit(s, FitShape{true, true}, b);
+  std::vector<Binding> from_simplex;
+  for (const FitSample& p : s) from_simplex.push_back(binding(simplex, p.features));
+  FittedModel best = simplex;
+  double best_loss = fit_loss(simplex, s);
+  for (const std::vector<Binding>& start : {std::vector<Binding>(s.size(), Binding::cta),
+                                            std::vector<Binding>(s.size(), Binding::memory), from_simplex}) {
+    const FittedModel f = geometry_fit_from(s, start, b);
+    const double loss = fit_loss(f, s);
+    if (loss < best_loss) best = f, best_loss = loss;
+  }
+  return best;
+}
+
+// The GPU's peaks (times kPeakHeadroom) bound the fitted rates.
+FitBounds fit_bounds(const GpuSpec& gpu) {
+  FitBounds b;
+  b.max_bw_gbs = kPeakHeadroom * gpu.mem_bw_gbs;
+  b.max_tflops = kPeakHeadroom * std::max(gpu.bf16_tflops, gpu.fp8_tflops);
+  return b;
+}
+
+}  // namespace
+
+FittedModel fit_model(const std::vector<FitSample>& samples, bool has_flops, const FitBounds& bounds, bool has_geometry) {
+  std::vector<FitSample> s;
+  for (const FitSample& p : samples)
+    if (p.us > 0 && std::isfinite(p.us) && p.features.bytes >= 0) s.push_back(p);
+  if (s.size() < 3) throw std::invalid_argument("fit_model: fewer than 3 usable samples");
+  FittedModel f = has_geometry ? geometry_fit(s, bounds) : simplex_fit(s, FitShape{has_flops, false}, bounds);
   f.points = static_cast<int>(s.size());
   double sq = 0;
   for (const FitSample& p : s) {
@@ -107,7 +223,7 @@ std::map<std::string, std::vector<FitSample>> fit_samples(const CalibrationReque
   std::map<std::string, std::vector<FitSample>> out;
   auto add = [&](const Op& op, double us, bool fused) {
     if (!(us > 0) || !std::isfinite(us)) return;
-    const std::string key = fitted_model_key(op, fused);
+    const std::string key = fitted_model_key(op, sms, fused);
     if (key.empty()) return;
     out[key].push_back({fitted_features(op, sms, fused), us});
   };
@@ -120,11 +236,40 @@ std::map<std::string, std::vector<FitSample>> fit_samples(const CalibrationReque
   return out;
 }
 
+std::map<std::string, std::vector<FitSample>> attention_table_samples(const Calibration& cal, int sms) {
+  std::map<std::string, std::vector<FitSample>> out;
+  for (const auto& [key, points] : cal.attention) {
+    const std::size_t q = key.rfind(":q");
+    if (!valid_attention_key(key) || q == std::string::npos) continue;
+    Op op;
+    op.kind = OpKind::attention;
+    op.name = "table_attention";
+    op.variant = key.rfind("mla:", 0) == 0 ? AttentionVariant::mla : AttentionVariant::gqa;
+    long long f[4] = {0, 0, 0, 0};
+    if (std::sscanf(key.c_str() + 4, "%lld:%lld:%lld:q%lld", &f[0], &f[1], &f[2], &f[3]) != 4) continue;
+    op.heads = f[0];
+    if (op.variant == AttentionVariant::mla) op.kv_lora_rank = f[1], op.rope_dim = f[2];
+    else op.kv_heads = f[1], op.head_dim = f[2];
+    op.q_tokens = f[3];
+    for (const SizeCalPoint& p : points) {
+      if (!(p.us > 0) || !std::isfinite(p.us) || p.size < op.q_tokens) continue;
+      op.kv_len = p.size;
+      out[fitted_model_key(op, sms)].push_back({fitted_features(op, sms), p.us});
+    }
+  }
+  return out;
+}
+
+std::map<std::string, FittedModel> refit_attention_tables(const Calibration& cal, const GpuSpec& gpu) {
+  std::map<std::string, FittedModel> out;
+  for (const auto& [key, samples] : attention_table_samples(cal, gpu.sms))
+    if (samples.size() >= kMinFitPoints) out[key] = fit_model(samples, true, fit_bounds(gpu), true);
+  return out;
+}
+
 std::map<std::string, FittedModel> fit_compute_models(const CalibrationRequest& q, const CalibrationMeasurements& m,
                                                       const GpuSpec& gpu, bool attention_geometry) {
-  FitBounds b;
-  b.max_bw_gbs = kPeakHeadroom * gpu.mem_bw_gbs;
-  b.max_tflops = kPeakHeadroom * std::max(gpu.bf16_tflops, gpu.fp8_tflops);
+  const FitBounds b = fit_bounds(gpu);
   std::map<std::string, FittedModel> out;
   for (const auto& [key, samples] : fit_samples(q, m, gpu.sms))
     if (samples.size() >= kMinFitPoints) out[key] = fit_model(samples, fitted_model_has_flops(key), b,

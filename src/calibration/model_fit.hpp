@@ -38,6 +38,12 @@ FittedModel fit_model(const std::vector<FitSample>& samples, bool has_flops, con
 std::map<std::string, std::vector<FitSample>> fit_samples(const CalibrationRequest& q, const CalibrationMeasurements& m,
                                                           int sms);
 
+// The one-request attention points a calibration keeps in its tables ("gqa:32:8:128:q4" → µs by
+// kv_len), as the ops calibrate measured (one causal request) and their samples, by fitted key
+// (attention:gqa, attention:gqa:decode, ...). Tables without a query-token count are left out.
+// The attention models can be refitted from a calibration file with them (refit_attention_tables).
+std::map<std::string, std::vector<FitSample>> attention_table_samples(const Calibration& cal, int sms);
+
 // Every key with at least kMinFitPoints samples, fitted; the GPU's peaks (times 1.5, for what L2
 // and clocks above base give) bound the rates.
 inline constexpr std::size_t kMinFitPoints = 4;
@@ -46,5 +52,9 @@ inline constexpr std::size_t kMinFitPoints = 4;
 // other kinds, with the geometry terms 0.
 std::map<std::string, FittedModel> fit_compute_models(const CalibrationRequest& q, const CalibrationMeasurements& m,
                                                       const GpuSpec& gpu, bool attention_geometry = true);
+
+// The one-request attention models fitted again from a calibration's attention tables (the batch
+// points are not kept in a calibration file): keys with at least kMinFitPoints points.
+std::map<std::string, FittedModel> refit_attention_tables(const Calibration& cal, const GpuSpec& gpu);
 
 }  // namespace eaglesim

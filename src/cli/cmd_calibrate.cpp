@@ -188,8 +188,9 @@ void run_calibrate_command(const CalibrateArgs& a) {
                            key, f.fixed_us, f.bw_gbs, f.tflops > 0 ? fmt::format(", flops / {:.0f} TFLOP/s", f.tflops) : "",
                            f.points, 100 * f.rms_residual, 100 * f.max_residual));
     if (fitted_model_has_geometry(key))
-      q.progress(fmt::format("fitted {}: launch geometry + waves x {:.2f} us, busiest CTA / {:.1f} GB/s, combine "
-                             "{:.2f} us", key, f.wave_us, f.block_bw_gbs, f.combine_us));
+      q.progress(fmt::format("fitted {}: launch geometry + waves x {:.2f} us, busiest CTA / {:.1f} GB/s + its tile "
+                             "FLOPs / {:.2f} TFLOP/s, combine {:.2f} us + partials / {:.0f} GB/s",
+                             key, f.wave_us, f.block_bw_gbs, f.block_tflops, f.combine_us, f.combine_gbs));
   }
   // Kinds without enough points here (no MLA model in the grid) keep the base preset's fit.
   for (const auto& [key, f] : base->calibration.fitted) topo.calibration.fitted.emplace(key, f);

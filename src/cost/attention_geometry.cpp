@@ -51,6 +51,7 @@ AttentionGeometry verify_geometry(const VerifyAttentionShape& shape, const std::
   for (const VerifyAttentionWorkItem& w : plan.work) items.emplace_back(w.kv_end - w.kv_begin, per_item);
   g.crit_tokens = list_schedule_tokens(items, g.slots);
   g.rows_computed = static_cast<double>(plan.kernel.row_chunks) * plan.kernel.rows_per_block;
+  g.rows_per_block = plan.kernel.rows_per_block;
   g.combine = !plan.combine.empty();
   g.partial_bytes = static_cast<double>(plan.num_slots) * shape.q_tokens * shape.heads * (4.0 * shape.head_dim_v + 4.0);
   g.block_bytes_per_token = shape.kind == VerifyAttentionKind::mla ? 2.0 * shape.head_dim_qk
@@ -78,6 +79,7 @@ AttentionGeometry decode_geometry(const Op& op, int sms) {
   g.active_sms = std::min<double>(g.blocks, sms);
   g.crit_tokens = g.waves * s.split_len;
   g.rows_computed = static_cast<double>(s.row_blocks) * kDecodeAttentionRowsPerBlock;
+  g.rows_per_block = kDecodeAttentionRowsPerBlock;
   g.combine = true;  // the decode kernel always runs its combine
   g.partial_bytes = batch * s.splits * static_cast<double>(op.q_tokens) * heads * (dv + 2.0) * 4.0;
   g.block_bytes_per_token = mla ? 2.0 * dk : 2.0 * (dk + dv);

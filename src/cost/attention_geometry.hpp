@@ -46,6 +46,7 @@ struct AttentionGeometry {
   double active_sms = 0;      // SMs with a block (min(blocks, SMs): the scheduler spreads first)
   double crit_tokens = 0;     // KV positions the busiest slot streams (list schedule, longest first)
   double rows_computed = 0;   // query rows per KV head the tiles compute (row blocks x rows per block)
+  double rows_per_block = 0;  // query rows one CTA computes (its tile's rows, padding included)
   bool combine = false;       // a second kernel merges split partials
   double partial_bytes = 0;   // fp32 partials + log-sum-exp written by the splits (read again by the combine)
   double block_bytes_per_token = 0;  // K/V bytes one block reads per KV position

@@ -226,7 +226,7 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
   switch (op.kind) {
     case OpKind::gemm:
     case OpKind::lm_head: {
-      if (const FittedModel* fit = find_fitted(topo, fitted_model_key(op))) {
+      if (const FittedModel* fit = find_fitted_model(op, topo)) {
         const std::vector<SizeCalPoint> family = gemm_family(cal, op);
         auto at = [&](double m) {
           Op o = op;
@@ -249,7 +249,7 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
       // A table measured at this op's query-token count first, then one for any q_tokens.
       const auto* table = find_table(cal.attention, attention_calibration_key_q(op));
       if (!table) table = find_table(cal.attention, attention_calibration_key(op));
-      if (const FittedModel* fit = find_fitted(topo, fitted_model_key(op))) {
+      if (const FittedModel* fit = find_fitted_model(op, topo)) {
         auto at = [&](double total) { return fitted_us(*fit, fitted_features(with_kv_total(op, total), topo.gpu.sms)); };
         return corrected(fitted_us(*fit, fitted_features(op, topo.gpu.sms)), table, op.kv_len_total(), at);
       }

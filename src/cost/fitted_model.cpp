@@ -28,14 +28,18 @@ double wave_efficiency(double m, double n, int sms) {
 
 }  // namespace
 
-std::string fitted_model_key(const Op& op, bool fused_add_norm) {
+std::string fitted_model_key(const Op& op, int sms, bool fused_add_norm) {
   switch (op.kind) {
     case OpKind::gemm:
     case OpKind::lm_head: return std::string("gemm:") + to_string(op.dtype);
-    // A batch of requests runs many more CTAs than one request over the same positions, so it
-    // has its own fit ("attention:gqa:batch"); fitted_cost falls back to the one-request fit.
-    case OpKind::attention:
-      return std::string("attention:") + to_string(op.variant) + (op.batch > 1 ? std::string(kBatchFitSuffix) : std::string());
+    // A batch of requests runs many more CTAs than one request over the same positions, and the
+    // split-KV decode kernel (one request the verify kernel does not take) computes on CUDA
+    // cores: each has its own fit; find_fitted_model falls back to the one-request fit.
+    case OpKind::attention: {
+      const std::string base = std::string("attention:") + to_string(op.variant);
+      if (op.batch > 1) return base + std::string(kBatchFitSuffix);
+      return attention_geometry(op, sms).verify_kernel ? base : base + std::string(kDecodeFitSuffix);
+    }
     case OpKind::rmsnorm: return fused_add_norm ? std::string("elementwise:") + kAddRmsnormTable : "elementwise:rmsnorm";
     case OpKind::residual_add:
     case OpKind::act:
@@ -56,6 +60,8 @@ FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
     }
     case OpKind::attention: {
       const AttentionGeometry g = attention_geometry(op, sms);
+      const VerifyAttentionShape dims = verify_attention_shape(op);
+      const std::pair<double, double> head_dims{dims.head_dim_qk, dims.head_dim_v};
       const double group = op.variant == AttentionVariant::mla
                                ? static_cast<double>(op.heads)
                                : static_cast<double>(op.heads) / static_cast<double>(std::max<std::int64_t>(1, op.kv_heads));
@@ -65,7 +71,9 @@ FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
       f.flops = op.flops() * std::max(rows, g.rows_computed) / rows / sm_share;
       f.waves = g.waves;
       f.crit_bytes = g.crit_tokens * g.block_bytes_per_token;
+      f.crit_flops = g.crit_tokens * g.rows_per_block * 2.0 * (head_dims.first + head_dims.second);
       f.combine = g.combine ? 1.0 : 0.0;
+      f.combine_bytes = g.combine ? 2.0 * g.partial_bytes : 0.0;
       return f;
     }
     default:
@@ -77,19 +85,27 @@ FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
 double fitted_us(const FittedModel& model, const FittedFeatures& f) {
   const double memory = f.bytes / (model.bw_gbs * 1e3);
   const double compute = model.tflops > 0 ? f.flops / (model.tflops * 1e6) : 0.0;
-  const double block = model.block_bw_gbs > 0 ? f.crit_bytes / (model.block_bw_gbs * 1e3) : 0.0;
-  return model.fixed_us + f.waves * model.wave_us + std::max({memory, compute, block}) + f.combine * model.combine_us;
+  const double block = (model.block_bw_gbs > 0 ? f.crit_bytes / (model.block_bw_gbs * 1e3) : 0.0) +
+                       (model.block_tflops > 0 ? f.crit_flops / (model.block_tflops * 1e6) : 0.0);
+  const double partials = model.combine_gbs > 0 ? f.combine_bytes / (model.combine_gbs * 1e3) : 0.0;
+  return model.fixed_us + f.waves * model.wave_us + std::max({memory, compute, block}) + f.combine * model.combine_us +
+         partials;
+}
+
+const FittedModel* find_fitted_model(const Op& op, const Topology& topo, bool fused_add_norm) {
+  const std::string key = fitted_model_key(op, topo.gpu.sms, fused_add_norm);
+  if (key.empty()) return nullptr;
+  const auto& fitted = topo.calibration.fitted;
+  auto it = fitted.find(key);
+  if (it == fitted.end() && op.kind == OpKind::attention)
+    it = fitted.find(std::string("attention:") + to_string(op.variant));
+  return it == fitted.end() ? nullptr : &it->second;
 }
 
 std::optional<double> fitted_cost(const Op& op, const Topology& topo, bool fused_add_norm) {
-  const std::string key = fitted_model_key(op, fused_add_norm);
-  if (key.empty()) return std::nullopt;
-  auto it = topo.calibration.fitted.find(key);
-  if (it == topo.calibration.fitted.end() && key.size() > kBatchFitSuffix.size() &&
-      key.compare(key.size() - kBatchFitSuffix.size(), kBatchFitSuffix.size(), kBatchFitSuffix) == 0)
-    it = topo.calibration.fitted.find(key.substr(0, key.size() - kBatchFitSuffix.size()));
-  if (it == topo.calibration.fitted.end()) return std::nullopt;
-  return fitted_us(it->second, fitted_features(op, topo.gpu.sms, fused_add_norm));
+  const FittedModel* fit = find_fitted_model(op, topo, fused_add_norm);
+  if (!fit) return std::nullopt;
+  return fitted_us(*fit, fitted_features(op, topo.gpu.sms, fused_add_norm));
 }
 
 }  // namespace eaglesim

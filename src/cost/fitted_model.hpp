@@ -15,11 +15,17 @@
 //     written and read back. The attention models add the launch geometry of
 //     cost/attention_geometry.hpp (the grid the replay's kernel launches, from the same planner):
 //       us = fixed_us + waves · wave_us
-//            + max(bytes / bw_gbs, flops_effective / tflops, busiest CTA's bytes / block_bw_gbs)
-//            + (splits merged ? combine_us : 0)
-//     waves: the grid's CTAs over the GPU's resident slots, rounded up; the busiest CTA's bytes:
-//     the KV positions the busiest slot streams one block after another, times a block's K/V
-//     bytes per position (a grid too small to fill the GPU is bound by what a block streams).
+//            + max(bytes / bw_gbs, flops_effective / tflops,
+//                  crit_bytes / block_bw_gbs + crit_flops / block_tflops)
+//            + (splits merged ? combine_us + combine_bytes / combine_gbs : 0)
+//     waves: the grid's CTAs over the GPU's resident slots, rounded up; the busiest CTA: the KV
+//     positions the busiest slot streams one block after another, times a block's K/V bytes per
+//     position (crit_bytes) and times the FLOPs its tile spends per position (crit_flops: rows
+//     per block x 2 (dk + dv), padding included) — a grid too small to fill the GPU is bound by
+//     what one block streams and computes in turn, and a 64-row tile costs more per position than
+//     a 16-row one. combine_bytes: the fp32 partials the splits write and the combine reads.
+//     One request on the verify kernel, a batch, and one request on the split-KV decode kernel
+//     each have their own fit (fitted_model_key): the same formula, different kernels.
 //   - elementwise kinds: bytes only (op_traffic; add_rmsnorm: the fused kernel's traffic).
 #include <optional>
 #include <string>
@@ -36,18 +42,26 @@ struct FittedFeatures {
   // Attention's launch geometry (0 for the other kinds).
   double waves = 0;
   double crit_bytes = 0;  // bytes the busiest slot streams one block after another
+  double crit_flops = 0;  // FLOPs its tiles spend over those positions (rows per block, padding included)
   double combine = 0;     // 1 when a combine pass merges split partials
+  double combine_bytes = 0;  // the partials written by the splits and read by the combine (0 without one)
 };
 
-// The Calibration::fitted key that prices `op` ("gemm:bf16", "attention:gqa", "elementwise:act"),
-// or "" for kinds no fitted model covers (grouped_gemm, allreduce, other, the per-cycle ops).
+// The Calibration::fitted key that prices `op` ("gemm:bf16", "attention:gqa", "attention:gqa:batch",
+// "attention:gqa:decode", "elementwise:act"), or "" for kinds no fitted model covers
+// (grouped_gemm, allreduce, other, the per-cycle ops). `sms`: the GPU's, for the attention kernel
+// the shape runs on.
 // `fused_add_norm`: the op is the rmsnorm of a residual add + RMSNorm run as one kernel.
-std::string fitted_model_key(const Op& op, bool fused_add_norm = false);
+std::string fitted_model_key(const Op& op, int sms, bool fused_add_norm = false);
+
+// The topology's fitted model for `op`: its key's, else (a batch or decode-kernel key without a
+// fit of its own) the one-request fit of its variant; nullptr when neither is there.
+const FittedModel* find_fitted_model(const Op& op, const Topology& topo, bool fused_add_norm = false);
 
 // The formula's inputs for `op` on a GPU with `sms` streaming multiprocessors.
 FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm = false);
 
-// fixed + waves · wave_us + max(bytes / bw, flops / tflops, crit_bytes / block_bw) + combine · combine_us, µs.
+// The formula above, µs; a rate of 0 leaves its term out (bw_gbs must be positive).
 double fitted_us(const FittedModel& model, const FittedFeatures& f);
 
 // The fitted model's µs for `op` when the topology has the model of its key, else nothing.

@@ -4,6 +4,14 @@
 
 namespace eaglesim {
 
+namespace {
+
+bool has_geometry_terms(const FittedModel& f) {
+  return f.wave_us > 0 || f.block_bw_gbs > 0 || f.block_tflops > 0 || f.combine_us > 0 || f.combine_gbs > 0;
+}
+
+}  // namespace
+
 std::string format_fitted_models(const Topology& topo) {
   const auto& fitted = topo.calibration.fitted;
   if (fitted.empty()) return "";
@@ -18,10 +26,10 @@ std::string format_fitted_models(const Topology& topo) {
                        100 * f.max_residual);
   // The attention models' launch-geometry terms (cost/fitted_model.hpp), one line each.
   for (const auto& [key, f] : fitted)
-    if (f.wave_us > 0 || f.block_bw_gbs > 0 || f.combine_us > 0)
-      out += fmt::format("  {}: + waves x {:.2f} us, busiest CTA's bytes / {:.1f} GB/s inside the max, + {:.2f} us "
-                         "when splits are combined\n",
-                         key, f.wave_us, f.block_bw_gbs, f.combine_us);
+    if (has_geometry_terms(f))
+      out += fmt::format("  {}: + waves x {:.2f} us, busiest CTA's bytes / {:.1f} GB/s + its tile FLOPs / {:.2f} "
+                         "TFLOP/s inside the max, + {:.2f} us + partials / {:.0f} GB/s when splits are combined\n",
+                         key, f.wave_us, f.block_bw_gbs, f.block_tflops, f.combine_us, f.combine_gbs);
   return out;
 }
 
@@ -31,10 +39,12 @@ nlohmann::json fitted_models_json(const Topology& topo) {
     nlohmann::json e{{"fixed_us", f.fixed_us}, {"bw_gbs", f.bw_gbs}, {"points", f.points},
                      {"rms_residual", f.rms_residual}, {"max_residual", f.max_residual}};
     if (f.tflops > 0) e["tflops"] = f.tflops;
-    if (f.wave_us > 0 || f.block_bw_gbs > 0 || f.combine_us > 0) {
+    if (has_geometry_terms(f)) {
       e["wave_us"] = f.wave_us;
       e["block_bw_gbs"] = f.block_bw_gbs;
+      e["block_tflops"] = f.block_tflops;
       e["combine_us"] = f.combine_us;
+      e["combine_gbs"] = f.combine_gbs;
     }
     j[key] = e;
   }

@@ -15,7 +15,8 @@ const std::vector<std::string>& fitted_model_keys() {
                                              "attention:mla",       "elementwise:rmsnorm",
                                              "elementwise:residual_add", "elementwise:act",
                                              "elementwise:embedding",    std::string("elementwise:") + kAddRmsnormTable,
-                                             "attention:gqa:batch",      "attention:mla:batch"};
+                                             "attention:gqa:batch",      "attention:mla:batch",
+                                             "attention:gqa:decode",     "attention:mla:decode"};
   return keys;
 }
 

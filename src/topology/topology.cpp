@@ -127,7 +127,9 @@ ojson fitted_json(const std::map<std::string, FittedModel>& fitted) {
     if (fitted_model_has_geometry(key)) {
       j["wave_us"] = f.wave_us;
       j["block_bw_gbs"] = f.block_bw_gbs;
+      j["block_tflops"] = f.block_tflops;
       j["combine_us"] = f.combine_us;
+      j["combine_gbs"] = f.combine_gbs;
     }
     j["points"] = f.points;
     j["rms_residual"] = f.rms_residual;

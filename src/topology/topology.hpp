@@ -84,7 +84,9 @@ struct FittedModel {
   // (cost/attention_geometry.hpp). 0 leaves the term out.
   double wave_us = 0;        // per wave of CTAs over the GPU's resident slots
   double block_bw_gbs = 0;   // what one CTA streams on its own (the busiest slot's bytes at it)
+  double block_tflops = 0;   // what one CTA computes on its own (the busiest slot's tile FLOPs at it)
   double combine_us = 0;     // the combine pass that merges split partials (its launch and rounds)
+  double combine_gbs = 0;    // the split partials written and merged again (combine_bytes at it)
   int points = 0;            // measured points it was fitted to
   double rms_residual = 0;   // sqrt(mean((fit / measured - 1)^2))
   double max_residual = 0;   // max |fit / measured - 1|

@@ -119,8 +119,8 @@ TEST(FittedModel, BatchAttentionHasItsOwnFitAndFallsBack) {
   Op b = gqa(4, 4096);
   b.batch = 8;
   b.kv_len = 4096;
-  EXPECT_EQ(fitted_model_key(b, false), "attention:gqa:batch");
-  EXPECT_EQ(fitted_model_key(gqa(4, 4096), false), "attention:gqa");
+  EXPECT_EQ(fitted_model_key(b, kSms, false), "attention:gqa:batch");
+  EXPECT_EQ(fitted_model_key(gqa(4, 4096), kSms, false), "attention:gqa");
   ASSERT_TRUE(fitted_cost(b, t, false).has_value());
   EXPECT_DOUBLE_EQ(*fitted_cost(b, t, false), fitted_us(t.calibration.fitted["attention:gqa"], fitted_features(b, t.gpu.sms)));
   t.calibration.fitted["attention:gqa:batch"] = model(9.0, 4000, 300);
