@@ -132,6 +132,8 @@ TEST(EngineDispatchCli, BenchCommSimNcclChannels) {
   const CliResult eight = run_cli(cmd + " --nccl-channels 8");
   ASSERT_EQ(eight.exit_code, 0) << eight.err;
   expect_contains(eight.out, "  33554432   16777216  bf16 |  1591.76  1591.76   21.08   36.89 |");
+  expect_contains(eight.out, "# NCCL on 8 channels (--nccl-channels: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = 8)\n");
+  EXPECT_EQ(def.out.find("# NCCL on"), std::string::npos);
   const CliResult bad = run_cli(cmd + " --nccl-channels 0");
   EXPECT_EQ(bad.exit_code, 2);
   expect_contains(bad.err, "--nccl-channels");
