@@ -12,7 +12,9 @@
 // extra latency on every step; without P2P every step is a device->host->device staging
 // (links.host_staging latency). The reported cost also lets each step's hop latency overlap the
 // previous step's transfer, as NCCL's sliced steps do (pipelined_us below), where NCCL's own
-// estimate adds them. The choice itself still follows NCCL's estimate.
+// estimate adds them. Over PCIe with P2P the Simple protocol runs on the channels NCCL's topology
+// search builds (comm/nccl_channels.hpp), each at most a fitted per-channel rate: too few of them
+// leave the links idle, as on two AMD sockets. The choice itself still follows NCCL's estimate.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
