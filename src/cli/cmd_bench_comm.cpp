@@ -144,6 +144,7 @@ void add_bench_comm(CLI::App& app) {
     std::string gemm = "4,4096,7168";
     std::string engine_options;
     int ranks = 0;
+    int nccl_channels = 0;
     int iters = 20;
     double timeout_s = 30;
     std::string json, csv;
@@ -169,6 +170,10 @@ void add_bench_comm(CLI::App& app) {
   cmd->add_option("--gemm", opt->gemm, "cuda: in-context GEMM shape M,N,K (bf16)")->capture_default_str();
   cmd->add_option("--timeout", opt->timeout_s, "cuda: seconds an allreduce may wait for a peer before failing")
       ->capture_default_str();
+  cmd->add_option("--nccl-channels", opt->nccl_channels,
+                  "sim: price NCCL on this many channels, as NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS would run it "
+                  "(default: the channels NCCL's search picks)")
+      ->check(CLI::Range(1, 64));
   add_engine_option_flag(cmd, opt->engine_options);
   cmd->add_option("--json", opt->json, "Also write the results as JSON to this file");
   cmd->add_option("--csv", opt->csv, "Also write the results as CSV to this file");
@@ -198,6 +203,7 @@ void add_bench_comm(CLI::App& app) {
       p.strategies = strategies;
       p.sizes = sizes;
       p.dtype = dtype;
+      p.nccl.channels = opt->nccl_channels;
       p.engine = &engine;
       r = predict_comm_bench(p);
     } else {
@@ -208,6 +214,9 @@ void add_bench_comm(CLI::App& app) {
                                       measured_all(), "cuda");
       if (!opt->engine_options.empty())
         throw InputError("--engine-option: the engine strategies run in bench-comm --backend sim (and in run)");
+      if (opt->nccl_channels != 0)
+        throw InputError("--nccl-channels: for --backend sim; measuring, set NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS "
+                         "in the environment");
       q.dtype = dtype;
       q.sizes = sizes;
       q.ranks = opt->ranks;

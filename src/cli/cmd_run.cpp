@@ -54,6 +54,7 @@ struct RunArgs {
   int draft_tokens = 0;
   int ranks = 0;
   std::string nccl_algo, nccl_proto;
+  int nccl_channels = 0;
   std::string skew_us, rank_slowdown;
   std::string op_times = "auto";
   std::string engine_options;  // --engine-option: the engine strategies' launch options
@@ -156,6 +157,7 @@ void run(const RunArgs& a) {
   req.options.ranks = a.ranks;
   req.options.nccl.algo = a.nccl_algo;
   req.options.nccl.proto = a.nccl_proto;
+  req.options.nccl.channels = a.nccl_channels;
   if (!a.skew_us.empty()) req.options.rank_skew_us = parse_per_rank(a.skew_us, "--skew-us");
   if (!a.rank_slowdown.empty()) req.options.rank_compute_scale = parse_per_rank(a.rank_slowdown, "--rank-slowdown");
   req.options.op_times = a.op_times;
@@ -225,6 +227,9 @@ void add_run(CLI::App& app) {
   cmd->add_option("--nccl-algo", a->nccl_algo, "Force the NCCL model's algorithm")->check(CLI::IsMember({"ring", "tree"}));
   cmd->add_option("--nccl-proto", a->nccl_proto, "Force the NCCL model's protocol")
       ->check(CLI::IsMember({"LL", "LL128", "Simple"}));
+  cmd->add_option("--nccl-channels", a->nccl_channels,
+                  "Run NCCL on this many channels (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS; default: as NCCL's search)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--skew-us", a->skew_us, "sim: per-rank start offsets in us, e.g. 0,0,5,0,0,0,0,20");
   cmd->add_option("--rank-slowdown", a->rank_slowdown, "sim: per-rank compute slowdown factors, e.g. 1,1,1.1,1,1,1,1,1");
   cmd->add_option("--op-times", a->op_times,

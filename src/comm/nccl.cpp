@@ -12,15 +12,19 @@
 // extra latency on every step; without P2P every step is a device->host->device staging
 // (links.host_staging latency). The reported cost also lets each step's hop latency overlap the
 // previous step's transfer, as NCCL's sliced steps do (pipelined_us below), where NCCL's own
-// estimate adds them. The choice itself still follows NCCL's estimate.
+// estimate adds them. Over PCIe with P2P the Simple protocol runs on the channels NCCL's topology
+// search builds (comm/nccl_channels.hpp), each at most a fitted per-channel rate: too few of them
+// leave the links idle, as on two AMD sockets. The choice itself still follows NCCL's estimate.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "comm/modelled_communicator.hpp"
+#include "comm/nccl_channels.hpp"
 #include "comm/nccl_constants.hpp"
 #include "comm/strategies.hpp"
 #include "core/errors.hpp"
@@ -42,6 +46,14 @@ const char* kAlgoNames[2] = {"tree", "ring"};
 // same shortfall on 8 x RTX 4090. Not applied over NVLink, where the presets' link rates are
 // already what NCCL reaches.
 constexpr double kPcieSimpleEfficiency = 0.76;
+// What one channel of the Simple protocol moves over PCIe P2P on its own, as ring busBW, per 256
+// threads: 11.1 GB/s, fitted to all_reduce_perf at 32 MiB on 8 x RTX PRO 6000 on the root ports
+// of two AMD Turin CPUs with NCCL's defaults, 22.2 GB/s on the 2 channels of 256 threads NCCL
+// runs there (comm/nccl_channels.hpp; voipmonitor/rtx6kpro hardware/pcie-bandwidth.md, 'Festr').
+// Taken to scale with the threads: a 512-thread channel 22.2. The switch servers' 4 channels of
+// 512 threads then stay bound by their links, as their default-channel 40.1 GB/s at 32 MiB shows
+// (same page, 'Grimulkan'), and so do the 8 channels of NCCL_MIN_NCHANNELS=8 (37.6).
+constexpr double kPcieSimpleChannelGbsPer256Threads = 11.1;
 const char* kProtoNames[3] = {"LL", "LL128", "Simple"};
 
 std::string lower(std::string s) {
@@ -97,7 +109,7 @@ Ring ring_of(const Topology& t, int n) {
   return ring;
 }
 
-Estimate estimate(const CommQuery& q, const Ring& ring, Algo a, Proto p) {
+Estimate estimate(const CommQuery& q, const Ring& ring, const std::optional<RingPlan>& plan, Algo a, Proto p) {
   const Topology& t = *q.topo;
   const int n = q.ranks;
   const double bytes = static_cast<double>(q.bytes);
@@ -105,16 +117,30 @@ Estimate estimate(const CommQuery& q, const Ring& ring, Algo a, Proto p) {
   const ArchCaps caps = arch_caps(t.gpu.arch);
 
   const double ring_bw = ring.bw_gbs;
-  int channels = q.nccl.channels > 0
-                     ? q.nccl.channels
-                     : std::clamp(static_cast<int>(std::ceil(ring_bw / caps.tree_per_ch)), 2, 32);
+  // Enough channels of the architecture's per-channel tree rate to carry the ring, 2 to 32: the
+  // split of the ring the small-message rows (LL) were fitted with. Where one channel's own rate
+  // binds, the Simple protocol over PCIe P2P, the channels are those NCCL's search gives
+  // (comm/nccl_channels.hpp).
+  const bool planned = plan && p == kSimple;
+  int channels = q.nccl.channels > 0 ? q.nccl.channels
+                 : planned          ? plan->channels
+                                    : std::clamp(static_cast<int>(std::ceil(ring_bw / caps.tree_per_ch)), 2, 32);
   const double per_channel_bw = ring_bw / channels;
   // Small messages run on fewer channels (NCCL drops channels below a per-thread work threshold).
   double threshold = kThreadThresholdBytes[p] * (a == kRing && p == kLL ? n : 1);
   int used = std::clamp(static_cast<int>(bytes / (kThreads[p] * threshold)), 1, channels);
 
   double bus = used * per_channel_bw;
-  if (p == kSimple && !nvlink && t.p2p) bus *= kPcieSimpleEfficiency;
+  // The share of that bus bandwidth the channels reach on their own: below 1 where NCCL runs
+  // too few Simple channels to fill the PCIe links. NCCL's estimate does not know it (its
+  // bandwidth is the rings' planned speed, the same for every protocol), so it prices only the
+  // reported cost, not the choice.
+  double channel_share = 1.0;
+  if (p == kSimple && !nvlink && t.p2p) {
+    bus *= kPcieSimpleEfficiency;
+    if (plan)
+      channel_share = std::min(1.0, used * kPcieSimpleChannelGbsPer256Threads * plan->simple_threads / 256.0 / bus);
+  }
   double alg_bw;
   if (a == kRing) {
     if (p == kLL) bus = std::min(caps.ll_max_bw, bus * kRingLLFactor);
@@ -140,9 +166,9 @@ Estimate estimate(const CommQuery& q, const Ring& ring, Algo a, Proto p) {
   e.algo = a;
   e.proto = p;
   e.channels = used;
-  double transfer = bytes / (alg_bw * 1e3);
+  const double transfer = bytes / (alg_bw * 1e3);
   e.nccl_us = nccl_latency + transfer;
-  e.us = pipelined_us(kBaseLatUs[a][p], steps, kHwLatUs[hw][a][p] + ring.extra_per_step, transfer);
+  e.us = pipelined_us(kBaseLatUs[a][p], steps, kHwLatUs[hw][a][p] + ring.extra_per_step, transfer / channel_share);
   return e;
 }
 
@@ -180,12 +206,14 @@ class NcclCommunicator final : public ModelledCommunicator {
     const bool ll128_default = uses_nvlink(*q.topo) && q.topo->p2p;
 
     const Ring ring = ring_of(*q.topo, q.ranks);
+    std::optional<RingPlan> plan;
+    if (plans_pcie_rings(*q.topo)) plan = plan_pcie_rings(*q.topo, q.ranks);
     Estimate best;
     best.nccl_us = std::numeric_limits<double>::infinity();
     for (Algo a : algos)
       for (Proto p : protos) {
         if (p == kLL128 && !ll128_default && !forced_proto) continue;
-        Estimate e = estimate(q, ring, a, p);
+        Estimate e = estimate(q, ring, plan, a, p);
         if (e.nccl_us < best.nccl_us) best = e;
       }
     std::string detail = fmt::format("{}/{} {}ch", kAlgoNames[best.algo], kProtoNames[best.proto], best.channels);

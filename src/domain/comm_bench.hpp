@@ -42,6 +42,7 @@ struct CommBenchResult {
   // How the figures were made, for the printers.
   bool predicted = false;       // the cost models on `topology`, not GPUs
   std::string topology;         // predicted: the topology's name
+  int nccl_channels = 0;        // predicted: channels NCCL was priced on (0: those NCCL's search gives)
   std::vector<std::string> strategies;  // the columns, in order
   int replays = 0;              // measured: timed graph replays per figure
   int gemm_m = 0, gemm_n = 0, gemm_k = 0;  // measured: the in-context GEMM

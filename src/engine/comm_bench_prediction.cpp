@@ -27,6 +27,7 @@ CommBenchResult predict_comm_bench(const CommBenchPrediction& p) {
   CommBenchResult r;
   r.predicted = true;
   r.topology = topo.name;
+  r.nccl_channels = p.nccl.channels;
   r.device = fmt::format("{} x {}", ranks, topo.gpu.name);
   r.ranks = ranks;
   r.dtype = p.dtype;

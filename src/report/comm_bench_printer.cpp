@@ -89,6 +89,9 @@ std::string predicted_header(const CommBenchResult& r) {
        "step (with them where they cover the size, else the same)\n";
   s += "# busBW = algBW * 2(n-1)/n (GB/s); engine strategies: the path that engine takes for a plain allreduce of "
        "the size (no RMSNorm after it: no fusion)\n";
+  if (r.nccl_channels > 0)
+    s += fmt::format("# NCCL on {} channels (--nccl-channels: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = {})\n",
+                     r.nccl_channels, r.nccl_channels);
   return s;
 }
 
@@ -149,6 +152,7 @@ nlohmann::json comm_bench_json(const CommBenchResult& r) {
   if (r.predicted) {
     j["backend"] = "sim";
     j["topology"] = r.topology;
+    if (r.nccl_channels > 0) j["nccl_channels"] = r.nccl_channels;
   }
   j["ranks"] = r.ranks;
   j["dtype"] = to_string(r.dtype);

@@ -17,6 +17,13 @@ const std::vector<std::string>& interconnect_names() {
 }
 const char* to_string(Interconnect ic) { return interconnect_names()[static_cast<int>(ic)].c_str(); }
 
+const std::vector<std::string>& cpu_kind_names() {
+  static const std::vector<std::string> names{"unknown",      "amd", "intel-broadwell", "intel-skylake",
+                                              "intel-sapphire-rapids", "intel-emerald-rapids", "arm", "power9"};
+  return names;
+}
+const char* to_string(CpuKind c) { return cpu_kind_names()[static_cast<int>(c)].c_str(); }
+
 const std::vector<std::string>& gpu_arch_names() {
   static const std::vector<std::string> names{"volta", "ampere", "ada", "hopper", "blackwell"};
   return names;
@@ -198,6 +205,7 @@ std::string topology_to_string(const Topology& t) {
   if (t.acs) j["acs"] = true;
   if (!t.switch_groups.empty()) j["switch_groups"] = t.switch_groups;
   if (!t.socket_of_gpu.empty()) j["socket_of_gpu"] = t.socket_of_gpu;
+  if (t.cpu != CpuKind::unknown) j["cpu"] = to_string(t.cpu);
   if (!t.layout_source.empty()) j["layout_source"] = t.layout_source;
   ojson links = ojson::object();
   if (t.nvlink.present()) links["nvlink"] = link_json(t.nvlink);

@@ -55,6 +55,13 @@ enum class Interconnect { nvswitch, nvlink_mesh, pcie_switch, pcie_root_complex,
 const char* to_string(Interconnect ic);
 const std::vector<std::string>& interconnect_names();
 
+// The host CPUs, in the classes NCCL tells apart when it rates the link between sockets
+// (NVIDIA/nccl src/graph/topo.cc, ncclTopoGetInterCpuBw): NCCL plans its rings against that rating,
+// not against the link's real bandwidth (comm/nccl_channels.hpp). unknown: the file does not say.
+enum class CpuKind { unknown, amd, intel_broadwell, intel_skylake, intel_sapphire_rapids, intel_emerald_rapids, arm, power9 };
+const char* to_string(CpuKind c);
+const std::vector<std::string>& cpu_kind_names();  // as written in topology files ("amd", "intel-skylake", ...)
+
 // One hop class: unidirectional bandwidth in GB/s and one-way latency in µs.
 struct LinkSpec {
   double bw_gbs = 0;
@@ -143,6 +150,7 @@ struct Topology {
   LinkSpec inter_socket;
   std::vector<std::vector<int>> switch_groups;  // GPUs behind one PCIe switch (empty: each GPU on its own root port)
   std::vector<int> socket_of_gpu;               // socket per GPU (empty: all on socket 0)
+  CpuKind cpu = CpuKind::unknown;               // the sockets' CPUs (layout_source says how known)
   // Without P2P, data is staged through pinned host memory: device->host->device copies.
   LinkSpec host_staging;
   std::string layout_source;  // where gpu_count/interconnect/p2p/switch groups/sockets come from

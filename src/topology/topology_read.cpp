@@ -277,7 +277,7 @@ Topology parse_topology(const nlohmann::json& doc, const std::string& file) {
   JsonCursor root(doc, file);
   root.expect_object();
   root.only_keys({"format", "version", "name", "description", "sources", "gpu", "gpu_count", "interconnect",
-                  "p2p", "acs", "switch_groups", "socket_of_gpu", "layout_source", "links", "calibration"});
+                  "p2p", "acs", "switch_groups", "socket_of_gpu", "cpu", "layout_source", "links", "calibration"});
   root.at("format").as_enum({"eaglesim-topology"});
   {
     JsonCursor v = root.at("version");
@@ -303,6 +303,11 @@ Topology parse_topology(const nlohmann::json& doc, const std::string& file) {
     if (static_cast<int>(s->size()) != t.gpu_count)
       s->fail(fmt::format("an array of {} socket indices (one per GPU)", t.gpu_count));
     for (std::size_t i = 0; i < s->size(); ++i) t.socket_of_gpu.push_back(static_cast<int>(s->at(i).as_int(0, 7)));
+  }
+  if (auto c = root.find("cpu")) {
+    const auto& names = cpu_kind_names();
+    const std::string kind = c->as_enum(std::vector<std::string>(names.begin() + 1, names.end()));
+    t.cpu = static_cast<CpuKind>(std::find(names.begin(), names.end(), kind) - names.begin());
   }
   if (auto s = root.find("layout_source")) t.layout_source = s->as_string();
 

@@ -121,4 +121,25 @@ TEST(EngineDispatchCli, BenchCommSimJsonAndCsv) {
   expect_contains(csv, "65536,32768,bf16,vllm,");
 }
 
+TEST(EngineDispatchCli, BenchCommSimNcclChannels) {
+  // NCCL's search gives 2 channels on two AMD sockets (comm/nccl_channels.hpp); --nccl-channels 8
+  // prices NCCL_MIN_NCHANNELS=8, bound by the links again (voipmonitor/rtx6kpro: 22.2 and 37.6
+  // GB/s busBW at 32 MiB).
+  const std::string cmd = "bench-comm --backend sim --topology 8x-rtx-pro-6000-pcie5-2socket --strategy nccl --sizes 32M";
+  const CliResult def = run_cli(cmd);
+  ASSERT_EQ(def.exit_code, 0) << def.err;
+  expect_contains(def.out, "  33554432   16777216  bf16 |  2660.01  2660.01   12.61   22.08 |");
+  const CliResult eight = run_cli(cmd + " --nccl-channels 8");
+  ASSERT_EQ(eight.exit_code, 0) << eight.err;
+  expect_contains(eight.out, "  33554432   16777216  bf16 |  1591.76  1591.76   21.08   36.89 |");
+  expect_contains(eight.out, "# NCCL on 8 channels (--nccl-channels: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = 8)\n");
+  EXPECT_EQ(def.out.find("# NCCL on"), std::string::npos);
+  const CliResult bad = run_cli(cmd + " --nccl-channels 0");
+  EXPECT_EQ(bad.exit_code, 2);
+  expect_contains(bad.err, "--nccl-channels");
+  const CliResult cuda = run_cli("bench-comm --strategy nccl --sizes 32M --nccl-channels 8");
+  EXPECT_EQ(cuda.exit_code, 2);
+  expect_contains(cuda.err, "NCCL_MIN_NCHANNELS");
+}
+
 }  // namespace eaglesim::test
