@@ -14,6 +14,7 @@
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "core/median.hpp"
+#include "domain/kind_attribution.hpp"
 #include "cuda/allreduce_self_check.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_graph.hpp"
@@ -267,25 +268,6 @@ RankOutcome unpack(const double* p, std::size_t iters, std::size_t n, const Rank
   return o;
 }
 
-// The attribution replay has an event node after every op, and each costs a few µs of
-// serialisation, so its spans sum to more than the graph step. Take the same share off every
-// op (the overhead is per node, not proportional to the op), then scale what is left so the
-// per-kind split adds up to the measured step time.
-std::vector<double> fit_to_step(std::vector<double> op_us, double step_us) {
-  double sum = 0;
-  for (double v : op_us) sum += v;
-  if (op_us.empty() || sum <= step_us || step_us <= 0) return op_us;
-  const double per_op = (sum - step_us) / static_cast<double>(op_us.size());
-  double left = 0;
-  for (double& v : op_us) {
-    v = std::max(0.0, v - per_op);
-    left += v;
-  }
-  if (left > 0)
-    for (double& v : op_us) v *= step_us / left;
-  return op_us;
-}
-
 StepResult assemble(const Step& step, const ReplayConfig& config, const std::vector<RankOutcome>& ranks) {
   StepResult r;
   r.step = step.name;
@@ -307,7 +289,7 @@ StepResult assemble(const Step& step, const ReplayConfig& config, const std::vec
     for (double v : ranks[k].op_us) sum += v;
     if (sum > critical_sum) { critical_sum = sum; critical = k; }
   }
-  const std::vector<double> op_us = fit_to_step(ranks[critical].op_us, r.step_us);
+  const std::vector<double> op_us = fit_spans_to_step(ranks[critical].op_us, ranks[critical].absorbed, r.step_us);
   double fitted_sum = 0;
   const std::vector<OpKind>& kinds = ranks[critical].kinds;
   for (std::size_t i = 0; i < n; ++i) {
