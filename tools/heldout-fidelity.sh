@@ -27,7 +27,8 @@
 # presets/2x-h200-nvlink.json and presets/8x-h200-nvswitch.json (the presets with this run's fitted
 # models, tools/paste-fitted.py), and the logs calibrate.log, fidelity-*.log. Budget: about 8 minutes on one H200 (calibration
 # about 3, the replays the rest). BASELINE: the uncalibrated preset beside every case
-# (default 2x-h200-nvlink, cut to one GPU by fidelity's --ranks 1).
+# (default 2x-h200-nvlink, cut to one GPU by fidelity's --ranks 1; a path; or "pasted": this run's
+# own presets/2x-h200-nvlink.json, the preset as it would ship with these fits).
 set -u
 OUT=${OUT:-/tmp/eaglesim-heldout}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
@@ -91,6 +92,17 @@ say "${CAL[*]}"
 "${CAL[@]}" >"$OUT/calibrate.log" 2>&1 || { say "calibrate failed (calibrate.log)"; tail -5 "$OUT/calibrate.log"; exit 1; }
 grep -E "plan \(|fitted |wrote " "$OUT/calibrate.log" | tee -a "$OUT/heldout.log"
 
+# The H200 presets with this run's fitted models pasted in (copy them into models/topologies/ to make
+# the uncalibrated H200 predictions use them; then tools/write-goldens.sh, the preset prices change).
+mkdir -p "$OUT/presets"
+cp models/topologies/2x-h200-nvlink.json models/topologies/8x-h200-nvswitch.json "$OUT/presets/"
+python3 tools/paste-fitted.py "$OUT/calibrated.json" \
+  "eaglesim calibrate --ranks 1 --grid coarse --grid-models $TRAIN_MODELS (tools/heldout-fidelity.sh)" \
+  "$OUT"/presets/*.json >>"$OUT/heldout.log" 2>&1 || { say "paste-fitted failed (heldout.log)"; exit 1; }
+# BASELINE=pasted: the uncalibrated preset is the one just written (what the shipped preset
+# predicts once these fits are copied into models/topologies/).
+[ "$BASELINE" = pasted ] && BASELINE=$OUT/presets/2x-h200-nvlink.json
+
 rc=0
 for mode in $MODES; do
   flag=()
@@ -105,13 +117,6 @@ for mode in $MODES; do
       --iters "$ITERS" "${flag[@]}" --json "$json" >"$OUT/fidelity-$mode-$set.log" 2>&1 || rc=1
   done
 done
-# The H200 presets with this run's fitted models pasted in (copy them into models/topologies/ to make
-# the uncalibrated H200 predictions use them; then tools/write-goldens.sh, the preset prices change).
-mkdir -p "$OUT/presets"
-cp models/topologies/2x-h200-nvlink.json models/topologies/8x-h200-nvswitch.json "$OUT/presets/"
-python3 tools/paste-fitted.py "$OUT/calibrated.json" \
-  "eaglesim calibrate --ranks 1 --grid coarse --grid-models $TRAIN_MODELS (tools/heldout-fidelity.sh)" \
-  "$OUT"/presets/*.json | tee -a "$OUT/heldout.log" || rc=1
 python3 tools/heldout_table.py --out "$OUT" --split "training: calibrate ${CAL[*]:1}" >>"$OUT/heldout.log" 2>&1 || rc=1
 say "done (exit $rc): $OUT/heldout.md"
 exit "$rc"

@@ -3,7 +3,9 @@
 
   tools/paste-fitted.py CALIBRATED.json "COMMAND" PRESET.json [PRESET.json ...]
 
-Each preset gets "calibration": {"fitted": ...} (other calibration fields of the preset are kept),
+Each preset gets "calibration": {"fitted": ..., "launch_gap_us": ..., "transition_us": ...} (the
+fitted models, the measured launch gap and the kernel transitions per kind pair, "gemm>act": what
+belongs to the GPU, not to the calibration traces' shapes; other calibration fields are kept),
 every model's "source" set to "measured on <device> by eaglesim calibrate, <date>, <COMMAND>", and
 is written back in the canonical layout topology_to_string writes (tests: PresetsAreInCanonicalForm).
 """
@@ -64,14 +66,24 @@ def main():
     source = f"measured on {device} by eaglesim calibrate, {datetime.date.today().isoformat()}, {sys.argv[2]}"
     for key in fitted:
         fitted[key]["source"] = source
+    measured = cal["calibration"]
+    # Kind pairs only ("gemm>act"): the shape-keyed pairs belong to the calibration traces' shapes.
+    transitions = {k: v for k, v in measured.get("transition_us", {}).items() if ":" not in k}
     for path in sys.argv[3:]:
         preset = json.load(open(path))
         calibration = preset.pop("calibration", {})
-        calibration.pop("fitted", None)
-        preset["calibration"] = {"fitted": fitted, **calibration}
+        for key in ("fitted", "launch_gap_us", "transition_us"):
+            calibration.pop(key, None)
+        pasted = {"fitted": fitted}
+        if "launch_gap_us" in measured:
+            pasted["launch_gap_us"] = measured["launch_gap_us"]
+        if transitions:
+            pasted["transition_us"] = transitions
+        calibration["notes"] = f"fitted, launch_gap_us, transition_us: {source}"
+        preset["calibration"] = {**pasted, **calibration}
         with open(path, "w") as f:
             f.write(emit(preset) + "\n")
-        print(f"{path}: {len(fitted)} fitted models ({', '.join(fitted)})")
+        print(f"{path}: {len(fitted)} fitted models ({', '.join(fitted)}), {len(transitions)} kind-pair transitions")
     return 0
 
 

@@ -11,19 +11,35 @@ namespace eaglesim {
 
 namespace {
 
-// The rows of one MMA tile: a small m (or a small group of query rows) costs a whole tile.
-constexpr double kMmaRows = 16;
-// The output tile a GEMM kernel gives one SM at the sizes where waves matter (m of hundreds of
-// rows and more; below, the GEMM is memory-bound and waves do not decide its time).
-constexpr double kWaveTile = 128;
+// The output tiles a GEMM kernel (cuBLASLt's, ours) chooses among: rows × columns of one CTA.
+// cuBLAS picks per shape; the fit takes the choice that keeps the most of the GPU busy.
+constexpr double kTileRows[] = {64, 128, 256};
+constexpr double kTileCols[] = {128, 256};
+// Split-K: below one wave of tiles the k dimension is cut into slices that run on the idle SMs
+// (then reduced), down to this many k per slice.
+constexpr double kMinSplitK = 256;
 
-double padded(double rows) { return std::ceil(std::max(rows, 1.0) / kMmaRows) * kMmaRows; }
-
-// tiles / (waves · SMs): 1 when the last wave is full.
-double wave_efficiency(double m, double n, int sms) {
-  const double tiles = std::ceil(std::max(m, 1.0) / kWaveTile) * std::ceil(std::max(n, 1.0) / kWaveTile);
+// The share of the tensor-core work a shape keeps useful on `sms` SMs, over the tile shapes and
+// split-K factors: (useful / padded tile area) · (tiles / (waves · SMs)). 1 for a shape that fills
+// whole tiles and whole waves.
+double tile_efficiency(double m, double n, double k, int sms) {
   const double slots = static_cast<double>(std::max(1, sms));
-  return tiles / (std::ceil(tiles / slots) * slots);
+  m = std::max(m, 1.0);
+  n = std::max(n, 1.0);
+  double best = 0;
+  for (double tm : kTileRows) {
+    for (double tn : kTileCols) {
+      const double row_tiles = std::ceil(m / tm), col_tiles = std::ceil(n / tn);
+      const double tiles = row_tiles * col_tiles;
+      const double fill = (m / (row_tiles * tm)) * (n / (col_tiles * tn));
+      for (double split = 1;; ++split) {
+        const double ctas = tiles * split;
+        best = std::max(best, fill * ctas / (std::ceil(ctas / slots) * slots));
+        if (tiles * (split + 1) > slots || k / (split + 1) < kMinSplitK) break;
+      }
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -53,9 +69,9 @@ FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
   switch (op.kind) {
     case OpKind::gemm:
     case OpKind::lm_head: {
-      const double m = static_cast<double>(op.m), n = static_cast<double>(op.n);
+      const double m = static_cast<double>(op.m), n = static_cast<double>(op.n), k = static_cast<double>(op.k);
       f.bytes = op.weight_bytes() + op.io_bytes();
-      f.flops = 2.0 * padded(m) * n * static_cast<double>(op.k) / wave_efficiency(m, n, sms);
+      f.flops = 2.0 * m * n * k / tile_efficiency(m, n, k, sms);
       return f;
     }
     case OpKind::attention: {

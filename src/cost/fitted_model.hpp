@@ -6,9 +6,12 @@
 // A kernel streams its bytes at an achieved bandwidth or runs its FLOPs at an achieved rate,
 // whichever is slower, after a fixed cost (launch, the first wave, the tail, the gap to the next
 // kernel in a graph). What makes FLOPs effective:
-//   - GEMMs: m padded to the 16-row MMA tile, then divided by the tile-wave efficiency
-//     tiles / (waves · SMs), tiles = ceil(m / 128) · ceil(n / 128): a last partial wave leaves
-//     SMs idle, which is why a GEMM of 1.1 waves costs nearly as much as one of 2.
+//   - GEMMs: 2·m·n·k divided by the best tile efficiency over the output tiles a GEMM library
+//     picks among (64, 128 or 256 rows by 128 or 256 columns) and split-K factors (k cut into
+//     slices of ≥ 256 while the tiles stay within one wave): the useful share of the padded
+//     tiles times tiles / (waves · SMs). A last partial wave leaves SMs idle (a GEMM of 1.1 waves
+//     costs nearly as much as one of 2); a shape of a few tiles runs split-K on the idle SMs; the
+//     library's choice is whichever wastes least, and so is the formula's.
 //   - attention: the query rows the kernel's tiles compute per KV head (its row blocks times
 //     their rows: a group of 5 x 32 tokens computes 192 rows in three 64-row blocks), at the share
 //     of the SMs its grid occupies; bytes are the KV cache, Q and O, and the split partials

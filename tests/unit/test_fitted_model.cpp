@@ -103,13 +103,24 @@ TEST(FittedModel, FitNeedsThreePoints) {
 }
 
 TEST(FittedModel, TileWavesRaiseTheComputeOfAPartialWave) {
-  // 1024 x 4224 output: 8 x 33 = 264 tiles = 2 full waves on 132 SMs; one more tile column, 272
-  // tiles, needs a third wave: effective FLOPs grow by 3/2 for 3 % more work.
+  // 1024 x 4224 output: 8 x 33 = 264 tiles of 128 x 128 = 2 full waves on 132 SMs. One more tile
+  // column (4352) needs a third wave of 128-row tiles (272 / 396 busy); 64-row tiles do better,
+  // 16 x 34 = 544 tiles in 5 waves (544 / 660), and that is the tile the formula takes.
   const double full = fitted_features(gemm(1024, 4224, 4096), kSms).flops;
   const double partial = fitted_features(gemm(1024, 4352, 4096), kSms).flops;
-  EXPECT_NEAR(partial / full, (4352.0 / 4224.0) * (396.0 / 272.0) * (264.0 / 264.0), 1e-9);
-  // Small m pads to 16 rows: m = 1 costs the FLOPs of 16.
-  EXPECT_DOUBLE_EQ(fitted_features(gemm(1, 4096, 4096), kSms).flops, fitted_features(gemm(16, 4096, 4096), kSms).flops);
+  EXPECT_NEAR(full, 2.0 * 1024 * 4224 * 4096, 1e-3 * full);
+  EXPECT_NEAR(partial / full, (4352.0 / 4224.0) * (660.0 / 544.0), 1e-9);
+  // Small m pads to the 64-row tile: m = 1 costs the FLOPs of 64.
+  EXPECT_DOUBLE_EQ(fitted_features(gemm(1, 4096, 4096), kSms).flops, fitted_features(gemm(64, 4096, 4096), kSms).flops);
+}
+
+TEST(FittedModel, SplitKFillsTheSmsAFewTilesLeaveIdle) {
+  // 64 x 4096: 32 tiles of 64 x 128. With k = 4096 they split 4 ways (128 CTAs of 1024 k each);
+  // with k = 256 a slice would be under 256 k, so 32 CTAs run and 100 SMs idle.
+  const double split = fitted_features(gemm(64, 4096, 4096), kSms).flops / (2.0 * 64 * 4096 * 4096);
+  const double whole = fitted_features(gemm(64, 4096, 256), kSms).flops / (2.0 * 64 * 4096 * 256);
+  EXPECT_NEAR(split, 132.0 / 128.0, 1e-9);
+  EXPECT_NEAR(whole, 132.0 / 32.0, 1e-9);
 }
 
 // A batch of requests has its own attention fit; without one it takes the one-request fit.
