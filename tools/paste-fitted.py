@@ -79,8 +79,11 @@ def main():
             pasted["launch_gap_us"] = measured["launch_gap_us"]
         if transitions:
             pasted["transition_us"] = transitions
-        calibration["notes"] = f"fitted, launch_gap_us, transition_us: {source}"
-        preset["calibration"] = {**pasted, **calibration}
+        # The order topology_to_string writes: fitted, notes, launch_gap_us, transition_us, the rest.
+        calibration.pop("notes", None)
+        notes = f"fitted, launch_gap_us, transition_us: {source}"
+        preset["calibration"] = {"fitted": fitted, "notes": notes,
+                                 **{k: v for k, v in pasted.items() if k != "fitted"}, **calibration}
         with open(path, "w") as f:
             f.write(emit(preset) + "\n")
         print(f"{path}: {len(fitted)} fitted models ({', '.join(fitted)}), {len(transitions)} kind-pair transitions")

@@ -14,11 +14,12 @@ using namespace eaglesim::test_support;
 
 namespace {
 
-// The preset's uncalibrated model: its fitted models (the H200 presets carry them) set aside, so
-// the roofline and the tables are what these tests pin.
+// The preset's uncalibrated model: its calibration (the H200 presets carry fitted models, the
+// launch gap and kernel transitions measured on an H200) set aside, so the roofline and the
+// tables are what these tests pin.
 Topology preset(const std::string& name) {
   Topology t = read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/" + name + ".json");
-  t.calibration.fitted.clear();
+  t.calibration = Calibration{};
   return t;
 }
 

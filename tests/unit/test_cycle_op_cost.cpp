@@ -14,7 +14,12 @@ using namespace eaglesim;
 
 namespace {
 
-Topology h200() { return read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/2x-h200-nvlink.json"); }
+// The preset's datasheet model: its H200 calibration (fitted models, launch gap) set aside.
+Topology h200() {
+  Topology t = read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/2x-h200-nvlink.json");
+  t.calibration = Calibration{};
+  return t;
+}
 
 constexpr double kH200Bw = 4800e3 * 0.78;  // B/us at the bandwidth ceiling
 

@@ -361,3 +361,22 @@ TEST(DesignedGrid, CoarseGridOverEveryShippedModelStaysWithinFiveMinutes) {
   const PlanEstimate e = estimate_plan(q, preset("2x-h200-nvlink"));
   EXPECT_LT(e.total_s(), 300.0) << e.compute_s << " s single ops, " << e.cases_s << " s cases";
 }
+
+// The H200 presets ship the fits an H200 calibration made (tools/paste-fitted.py), each citing
+// where it was measured, and an uncalibrated run prices with them.
+TEST(FittedModel, H200PresetsShipMeasuredFits) {
+  for (const char* name : {"2x-h200-nvlink", "8x-h200-nvswitch"}) {
+    const Topology t = read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/" + name + ".json");
+    for (const char* key : {"gemm:bf16", "attention:gqa", "attention:gqa:batch", "elementwise:rmsnorm"}) {
+      auto it = t.calibration.fitted.find(key);
+      ASSERT_NE(it, t.calibration.fitted.end()) << name << " " << key;
+      EXPECT_NE(it->second.source.find("measured on 1 x NVIDIA H200"), std::string::npos) << name << " " << key;
+      EXPECT_GT(it->second.points, 0) << name << " " << key;
+    }
+    EXPECT_FALSE(t.calibration.transition_us.empty()) << name;
+    ASSERT_TRUE(t.calibration.launch_gap_us.has_value()) << name;
+    const Op op = gemm(37, 5000, 4096);  // no table has this shape
+    ASSERT_TRUE(fitted_cost(op, t, true).has_value()) << name;
+    EXPECT_DOUBLE_EQ(compute_cost(op, t).us, *fitted_cost(op, t, true)) << name;
+  }
+}
