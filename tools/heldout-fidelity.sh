@@ -7,12 +7,15 @@
 #
 # `build` first configures and builds build-gpu/ (Release, CUDA, sm_90 unless CUDA_ARCH), as
 # tools/gpu-measure.sh build does. The split:
-#   training  calibrate --model llama-3.1-8b,qwen3-32b --tp 1 --tokens 4 --kv-len 2048 --grid coarse
-#             --grid-models llama-3.1-8b,qwen3-32b: their traces' shapes and the designed grid over
-#             their widths and head layouts only
-#   in sample the two training traces (4 tokens, KV 2048)
+#   training  calibrate on the traces of Llama-3.1-8B, Qwen3-32B and Qwen3-30B-A3B (MoE) at TP1, 4
+#             tokens, KV 2048, --grid coarse --grid-models llama-3.1-8b,qwen3-32b,qwen3-30b-a3b:
+#             their traces' shapes and the designed grid over their widths, head layouts and
+#             expert GEMMs only
+#   in sample the three training traces (4 tokens, KV 2048)
 #   held out  Llama-3.1-70B (another width family), Qwen3-8B and Qwen3-14B (other widths, 40 heads:
-#             a group of 5), the training models at token counts 1, 16, 64 and KV 512 to 32768, and
+#             a group of 5), one rank of Qwen3-235B-A22B at TP8 (other expert widths, 128 experts
+#             of 192 columns per rank), the training models at token counts 1, 16, 64 and KV 512
+#             to 32768, and
 #             batch x tree verify traces (SGLang's flags): Llama-3.1-8B batch 8 and 32 with the
 #             (5, 4, 8) tree, Qwen3-8B batch 64 with the (3, 1, 4) chain; no batch trace is
 #             calibrated on (the designed grid's batch points are of the training layouts, other
@@ -52,9 +55,10 @@ fi
 
 T=$OUT/traces
 mkdir -p "$T"
-# gen_case NAME MODEL TOKENS KV: a TP1 verify trace, one request.
+# gen_case NAME MODEL TOKENS KV [TP]: a verify trace of one request (TP1 unless TP; a TP8 trace
+# is replayed as one rank's ops, --ranks 1, its allreduces free).
 gen_case() {
-  "$E" gen --model "models/llm/$2.json" --tp 1 --tokens "$3" --kv-len "$4" -o "$T/$1.json" >/dev/null 2>>"$OUT/gen.log"
+  "$E" gen --model "models/llm/$2.json" --tp "${5:-1}" --tokens "$3" --kv-len "$4" -o "$T/$1.json" >/dev/null 2>>"$OUT/gen.log"
 }
 # gen_batch NAME MODEL BATCH STEPS TOPK DRAFT_TOKENS KV: a TP1 verify trace of BATCH requests with
 # SGLang's speculative configuration (a tree when TOPK > 1).
@@ -63,12 +67,14 @@ gen_batch() {
     --speculative-eagle-topk "$5" --speculative-num-draft-tokens "$6" --kv-len "$7" -o "$T/$1.json" \
     >/dev/null 2>>"$OUT/gen.log"
 }
-TRAIN_MODELS=llama-3.1-8b,qwen3-32b
-SAMPLE="llama-3.1-8b_t4_kv2048:llama-3.1-8b:4:2048 qwen3-32b_t4_kv2048:qwen3-32b:4:2048"
+TRAIN_MODELS=llama-3.1-8b,qwen3-32b,qwen3-30b-a3b
+SAMPLE="llama-3.1-8b_t4_kv2048:llama-3.1-8b:4:2048 qwen3-32b_t4_kv2048:qwen3-32b:4:2048
+qwen3-30b-a3b_t4_kv2048:qwen3-30b-a3b:4:2048"
 HELDOUT="llama-3.1-8b_t1_kv32768:llama-3.1-8b:1:32768 llama-3.1-8b_t64_kv512:llama-3.1-8b:64:512
 qwen3-32b_t16_kv8192:qwen3-32b:16:8192 qwen3-32b_t2_kv16384:qwen3-32b:2:16384
 qwen3-8b_t8_kv4096:qwen3-8b:8:4096 qwen3-8b_t1_kv1024:qwen3-8b:1:1024
-qwen3-14b_t2_kv16384:qwen3-14b:2:16384 qwen3-14b_t32_kv1024:qwen3-14b:32:1024"
+qwen3-14b_t2_kv16384:qwen3-14b:2:16384 qwen3-14b_t32_kv1024:qwen3-14b:32:1024
+qwen3-30b-a3b_t16_kv8192:qwen3-30b-a3b:16:8192 qwen3-235b-a22b_tp8_t4_kv4096:qwen3-235b-a22b:4:4096:8"
 GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1 | tr -dc '0-9')
 # Llama-3.1-70B TP1 needs ~132 GiB of weights: only on a 141 GB part.
 [ "${GPU_MIB:-0}" -ge 140000 ] && [ -z "${SKIP_70B:-}" ] && HELDOUT="$HELDOUT llama-3.1-70b_t4_kv4096:llama-3.1-70b:4:4096"
@@ -77,8 +83,8 @@ llama-3.1-8b_b32_tree548_kv1024:llama-3.1-8b:32:5:4:8:1024
 qwen3-8b_b64_chain314_kv1024:qwen3-8b:64:3:1:4:1024"
 MODES=${MODES:-fused unfused}
 sample_files="" heldout_files=""
-for c in $SAMPLE; do IFS=: read -r n m tk kv <<<"$c"; gen_case "$n" "$m" "$tk" "$kv" || exit 2; sample_files=$sample_files${sample_files:+,}$T/$n.json; done
-for c in $HELDOUT; do IFS=: read -r n m tk kv <<<"$c"; gen_case "$n" "$m" "$tk" "$kv" || exit 2; heldout_files=$heldout_files${heldout_files:+,}$T/$n.json; done
+for c in $SAMPLE; do IFS=: read -r n m tk kv tp <<<"$c"; gen_case "$n" "$m" "$tk" "$kv" "$tp" || exit 2; sample_files=$sample_files${sample_files:+,}$T/$n.json; done
+for c in $HELDOUT; do IFS=: read -r n m tk kv tp <<<"$c"; gen_case "$n" "$m" "$tk" "$kv" "$tp" || exit 2; heldout_files=$heldout_files${heldout_files:+,}$T/$n.json; done
 for c in $BATCH_HELDOUT; do
   IFS=: read -r n m b st tk dt kv <<<"$c"
   gen_batch "$n" "$m" "$b" "$st" "$tk" "$dt" "$kv" || exit 2

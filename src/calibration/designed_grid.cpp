@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "calibration/trace_shapes.hpp"
+#include "model/generator.hpp"
 #include "trace/eagle_tree.hpp"
 #include "topology/calibration_keys.hpp"
 
@@ -89,8 +90,19 @@ DesignedGrid designed_grid(const std::vector<Trace>& family_traces, GridDensity 
   std::map<std::string, Op> layouts;  // attention_calibration_key -> a template op
   std::set<std::pair<int, std::int64_t>> elementwise;
   std::set<std::int64_t> norm_widths;
+  // Grouped (MoE) GEMMs: (n, k, dtype, routed experts, experts per token). The grid models'
+  // traces have one token per step, so an op's routed rows are its experts per token, and the
+  // router GEMM before it has one output per routed expert.
+  std::set<std::tuple<std::int64_t, std::int64_t, int, std::int64_t, std::int64_t>> grouped;
   for (const Trace& t : family_traces)
-    for (const Step& s : t.steps)
+    for (const Step& s : t.steps) {
+      std::int64_t step_tokens = 0, routed_experts = 0;
+      for (const Op& op : s.ops) {
+        if (op.kind == OpKind::embedding && step_tokens == 0) step_tokens = op.tokens;
+        if (op.kind == OpKind::gemm && op.name == "router") routed_experts = op.n;
+        if (op.kind == OpKind::grouped_gemm && step_tokens > 0 && routed_experts > 0 && op.tokens % step_tokens == 0)
+          grouped.insert({op.n, op.k, static_cast<int>(op.dtype), routed_experts, op.tokens / step_tokens});
+      }
       for (const Op& op : s.ops) {
         if (op.kind == OpKind::gemm || op.kind == OpKind::lm_head)
           gemms.insert({op.n, op.k, static_cast<int>(op.dtype)});
@@ -100,6 +112,7 @@ DesignedGrid designed_grid(const std::vector<Trace>& family_traces, GridDensity 
           elementwise.insert({static_cast<int>(op.kind), op.hidden});
         if (op.kind == OpKind::rmsnorm) norm_widths.insert(op.hidden);
       }
+    }
   const auto& rows = grid_rows(d);
   for (const auto& [n, k, dt] : gemms)
     for (std::int64_t m : rows) {
@@ -108,6 +121,21 @@ DesignedGrid designed_grid(const std::vector<Trace>& family_traces, GridDensity 
       op.kind = OpKind::gemm;
       op.name = "grid_gemm";
       op.m = m, op.n = n, op.k = k, op.dtype = static_cast<DType>(dt);
+      g.compute.push_back(op);
+    }
+  // Tokens per step over the same grid as the GEMM rows, routed as the generator routes them
+  // (tokens x experts per token rows over the experts a uniform router touches).
+  for (const auto& [n, k, dt, experts, per_token] : grouped)
+    for (std::int64_t tokens : rows) {
+      const std::int64_t routed = tokens * per_token;
+      if (2.0 * static_cast<double>(routed) * static_cast<double>(n) * static_cast<double>(k) > kGridMaxGemmFlops) continue;
+      Op op;
+      op.kind = OpKind::grouped_gemm;
+      op.name = "grid_grouped_gemm";
+      op.tokens = routed;
+      op.experts = experts_touched(experts, per_token, tokens);
+      op.n = n, op.k = k, op.dtype = static_cast<DType>(dt);
+      if (op.weight_bytes() > kGridMaxGroupedWeightBytes) continue;
       g.compute.push_back(op);
     }
   for (const auto& [key, tmpl] : layouts)

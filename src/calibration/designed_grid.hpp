@@ -14,6 +14,11 @@
 //                around {512, 4096} (full: {512, 2048, 8192}; at most kGridMaxBatchPositions in
 //                all) x (steps, topk, draft tokens) {decode 1, chain (3,1,4), tree (5,4,8), tree
 //                (6,8,32)}, the trees SGLang derives (trace/eagle_tree.hpp), as the replay runs them
+//   grouped GEMM each MoE expert GEMM of the grid's models (n, k, dtype) x tokens per step over the
+//                GEMM rows, routed as the generator routes them: tokens x experts per token rows
+//                over the experts a uniform router touches (model/generator.hpp
+//                experts_touched); points over kGridMaxGemmFlops or kGridMaxGroupedWeightBytes
+//                of expert weights left out
 //   elementwise  rmsnorm, residual_add, embedding at each hidden width, act at each intermediate
 //                width, and the fused add + RMSNorm at each hidden width, x the GEMM rows
 // The launch gap and the kernel transitions come from calibrate's other phases.
@@ -31,6 +36,9 @@ bool parse_grid_density(const std::string& name, GridDensity& out);
 
 inline constexpr double kGridMaxGemmFlops = 4e11;
 inline constexpr double kGridMaxBatchPositions = 64.0 * 4096;
+// A grouped GEMM point reading more expert weights than this is not one GPU's layer (a TP1
+// Kimi-K2 layer touching all 384 experts: 22 GB); its copies would fill the GPU for one point.
+inline constexpr double kGridMaxGroupedWeightBytes = 4e9;
 // The name of the batch attention points (the fit takes them, the tables do not).
 inline constexpr const char* kGridBatchAttentionName = "grid_attention_batch";
 

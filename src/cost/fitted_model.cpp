@@ -15,6 +15,8 @@ namespace {
 // cuBLAS picks per shape; the fit takes the choice that keeps the most of the GPU busy.
 constexpr double kTileRows[] = {64, 128, 256};
 constexpr double kTileCols[] = {128, 256};
+// The rows of one MMA block of the grouped (MoE) kernel: an expert with 3 rows computes 8.
+constexpr double kGroupedRowBlock = 8;
 // Split-K: below one wave of tiles the k dimension is cut into slices that run on the idle SMs
 // (then reduced), down to this many k per slice.
 constexpr double kMinSplitK = 256;
@@ -48,6 +50,7 @@ std::string fitted_model_key(const Op& op, int sms, bool fused_add_norm) {
   switch (op.kind) {
     case OpKind::gemm:
     case OpKind::lm_head: return std::string("gemm:") + to_string(op.dtype);
+    case OpKind::grouped_gemm: return std::string("grouped_gemm:") + to_string(op.dtype);
     // A batch of requests runs many more CTAs than one request over the same positions, and the
     // split-KV decode kernel (one request the verify kernel does not take) computes on CUDA
     // cores: each has its own fit; find_fitted_model falls back to the one-request fit.
@@ -72,6 +75,17 @@ FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
       const double m = static_cast<double>(op.m), n = static_cast<double>(op.n), k = static_cast<double>(op.k);
       f.bytes = op.weight_bytes() + op.io_bytes();
       f.flops = 2.0 * m * n * k / tile_efficiency(m, n, k, sms);
+      return f;
+    }
+    case OpKind::grouped_gemm: {
+      // The routed rows spread over the experts touched (as the replay routes them); each
+      // expert's rows fill whole 8-row MMA blocks, and the work items of all experts share one
+      // stream-K launch, so the waves stay full.
+      const double experts = static_cast<double>(std::max<std::int64_t>(1, op.experts));
+      const double rows = std::ceil(static_cast<double>(std::max<std::int64_t>(1, op.tokens)) / experts);
+      f.bytes = op.weight_bytes() + op.io_bytes();
+      f.flops = 2.0 * experts * std::ceil(rows / kGroupedRowBlock) * kGroupedRowBlock * static_cast<double>(op.n) *
+                static_cast<double>(op.k);
       return f;
     }
     case OpKind::attention: {

@@ -87,6 +87,7 @@ const char* phase_of(OpKind k) {
   switch (k) {
     case OpKind::gemm:
     case OpKind::lm_head: return "gemm";
+    case OpKind::grouped_gemm: return "grouped gemm";
     case OpKind::attention: return "attention";
     case OpKind::other: return "other (timed kernels)";
     default: return "elementwise";

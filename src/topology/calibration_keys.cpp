@@ -16,7 +16,9 @@ const std::vector<std::string>& fitted_model_keys() {
                                              "elementwise:residual_add", "elementwise:act",
                                              "elementwise:embedding",    std::string("elementwise:") + kAddRmsnormTable,
                                              "attention:gqa:batch",      "attention:mla:batch",
-                                             "attention:gqa:decode",     "attention:mla:decode"};
+                                             "attention:gqa:decode",     "attention:mla:decode",
+                                             "grouped_gemm:bf16",        "grouped_gemm:fp8",
+                                             "grouped_gemm:int4"};
   return keys;
 }
 

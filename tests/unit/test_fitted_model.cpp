@@ -380,3 +380,42 @@ TEST(FittedModel, H200PresetsShipMeasuredFits) {
     EXPECT_DOUBLE_EQ(compute_cost(op, t).us, *fitted_cost(op, t, true)) << name;
   }
 }
+
+// MoE models: the grid routes tokens over the experts as the generator does, a calibration fits
+// the grouped GEMMs per weight dtype, and the simulator prices them by that fit.
+TEST(DesignedGrid, CoversGroupedGemmsOfMoeModels) {
+  GenOptions opt;
+  opt.tp = 1;
+  const Trace t = generate_trace(read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/qwen3-30b-a3b.json"), opt);
+  const DesignedGrid g = designed_grid({t}, GridDensity::coarse);
+  std::size_t grouped = 0;
+  bool has_t64_gate_up = false;
+  for (const Op& op : g.compute) {
+    if (op.kind != OpKind::grouped_gemm) continue;
+    ++grouped;
+    ASSERT_EQ(op.tokens % 8, 0);  // 8 experts per token
+    EXPECT_EQ(op.experts, experts_touched(128, 8, op.tokens / 8));
+    EXPECT_LE(op.weight_bytes(), kGridMaxGroupedWeightBytes);
+    has_t64_gate_up = has_t64_gate_up || (op.tokens == 64 * 8 && op.n == 1536 && op.k == 2048);
+  }
+  EXPECT_TRUE(has_t64_gate_up);
+  EXPECT_EQ(grouped, 2 * grid_rows(GridDensity::coarse).size());  // gate_up and down, every row count
+}
+
+TEST(FittedModel, GroupedGemmsHaveTheirOwnFit) {
+  Op op;
+  op.kind = OpKind::grouped_gemm;
+  op.tokens = 24;  // 3 rows per expert: one 8-row block each
+  op.experts = 8;
+  op.n = 1536, op.k = 2048, op.dtype = DType::bf16;
+  EXPECT_EQ(fitted_model_key(op, kSms, false), "grouped_gemm:bf16");
+  const FittedFeatures f = fitted_features(op, kSms);
+  EXPECT_DOUBLE_EQ(f.flops, 2.0 * 8 * 8 * 1536 * 2048);
+  EXPECT_DOUBLE_EQ(f.bytes, op.weight_bytes() + op.io_bytes());
+  Topology t = preset("2x-h200-nvlink");
+  t.calibration = Calibration{};
+  const double roofline = compute_cost(op, t).us;
+  t.calibration.fitted["grouped_gemm:bf16"] = model(6.0, 3000, 500);
+  EXPECT_DOUBLE_EQ(compute_cost(op, t).us, fitted_us(t.calibration.fitted["grouped_gemm:bf16"], f));
+  EXPECT_NE(compute_cost(op, t).us, roofline);
+}
