@@ -157,8 +157,10 @@ TEST(RunBatchReport, ForwardsAloneHaveNoCyclePartsBlock) {
 
 // The verify's expert touching: at batch 4 a decode's 4 tokens x top-8 touch 128 x (1 - (15/16)^4)
 // = 29 of Qwen3-30B-A3B's 128 experts, a verify of 4 x 4 tokens 128 x (1 - (15/16)^16) = 82, so
-// the verify reads 2.8 times the expert weights a decode reads and costs over two decode steps:
-// with the draft for free (the trace has no draft step) the chain's E = 1.88 at a = 0.5 loses.
+// the verify reads 2.8 times the expert weights a decode reads and costs well over one decode
+// step (the preset's grouped-GEMM fit of a 1 x H200 calibration: a fixed cost per launch plus
+// the bytes): with the draft for free (the trace has no draft step) the chain's E = 1.52 at
+// a = 0.35 loses.
 TEST(RunBatchReport, SmallActiveMoeVerifyTouchesMoreExpertsAndLosesAtBatchFour) {
   const std::string dir = temp_dir(), trace = dir + "/q.json";
   const CliResult g = run_cli("gen --model models/llm/qwen3-30b-a3b.json --tp 1 --batch 4 --speculative-num-steps 3 "
@@ -175,11 +177,11 @@ TEST(RunBatchReport, SmallActiveMoeVerifyTouchesMoreExpertsAndLosesAtBatchFour) 
   };
   EXPECT_EQ(experts("verify"), 82);
   EXPECT_EQ(experts("decode"), 29);
-  const CliResult r = run_cli("run " + trace + " " + kH200 + " --strategy nccl --accept-rate 0.5 --json " + dir + "/r.json");
+  const CliResult r = run_cli("run " + trace + " " + kH200 + " --strategy nccl --accept-rate 0.35 --json " + dir + "/r.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(slurp(dir + "/r.json"));
   EXPECT_EQ(doc["verdict"]["state"], "slower") << doc["verdict"]["text"];
-  EXPECT_GT(num(doc["results"][0], "verify_us"), 2 * num(doc["results"][0], "decode_us"));
+  EXPECT_GT(num(doc["results"][0], "verify_us"), 1.5 * num(doc["results"][0], "decode_us"));
   EXPECT_NE(r.out.find("MoE: the verify step's layers touch up to 82 experts each against 29 in a decode step of the "
                        "same batch, reading 2.8x the expert weights"),
             std::string::npos)
