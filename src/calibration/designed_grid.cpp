@@ -25,20 +25,6 @@ const std::vector<std::int64_t>& attention_kv(GridDensity d) {
   return d == GridDensity::full ? full : coarse;
 }
 
-// GQA layouts beyond the grid models' own, at each of their head dims: (KV heads, query heads
-// per KV head). A TP rank of a model holds fewer KV heads than the model (8 / 8 = 1 at TP8), and
-// the grid models' group sizes are a few of the 1..16 that models use; a grid with one KV head
-// and with groups of 1, 2 and 16 gives the fit the CTA counts and row blocks of those regimes.
-struct GqaLayout {
-  std::int64_t kv_heads, group;
-};
-const std::vector<GqaLayout>& extra_gqa_layouts(GridDensity d) {
-  static const std::vector<GqaLayout> coarse{{1, 8}, {1, 16}, {2, 8}, {8, 1}, {8, 2}, {8, 16}};
-  static const std::vector<GqaLayout> full{{1, 4},  {1, 8}, {1, 16}, {2, 4}, {2, 8},  {2, 16},
-                                           {4, 2},  {4, 8}, {8, 1},  {8, 2}, {8, 16}, {16, 1}};
-  return d == GridDensity::full ? full : coarse;
-}
-
 // The batch x tree verify shapes of the serving engines (issue 25's traces): per request, the
 // query tokens and mask of a speculative configuration (steps, topk, draft tokens), a batch of
 // requests with ragged KV around a mean.
@@ -152,19 +138,7 @@ DesignedGrid designed_grid(const std::vector<Trace>& family_traces, GridDensity 
       if (op.weight_bytes() > kGridMaxGroupedWeightBytes) continue;
       g.compute.push_back(op);
     }
-  // One-request points over the grid models' layouts and the extra GQA layouts at their head
-  // dims (the batch points below stay on the models' own layouts).
-  std::map<std::string, Op> one_request = layouts;
-  for (const auto& [key, tmpl] : layouts) {
-    if (tmpl.variant != AttentionVariant::gqa) continue;
-    for (const GqaLayout& l : extra_gqa_layouts(d)) {
-      Op a = tmpl;
-      a.kv_heads = l.kv_heads;
-      a.heads = l.kv_heads * l.group;
-      one_request.emplace(attention_calibration_key(a), a);
-    }
-  }
-  for (const auto& [key, tmpl] : one_request)
+  for (const auto& [key, tmpl] : layouts)
     for (std::int64_t q : attention_q_tokens(d))
       for (std::int64_t kv : attention_kv(d)) {
         Op a = tmpl;

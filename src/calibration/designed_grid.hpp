@@ -7,11 +7,9 @@
 //                (n, k, dtype) of the grid's models (gemm and lm_head); points of more than
 //                kGridMaxGemmFlops are left out (the compute regime is set by the others, and the
 //                five-minute budget by them)
-//   attention    each head layout of the grid's models (GQA and MLA), and at each GQA head dim
-//                the layouts (KV heads, group) {(1, 8), (1, 16), (2, 8), (8, 1), (8, 2), (8, 16)}
-//                (full: 12 of them; a TP rank's few KV heads, groups of 1..16) x query tokens
-//                {1, 4, 16, 64} x KV {512, 2048, 8192, 32768} (full: also 2, 8, 32 and 1024,
-//                4096, 16384). One request with a causal mask. Then the serving engines' batch x tree verify shapes
+//   attention    each head layout of the grid's models (GQA and MLA) x query tokens {1, 4, 16, 64}
+//                x KV {512, 2048, 8192, 32768} (full: also 2, 8, 32 and 1024, 4096, 16384). One
+//                request with a causal mask. Then the serving engines' batch x tree verify shapes
 //                on the GQA layouts: batch {8, 64} (full: {2, 8, 32, 64}) x per request KV ragged
 //                around {512, 4096} (full: {512, 2048, 8192}; at most kGridMaxBatchPositions in
 //                all) x (steps, topk, draft tokens) {decode 1, chain (3,1,4), tree (5,4,8), tree

@@ -284,7 +284,7 @@ TEST(DesignedGrid, CoversTheModelsWidthsRowsAndLayouts) {
   const Trace t = generate_trace(read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/llama-3.1-8b.json"), opt);
   const DesignedGrid g = designed_grid({t}, GridDensity::coarse);
   std::size_t gemms = 0, attention = 0, batches = 0, trees = 0;
-  bool has_4096_rows = false, has_one_kv_head = false;
+  bool has_4096_rows = false;
   for (const Op& op : g.compute) {
     if (op.kind == OpKind::gemm) {
       ++gemms;
@@ -294,8 +294,6 @@ TEST(DesignedGrid, CoversTheModelsWidthsRowsAndLayouts) {
     if (op.kind == OpKind::attention && op.batch == 1) {
       ++attention;
       EXPECT_EQ(op.mask, AttentionMask::causal);
-      EXPECT_EQ(op.head_dim, 128);
-      has_one_kv_head = has_one_kv_head || (op.kv_heads == 1 && op.heads == 8);
     } else if (op.kind == OpKind::attention) {
       ++batches;
       EXPECT_EQ(op.name, kGridBatchAttentionName);
@@ -312,11 +310,8 @@ TEST(DesignedGrid, CoversTheModelsWidthsRowsAndLayouts) {
   }
   EXPECT_TRUE(has_4096_rows);
   EXPECT_GT(gemms, 40u);
-  // (the model's layout + 6 extra GQA layouts at its head dim) x 4 query-token counts x 4 KV lengths
-  EXPECT_EQ(attention, 7u * 16u);
-  EXPECT_TRUE(has_one_kv_head);  // a TP8 rank of an 8-KV-head model
-  // The model's own layout only x 4 (steps, topk, draft tokens) x batches {8, 64} x KV {512, 4096}
-  EXPECT_EQ(batches, 16u);
+  EXPECT_EQ(attention, 16u);  // one layout x 4 query-token counts x 4 KV lengths
+  EXPECT_EQ(batches, 16u);    // x 4 (steps, topk, draft tokens) x batches {8, 64} x KV {512, 4096}
   EXPECT_EQ(trees, 8u);       // the (5,4,8) and (6,8,32) trees
   EXPECT_EQ(g.verify_trees.size(), 2u);
   EXPECT_EQ(g.add_rmsnorm.size(), grid_rows(GridDensity::coarse).size());
