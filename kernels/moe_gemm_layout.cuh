@@ -10,7 +10,8 @@
 // holds, without any shuffle, its A-fragment registers for atom_k/16 k16-steps:
 //   bf16: atom_k = 16, the 4 registers of one step;
 //   fp8 : atom_k = 32, two steps, converted in registers to bf16 (bit moves + one multiply);
-//   int4: atom_k = 64, four steps, converted with lop3 (0x4300 | nibble = 128 + nibble in bf16).
+//   int4: atom_k = 64, four steps, converted with one shift, four ANDs and four bf16x2 FMAs per
+//         word (a masked nibble is a bf16 subnormal bit pattern; the FMA scales it and subtracts 8).
 // An expert's weights are [n/16][k/atom_k] atoms, k fastest, so one 16-channel block's k-range
 // is one contiguous run: a single bulk copy (TMA) per block and stage.
 //
@@ -21,7 +22,8 @@
 //   fp8 : step s = col/16 of the atom, 32-bit word w = 2s + (r>>1), byte (r&1) + 2e of w
 //         (bytes 0,2 of a word form one register, bytes 1,3 the next: each pair converts with
 //         one shift and mask; the bits of every byte stay standard e4m3).
-//   int4: word w = step s, nibble at bit 4r + 16e of w (value = nibble - 8): four lop3 per word.
+//   int4: word w = step s, nibble at bit 4r + 16e of w (value = nibble - 8): the nibbles at
+//         bits 0-7 of each half decode in place, those at bits 8-15 after one shift by 8.
 // Scales:
 //   int4 (group g = 32 or 128 along k, bf16): per expert [n/16][k/g][8][2] bf16: entry (i, h)
 //         is the scale of channel 16*block + i + 8h, so lane L reads one 32-bit word at i = L/4

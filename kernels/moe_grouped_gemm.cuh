@@ -19,9 +19,10 @@
 //  * Eight consumer warps each own 16 output channels. Weights are the A operand of
 //    mma.m16n8k16 (bf16, fp32 accumulate) and the rows are N, so rows pad to 8, not 16. A lane
 //    reads its A fragment straight from the packed atom (one 16-byte shared load), converts
-//    fp8/int4 to bf16 in registers (int4: lop3 + sub per pair, and either one mul by the group
+//    fp8/int4 to bf16 in registers (int4: per 32-bit word one shift, four ANDs and four bf16x2
+//    FMAs that turn subnormal bit patterns into (u - 8) * 2^-16, and either one mul by the group
 //    scale per pair or, at <= 16 rows, one fp32 FMA per accumulator and group on the group's
-//    partial sum; fp8: shifts/masks + one mul that also applies 2^120 and the block scale), and
+//    partial sum; 2^16 comes back once per output; fp8: shifts/masks + one mul that also applies 2^120 and the block scale), and
 //    takes the activations with ldmatrix from a padded (conflict-free) stage buffer.
 // Requirements (checked on the host by plan_grouped_gemm): k % 64 == 0, x and W 16-byte aligned,
 // sm_90 (bulk copies, mbarrier tx-counts). The workspace's counters must be zero before the
@@ -145,6 +146,13 @@ __device__ __forceinline__ std::uint32_t bf2_mul(std::uint32_t a, std::uint32_t 
   asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
   return d;
 }
+// a * b + c, one rounding. bf16 has no .ftz form: subnormal inputs are kept (PTX ISA), which
+// the int4 decode relies on.
+__device__ __forceinline__ std::uint32_t bf2_fma(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+  std::uint32_t d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
 
 // Programmatic dependent launch: wait until the previous kernel in the stream has completed and
 // its writes are visible; let the next kernel launch (it still waits for this one's completion
@@ -161,27 +169,39 @@ __device__ __forceinline__ std::uint32_t shr(std::uint32_t q, int s) {
   else return q >> s;
 }
 
-// One int4 word = one k16 step: register r from the nibbles at bits 4r and 16+4r.
-// (0x4300 | u) is 128 + u in bf16, exactly; minus 136 gives u - 8 exactly; one rounding for the
-// scale multiply.
+// One int4 word = one k16 step: register r from the nibbles at bits 4r and 16+4r. Decoded with
+// one shift, four ANDs and four bf16x2 FMAs per word (no magic-number OR, no per-pair shift):
+//  * a nibble u masked in place at bits 0-3 of a bf16 half is the subnormal u * 2^-133;
+//  * at bits 4-7 it is u * 2^-129 (bit 7 is the exponent's lowest bit, and the bf16 encoding is
+//    linear across the subnormal / first-binade boundary, so u >= 8 lands in the same line);
+//  * the nibbles at bits 8-15 take the same two masks after one shift by 8.
+// fma(t, 2^117 or 2^113, -2^-13) is then (u - 8) * 2^-16 exactly (4 significant bits; one
+// rounding that never rounds). The 2^-16 stays in every product and partial sum (fp32, far from
+// underflow) and kInt4DecodeUnscale takes it out once per output in store_tile.
+constexpr std::uint32_t kInt4Mask0 = 0x000F000Fu;   // nibble at bits 0-3 of each half
+constexpr std::uint32_t kInt4Mask4 = 0x00F000F0u;   // nibble at bits 4-7 of each half
+constexpr std::uint32_t kInt4Mul0 = 0x7A007A00u;    // 2^117: u * 2^-133 -> u * 2^-16
+constexpr std::uint32_t kInt4Mul4 = 0x78007800u;    // 2^113: u * 2^-129 -> u * 2^-16
+constexpr std::uint32_t kInt4Zero = 0xB900B900u;    // -2^-13 = -8 * 2^-16: the zero point
+constexpr float kInt4DecodeUnscale = 65536.f;       // 2^16
+
+template <bool Imad = false>
+__device__ __forceinline__ void int4_step_unscaled(std::uint32_t q, std::uint32_t (&a)[4]) {
+  const std::uint32_t q8 = shr<Imad>(q, 8);
+  a[0] = bf2_fma(q & kInt4Mask0, kInt4Mul0, kInt4Zero);
+  a[1] = bf2_fma(q & kInt4Mask4, kInt4Mul4, kInt4Zero);
+  a[2] = bf2_fma(q8 & kInt4Mask0, kInt4Mul0, kInt4Zero);
+  a[3] = bf2_fma(q8 & kInt4Mask4, kInt4Mul4, kInt4Zero);
+}
+
+// The same, each pair times its row's group scale (s_lo: rows of registers 0 and 2, s_hi: 1 and
+// 3, each broadcast to both halves): (u - 8) * s * 2^-16, one rounding, as u - 8 times s would be.
 template <bool Imad = false>
 __device__ __forceinline__ void int4_step(std::uint32_t q, std::uint32_t s_lo, std::uint32_t s_hi,
                                           std::uint32_t (&a)[4]) {
-  constexpr std::uint32_t kMask = 0x000F000Fu, kMagic = 0x43004300u, k136 = 0x43084308u;
+  int4_step_unscaled<Imad>(q, a);
 #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const std::uint32_t t = lop3<(0xF0 & 0xCC) | 0xAA>(r ? shr<Imad>(q, 4 * r) : q, kMask, kMagic);
-    a[r] = bf2_mul(bf2_sub(t, k136), (r & 1) ? s_hi : s_lo);
-  }
-}
-
-// The same without the scale: exact u - 8 for the post-scaled path.
-template <bool Imad = false>
-__device__ __forceinline__ void int4_step_unscaled(std::uint32_t q, std::uint32_t (&a)[4]) {
-  constexpr std::uint32_t kMask = 0x000F000Fu, kMagic = 0x43004300u, k136 = 0x43084308u;
-#pragma unroll
-  for (int r = 0; r < 4; ++r)
-    a[r] = bf2_sub(lop3<(0xF0 & 0xCC) | 0xAA>(r ? shr<Imad>(q, 4 * r) : q, kMask, kMagic), k136);
+  for (int r = 0; r < 4; ++r) a[r] = bf2_mul(a[r], (r & 1) ? s_hi : s_lo);
 }
 
 // One fp8 word = two registers: bytes 0,2 -> `lo`, bytes 1,3 -> `hi`. An e4m3 byte moved to bf16
@@ -350,6 +370,7 @@ __device__ __forceinline__ void store_tile(const GemmParams& p, const Item& it, 
                                            int row_tiles, const float (&acc)[R][4]) {
   const int ch_base = it.tile * kTileN + warp * 16 + (lane >> 2);
   float s[2] = {1.f, 1.f};
+  if constexpr (is_int4(F)) s[0] = s[1] = kInt4DecodeUnscale;
   if constexpr (F == WFormat::fp8_channel) {
     const float* sc = reinterpret_cast<const float*>(p.scales + it.e * p.s_expert_bytes);
     s[0] = ch_base < p.n ? sc[ch_base] : 0.f;
