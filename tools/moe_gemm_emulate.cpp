@@ -775,6 +775,8 @@ int main(int argc, char** argv) {
       run_case(f, 136, 384, {0, 7, 2, 0, 13, 1}, ++seed, 7, 16, false, false, v);  // r16, one row tile of two
       run_case(f, 256, 768, {1}, ++seed, 9, 0, true, false, v);                    // dense m=1, split-K
       run_case(f, 40, 1024, {16}, ++seed, 4, 0, true, false, v);                   // dense m=16
+      run_case(f, 56, 576 + (f == F::int4_g128 ? 64 : 0), {64}, ++seed, 5, 0, true, false, v);  // r64, partial stage
+      run_case(f, 40, 256, {45, 0, 20}, ++seed, 3, 0, false, false, v);            // r64 grouped
     }
   }
   std::printf("emulated: %lld bulk copies, %lld warp mma; %d failing case(s)\n",

@@ -214,8 +214,7 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
   const GroupedGemmPlan plan = dense ? plan_weight_only_gemm(f, rows, n, k, sm_count(), variant)
                                      : plan_grouped_gemm(shape, sm_count());
   SCOPED_TRACE(plan.variant);
-  if (variant >= 0 && plan.row_tile <= 8 * km::kMaxVariantRows &&
-      km::variant_applies(static_cast<km::WFormat>(static_cast<int>(f)), plan.row_tile / 8, variant))
+  if (variant >= 0 && km::variant_applies(static_cast<km::WFormat>(static_cast<int>(f)), plan.row_tile / 8, variant))
     EXPECT_EQ(plan.kernel_variant, variant);
 
   const Logical L = make_weights(f, E, n, k, rng, extremes);
@@ -378,8 +377,16 @@ TEST(MoeGemmPlan, VariantsPlanTheirOwnKernels) {
         EXPECT_GE(p.stages, 3) << p.variant;
         EXPECT_EQ(p.grid, 132 * p.ctas_per_sm);
       }
-      s.rows_per_expert = 64;  // row tile 64: no variants there
-      EXPECT_EQ(plan_grouped_gemm(s, 132).kernel_variant, 0);
+      s.rows_per_expert = 64;  // row tile 64: only the r64_tk variants
+      s.max_rows = 512;
+      const bool r64 = km::variant_applies(static_cast<km::WFormat>(static_cast<int>(f)), km::kR64, v);
+      EXPECT_EQ(r64, v == 0 || (km::kVariants[v].r64_tk > 0 && f != F::bf16)) << grouped_gemm_variant_name(v);
+      const GroupedGemmPlan p64 = plan_grouped_gemm(s, 132);
+      EXPECT_EQ(p64.kernel_variant, r64 ? v : 0) << to_string(f) << " " << grouped_gemm_variant_name(v);
+      EXPECT_GE(p64.stages, 3) << p64.variant;
+      EXPECT_EQ(p64.row_tile, 64) << p64.variant;
+      EXPECT_LE(p64.ctas_per_sm * (p64.smem_bytes + 1024 + 128), 228u * 1024) << p64.variant;
+      s.max_rows = 32;
     }
   }
   GroupedGemmShape bad;
@@ -577,9 +584,9 @@ TEST(WeightOnlyGemm, SplitKOnNarrowOutputs) {
 
 // ---------------------------------------------------------------- GPU: kernel variants
 
-// Every variant against the CPU reference at the row tiles it exists for (8 and 16 rows):
-// items split across CTAs, a k that ends in a partial stage, an empty expert, one of two row
-// tiles used, dense split-K.
+// Every variant against the CPU reference at the row tiles it exists for (8 and 16 rows; 64 for
+// the r64_tk ones): items split across CTAs, a k that ends in a partial stage, an empty expert,
+// one of two row tiles used, dense split-K.
 TEST(MoeGemmVariants, EveryVariantMatchesTheCpu) {
   SKIP_WITHOUT_SM90();
   std::uint64_t seed = 600;
@@ -592,6 +599,11 @@ TEST(MoeGemmVariants, EveryVariantMatchesTheCpu) {
       run_case(f, 1280, quick() ? 1024 : 4096, {1}, ++seed, 0, true, v);
       run_case(f, 392, 1024, {16}, ++seed, 0, true, v);
       if (!quick()) run_case(f, 512, 7168, routed_counts(8, 2, 4, seed), ++seed, 0, false, v);  // Kimi-K2 expert shape
+      // 64-row tiles (the r64_tk variants): dense m = 64 and 256, grouped 45 rows (Qwen3 T = 512),
+      // k ending in a partial stage
+      run_case(f, 392, 1024 + (f == F::int4_g128 ? 128 : 64), {64}, ++seed, 0, true, v);
+      run_case(f, 200, 512, {256}, ++seed, 0, true, v);
+      run_case(f, 136, 1024, {45, 0, 30, 12}, ++seed, 0, false, v);
     }
   }
 }
