@@ -141,6 +141,8 @@ EAGLESIM_MOE_HD float bf16_bits_to_float(std::uint16_t h) {
 //   imad_shift:  the int4/fp8 conversion's right shifts as multiply-high (FMA pipe, not ALU);
 //   r64_tk:      int4/fp8 stage depth at 64 rows (0: TileConfig's 64): deeper stages halve the
 //                activation row copies per weight byte, which is what 64-row items wait on.
+//   int4_fold:   int4 at 8/16 rows with the group scale folded into the decode's FMA operands
+//                (4 HMUL2 per group) instead of 4R FFMA on each group's fp32 partial sum.
 // Non-zero variants exist for row tiles of 8 and 16 (R <= 2), the verify-step row counts, except
 // the r64_tk ones, which exist for 64-row tiles (R == 8) only.
 struct KernelVariant {
@@ -151,20 +153,25 @@ struct KernelVariant {
   bool pdl;
   bool imad_shift;
   int r64_tk;
+  bool int4_fold;
 };
 constexpr KernelVariant kVariants[] = {
-    {"base", 2, false, 0, false, false, 0},
-    {"straight", 2, true, 0, false, false, 0},
-    {"occ3", 3, false, 0, false, false, 0},
-    {"occ3_straight", 3, true, 0, false, false, 0},
-    {"occ3_straight_tk128", 3, true, 128, false, false, 0},
-    {"pdl", 2, false, 0, true, false, 0},
-    {"occ3_straight_pdl", 3, true, 0, true, false, 0},
-    {"occ3_straight_imad", 3, true, 0, false, true, 0},
-    {"straight_imad", 2, true, 0, false, true, 0},
-    {"occ3_imad", 3, false, 0, false, true, 0},
-    {"occ3_straight_imad_pdl", 3, true, 0, true, true, 0},
-    {"r64_tk128", 2, false, 0, false, false, 128},
+    {"base", 2, false, 0, false, false, 0, false},
+    {"straight", 2, true, 0, false, false, 0, false},
+    {"occ3", 3, false, 0, false, false, 0, false},
+    {"occ3_straight", 3, true, 0, false, false, 0, false},
+    {"occ3_straight_tk128", 3, true, 128, false, false, 0, false},
+    {"pdl", 2, false, 0, true, false, 0, false},
+    {"occ3_straight_pdl", 3, true, 0, true, false, 0, false},
+    {"occ3_straight_imad", 3, true, 0, false, true, 0, false},
+    {"straight_imad", 2, true, 0, false, true, 0, false},
+    {"occ3_imad", 3, false, 0, false, true, 0, false},
+    {"occ3_straight_imad_pdl", 3, true, 0, true, true, 0, false},
+    {"r64_tk128", 2, false, 0, false, false, 128, false},
+    {"fold", 2, false, 0, false, false, 0, true},
+    {"straight_fold", 2, true, 0, false, false, 0, true},
+    {"occ3_straight_fold", 3, true, 0, false, false, 0, true},
+    {"occ3_straight_pdl_fold", 3, true, 0, true, false, 0, true},
 };
 constexpr int kVariantCount = static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0]));
 constexpr int kMaxVariantRows = 2;  // R (n8 row tiles) up to which the non-zero variants exist
@@ -173,12 +180,12 @@ constexpr int kR64 = 8;             // R of the 64-row tile, where the r64_tk va
 // int4_g32 at 16 rows has no straight variant: a branch-free stage of eight scale groups and two
 // row tiles does not fit its registers (ptxas spills).
 EAGLESIM_MOE_HD constexpr bool variant_applies(WFormat f, int R, int v) {
-  return v == 0 ||
-         (v > 0 && v < kVariantCount &&
-          (kVariants[v].r64_tk ? R == kR64 && f != WFormat::bf16
-                               : R <= kMaxVariantRows && (kVariants[v].int4_tk == 0 || is_int4(f)) &&
-                                     (!kVariants[v].imad_shift || f != WFormat::bf16) &&
-                                     !(kVariants[v].straight && R == 2 && f == WFormat::int4_g32)));
+  if (v == 0) return true;
+  if (v < 0 || v >= kVariantCount) return false;
+  const KernelVariant& k = kVariants[v];
+  if (k.r64_tk) return R == kR64 && f != WFormat::bf16;
+  return R <= kMaxVariantRows && ((k.int4_tk == 0 && !k.int4_fold) || is_int4(f)) &&
+         (!k.imad_shift || f != WFormat::bf16) && !(k.straight && R == 2 && f == WFormat::int4_g32);
 }
 
 // ---------------------------------------------------------------- tile configuration

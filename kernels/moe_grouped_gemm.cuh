@@ -20,9 +20,9 @@
 //    mma.m16n8k16 (bf16, fp32 accumulate) and the rows are N, so rows pad to 8, not 16. A lane
 //    reads its A fragment straight from the packed atom (one 16-byte shared load), converts
 //    fp8/int4 to bf16 in registers (int4: per 32-bit word one shift, four ANDs and four bf16x2
-//    FMAs that turn subnormal bit patterns into (u - 8) * 2^-16, and either one mul by the group
-//    scale per pair or, at <= 16 rows, one fp32 FMA per accumulator and group on the group's
-//    partial sum; 2^16 comes back once per output; fp8: shifts/masks + one mul that also applies 2^120 and the block scale), and
+//    FMAs that turn subnormal bit patterns into (u - 8) * 2^-56, the group scale either folded
+//    into those FMAs' operands or, at <= 16 rows, one fp32 FMA per accumulator and group on the
+//    group's partial sum; 2^56 comes back once per output; fp8: shifts/masks + one mul that also applies 2^120 and the block scale), and
 //    takes the activations with ldmatrix from a padded (conflict-free) stage buffer.
 // Requirements (checked on the host by plan_grouped_gemm): k % 64 == 0, x and W 16-byte aligned,
 // sm_90 (bulk copies, mbarrier tx-counts). The workspace's counters must be zero before the
@@ -146,6 +146,18 @@ __device__ __forceinline__ std::uint32_t bf2_mul(std::uint32_t a, std::uint32_t 
   asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
   return d;
 }
+// Both halves the low (high) half of v: written as 16-bit moves, the form ptxas can turn into an
+// operand swizzle (.H0_H0 / .H1_H1) of the bf16x2 instruction that reads the result.
+__device__ __forceinline__ std::uint32_t bf2_lo2(std::uint32_t v) {
+  std::uint32_t d;
+  asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %1;\n\tmov.b32 %0, {l, l};\n\t}" : "=r"(d) : "r"(v));
+  return d;
+}
+__device__ __forceinline__ std::uint32_t bf2_hi2(std::uint32_t v) {
+  std::uint32_t d;
+  asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %1;\n\tmov.b32 %0, {h, h};\n\t}" : "=r"(d) : "r"(v));
+  return d;
+}
 // a * b + c, one rounding. bf16 has no .ftz form: subnormal inputs are kept (PTX ISA), which
 // the int4 decode relies on.
 __device__ __forceinline__ std::uint32_t bf2_fma(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
@@ -173,35 +185,42 @@ __device__ __forceinline__ std::uint32_t shr(std::uint32_t q, int s) {
 // one shift, four ANDs and four bf16x2 FMAs per word (no magic-number OR, no per-pair shift):
 //  * a nibble u masked in place at bits 0-3 of a bf16 half is the subnormal u * 2^-133;
 //  * at bits 4-7 it is u * 2^-129 (bit 7 is the exponent's lowest bit, and the bf16 encoding is
-//    linear across the subnormal / first-binade boundary, so u >= 8 lands in the same line);
+//    linear across the subnormal / first-binade boundary, so u >= 8 lands on the same line);
 //  * the nibbles at bits 8-15 take the same two masks after one shift by 8.
-// fma(t, 2^117 or 2^113, -2^-13) is then (u - 8) * 2^-16 exactly (4 significant bits; one
-// rounding that never rounds). The 2^-16 stays in every product and partial sum (fp32, far from
-// underflow) and kInt4DecodeUnscale takes it out once per output in store_tile.
-constexpr std::uint32_t kInt4Mask0 = 0x000F000Fu;   // nibble at bits 0-3 of each half
-constexpr std::uint32_t kInt4Mask4 = 0x00F000F0u;   // nibble at bits 4-7 of each half
-constexpr std::uint32_t kInt4Mul0 = 0x7A007A00u;    // 2^117: u * 2^-133 -> u * 2^-16
-constexpr std::uint32_t kInt4Mul4 = 0x78007800u;    // 2^113: u * 2^-129 -> u * 2^-16
-constexpr std::uint32_t kInt4Zero = 0xB900B900u;    // -2^-13 = -8 * 2^-16: the zero point
-constexpr float kInt4DecodeUnscale = 65536.f;       // 2^16
+// fma(t, 2^77 or 2^73, -2^-53) is then (u - 8) * 2^-56 exactly (4 significant bits: the one
+// rounding never rounds). 2^-56 rather than 2^0 keeps every multiplier a bf16 (2^133 is not) and
+// leaves room both ways for a folded group scale s (see Int4Scale): s * 2^77 stays finite for
+// |s| < 2^51 and (u - 8) * s * 2^-56 normal for |s| >= 2^-70. The 2^-56 stays in every product and
+// fp32 partial sum (far from fp32's underflow) and kInt4DecodeUnscale takes it out once per
+// output, in store_tile.
+constexpr std::uint32_t kInt4Mask0 = 0x000F000Fu;  // nibble at bits 0-3 of each half
+constexpr std::uint32_t kInt4Mask4 = 0x00F000F0u;  // nibble at bits 4-7 of each half
+constexpr std::uint32_t kInt4Mul0 = 0x66006600u;   // 2^77: u * 2^-133 -> u * 2^-56
+constexpr std::uint32_t kInt4Mul4 = 0x64006400u;   // 2^73: u * 2^-129 -> u * 2^-56
+constexpr std::uint32_t kInt4Zero = 0xA500A500u;   // -2^-53 = -8 * 2^-56: the zero point
+constexpr float kInt4DecodeUnscale = 0x1p56f;
 
-template <bool Imad = false>
-__device__ __forceinline__ void int4_step_unscaled(std::uint32_t q, std::uint32_t (&a)[4]) {
-  const std::uint32_t q8 = shr<Imad>(q, 8);
-  a[0] = bf2_fma(q & kInt4Mask0, kInt4Mul0, kInt4Zero);
-  a[1] = bf2_fma(q & kInt4Mask4, kInt4Mul4, kInt4Zero);
-  a[2] = bf2_fma(q8 & kInt4Mask0, kInt4Mul0, kInt4Zero);
-  a[3] = bf2_fma(q8 & kInt4Mask4, kInt4Mul4, kInt4Zero);
+// The FMA operands of one scale group, the scale folded in: mul0/zero_lo for registers 0 and 2
+// (the lane's row L/4, scale in the low half of the packed scale word), mul4/zero_hi for 1 and 3
+// (row L/4 + 8, high half). A power-of-two multiple of a bf16 is exact, so the folded FMA gives
+// (u - 8) * s * 2^-56 with one rounding, as (u - 8) times s would be rounded.
+struct Int4Scale {
+  std::uint32_t mul0, zero_lo, mul4, zero_hi;
+};
+__device__ __forceinline__ Int4Scale int4_scale(std::uint32_t sw) {
+  const std::uint32_t s_lo = bf2_lo2(sw), s_hi = bf2_hi2(sw);
+  return {bf2_mul(s_lo, kInt4Mul0), bf2_mul(s_lo, kInt4Zero), bf2_mul(s_hi, kInt4Mul4), bf2_mul(s_hi, kInt4Zero)};
 }
+// The unscaled operands: (u - 8) * 2^-56 exactly, for the paths that scale fp32 partial sums.
+constexpr Int4Scale kInt4Unscaled = {kInt4Mul0, kInt4Zero, kInt4Mul4, kInt4Zero};
 
-// The same, each pair times its row's group scale (s_lo: rows of registers 0 and 2, s_hi: 1 and
-// 3, each broadcast to both halves): (u - 8) * s * 2^-16, one rounding, as u - 8 times s would be.
 template <bool Imad = false>
-__device__ __forceinline__ void int4_step(std::uint32_t q, std::uint32_t s_lo, std::uint32_t s_hi,
-                                          std::uint32_t (&a)[4]) {
-  int4_step_unscaled<Imad>(q, a);
-#pragma unroll
-  for (int r = 0; r < 4; ++r) a[r] = bf2_mul(a[r], (r & 1) ? s_hi : s_lo);
+__device__ __forceinline__ void int4_step(std::uint32_t q, Int4Scale c, std::uint32_t (&a)[4]) {
+  const std::uint32_t q8 = shr<Imad>(q, 8);
+  a[0] = bf2_fma(q & kInt4Mask0, c.mul0, c.zero_lo);
+  a[1] = bf2_fma(q & kInt4Mask4, c.mul4, c.zero_hi);
+  a[2] = bf2_fma(q8 & kInt4Mask0, c.mul0, c.zero_lo);
+  a[3] = bf2_fma(q8 & kInt4Mask4, c.mul4, c.zero_hi);
 }
 
 // One fp8 word = two registers: bytes 0,2 -> `lo`, bytes 1,3 -> `hi`. An e4m3 byte moved to bf16
@@ -280,9 +299,10 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
   } else {
     constexpr int G = int4_group(F);
     const unsigned char* sblk = stage + Cfg::kScaleOff + warp * Cfg::kBlockScaleBytes + (lane >> 2) * 4;
-    if constexpr (R <= 2) {
+    if constexpr (R <= 2 && !Cfg::kVariant.int4_fold) {
       // Few rows: the group scale multiplies the fp32 partial sum of its group (4R FFMA per group)
-      // instead of every weight pair (8 HMUL2 per 32 k); the mma then sees u - 8 exactly.
+      // instead of being folded into the decode (4 HMUL2 per group); the mma then sees u - 8
+      // exactly (times 2^-56).
       constexpr int kPairsPerGroup = G / 32;
       static_assert(Cfg::kTK % G == 0, "a stage holds whole scale groups");
       float part[R][4];
@@ -299,8 +319,8 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
               for (int r = 0; r < R; ++r) part[r][0] = part[r][1] = part[r][2] = part[r][3] = 0.f;
             }
             std::uint32_t a0[4], a1[4];
-            int4_step_unscaled<kImad>(words[2 * h], a0);
-            int4_step_unscaled<kImad>(words[2 * h + 1], a1);
+            int4_step<kImad>(words[2 * h], kInt4Unscaled, a0);
+            int4_step<kImad>(words[2 * h + 1], kInt4Unscaled, a1);
             mma_pair<R, kAll>(part, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
             if (q % kPairsPerGroup == kPairsPerGroup - 1) {
               const std::uint32_t sw = *reinterpret_cast<const std::uint32_t*>(sblk + (q / kPairsPerGroup) * 32);
@@ -317,6 +337,9 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
         }
       }
     } else {
+      // The group scale folded into the decode's FMA operands (4 HMUL2 per group and lane, no
+      // per-pair multiply): at 32/64 rows, where per-row-tile FFMAs on partial sums would cost
+      // more, and in the int4_fold variants.
 #pragma unroll
       for (int at = 0; at < Cfg::kTK / 64; ++at) {
         if (Full || at * 64 < klen) {
@@ -326,11 +349,10 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
           for (int h = 0; h < 2; ++h) {
             const int q = 2 * at + h;  // 32 k: one scale group for both group sizes
             const int g_rel = G == 32 ? q : ((k0 % 128) + 32 * q) / 128;
-            const std::uint32_t sw = *reinterpret_cast<const std::uint32_t*>(sblk + g_rel * 32);
-            const std::uint32_t s_lo = __byte_perm(sw, 0, 0x1010), s_hi = __byte_perm(sw, 0, 0x3232);
+            const Int4Scale sc = int4_scale(*reinterpret_cast<const std::uint32_t*>(sblk + g_rel * 32));
             std::uint32_t a0[4], a1[4];
-            int4_step<kImad>(words[2 * h], s_lo, s_hi, a0);
-            int4_step<kImad>(words[2 * h + 1], s_lo, s_hi, a1);
+            int4_step<kImad>(words[2 * h], sc, a0);
+            int4_step<kImad>(words[2 * h + 1], sc, a1);
             mma_pair<R, kAll>(acc, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
           }
         }

@@ -416,6 +416,8 @@ inline std::uint32_t bf2_op(std::uint32_t a, std::uint32_t b, bool mul) {
 inline std::uint32_t mul_hi_u32(std::uint32_t a, std::uint32_t b) {
   return static_cast<std::uint32_t>((static_cast<std::uint64_t>(a) * b) >> 32);
 }
+inline std::uint32_t bf2_lo2(std::uint32_t v) { return (v & 0xffffu) * 0x10001u; }
+inline std::uint32_t bf2_hi2(std::uint32_t v) { return (v >> 16) * 0x10001u; }
 inline std::uint32_t bf2_sub(std::uint32_t a, std::uint32_t b) { return bf2_op(a, b, false); }
 inline std::uint32_t bf2_mul(std::uint32_t a, std::uint32_t b) { return bf2_op(a, b, true); }
 // fma.rn.bf16x2 per the PTX ISA: a * b + c with one round-to-nearest-even to bf16, subnormal
@@ -702,35 +704,38 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
   std::fflush(stdout);
 }
 
-// The int4 decode on its own, every nibble value at every position of a word: register r, half e
-// must be (u - 8) * 2^-16 exactly (scaled: that times the row's scale, rounded once to bf16).
-// Also the fma emulation on the subnormal inputs the decode feeds it.
+// The int4 decode on its own, every nibble value at every position of a word, garbage in the
+// other nibbles: register r, half e must be (u - 8) * 2^-56 exactly, and with a folded group
+// scale (a negative one for the low row, a positive one for the high row) the bf16 rounding of
+// (u - 8) * s * 2^-56. Also the fma emulation on the subnormal inputs the decode feeds it.
 void check_int4_decode() {
   namespace d = km::detail;
   int bad = 0;
-  if (d::bf2_fma(0x00010001u, d::kInt4Mul0, 0u) != 0x37803780u) ++bad;  // 2^-133 * 2^117 = 2^-16
-  if (d::bf2_fma(0x00800080u, d::kInt4Mul4, 0u) != 0x39003900u) ++bad;  // 2^-126 * 2^113 = 2^-13
+  if (d::bf2_fma(0x00010001u, d::kInt4Mul0, 0u) != 0x23802380u) ++bad;  // 2^-133 * 2^77 = 2^-56
+  if (d::bf2_fma(0x00800080u, d::kInt4Mul4, 0u) != 0x25002500u) ++bad;  // 2^-126 * 2^73 = 2^-53
+  if (bad) std::printf("FAIL bf16 fma on subnormal inputs\n");
+  const std::uint16_t s_lo = 0xBC23, s_hi = 0x3F81;  // -0.00995..., 1.0078125
+  const d::Int4Scale folded = d::int4_scale(static_cast<std::uint32_t>(s_hi) << 16 | s_lo);
   for (int pos = 0; pos < 8; ++pos)
     for (std::uint32_t u = 0; u < 16; ++u)
       for (std::uint32_t fill : {0x00000000u, 0xffffffffu, 0x5a5a5a5au}) {
         const int shift = 4 * pos;
         const std::uint32_t q = (fill & ~(0xfu << shift)) | (u << shift);
         std::uint32_t a[4], as[4];
-        d::int4_step_unscaled<false>(q, a);
-        const std::uint32_t s_lo = 0xBC23BC23u, s_hi = 0x3F813F81u;  // -0.00995..., 1.0078125
-        d::int4_step<false>(q, s_lo, s_hi, as);
+        d::int4_step<false>(q, d::kInt4Unscaled, a);
+        d::int4_step<false>(q, folded, as);
         const int r = pos % 4, e = pos / 4;
         const std::uint16_t got = e ? emu::hi16(a[r]) : emu::lo16(a[r]);
         const std::uint16_t got_s = e ? emu::hi16(as[r]) : emu::lo16(as[r]);
-        const float want = (static_cast<int>(u) - 8) * 0x1p-16f;
-        const float want_s = __bfloat162float(__float2bfloat16(want * emu::bf((r & 1) ? 0x3F81 : 0xBC23)));
+        const float want = (static_cast<int>(u) - 8) * 0x1p-56f;
+        const float want_s = __bfloat162float(__float2bfloat16(want * emu::bf((r & 1) ? s_hi : s_lo)));
         if (emu::bf(got) != want || emu::bf(got_s) != want_s) {
           if (++bad <= 4)
             std::printf("FAIL int4 decode: word %08x nibble %d (=%u): %g, scaled %g\n", q, pos, u,
                         static_cast<double>(emu::bf(got)), static_cast<double>(emu::bf(got_s)));
         }
       }
-  std::printf("%-4s int4 decode: 16 values x 8 nibble positions x 3 fills\n", bad ? "FAIL" : "ok");
+  std::printf("%-4s int4 decode: 16 values x 8 nibble positions x 3 fills, unscaled and folded\n", bad ? "FAIL" : "ok");
   if (bad) ++g_failures;
 }
 
