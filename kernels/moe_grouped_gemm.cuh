@@ -207,6 +207,8 @@ constexpr float kInt4DecodeUnscale = 0x1p56f;
 struct Int4Scale {
   std::uint32_t mul0, zero_lo, mul4, zero_hi;
 };
+
+#if !defined(EAGLESIM_INT4_MAGIC_DECODE)
 __device__ __forceinline__ Int4Scale int4_scale(std::uint32_t sw) {
   const std::uint32_t s_lo = bf2_lo2(sw), s_hi = bf2_hi2(sw);
   return {bf2_mul(s_lo, kInt4Mul0), bf2_mul(s_lo, kInt4Zero), bf2_mul(s_hi, kInt4Mul4), bf2_mul(s_hi, kInt4Zero)};
@@ -222,6 +224,27 @@ __device__ __forceinline__ void int4_step(std::uint32_t q, Int4Scale c, std::uin
   a[2] = bf2_fma(q8 & kInt4Mask0, c.mul0, c.zero_lo);
   a[3] = bf2_fma(q8 & kInt4Mask4, c.mul4, c.zero_hi);
 }
+#else
+// Build-time fallback (-DEAGLESIM_INT4_MAGIC_DECODE) for a device whose bf16 FMA would flush
+// subnormal inputs: each nibble ORed into 0x4300 (bf16 128, ulp 1) is 128 + u exactly, minus 136
+// is u - 8 exactly, times s * 2^-56 (mul0 / mul4 here; no zero terms) rounds once: the same
+// values as the FMA decode, for 3 shifts + 4 lop3 + 8 bf16x2 ops per word instead of 1 + 4 + 4.
+__device__ __forceinline__ Int4Scale int4_scale(std::uint32_t sw) {
+  constexpr std::uint32_t k2m56 = 0x23802380u;  // 2^-56
+  return {bf2_mul(bf2_lo2(sw), k2m56), 0u, bf2_mul(bf2_hi2(sw), k2m56), 0u};
+}
+constexpr Int4Scale kInt4Unscaled = {0x23802380u, 0u, 0x23802380u, 0u};
+
+template <bool Imad = false>
+__device__ __forceinline__ void int4_step(std::uint32_t q, Int4Scale c, std::uint32_t (&a)[4]) {
+  constexpr std::uint32_t kMagic = 0x43004300u, k136 = 0x43084308u;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const std::uint32_t t = lop3<(0xF0 & 0xCC) | 0xAA>(r ? shr<Imad>(q, 4 * r) : q, kInt4Mask0, kMagic);
+    a[r] = bf2_mul(bf2_sub(t, k136), (r & 1) ? c.mul4 : c.mul0);
+  }
+}
+#endif
 
 // One fp8 word = two registers: bytes 0,2 -> `lo`, bytes 1,3 -> `hi`. An e4m3 byte moved to bf16
 // bits {15, 10..4} is its value times 2^-120 (also for e4m3 subnormals, which become bf16
