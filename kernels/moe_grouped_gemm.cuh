@@ -22,8 +22,9 @@
 //    fp8/int4 to bf16 in registers (int4: per 32-bit word one shift, four ANDs and four bf16x2
 //    FMAs that turn subnormal bit patterns into (u - 8) * 2^-56, the group scale either folded
 //    into those FMAs' operands or, at <= 16 rows, one fp32 FMA per accumulator and group on the
-//    group's partial sum; 2^56 comes back once per output; fp8: shifts/masks + one mul that also applies 2^120 and the block scale), and
-//    takes the activations with ldmatrix from a padded (conflict-free) stage buffer.
+//    group's partial sum, 2^56 taken out once per output; fp8: shifts/masks + one mul that also
+//    applies 2^120 and the block scale), and takes the activations with ldmatrix from a padded
+//    (conflict-free) stage buffer.
 // Requirements (checked on the host by plan_grouped_gemm): k % 64 == 0, x and W 16-byte aligned,
 // sm_90 (bulk copies, mbarrier tx-counts). The workspace's counters must be zero before the
 // first launch; every launch leaves them zero.
@@ -362,7 +363,10 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
     } else {
       // The group scale folded into the decode's FMA operands (4 HMUL2 per group and lane, no
       // per-pair multiply): at 32/64 rows, where per-row-tile FFMAs on partial sums would cost
-      // more, and in the int4_fold variants.
+      // more, and in the int4_fold variants. Stages that start on a group boundary (every stage
+      // depth but int4_g128's 64) compute the operands once per group.
+      constexpr bool kAligned = Cfg::kTK % G == 0;
+      Int4Scale sc{};
 #pragma unroll
       for (int at = 0; at < Cfg::kTK / 64; ++at) {
         if (Full || at * 64 < klen) {
@@ -370,9 +374,11 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
           const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int q = 2 * at + h;  // 32 k: one scale group for both group sizes
-            const int g_rel = G == 32 ? q : ((k0 % 128) + 32 * q) / 128;
-            const Int4Scale sc = int4_scale(*reinterpret_cast<const std::uint32_t*>(sblk + g_rel * 32));
+            const int q = 2 * at + h;  // 32 k: inside one scale group for both group sizes
+            if (!kAligned || (32 * q) % G == 0) {
+              const int g_rel = kAligned ? 32 * q / G : ((k0 % G) + 32 * q) / G;
+              sc = int4_scale(*reinterpret_cast<const std::uint32_t*>(sblk + g_rel * 32));
+            }
             std::uint32_t a0[4], a1[4];
             int4_step<kImad>(words[2 * h], sc, a0);
             int4_step<kImad>(words[2 * h + 1], sc, a1);
