@@ -10,7 +10,8 @@
 // holds, without any shuffle, its A-fragment registers for atom_k/16 k16-steps:
 //   bf16: atom_k = 16, the 4 registers of one step;
 //   fp8 : atom_k = 32, two steps, converted in registers to bf16 (bit moves + one multiply);
-//   int4: atom_k = 64, four steps, converted with lop3 (0x4300 | nibble = 128 + nibble in bf16).
+//   int4: atom_k = 64, four steps, converted with one shift, four ANDs and four bf16x2 FMAs per
+//         word (a masked nibble is a bf16 subnormal bit pattern; the FMA scales it and subtracts 8).
 // An expert's weights are [n/16][k/atom_k] atoms, k fastest, so one 16-channel block's k-range
 // is one contiguous run: a single bulk copy (TMA) per block and stage.
 //
@@ -21,7 +22,8 @@
 //   fp8 : step s = col/16 of the atom, 32-bit word w = 2s + (r>>1), byte (r&1) + 2e of w
 //         (bytes 0,2 of a word form one register, bytes 1,3 the next: each pair converts with
 //         one shift and mask; the bits of every byte stay standard e4m3).
-//   int4: word w = step s, nibble at bit 4r + 16e of w (value = nibble - 8): four lop3 per word.
+//   int4: word w = step s, nibble at bit 4r + 16e of w (value = nibble - 8): the nibbles at
+//         bits 0-7 of each half decode in place, those at bits 8-15 after one shift by 8.
 // Scales:
 //   int4 (group g = 32 or 128 along k, bf16): per expert [n/16][k/g][8][2] bf16: entry (i, h)
 //         is the scale of channel 16*block + i + 8h, so lane L reads one 32-bit word at i = L/4
@@ -136,8 +138,13 @@ EAGLESIM_MOE_HD float bf16_bits_to_float(std::uint16_t h) {
 //   int4_tk:     int4 stage depth at <= 16 rows (0: TileConfig's), shallower stages, more of them;
 //   pdl:         programmatic dependent launch: the launch and prologue overlap the previous
 //                kernel's tail, a dense GEMM's first stages of weights stream before it ends;
-//   imad_shift:  the int4/fp8 conversion's right shifts as multiply-high (FMA pipe, not ALU).
-// Non-zero variants exist for row tiles of 8 and 16 (R <= 2), the verify-step row counts.
+//   imad_shift:  the int4/fp8 conversion's right shifts as multiply-high (FMA pipe, not ALU);
+//   r64_tk:      int4/fp8 stage depth at 64 rows (0: TileConfig's 64): deeper stages halve the
+//                activation row copies per weight byte, which is what 64-row items wait on.
+//   int4_fold:   int4 at 8/16 rows with the group scale folded into the decode's FMA operands
+//                (4 HMUL2 per group) instead of 4R FFMA on each group's fp32 partial sum.
+// Non-zero variants exist for row tiles of 8 and 16 (R <= 2), the verify-step row counts, except
+// the r64_tk ones, which exist for 64-row tiles (R == 8) only.
 struct KernelVariant {
   const char* name;
   int ctas_per_sm;
@@ -145,29 +152,40 @@ struct KernelVariant {
   int int4_tk;
   bool pdl;
   bool imad_shift;
+  int r64_tk;
+  bool int4_fold;
 };
 constexpr KernelVariant kVariants[] = {
-    {"base", 2, false, 0, false, false},
-    {"straight", 2, true, 0, false, false},
-    {"occ3", 3, false, 0, false, false},
-    {"occ3_straight", 3, true, 0, false, false},
-    {"occ3_straight_tk128", 3, true, 128, false, false},
-    {"pdl", 2, false, 0, true, false},
-    {"occ3_straight_pdl", 3, true, 0, true, false},
-    {"occ3_straight_imad", 3, true, 0, false, true},
-    {"straight_imad", 2, true, 0, false, true},
-    {"occ3_imad", 3, false, 0, false, true},
-    {"occ3_straight_imad_pdl", 3, true, 0, true, true},
+    {"base", 2, false, 0, false, false, 0, false},
+    {"straight", 2, true, 0, false, false, 0, false},
+    {"occ3", 3, false, 0, false, false, 0, false},
+    {"occ3_straight", 3, true, 0, false, false, 0, false},
+    {"occ3_straight_tk128", 3, true, 128, false, false, 0, false},
+    {"pdl", 2, false, 0, true, false, 0, false},
+    {"occ3_straight_pdl", 3, true, 0, true, false, 0, false},
+    {"occ3_straight_imad", 3, true, 0, false, true, 0, false},
+    {"straight_imad", 2, true, 0, false, true, 0, false},
+    {"occ3_imad", 3, false, 0, false, true, 0, false},
+    {"occ3_straight_imad_pdl", 3, true, 0, true, true, 0, false},
+    {"r64_tk128", 2, false, 0, false, false, 128, false},
+    {"fold", 2, false, 0, false, false, 0, true},
+    {"straight_fold", 2, true, 0, false, false, 0, true},
+    {"occ3_straight_fold", 3, true, 0, false, false, 0, true},
+    {"occ3_straight_pdl_fold", 3, true, 0, true, false, 0, true},
 };
 constexpr int kVariantCount = static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0]));
 constexpr int kMaxVariantRows = 2;  // R (n8 row tiles) up to which the non-zero variants exist
+constexpr int kR64 = 8;             // R of the 64-row tile, where the r64_tk variants exist
 // Whether variant v is its own kernel for format f at R row tiles (else the plan uses variant 0).
 // int4_g32 at 16 rows has no straight variant: a branch-free stage of eight scale groups and two
 // row tiles does not fit its registers (ptxas spills).
 EAGLESIM_MOE_HD constexpr bool variant_applies(WFormat f, int R, int v) {
-  return v == 0 || (v > 0 && v < kVariantCount && R <= kMaxVariantRows && (kVariants[v].int4_tk == 0 || is_int4(f)) &&
-                    (!kVariants[v].imad_shift || f != WFormat::bf16) &&
-                    !(kVariants[v].straight && R == 2 && f == WFormat::int4_g32));
+  if (v == 0) return true;
+  if (v < 0 || v >= kVariantCount) return false;
+  const KernelVariant& k = kVariants[v];
+  if (k.r64_tk) return R == kR64 && f != WFormat::bf16;
+  return R <= kMaxVariantRows && ((k.int4_tk == 0 && !k.int4_fold) || is_int4(f)) &&
+         (!k.imad_shift || f != WFormat::bf16) && !(k.straight && R == 2 && f == WFormat::int4_g32);
 }
 
 // ---------------------------------------------------------------- tile configuration
@@ -176,13 +194,15 @@ EAGLESIM_MOE_HD constexpr bool variant_applies(WFormat f, int R, int v) {
 // activation slice of a stage near 8 KB; stages fill the variant's budget (at least 3, at most 8).
 template <WFormat F, int R, int V = 0>
 struct TileConfig {
-  static_assert(V >= 0 && V < kVariantCount && (V == 0 || R <= kMaxVariantRows), "no such kernel variant");
+  static_assert(V >= 0 && V < kVariantCount && (V == 0 || R <= kMaxVariantRows || (R == kR64 && kVariants[V].r64_tk)),
+                "no such kernel variant");
   static constexpr KernelVariant kVariant = kVariants[V];
   static constexpr int kAtomK = atom_k(F);
   // int4 at 16 rows with three CTAs per SM: k = 128 stages (three of 256 would not fit the budget)
   static constexpr int kInt4TK = kVariant.int4_tk ? kVariant.int4_tk : kVariant.ctas_per_sm >= 3 && R == 2 ? 128 : 256;
-  static constexpr int kTK = is_int4(F) ? (R <= 2 ? kInt4TK : R == 4 ? 128 : 64)
-                             : is_fp8(F) ? (R <= 4 ? 128 : 64)
+  static constexpr int kR64TK = kVariant.r64_tk ? kVariant.r64_tk : 64;  // int4/fp8 at 64 rows
+  static constexpr int kTK = is_int4(F) ? (R <= 2 ? kInt4TK : R == 4 ? 128 : kR64TK)
+                             : is_fp8(F) ? (R <= 4 ? 128 : kR64TK)
                                          : 64;
   static constexpr int kAtomsPerStage = kTK / kAtomK;                    // per 16-channel block
   static constexpr int kBlockWeightBytes = kAtomsPerStage * kAtomBytes;  // one block's run

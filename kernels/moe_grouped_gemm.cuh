@@ -19,10 +19,12 @@
 //  * Eight consumer warps each own 16 output channels. Weights are the A operand of
 //    mma.m16n8k16 (bf16, fp32 accumulate) and the rows are N, so rows pad to 8, not 16. A lane
 //    reads its A fragment straight from the packed atom (one 16-byte shared load), converts
-//    fp8/int4 to bf16 in registers (int4: lop3 + sub per pair, and either one mul by the group
-//    scale per pair or, at <= 16 rows, one fp32 FMA per accumulator and group on the group's
-//    partial sum; fp8: shifts/masks + one mul that also applies 2^120 and the block scale), and
-//    takes the activations with ldmatrix from a padded (conflict-free) stage buffer.
+//    fp8/int4 to bf16 in registers (int4: per 32-bit word one shift, four ANDs and four bf16x2
+//    FMAs that turn subnormal bit patterns into (u - 8) * 2^-56, the group scale either folded
+//    into those FMAs' operands or, at <= 16 rows, one fp32 FMA per accumulator and group on the
+//    group's partial sum, 2^56 taken out once per output; fp8: shifts/masks + one mul that also
+//    applies 2^120 and the block scale), and takes the activations with ldmatrix from a padded
+//    (conflict-free) stage buffer.
 // Requirements (checked on the host by plan_grouped_gemm): k % 64 == 0, x and W 16-byte aligned,
 // sm_90 (bulk copies, mbarrier tx-counts). The workspace's counters must be zero before the
 // first launch; every launch leaves them zero.
@@ -145,6 +147,25 @@ __device__ __forceinline__ std::uint32_t bf2_mul(std::uint32_t a, std::uint32_t 
   asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
   return d;
 }
+// Both halves the low (high) half of v: written as 16-bit moves, the form ptxas can turn into an
+// operand swizzle (.H0_H0 / .H1_H1) of the bf16x2 instruction that reads the result.
+__device__ __forceinline__ std::uint32_t bf2_lo2(std::uint32_t v) {
+  std::uint32_t d;
+  asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %1;\n\tmov.b32 %0, {l, l};\n\t}" : "=r"(d) : "r"(v));
+  return d;
+}
+__device__ __forceinline__ std::uint32_t bf2_hi2(std::uint32_t v) {
+  std::uint32_t d;
+  asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %1;\n\tmov.b32 %0, {h, h};\n\t}" : "=r"(d) : "r"(v));
+  return d;
+}
+// a * b + c, one rounding. bf16 has no .ftz form: subnormal inputs are kept (PTX ISA), which
+// the int4 decode relies on.
+__device__ __forceinline__ std::uint32_t bf2_fma(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+  std::uint32_t d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
 
 // Programmatic dependent launch: wait until the previous kernel in the stream has completed and
 // its writes are visible; let the next kernel launch (it still waits for this one's completion
@@ -161,28 +182,70 @@ __device__ __forceinline__ std::uint32_t shr(std::uint32_t q, int s) {
   else return q >> s;
 }
 
-// One int4 word = one k16 step: register r from the nibbles at bits 4r and 16+4r.
-// (0x4300 | u) is 128 + u in bf16, exactly; minus 136 gives u - 8 exactly; one rounding for the
-// scale multiply.
+// One int4 word = one k16 step: register r from the nibbles at bits 4r and 16+4r. Decoded with
+// one shift, four ANDs and four bf16x2 FMAs per word (no magic-number OR, no per-pair shift):
+//  * a nibble u masked in place at bits 0-3 of a bf16 half is the subnormal u * 2^-133;
+//  * at bits 4-7 it is u * 2^-129 (bit 7 is the exponent's lowest bit, and the bf16 encoding is
+//    linear across the subnormal / first-binade boundary, so u >= 8 lands on the same line);
+//  * the nibbles at bits 8-15 take the same two masks after one shift by 8.
+// fma(t, 2^77 or 2^73, -2^-53) is then (u - 8) * 2^-56 exactly (4 significant bits: the one
+// rounding never rounds). 2^-56 rather than 2^0 keeps every multiplier a bf16 (2^133 is not) and
+// leaves room both ways for a folded group scale s (see Int4Scale): s * 2^77 stays finite for
+// |s| < 2^51 and (u - 8) * s * 2^-56 normal for |s| >= 2^-70. The 2^-56 stays in every product and
+// fp32 partial sum (far from fp32's underflow) and kInt4DecodeUnscale takes it out once per
+// output, in store_tile.
+constexpr std::uint32_t kInt4Mask0 = 0x000F000Fu;  // nibble at bits 0-3 of each half
+constexpr std::uint32_t kInt4Mask4 = 0x00F000F0u;  // nibble at bits 4-7 of each half
+constexpr std::uint32_t kInt4Mul0 = 0x66006600u;   // 2^77: u * 2^-133 -> u * 2^-56
+constexpr std::uint32_t kInt4Mul4 = 0x64006400u;   // 2^73: u * 2^-129 -> u * 2^-56
+constexpr std::uint32_t kInt4Zero = 0xA500A500u;   // -2^-53 = -8 * 2^-56: the zero point
+constexpr float kInt4DecodeUnscale = 0x1p56f;
+
+// The FMA operands of one scale group, the scale folded in: mul0/zero_lo for registers 0 and 2
+// (the lane's row L/4, scale in the low half of the packed scale word), mul4/zero_hi for 1 and 3
+// (row L/4 + 8, high half). A power-of-two multiple of a bf16 is exact, so the folded FMA gives
+// (u - 8) * s * 2^-56 with one rounding, as (u - 8) times s would be rounded.
+struct Int4Scale {
+  std::uint32_t mul0, zero_lo, mul4, zero_hi;
+};
+
+#if !defined(EAGLESIM_INT4_MAGIC_DECODE)
+__device__ __forceinline__ Int4Scale int4_scale(std::uint32_t sw) {
+  const std::uint32_t s_lo = bf2_lo2(sw), s_hi = bf2_hi2(sw);
+  return {bf2_mul(s_lo, kInt4Mul0), bf2_mul(s_lo, kInt4Zero), bf2_mul(s_hi, kInt4Mul4), bf2_mul(s_hi, kInt4Zero)};
+}
+// The unscaled operands: (u - 8) * 2^-56 exactly, for the paths that scale fp32 partial sums.
+constexpr Int4Scale kInt4Unscaled = {kInt4Mul0, kInt4Zero, kInt4Mul4, kInt4Zero};
+
 template <bool Imad = false>
-__device__ __forceinline__ void int4_step(std::uint32_t q, std::uint32_t s_lo, std::uint32_t s_hi,
-                                          std::uint32_t (&a)[4]) {
-  constexpr std::uint32_t kMask = 0x000F000Fu, kMagic = 0x43004300u, k136 = 0x43084308u;
+__device__ __forceinline__ void int4_step(std::uint32_t q, Int4Scale c, std::uint32_t (&a)[4]) {
+  const std::uint32_t q8 = shr<Imad>(q, 8);
+  a[0] = bf2_fma(q & kInt4Mask0, c.mul0, c.zero_lo);
+  a[1] = bf2_fma(q & kInt4Mask4, c.mul4, c.zero_hi);
+  a[2] = bf2_fma(q8 & kInt4Mask0, c.mul0, c.zero_lo);
+  a[3] = bf2_fma(q8 & kInt4Mask4, c.mul4, c.zero_hi);
+}
+#else
+// Build-time fallback (-DEAGLESIM_INT4_MAGIC_DECODE) for a device whose bf16 FMA would flush
+// subnormal inputs: each nibble ORed into 0x4300 (bf16 128, ulp 1) is 128 + u exactly, minus 136
+// is u - 8 exactly, times s * 2^-56 (mul0 / mul4 here; no zero terms) rounds once: the same
+// values as the FMA decode, for 3 shifts + 4 lop3 + 8 bf16x2 ops per word instead of 1 + 4 + 4.
+__device__ __forceinline__ Int4Scale int4_scale(std::uint32_t sw) {
+  constexpr std::uint32_t k2m56 = 0x23802380u;  // 2^-56
+  return {bf2_mul(bf2_lo2(sw), k2m56), 0u, bf2_mul(bf2_hi2(sw), k2m56), 0u};
+}
+constexpr Int4Scale kInt4Unscaled = {0x23802380u, 0u, 0x23802380u, 0u};
+
+template <bool Imad = false>
+__device__ __forceinline__ void int4_step(std::uint32_t q, Int4Scale c, std::uint32_t (&a)[4]) {
+  constexpr std::uint32_t kMagic = 0x43004300u, k136 = 0x43084308u;
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    const std::uint32_t t = lop3<(0xF0 & 0xCC) | 0xAA>(r ? shr<Imad>(q, 4 * r) : q, kMask, kMagic);
-    a[r] = bf2_mul(bf2_sub(t, k136), (r & 1) ? s_hi : s_lo);
+    const std::uint32_t t = lop3<(0xF0 & 0xCC) | 0xAA>(r ? shr<Imad>(q, 4 * r) : q, kInt4Mask0, kMagic);
+    a[r] = bf2_mul(bf2_sub(t, k136), (r & 1) ? c.mul4 : c.mul0);
   }
 }
-
-// The same without the scale: exact u - 8 for the post-scaled path.
-template <bool Imad = false>
-__device__ __forceinline__ void int4_step_unscaled(std::uint32_t q, std::uint32_t (&a)[4]) {
-  constexpr std::uint32_t kMask = 0x000F000Fu, kMagic = 0x43004300u, k136 = 0x43084308u;
-#pragma unroll
-  for (int r = 0; r < 4; ++r)
-    a[r] = bf2_sub(lop3<(0xF0 & 0xCC) | 0xAA>(r ? shr<Imad>(q, 4 * r) : q, kMask, kMagic), k136);
-}
+#endif
 
 // One fp8 word = two registers: bytes 0,2 -> `lo`, bytes 1,3 -> `hi`. An e4m3 byte moved to bf16
 // bits {15, 10..4} is its value times 2^-120 (also for e4m3 subnormals, which become bf16
@@ -260,9 +323,10 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
   } else {
     constexpr int G = int4_group(F);
     const unsigned char* sblk = stage + Cfg::kScaleOff + warp * Cfg::kBlockScaleBytes + (lane >> 2) * 4;
-    if constexpr (R <= 2) {
+    if constexpr (R <= 2 && !Cfg::kVariant.int4_fold) {
       // Few rows: the group scale multiplies the fp32 partial sum of its group (4R FFMA per group)
-      // instead of every weight pair (8 HMUL2 per 32 k); the mma then sees u - 8 exactly.
+      // instead of being folded into the decode (4 HMUL2 per group); the mma then sees u - 8
+      // exactly (times 2^-56).
       constexpr int kPairsPerGroup = G / 32;
       static_assert(Cfg::kTK % G == 0, "a stage holds whole scale groups");
       float part[R][4];
@@ -279,8 +343,8 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
               for (int r = 0; r < R; ++r) part[r][0] = part[r][1] = part[r][2] = part[r][3] = 0.f;
             }
             std::uint32_t a0[4], a1[4];
-            int4_step_unscaled<kImad>(words[2 * h], a0);
-            int4_step_unscaled<kImad>(words[2 * h + 1], a1);
+            int4_step<kImad>(words[2 * h], kInt4Unscaled, a0);
+            int4_step<kImad>(words[2 * h + 1], kInt4Unscaled, a1);
             mma_pair<R, kAll>(part, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
             if (q % kPairsPerGroup == kPairsPerGroup - 1) {
               const std::uint32_t sw = *reinterpret_cast<const std::uint32_t*>(sblk + (q / kPairsPerGroup) * 32);
@@ -297,6 +361,12 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
         }
       }
     } else {
+      // The group scale folded into the decode's FMA operands (4 HMUL2 per group and lane, no
+      // per-pair multiply): at 32/64 rows, where per-row-tile FFMAs on partial sums would cost
+      // more, and in the int4_fold variants. Stages that start on a group boundary (every stage
+      // depth but int4_g128's 64) compute the operands once per group.
+      constexpr bool kAligned = Cfg::kTK % G == 0;
+      Int4Scale sc{};
 #pragma unroll
       for (int at = 0; at < Cfg::kTK / 64; ++at) {
         if (Full || at * 64 < klen) {
@@ -304,13 +374,14 @@ __device__ __forceinline__ void consume_stage(const unsigned char* stage, int wa
           const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int q = 2 * at + h;  // 32 k: one scale group for both group sizes
-            const int g_rel = G == 32 ? q : ((k0 % 128) + 32 * q) / 128;
-            const std::uint32_t sw = *reinterpret_cast<const std::uint32_t*>(sblk + g_rel * 32);
-            const std::uint32_t s_lo = __byte_perm(sw, 0, 0x1010), s_hi = __byte_perm(sw, 0, 0x3232);
+            const int q = 2 * at + h;  // 32 k: inside one scale group for both group sizes
+            if (!kAligned || (32 * q) % G == 0) {
+              const int g_rel = kAligned ? 32 * q / G : ((k0 % G) + 32 * q) / G;
+              sc = int4_scale(*reinterpret_cast<const std::uint32_t*>(sblk + g_rel * 32));
+            }
             std::uint32_t a0[4], a1[4];
-            int4_step<kImad>(words[2 * h], s_lo, s_hi, a0);
-            int4_step<kImad>(words[2 * h + 1], s_lo, s_hi, a1);
+            int4_step<kImad>(words[2 * h], sc, a0);
+            int4_step<kImad>(words[2 * h + 1], sc, a1);
             mma_pair<R, kAll>(acc, a0, a1, xaddr + 64 * q, Cfg::kXPitch, row_tiles);
           }
         }
@@ -350,6 +421,7 @@ __device__ __forceinline__ void store_tile(const GemmParams& p, const Item& it, 
                                            int row_tiles, const float (&acc)[R][4]) {
   const int ch_base = it.tile * kTileN + warp * 16 + (lane >> 2);
   float s[2] = {1.f, 1.f};
+  if constexpr (is_int4(F)) s[0] = s[1] = kInt4DecodeUnscale;
   if constexpr (F == WFormat::fp8_channel) {
     const float* sc = reinterpret_cast<const float*>(p.scales + it.e * p.s_expert_bytes);
     s[0] = ch_base < p.n ? sc[ch_base] : 0.f;

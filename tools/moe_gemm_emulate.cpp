@@ -416,8 +416,41 @@ inline std::uint32_t bf2_op(std::uint32_t a, std::uint32_t b, bool mul) {
 inline std::uint32_t mul_hi_u32(std::uint32_t a, std::uint32_t b) {
   return static_cast<std::uint32_t>((static_cast<std::uint64_t>(a) * b) >> 32);
 }
+inline std::uint32_t bf2_lo2(std::uint32_t v) { return (v & 0xffffu) * 0x10001u; }
+inline std::uint32_t bf2_hi2(std::uint32_t v) { return (v >> 16) * 0x10001u; }
 inline std::uint32_t bf2_sub(std::uint32_t a, std::uint32_t b) { return bf2_op(a, b, false); }
 inline std::uint32_t bf2_mul(std::uint32_t a, std::uint32_t b) { return bf2_op(a, b, true); }
+// fma.rn.bf16x2 per the PTX ISA: a * b + c with one round-to-nearest-even to bf16, subnormal
+// inputs and results kept (bf16 fma has no .ftz). The product of two bf16 values is exact in
+// double; the sum is rounded once by double arithmetic, and its exact error (two-sum) breaks a
+// tie the double sum may have landed on, so the final rounding is the one of the exact value.
+inline std::uint16_t bf16_fma_rn(std::uint16_t a, std::uint16_t b, std::uint16_t c) {
+  const double p = static_cast<double>(emu::bf(a)) * static_cast<double>(emu::bf(b));
+  const double cc = emu::bf(c);
+  if (!std::isfinite(p) || !std::isfinite(cc)) return __float2bfloat16(static_cast<float>(p + cc)).x;
+  const double s = p + cc;
+  const double bb = s - p, err = (p - (s - bb)) + (cc - bb);  // p + cc == s + err exactly
+  if (s == 0.0) return __float2bfloat16(static_cast<float>(s)).x;
+  const double mag = std::fabs(s);
+  const int e = std::max(std::ilogb(mag), -126);  // bf16 binade (subnormals share -126's quantum)
+  const double quantum = std::ldexp(1.0, e - 7);
+  const double n = mag / quantum;  // exact: a power-of-two scaling
+  double r = std::floor(n);
+  const double frac = n - r;
+  const double err_dir = s > 0 ? err : -err;  // the exact magnitude is mag + err_dir
+  // |err| is at most half a double ulp of s, so it only decides where the double sum is a tie
+  if (frac > 0.5 || (frac == 0.5 && (err_dir > 0 || (err_dir == 0 && std::fmod(r, 2.0) != 0)))) r += 1;
+  const double v = r * quantum;
+  if (v >= 0x1p128) return s > 0 ? 0x7f80 : 0xff80;
+  const float f = static_cast<float>(s > 0 ? v : -v);  // exact: v is on the bf16 grid
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+inline std::uint32_t bf2_fma(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+  return static_cast<std::uint32_t>(bf16_fma_rn(emu::lo16(a), emu::lo16(b), emu::lo16(c))) |
+         (static_cast<std::uint32_t>(bf16_fma_rn(emu::hi16(a), emu::hi16(b), emu::hi16(c))) << 16);
+}
 // One launch at a time: no previous kernel to wait for, none to let start.
 inline void grid_dependency_wait() {}
 inline void launch_dependents() {}
@@ -529,8 +562,10 @@ int g_failures = 0;
 
 // One case: random logical weights, host packer, the kernel through the emulator with `grid`
 // CTAs (small, so items split across CTAs), the double reference.
+// extremes: int4 nibbles only 0 and 15 (the decode's ends: -8 and +7) and scales of both signs;
+// fp8 bytes only zero, subnormals and +-448.
 void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t seed, int grid, int rows_hint = 0,
-              bool dense = false, bool with_reference = false, int variant = 0) {
+              bool dense = false, bool with_reference = false, int variant = 0, bool extremes = false) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1.f, 1.f), pos(0.5f, 1.5f);
   const int E = static_cast<int>(counts.size());
@@ -566,8 +601,13 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
   } else if (f == F::fp8_channel || f == F::fp8_block) {
     lw.resize(count);
     for (auto& b : lw) {
-      do b = static_cast<std::uint8_t>(rng() >> 56);
-      while ((b & 0x7f) == 0x7f);
+      if (extremes) {
+        const std::uint8_t ends[] = {0x00, 0x80, 0x01, 0x07, 0x85, 0x7e, 0xfe};
+        b = ends[rng() % 7];
+      } else {
+        do b = static_cast<std::uint8_t>(rng() >> 56);
+        while ((b & 0x7f) == 0x7f);
+      }
     }
     std::vector<float> sc(f == F::fp8_channel ? E * n : E * nb * kb);
     for (auto& c : sc) c = 1e-3f * pos(rng);
@@ -582,9 +622,12 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
         }
   } else {
     lw.resize(count / 2);
-    for (auto& b : lw) b = static_cast<std::uint8_t>(rng() >> 56);
+    for (auto& b : lw) {
+      b = static_cast<std::uint8_t>(rng() >> 56);
+      if (extremes) b = static_cast<std::uint8_t>(((b & 1) ? 0x0f : 0x00) | ((b & 2) ? 0xf0 : 0x00));
+    }
     std::vector<std::uint16_t> sc(count / g);
-    for (auto& c : sc) c = to_bf16(0.01f * pos(rng));
+    for (auto& c : sc) c = to_bf16(0.01f * pos(rng) * (extremes && (rng() & 1) ? -1.f : 1.f));
     ls.resize(sc.size() * 2);
     std::memcpy(ls.data(), sc.data(), ls.size());
     for (std::int64_t i = 0; i < count; ++i) {
@@ -639,9 +682,9 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
     if (rep == 0) first = y;
     else if (std::memcmp(first.data(), y.data(), y.size() * 2) != 0) ok = false;
     if (rep == 1 || !ok)
-      std::printf("%-4s %-12s %-7s n=%5d k=%5d E=%2d rows=%4d grid=%3d %-22s rel=%.2e nan=%ld\n", ok ? "ok" : "FAIL",
+      std::printf("%-4s %-12s %-7s n=%5d k=%5d E=%2d rows=%4d grid=%3d %-22s rel=%.2e nan=%ld%s\n", ok ? "ok" : "FAIL",
                   eaglesim::cuda::to_string(f), dense ? "dense" : "grouped", n, k, E, rows, grid, plan.variant.c_str(),
-                  o.rel, o.nan);
+                  o.rel, o.nan, extremes ? " (extremes)" : "");
   }
   for (std::size_t i = 0; i < plan.counter_bytes; ++i)
     if (ws[i]) {
@@ -661,12 +704,57 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
   std::fflush(stdout);
 }
 
+// The int4 decode on its own, every nibble value at every position of a word, garbage in the
+// other nibbles: register r, half e must be (u - 8) * 2^-56 exactly, and with a folded group
+// scale (a negative one for the low row, a positive one for the high row) the bf16 rounding of
+// (u - 8) * s * 2^-56. Also the fma emulation on the subnormal inputs the decode feeds it.
+void check_int4_decode() {
+  namespace d = km::detail;
+  int bad = 0;
+  if (d::bf2_fma(0x00010001u, d::kInt4Mul0, 0u) != 0x23802380u) ++bad;  // 2^-133 * 2^77 = 2^-56
+  if (d::bf2_fma(0x00800080u, d::kInt4Mul4, 0u) != 0x25002500u) ++bad;  // 2^-126 * 2^73 = 2^-53
+  if (bad) std::printf("FAIL bf16 fma on subnormal inputs\n");
+  const std::uint16_t s_lo = 0xBC23, s_hi = 0x3F81;  // -0.00995..., 1.0078125
+  const d::Int4Scale folded = d::int4_scale(static_cast<std::uint32_t>(s_hi) << 16 | s_lo);
+  for (int pos = 0; pos < 8; ++pos)
+    for (std::uint32_t u = 0; u < 16; ++u)
+      for (std::uint32_t fill : {0x00000000u, 0xffffffffu, 0x5a5a5a5au}) {
+        const int shift = 4 * pos;
+        const std::uint32_t q = (fill & ~(0xfu << shift)) | (u << shift);
+        std::uint32_t a[4], as[4];
+        d::int4_step<false>(q, d::kInt4Unscaled, a);
+        d::int4_step<false>(q, folded, as);
+        const int r = pos % 4, e = pos / 4;
+        const std::uint16_t got = e ? emu::hi16(a[r]) : emu::lo16(a[r]);
+        const std::uint16_t got_s = e ? emu::hi16(as[r]) : emu::lo16(as[r]);
+        const float want = (static_cast<int>(u) - 8) * 0x1p-56f;
+        const float want_s = __bfloat162float(__float2bfloat16(want * emu::bf((r & 1) ? s_hi : s_lo)));
+        if (emu::bf(got) != want || emu::bf(got_s) != want_s) {
+          if (++bad <= 4)
+            std::printf("FAIL int4 decode: word %08x nibble %d (=%u): %g, scaled %g\n", q, pos, u,
+                        static_cast<double>(emu::bf(got)), static_cast<double>(emu::bf(got_s)));
+        }
+      }
+  std::printf("%-4s int4 decode: 16 values x 8 nibble positions x 3 fills, unscaled and folded\n", bad ? "FAIL" : "ok");
+  if (bad) ++g_failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const F all[] = {F::bf16, F::fp8_channel, F::fp8_block, F::int4_g32, F::int4_g128};
   std::uint64_t seed = 1;
+  check_int4_decode();
+  for (F f : {F::int4_g32, F::int4_g128, F::fp8_channel, F::fp8_block}) {
+    // the decode's extreme values: every row tile (8 / 16 / 32 / 64 rows) and dense split-K
+    run_case(f, 136, 512, {3, 0, 9, 1}, ++seed, 5, 0, false, false, 0, true);
+    if (quick) continue;
+    run_case(f, 136, 512, {0, 37, 2, 0, 70, 1}, ++seed, 7, 16, false, false, 0, true);
+    run_case(f, 152, 256, {30, 17, 0, 25}, ++seed, 6, 0, false, false, 0, true);
+    run_case(f, 40, 256, {64}, ++seed, 4, 0, true, false, 0, true);
+    run_case(f, 256, 768, {1}, ++seed, 9, 0, true, false, 0, true);
+  }
   for (F f : all) {
     // uneven rows with an empty expert, n not a multiple of 16 or of the tile; few CTAs: items split
     run_case(f, 200, 512, {3, 0, 9, 1}, ++seed, 5, 0, false, true);
@@ -692,6 +780,8 @@ int main(int argc, char** argv) {
       run_case(f, 136, 384, {0, 7, 2, 0, 13, 1}, ++seed, 7, 16, false, false, v);  // r16, one row tile of two
       run_case(f, 256, 768, {1}, ++seed, 9, 0, true, false, v);                    // dense m=1, split-K
       run_case(f, 40, 1024, {16}, ++seed, 4, 0, true, false, v);                   // dense m=16
+      run_case(f, 56, 576 + (f == F::int4_g128 ? 64 : 0), {64}, ++seed, 5, 0, true, false, v);  // r64, partial stage
+      run_case(f, 40, 256, {45, 0, 20}, ++seed, 3, 0, false, false, v);            // r64 grouped
     }
   }
   std::printf("emulated: %lld bulk copies, %lld warp mma; %d failing case(s)\n",

@@ -70,17 +70,12 @@ void try_variant(int v, Fn&& fn, bool& found) {
   }
 }
 
-// The plan's variant at R row tiles (variants other than 0 exist for R <= kMaxVariantRows).
+// The plan's variant at R row tiles (km::variant_applies says which exist).
 template <km::WFormat F, int R, typename Fn, int... Vs>
 void dispatch_variant(int v, Fn&& fn, std::integer_sequence<int, Vs...>) {
-  if constexpr (R > km::kMaxVariantRows) {
-    if (v != 0) throw InputError(fmt::format("grouped GEMM: no variant {} for {} rows", v, 8 * R));
-    fn(Inst<F, R, 0>{});
-  } else {
-    bool found = false;
-    (try_variant<F, R, Vs>(v, fn, found), ...);
-    if (!found) throw InputError(fmt::format("grouped GEMM: no kernel variant {} for {} rows", v, 8 * R));
-  }
+  bool found = false;
+  (try_variant<F, R, Vs>(v, fn, found), ...);
+  if (!found) throw InputError(fmt::format("grouped GEMM: no kernel variant {} for {} rows", v, 8 * R));
 }
 
 template <km::WFormat F, typename Fn>

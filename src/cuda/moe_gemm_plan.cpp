@@ -81,7 +81,11 @@ const char* grouped_gemm_variant_name(int variant) {
 // `bench_gemm --variants` on 1 x H200 for that class (correct, and faster than base by more than
 // 2 % in median over the class's shapes of >= 16 MB; docs/kernels/moe-and-quant-gemm.md,
 // "Kernel variants"); base (0) where none won. Indices are kernels/moe_gemm_layout.cuh's
-// kVariants: 1 straight, 3 occ3_straight, 5 pdl, 6 occ3_straight_pdl.
+// kVariants: 1 straight, 3 occ3_straight, 5 pdl, 6 occ3_straight_pdl. int4_g32 at 8/16 rows runs
+// the scale-folded form of its winner (12 fold, 13 straight_fold, 14 occ3_straight_fold) on
+// instruction counts alone, until a sweep has measured them: with the one-shift decode, folding
+// the group scale into the decode's FMAs takes 4 HMUL2 per group where scaling the partial sums
+// takes 4R FFMA, 4R zeroings and the scale's conversion to fp32, eight groups per 256 k.
 int default_grouped_gemm_variant(GemmWeightFormat format, int row_tile, bool dense) {
   using F = GemmWeightFormat;
   struct Winner {
@@ -91,10 +95,11 @@ int default_grouped_gemm_variant(GemmWeightFormat format, int row_tile, bool den
   };
   static constexpr Winner kWinners[] = {
       {F::fp8_block, true, 8, 5},    {F::fp8_channel, true, 8, 5},  {F::fp8_channel, true, 16, 6},
-      {F::int4_g128, true, 8, 3},    {F::int4_g128, true, 16, 1},   {F::int4_g32, true, 8, 1},
+      {F::int4_g128, true, 8, 3},    {F::int4_g128, true, 16, 1},   {F::int4_g32, true, 8, 13},
       {F::int4_g32, true, 16, 5},    {F::bf16, false, 16, 6},       {F::fp8_block, false, 8, 3},
       {F::fp8_block, false, 16, 3},  {F::fp8_channel, false, 8, 3}, {F::fp8_channel, false, 16, 6},
-      {F::int4_g128, false, 8, 6},   {F::int4_g128, false, 16, 1},  {F::int4_g32, false, 8, 3},
+      {F::int4_g128, false, 8, 6},   {F::int4_g128, false, 16, 1},  {F::int4_g32, false, 8, 14},
+      {F::int4_g32, false, 16, 12},
   };
   for (const Winner& w : kWinners)
     if (w.format == format && w.dense == dense && w.row_tile == row_tile) return w.variant;

@@ -93,7 +93,9 @@ struct Logical {
   }
 };
 
-Logical make_weights(F f, int E, int n, int k, std::mt19937_64& rng) {
+// extremes: int4 nibbles only 0 and 15 (the ends of the decode, -8 and +7) and group scales of
+// both signs; fp8 bytes only zeros, subnormals and +-448.
+Logical make_weights(F f, int E, int n, int k, std::mt19937_64& rng, bool extremes = false) {
   Logical L;
   L.f = f;
   L.E = E;
@@ -110,6 +112,11 @@ Logical make_weights(F f, int E, int n, int k, std::mt19937_64& rng) {
   } else if (f == F::fp8_channel || f == F::fp8_block) {
     L.w.resize(count);
     for (auto& b : L.w) {
+      if (extremes) {
+        const std::uint8_t ends[] = {0x00, 0x80, 0x01, 0x07, 0x85, 0x7e, 0xfe};
+        b = ends[rng() % 7];
+        continue;
+      }
       do b = static_cast<std::uint8_t>(rng() >> 56);
       while ((b & 0x7f) == 0x7f);  // NaN codes
     }
@@ -128,11 +135,14 @@ Logical make_weights(F f, int E, int n, int k, std::mt19937_64& rng) {
   } else {
     const int g = f == F::int4_g32 ? 32 : 128;
     L.w.resize(count / 2);
-    for (auto& b : L.w) b = static_cast<std::uint8_t>(rng() >> 56);
+    for (auto& b : L.w) {
+      b = static_cast<std::uint8_t>(rng() >> 56);
+      if (extremes) b = static_cast<std::uint8_t>(((b & 1) ? 0x0f : 0x00) | ((b & 2) ? 0xf0 : 0x00));
+    }
     const std::int64_t scales = count / g;
     L.s.resize(scales * 2);
     for (std::int64_t i = 0; i < scales; ++i) {
-      const std::uint16_t h = to_bf16(0.01f * pos(rng));
+      const std::uint16_t h = to_bf16(0.01f * pos(rng) * (extremes && (rng() & 1) ? -1.f : 1.f));
       std::memcpy(L.s.data() + i * 2, &h, 2);
     }
   }
@@ -180,10 +190,12 @@ Outcome compare(const std::vector<std::uint16_t>& y, const std::vector<double>& 
 // rows_hint picks the plan's row tile (0: the largest count), so a hint below the busiest
 // expert exercises several row blocks per expert.
 // variant: the kernel variant to run (-1: the plan's default); one that must apply is checked to.
+// extremes: make_weights' extreme values.
 void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t seed, int rows_hint = 0,
-              bool dense = false, int variant = -1) {
+              bool dense = false, int variant = -1, bool extremes = false) {
   SCOPED_TRACE(::testing::Message() << to_string(f) << " n=" << n << " k=" << k << " experts=" << counts.size()
-                                    << " seed=" << seed << (dense ? " dense" : "") << " variant=" << variant);
+                                    << " seed=" << seed << (dense ? " dense" : "") << " variant=" << variant
+                                    << (extremes ? " extremes" : ""));
   std::mt19937_64 rng(seed);
   const int E = static_cast<int>(counts.size());
   std::vector<int> off(E + 1, 0);
@@ -202,11 +214,10 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
   const GroupedGemmPlan plan = dense ? plan_weight_only_gemm(f, rows, n, k, sm_count(), variant)
                                      : plan_grouped_gemm(shape, sm_count());
   SCOPED_TRACE(plan.variant);
-  if (variant >= 0 && plan.row_tile <= 8 * km::kMaxVariantRows &&
-      km::variant_applies(static_cast<km::WFormat>(static_cast<int>(f)), plan.row_tile / 8, variant))
+  if (variant >= 0 && km::variant_applies(static_cast<km::WFormat>(static_cast<int>(f)), plan.row_tile / 8, variant))
     EXPECT_EQ(plan.kernel_variant, variant);
 
-  const Logical L = make_weights(f, E, n, k, rng);
+  const Logical L = make_weights(f, E, n, k, rng, extremes);
   const PackedGemmWeights packed = pack_grouped_weights(f, E, n, k, L.w.data(), L.s.empty() ? nullptr : L.s.data());
   std::vector<std::uint16_t> x(static_cast<std::size_t>(rows) * k);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -366,8 +377,16 @@ TEST(MoeGemmPlan, VariantsPlanTheirOwnKernels) {
         EXPECT_GE(p.stages, 3) << p.variant;
         EXPECT_EQ(p.grid, 132 * p.ctas_per_sm);
       }
-      s.rows_per_expert = 64;  // row tile 64: no variants there
-      EXPECT_EQ(plan_grouped_gemm(s, 132).kernel_variant, 0);
+      s.rows_per_expert = 64;  // row tile 64: only the r64_tk variants
+      s.max_rows = 512;
+      const bool r64 = km::variant_applies(static_cast<km::WFormat>(static_cast<int>(f)), km::kR64, v);
+      EXPECT_EQ(r64, v == 0 || (km::kVariants[v].r64_tk > 0 && f != F::bf16)) << grouped_gemm_variant_name(v);
+      const GroupedGemmPlan p64 = plan_grouped_gemm(s, 132);
+      EXPECT_EQ(p64.kernel_variant, r64 ? v : 0) << to_string(f) << " " << grouped_gemm_variant_name(v);
+      EXPECT_GE(p64.stages, 3) << p64.variant;
+      EXPECT_EQ(p64.row_tile, 64) << p64.variant;
+      EXPECT_LE(p64.ctas_per_sm * (p64.smem_bytes + 1024 + 128), 228u * 1024) << p64.variant;
+      s.max_rows = 32;
     }
   }
   GroupedGemmShape bad;
@@ -456,6 +475,91 @@ TEST(MoeGemmGrouped, UnevenRoutingAndOddShapes) {
   }
 }
 
+// The decode's extreme values (int4 nibbles 0 and 15, negative group scales; fp8 zeros,
+// subnormals, +-448) at every row tile (8 / 16 / 32 / 64 rows), grouped and dense split-K.
+TEST(MoeGemmGrouped, DecodeExtremes) {
+  SKIP_WITHOUT_SM90();
+  std::uint64_t seed = 350;
+  for (F f : {F::int4_g32, F::int4_g128, F::fp8_channel, F::fp8_block}) {
+    run_case(f, 200, 512, {3, 0, 9, 1}, ++seed, 0, false, -1, true);
+    run_case(f, 136, 512, {0, 37, 2, 0, 70, 1}, ++seed, 16, false, -1, true);
+    run_case(f, 152, 256, {30, 17, 0, 25}, ++seed, 0, false, -1, true);
+    run_case(f, 392, 1024, {64}, ++seed, 0, true, -1, true);
+    run_case(f, 1280, 2048, {1}, ++seed, 0, true, -1, true);
+  }
+}
+
+// Every int4 weight value decoded exactly: weight (c, kk) has nibble (c + 3 kk) % 16 (each of the
+// 16 values at every nibble position of the packed words), scales of both signs, and one-hot
+// activation rows, so each output is one weight times its scale: y must equal the bf16 rounding
+// of (nibble - 8) * scale exactly. m = 1, 16 (scale on the fp32 partial sum), 32 and 64 (scale on
+// each weight pair); every variant at the row tiles it exists for.
+void run_exact_int4(F f, int m, int col0, int variant) {
+  SCOPED_TRACE(::testing::Message() << to_string(f) << " m=" << m << " col0=" << col0 << " variant=" << variant);
+  const int n = 48, k = 256, g = f == F::int4_g32 ? 32 : 128;
+  std::vector<std::uint8_t> w(static_cast<std::size_t>(n) * k / 2), s(static_cast<std::size_t>(n) * (k / g) * 2);
+  auto nibble = [](int c, int kk) { return (c + 3 * kk) % 16; };
+  for (int c = 0; c < n; ++c)
+    for (int kk = 0; kk < k; kk += 2)
+      w[(static_cast<std::size_t>(c) * k + kk) / 2] =
+          static_cast<std::uint8_t>(nibble(c, kk) | (nibble(c, kk + 1) << 4));
+  std::vector<std::uint16_t> sc(s.size() / 2);
+  for (std::size_t i = 0; i < sc.size(); ++i) sc[i] = to_bf16((i % 3 == 1 ? -1.f : 1.f) * (0.25f + 0.01f * i));
+  std::memcpy(s.data(), sc.data(), s.size());
+  const PackedGemmWeights packed = pack_grouped_weights(f, 1, n, k, w.data(), s.data());
+  const GroupedGemmPlan plan = plan_weight_only_gemm(f, m, n, k, sm_count(), variant);
+  SCOPED_TRACE(plan.variant);
+  std::vector<int> col(m);
+  std::vector<std::uint16_t> x(static_cast<std::size_t>(m) * k, 0);
+  for (int r = 0; r < m; ++r) {
+    col[r] = (col0 + r) % k;
+    x[static_cast<std::size_t>(r) * k + col[r]] = to_bf16(1.f);
+  }
+  Dev<std::uint16_t> dx(x.size()), dy(static_cast<std::size_t>(m) * n);
+  Dev<std::uint8_t> dw(packed.weights.size()), ds(std::max<std::size_t>(packed.scales.size(), 16));
+  Dev<unsigned char> ws(plan.workspace_bytes);
+  dx.put(x);
+  dw.put(packed.weights);
+  ds.put(packed.scales);
+  ok(cudaMemset(ws.p, 0, plan.workspace_bytes));
+  ok(cudaMemset(dy.p, 0xff, dy.count * 2));
+  GroupedGemmArgs a;
+  a.x = dx.p;
+  a.rows = m;
+  a.weights = dw.p;
+  a.scales = ds.p;
+  a.y = dy.p;
+  launch_grouped_gemm(plan, a, ws.p, nullptr);
+  ok(cudaDeviceSynchronize());
+  const std::vector<std::uint16_t> y = dy.get();
+  int bad = 0;
+  for (int r = 0; r < m; ++r)
+    for (int c = 0; c < n; ++c) {
+      const float want = static_cast<float>(nibble(c, col[r]) - 8) * from_bf16(sc[c * (k / g) + col[r] / g]);
+      const std::uint16_t got = y[static_cast<std::size_t>(r) * n + c];
+      if (!(from_bf16(got) == from_bf16(to_bf16(want))) && ++bad <= 5)  // by value: +0 == -0
+        ADD_FAILURE() << "row " << r << " (k " << col[r] << ") channel " << c << ": nibble " << nibble(c, col[r])
+                      << " got " << from_bf16(got) << " want " << want;
+    }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(MoeGemmGrouped, Int4DecodeExact) {
+  SKIP_WITHOUT_SM90();
+  for (F f : {F::int4_g32, F::int4_g128}) {
+    for (int col0 : {0, 5, 64, 131}) run_exact_int4(f, 1, col0, -1);
+    for (int col0 : {0, 16, 32, 48}) run_exact_int4(f, 16, col0, -1);  // the 64 k of an atom
+    run_exact_int4(f, 32, 0, -1);
+    run_exact_int4(f, 32, 32, -1);
+    run_exact_int4(f, 64, 0, -1);
+    run_exact_int4(f, 64, 100, -1);
+    for (int v = 1; v < grouped_gemm_variant_count(); ++v) {
+      run_exact_int4(f, 1, 7, v);
+      run_exact_int4(f, 16, 32, v);
+    }
+  }
+}
+
 // ---------------------------------------------------------------- GPU: dense
 
 TEST(WeightOnlyGemm, DenseRowsAcrossFormats) {
@@ -480,9 +584,9 @@ TEST(WeightOnlyGemm, SplitKOnNarrowOutputs) {
 
 // ---------------------------------------------------------------- GPU: kernel variants
 
-// Every variant against the CPU reference at the row tiles it exists for (8 and 16 rows):
-// items split across CTAs, a k that ends in a partial stage, an empty expert, one of two row
-// tiles used, dense split-K.
+// Every variant against the CPU reference at the row tiles it exists for (8 and 16 rows; 64 for
+// the r64_tk ones): items split across CTAs, a k that ends in a partial stage, an empty expert,
+// one of two row tiles used, dense split-K.
 TEST(MoeGemmVariants, EveryVariantMatchesTheCpu) {
   SKIP_WITHOUT_SM90();
   std::uint64_t seed = 600;
@@ -495,6 +599,11 @@ TEST(MoeGemmVariants, EveryVariantMatchesTheCpu) {
       run_case(f, 1280, quick() ? 1024 : 4096, {1}, ++seed, 0, true, v);
       run_case(f, 392, 1024, {16}, ++seed, 0, true, v);
       if (!quick()) run_case(f, 512, 7168, routed_counts(8, 2, 4, seed), ++seed, 0, false, v);  // Kimi-K2 expert shape
+      // 64-row tiles (the r64_tk variants): dense m = 64 and 256, grouped 45 rows (Qwen3 T = 512),
+      // k ending in a partial stage
+      run_case(f, 392, 1024 + (f == F::int4_g128 ? 128 : 64), {64}, ++seed, 0, true, v);
+      run_case(f, 200, 512, {256}, ++seed, 0, true, v);
+      run_case(f, 136, 1024, {45, 0, 30, 12}, ++seed, 0, false, v);
     }
   }
 }
