@@ -74,16 +74,15 @@ def main():
         calibration = preset.pop("calibration", {})
         for key in ("fitted", "launch_gap_us", "transition_us"):
             calibration.pop(key, None)
-        pasted = {"fitted": fitted}
-        if "launch_gap_us" in measured:
-            pasted["launch_gap_us"] = measured["launch_gap_us"]
-        if transitions:
-            pasted["transition_us"] = transitions
-        # The order topology_to_string writes: fitted, notes, launch_gap_us, transition_us, the rest.
         calibration.pop("notes", None)
-        notes = f"fitted, launch_gap_us, transition_us: {source}"
-        preset["calibration"] = {"fitted": fitted, "notes": notes,
-                                 **{k: v for k, v in pasted.items() if k != "fitted"}, **calibration}
+        gpu_facts = {}
+        if "launch_gap_us" in measured:
+            gpu_facts["launch_gap_us"] = measured["launch_gap_us"]
+        if transitions:
+            gpu_facts["transition_us"] = transitions
+        # The order topology_to_string writes: fitted, notes, launch_gap_us, transition_us, the rest.
+        preset["calibration"] = {"fitted": fitted, "notes": f"fitted, launch_gap_us, transition_us: {source}",
+                                 **gpu_facts, **calibration}
         with open(path, "w") as f:
             f.write(emit(preset) + "\n")
         print(f"{path}: {len(fitted)} fitted models ({', '.join(fitted)}), {len(transitions)} kind-pair transitions")

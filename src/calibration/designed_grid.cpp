@@ -96,14 +96,14 @@ DesignedGrid designed_grid(const std::vector<Trace>& family_traces, GridDensity 
   std::set<std::tuple<std::int64_t, std::int64_t, int, std::int64_t, std::int64_t>> grouped;
   for (const Trace& t : family_traces)
     for (const Step& s : t.steps) {
+      // In trace order: the embedding (the step's tokens) and each layer's router come before
+      // the layer's expert GEMMs.
       std::int64_t step_tokens = 0, routed_experts = 0;
       for (const Op& op : s.ops) {
         if (op.kind == OpKind::embedding && step_tokens == 0) step_tokens = op.tokens;
         if (op.kind == OpKind::gemm && op.name == "router") routed_experts = op.n;
         if (op.kind == OpKind::grouped_gemm && step_tokens > 0 && routed_experts > 0 && op.tokens % step_tokens == 0)
           grouped.insert({op.n, op.k, static_cast<int>(op.dtype), routed_experts, op.tokens / step_tokens});
-      }
-      for (const Op& op : s.ops) {
         if (op.kind == OpKind::gemm || op.kind == OpKind::lm_head)
           gemms.insert({op.n, op.k, static_cast<int>(op.dtype)});
         else if (op.kind == OpKind::attention)

@@ -242,8 +242,11 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
       // A calibration's fit when it has one (no table: the fit alone); else the roofline with the
       // routed rows spread evenly over the experts touched, each expert's rows in whole tiles.
       OpCost c;
-      if (const FittedModel* fit = find_fitted_model(op, topo))
-        return corrected(fitted_us(*fit, fitted_features(op, topo.gpu.sms)), nullptr, 0, nullptr);
+      if (const FittedModel* fit = find_fitted_model(op, topo)) {
+        c.us = fitted_us(*fit, fitted_features(op, topo.gpu.sms));
+        c.calibrated = true;
+        return c;
+      }
       double experts = static_cast<double>(std::max<std::int64_t>(1, op.experts));
       c.us = std::max(gap, matmul_us(topo, op, static_cast<double>(op.tokens) / experts, experts));
       return c;
