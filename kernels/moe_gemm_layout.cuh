@@ -227,6 +227,26 @@ struct TileConfig {
   }
 };
 
+// ---------------------------------------------------------------- GEMV split (weight_only_gemv.cuh)
+constexpr int kGemvMaxWarps = 8;  // warps per CTA
+constexpr int kGemvMaxSplit = 8;  // CTAs per cluster (the portable cluster size)
+constexpr int kGemvUnitK = 64;    // k per unit: one int4 atom, two fp8 atoms, four bf16 atoms
+
+// Units (64 k of one 16-channel block) of one GEMV task: 64 B of weights per lane, two tasks in
+// registers at a time (the one being multiplied and the next one loading).
+EAGLESIM_MOE_HD constexpr int gemv_units_per_task(WFormat f) { return is_int4(f) ? 4 : is_fp8(f) ? 2 : 1; }
+
+// Shared memory per activation row: the slice's units_per_cta * 128 B, pitch + 16 B (the eight
+// row addresses of an ldmatrix then fall in eight different bank groups).
+EAGLESIM_MOE_HD constexpr int gemv_x_pitch(int units_per_cta) { return units_per_cta * kGemvUnitK * 2 + 16; }
+// Then the fp32 partial sums: one 512-byte slot per task and row tile.
+EAGLESIM_MOE_HD constexpr int gemv_partials_offset(int m, int units_per_cta) {
+  return (m * gemv_x_pitch(units_per_cta) + 127) / 128 * 128;
+}
+EAGLESIM_MOE_HD constexpr int gemv_smem_bytes(int m, int row_tiles, int blocks_per_cta, int parts, int units_per_cta) {
+  return gemv_partials_offset(m, units_per_cta) + blocks_per_cta * parts * row_tiles * 512;
+}
+
 // ---------------------------------------------------------------- stream-K schedule
 // The work is items x kc chunks (item = expert, 128-channel tile, row block; chunk = TK of k),
 // flattened item-major. CTA c of G takes chunks [c*T/G, (c+1)*T/G): every CTA gets the same

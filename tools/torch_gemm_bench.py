@@ -84,7 +84,13 @@ def shapes(quick):
              ("kimi-k2/tp8", "kv_b", 2048, 512, "fp8_block", "int4_g32"),
              ("kimi-k2/tp8", "o", 7168, 1024, "fp8_block", "int4_g32"),
              ("kimi-k2/tp8", "mlp gate_up", 4608, 7168, "fp8_block", "int4_g32"),
-             ("kimi-k2/tp8", "mlp down", 7168, 2304, "fp8_block", "int4_g32")]
+             ("kimi-k2/tp8", "mlp down", 7168, 2304, "fp8_block", "int4_g32"),
+             ("kimi-k2/tp8", "q_a", 1536, 7168, "fp8_block", "int4_g32"),
+             ("kimi-k2/tp8", "kv_a", 576, 7168, "fp8_block", "int4_g32"),
+             ("kimi-k2/tp8", "k_absorb", 4096, 128, "fp8_block", "int4_g32"),
+             ("kimi-k2/tp8", "v_up", 1024, 512, "fp8_block", "int4_g32"),
+             ("kimi-k2/tp8", "shared gate_up", 512, 7168, "fp8_block", "int4_g32"),
+             ("kimi-k2/tp8", "shared down", 7168, 256, "fp8_block", "int4_g32")]
     ms = [1, 16] if quick else [1, 4, 16, 64, 256]
     for model, proj, n, k, fp8, int4 in dense:
         for f in (int4, fp8):

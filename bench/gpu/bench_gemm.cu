@@ -182,6 +182,13 @@ std::vector<Shape> all_shapes(bool quick) {
       {"kimi-k2/tp8", "o", 7168, 1024, F::fp8_block, F::int4_g32},
       {"kimi-k2/tp8", "mlp gate_up", 4608, 7168, F::fp8_block, F::int4_g32},
       {"kimi-k2/tp8", "mlp down", 7168, 2304, F::fp8_block, F::int4_g32},
+      // the other per-rank dense projections of a Kimi-K2 TP8 verify step (eaglesim gen)
+      {"kimi-k2/tp8", "q_a", 1536, 7168, F::fp8_block, F::int4_g32},
+      {"kimi-k2/tp8", "kv_a", 576, 7168, F::fp8_block, F::int4_g32},
+      {"kimi-k2/tp8", "k_absorb", 4096, 128, F::fp8_block, F::int4_g32},
+      {"kimi-k2/tp8", "v_up", 1024, 512, F::fp8_block, F::int4_g32},
+      {"kimi-k2/tp8", "shared gate_up", 512, 7168, F::fp8_block, F::int4_g32},
+      {"kimi-k2/tp8", "shared down", 7168, 256, F::fp8_block, F::int4_g32},
   };
   const std::vector<int> ms = quick ? std::vector<int>{1, 16} : std::vector<int>{1, 4, 16, 64, 256};
   for (const Dense& d : dense)
@@ -265,6 +272,9 @@ struct Result {
   double mma_floor_us = 0;  // the FLOPs at a dense bf16 mma.sync rate, for the compute-bound rows
   int active = 0;
   std::string variant;
+  // dense rows the plan runs as the GEMV kernel: the same op without PDL, and on the stream-K kernel
+  double gemv_no_pdl_us = 0, stream_k_us = 0;
+  std::string stream_k_variant;
 };
 
 constexpr double kRotateBytes = 256e6;        // several times the 60 MB L2
@@ -297,7 +307,7 @@ struct Inputs {
 };
 
 // The plan of shape `s` for kernel variant `variant` (-1: the default).
-eaglesim::cuda::GroupedGemmPlan plan_for(const Shape& s, const Inputs& in, int sms, int variant) {
+eaglesim::cuda::GroupedGemmPlan plan_for(const Shape& s, const Inputs& in, int sms, int variant, int gemv = -1) {
   using namespace eaglesim::cuda;
   GroupedGemmShape gs;
   gs.format = s.format;
@@ -307,7 +317,8 @@ eaglesim::cuda::GroupedGemmPlan plan_for(const Shape& s, const Inputs& in, int s
   gs.max_rows = in.rows;
   gs.rows_per_expert = in.busiest;
   gs.variant = variant;
-  return s.dense ? plan_weight_only_gemm(s.format, in.rows, s.n, s.k, sms, variant) : plan_grouped_gemm(gs, sms);
+  gs.gemv = gemv;
+  return s.dense ? plan_weight_only_gemm(s.format, in.rows, s.n, s.k, sms, variant, gemv) : plan_grouped_gemm(gs, sms);
 }
 
 // Routing and sizes only (no device work): enough to know the bytes before filling anything.
@@ -376,6 +387,17 @@ Result run_shape(const Shape& s, double read_gbps, int sms, bool with_reference,
   const double us = time_plan(s, in, plan, ws, 15);
 
   Result r;
+  if (plan.gemv) {
+    GroupedGemmPlan no_pdl = plan;
+    no_pdl.gemv_pdl = no_pdl.pdl = false;
+    r.gemv_no_pdl_us = time_plan(s, in, no_pdl, ws, 15);
+    const GroupedGemmPlan sk = plan_for(s, in, sms, -1, 0);
+    prepare_grouped_gemm(sk);
+    void* sk_ws = ws_pool.get(std::max(plan.workspace_bytes, sk.workspace_bytes));
+    EAGLESIM_BENCH_CHECK(cudaMemset(sk_ws, 0, sk.workspace_bytes));
+    r.stream_k_us = time_plan(s, in, sk, sk_ws, 15);
+    r.stream_k_variant = sk.variant;
+  }
   r.active = in.active;
   r.variant = plan.variant;
   r.row.kernel = s.kernel;
@@ -704,14 +726,26 @@ int main(int argc, char** argv) {
         if (r.ref_kernel_us > 0) eb::print_json_row(jf, ref);
         std::fprintf(jf,
                      "{\"kernel\": \"%s\", \"shape\": \"%s\", \"variant\": \"%s\", \"active_experts\": %d, "
-                     "\"reference_kernel_us\": %.3f, \"mma_floor_us\": %.3f, \"torch\": \"%s\", \"torch_us\": %.3f}\n",
+                     "\"reference_kernel_us\": %.3f, \"mma_floor_us\": %.3f, \"torch\": \"%s\", \"torch_us\": %.3f, "
+                     "\"gemv_no_pdl_us\": %.3f, \"stream_k_us\": %.3f}\n",
                      r.row.kernel.c_str(), r.row.shape.c_str(), r.variant.c_str(), r.active, r.ref_kernel_us,
-                     r.mma_floor_us, r.row.reference.c_str(), r.row.reference_us);
+                     r.mma_floor_us, r.row.reference.c_str(), r.row.reference_us, r.gemv_no_pdl_us, r.stream_k_us);
         std::fflush(jf);
       }
       results.push_back(r);
     }
     if (jf) std::fclose(jf);
+
+    // The dense rows the GEMV kernel runs, against the stream-K kernel on the same op. The graph
+    // repeats one op, so the PDL column lets each launch stream its weights during the previous
+    // one's work; in a verify step the previous kernel is another op (the replay measures that).
+    std::printf("\nGEMV kernel vs stream-K kernel (<= 16 rows per expert): shape, floor us, GEMV us (PDL), GEMV us "
+                "(no PDL), stream-K us, stream-K / GEMV (no PDL)\n");
+    for (const Result& r : results)
+      if (r.stream_k_us > 0)
+        std::printf("  %-16s %-44s %7.2f %8.2f %8.2f %8.2f %6.2fx  %s | %s\n", r.row.kernel.c_str(), r.row.shape.c_str(),
+                    r.row.floor_us, r.row.us, r.gemv_no_pdl_us, r.stream_k_us, r.stream_k_us / r.gemv_no_pdl_us,
+                    r.variant.c_str(), r.stream_k_variant.c_str());
 
     // Summary per class: rows reading >= 16 MB are the ones the 60% target applies to; "mma-bound"
     // rows are those whose FLOPs at mma.sync speed exceed the byte floor.

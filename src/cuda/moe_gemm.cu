@@ -11,6 +11,7 @@
 #include "core/errors.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/moe_gemm_plan.hpp"
+#include "cuda/weight_only_gemv.hpp"
 #include "moe_gemm_reference.cuh"
 #include "moe_grouped_gemm.cuh"
 #include "weight_only_gemm.cuh"
@@ -172,6 +173,10 @@ void launch_grouped_gemm(const GroupedGemmPlan& plan, const GroupedGemmArgs& arg
   check_args(plan, args);
   if (!workspace) throw InputError("grouped GEMM: a workspace of plan.workspace_bytes is required");
   if (args.rows == 0) return;
+  if (plan.gemv) {
+    launch_weight_only_gemv(plan, args, stream);
+    return;
+  }
   prepare_grouped_gemm(plan);
   const km::GemmParams p = params_of(plan, args, workspace);
   dispatch(plan, [&](auto inst) { decltype(inst)::launch(plan.grid, plan.smem_bytes, p, stream); });

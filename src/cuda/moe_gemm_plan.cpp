@@ -69,6 +69,74 @@ constexpr int kMaxExperts = 4096;             // the work-list tables live in sh
 constexpr std::size_t kSmemPerSm = 228 * 1024;  // H100/H200; 1 KB of it is reserved per CTA
 constexpr std::size_t kSmemPerCtaMax = 227 * 1024;
 
+// The GEMV kernel's work split for a dense GEMM of m <= kGemvMaxRows rows and n16 = ceil(n / 16)
+// channel blocks. A task is gemv_units_per_task units of one block; a block's k is cut into at
+// most 8 tasks per CTA, so long k also splits over a cluster of up to 8 CTAs (the k-slices);
+// blocks are then grouped so that the grid is about two CTAs per SM: a CTA's warps stream many
+// tasks back to back (each loading the next while it multiplies), and a CTA copies its slice of
+// the activations once for all its blocks.
+//
+// Which kernel a plan picks (gemv = -1): from `bench_gemm --filter dense` on 1 x H200 (the "GEMV
+// kernel vs stream-K kernel" table, docs/kernels/moe-and-quant-gemm.md).
+constexpr int kGemvMaxTasksPerBlock = 8;
+constexpr int kGemvMaxBlocksPerCta = 8;
+constexpr std::size_t kGemvSmemMax = 100 * 1024;
+
+void plan_gemv(GroupedGemmPlan& p, int sm_count) {
+  const GroupedGemmShape& s = p.shape;
+  const bool grouped = s.experts > 1;
+  // rows one pass of a CTA carries: dense all m; grouped the busiest expert's expected rows (an
+  // expert with more takes more passes)
+  const int rows = grouped ? (s.rows_per_expert > 0 ? std::min(s.rows_per_expert, s.max_rows) : s.max_rows) : s.max_rows;
+  if (rows > kGemvMaxRows) {
+    if (s.gemv == 1)
+      throw InputError(fmt::format("grouped GEMM: the GEMV kernel runs at most {} rows per expert (got {})",
+                                   kGemvMaxRows, rows));
+    return;
+  }
+  const km::WFormat f = kf(s.format);
+  const int units = s.k / km::kGemvUnitK;
+  const int per_task = km::gemv_units_per_task(f);
+  const int tasks_k = (units + per_task - 1) / per_task;  // tasks per block over the whole k
+  int split = std::clamp((tasks_k + kGemvMaxTasksPerBlock - 1) / kGemvMaxTasksPerBlock, 1, km::kGemvMaxSplit);
+  const int per_cta = (units + split - 1) / split;
+  split = (units + per_cta - 1) / per_cta;
+  const int parts = (per_cta + per_task - 1) / per_task;
+  const int n16 = (s.n + 15) / 16;
+  const int row_tiles = rows > 8 ? 2 : 1;
+  // grouped: one grid plane per expert that can have rows; planes past the active ones exit
+  const int planes = grouped ? std::min(s.experts, s.max_rows) : 1;
+  const std::int64_t want_ctas = 2 * static_cast<std::int64_t>(std::max(sm_count, 1));
+  int bpc = static_cast<int>(std::clamp<std::int64_t>(static_cast<std::int64_t>(n16) * split * planes / want_ctas, 1,
+                                                      std::min(kGemvMaxBlocksPerCta, n16)));
+  auto smem_of = [&](int b) {
+    return static_cast<std::size_t>(km::gemv_smem_bytes(8 * row_tiles, row_tiles, b, parts, per_cta));
+  };
+  while (bpc > 1 && smem_of(bpc) > kGemvSmemMax) --bpc;
+  const std::size_t smem = smem_of(bpc);
+  const int ctas_n = (n16 + bpc - 1) / bpc;
+  if (smem > kGemvSmemMax || ctas_n > 65535 || planes > 65535) {
+    if (s.gemv == 1)
+      throw InputError(fmt::format("grouped GEMM: the GEMV kernel cannot run n={} k={} ({} B of shared memory "
+                                   "per CTA, at most {})", s.n, s.k, smem, kGemvSmemMax));
+    return;
+  }
+  p.gemv = true;
+  p.gemv_split = split;
+  p.gemv_units_per_cta = per_cta;
+  p.gemv_units_per_task = per_task;
+  p.gemv_parts = parts;
+  p.gemv_blocks_per_cta = bpc;
+  p.gemv_warps = std::min(km::kGemvMaxWarps, bpc * parts);
+  p.gemv_row_tiles = row_tiles;
+  p.gemv_planes = planes;
+  p.gemv_pdl = true;
+  p.gemv_smem_bytes = smem;
+  p.pdl = p.gemv_pdl;
+  p.variant = fmt::format("{} gemv{} r{} split{} b{} p{}x{} w{}{}", to_string(s.format), grouped ? " grouped" : "",
+                          8 * row_tiles, split, bpc, parts, per_task, p.gemv_warps, p.gemv_pdl ? " pdl" : "");
+}
+
 }  // namespace
 
 int grouped_gemm_variant_count() { return km::kVariantCount; }
@@ -188,10 +256,15 @@ GroupedGemmPlan plan_grouped_gemm(const GroupedGemmShape& shape, int sm_count) {
   p.scale_bytes_per_expert = packed_gemm_scale_bytes(shape.format, shape.n, shape.k);
   p.variant = fmt::format("{} r{} tk{} s{}", to_string(shape.format), p.row_tile, p.k_tile, p.stages);
   if (v != 0) p.variant += fmt::format(" {} x{}", km::kVariants[v].name, p.ctas_per_sm);
+  if (shape.gemv < -1 || shape.gemv > 1)
+    throw InputError(fmt::format("grouped GEMM: gemv must be -1, 0 or 1 (got {})", shape.gemv));
+  // An explicitly requested kernel variant is a variant of the stream-K kernel.
+  if (shape.gemv == 1 || (shape.gemv == -1 && shape.variant < 0)) plan_gemv(p, sm_count);
   return p;
 }
 
-GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int k, int sm_count, int variant) {
+GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int k, int sm_count, int variant,
+                                      int gemv) {
   GroupedGemmShape s;
   s.format = format;
   s.experts = 1;
@@ -200,6 +273,7 @@ GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int
   s.max_rows = m;
   s.rows_per_expert = m;
   s.variant = variant;
+  s.gemv = gemv;
   return plan_grouped_gemm(s, sm_count);
 }
 

@@ -45,7 +45,14 @@ struct GroupedGemmShape {
   int max_rows = 0;         // most rows one launch carries in total (sizes the workspace)
   int rows_per_expert = 0;  // rows the busiest expert is expected to get (picks the row tile); 0: max_rows
   int variant = -1;         // kernel variant (grouped_gemm_variant_name); -1: the default for the format and row tile
+  // GEMMs of at most kGemvMaxRows rows (per expert): -1 the plan picks the kernel (see
+  // plan_grouped_gemm; never when `variant` names a stream-K variant), 0 the stream-K kernel, 1
+  // the GEMV kernel (kernels/weight_only_gemv.cuh; InputError where it cannot run the shape).
+  int gemv = -1;
 };
+
+// Rows up to which a dense GEMM can run as the GEMV kernel.
+constexpr int kGemvMaxRows = 16;
 
 struct GroupedGemmPlan {
   GroupedGemmShape shape;
@@ -67,6 +74,22 @@ struct GroupedGemmPlan {
   int kernel_variant = 0;           // the variant the launch runs (a requested one that does not apply: 0)
   bool pdl = false;                 // launched with programmatic dependent launch
   std::string variant;              // "int4_g32 r16 tk256 s3", then the variant's name unless it is "base"
+  // The GEMV kernel (<= kGemvMaxRows rows per expert): grid (gemv_split, ceil(n / 16 / gemv_blocks_per_cta), gemv_planes),
+  // clusters of gemv_split CTAs that split k into slices of gemv_units_per_cta 64-k units; each
+  // CTA's gemv_warps warps run gemv_blocks_per_cta x gemv_parts tasks of gemv_units_per_task
+  // units; no workspace use. The stream-K fields above stay filled (the reference kernel and
+  // callers that size a workspace read them).
+  bool gemv = false;
+  int gemv_split = 1;
+  int gemv_units_per_cta = 0;
+  int gemv_units_per_task = 0;
+  int gemv_parts = 0;
+  int gemv_blocks_per_cta = 0;
+  int gemv_warps = 0;
+  int gemv_row_tiles = 1;  // rows per pass: 8 x this (grouped: experts with more rows take more passes)
+  int gemv_planes = 1;     // grid z: grouped, the most experts that can have rows
+  bool gemv_pdl = false;
+  std::size_t gemv_smem_bytes = 0;
 };
 
 // The kernel variants (kernels/moe_gemm_layout.cuh, kVariants): 0 is "base", the kernel as designed.
@@ -81,7 +104,9 @@ std::string grouped_gemm_unsupported_reason(const GroupedGemmShape& shape);
 // for unsupported shapes. Pure host code.
 GroupedGemmPlan plan_grouped_gemm(const GroupedGemmShape& shape, int sm_count);
 // Dense y[m, n] = x[m, k] . W^T, 1 <= m (fast up to ~64, correct for any m).
-GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int k, int sm_count, int variant = -1);
+// m <= kGemvMaxRows runs the GEMV kernel unless a variant or gemv = 0 asks for the stream-K one.
+GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int k, int sm_count, int variant = -1,
+                                      int gemv = -1);
 
 struct GroupedGemmArgs {
   const void* x = nullptr;              // bf16 [rows][k], 16-byte aligned

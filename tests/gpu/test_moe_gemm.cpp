@@ -191,11 +191,13 @@ Outcome compare(const std::vector<std::uint16_t>& y, const std::vector<double>& 
 // expert exercises several row blocks per expert.
 // variant: the kernel variant to run (-1: the plan's default); one that must apply is checked to.
 // extremes: make_weights' extreme values.
+// gemv: the plan's kernel choice (-1 its own, 0 stream-K, 1 the GEMV kernel, which the plan
+// must then have picked).
 void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t seed, int rows_hint = 0,
-              bool dense = false, int variant = -1, bool extremes = false) {
+              bool dense = false, int variant = -1, bool extremes = false, int gemv = -1) {
   SCOPED_TRACE(::testing::Message() << to_string(f) << " n=" << n << " k=" << k << " experts=" << counts.size()
                                     << " seed=" << seed << (dense ? " dense" : "") << " variant=" << variant
-                                    << (extremes ? " extremes" : ""));
+                                    << (extremes ? " extremes" : "") << " gemv=" << gemv);
   std::mt19937_64 rng(seed);
   const int E = static_cast<int>(counts.size());
   std::vector<int> off(E + 1, 0);
@@ -211,9 +213,11 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
   shape.max_rows = std::max(rows, 1);
   shape.rows_per_expert = rows_hint > 0 ? rows_hint : std::max(busiest, 1);
   shape.variant = variant;
-  const GroupedGemmPlan plan = dense ? plan_weight_only_gemm(f, rows, n, k, sm_count(), variant)
+  shape.gemv = gemv;
+  const GroupedGemmPlan plan = dense ? plan_weight_only_gemm(f, rows, n, k, sm_count(), variant, gemv)
                                      : plan_grouped_gemm(shape, sm_count());
   SCOPED_TRACE(plan.variant);
+  if (gemv >= 0) EXPECT_EQ(plan.gemv, gemv == 1);
   if (variant >= 0 && km::variant_applies(static_cast<km::WFormat>(static_cast<int>(f)), plan.row_tile / 8, variant))
     EXPECT_EQ(plan.kernel_variant, variant);
 
@@ -494,8 +498,9 @@ TEST(MoeGemmGrouped, DecodeExtremes) {
 // activation rows, so each output is one weight times its scale: y must equal the bf16 rounding
 // of (nibble - 8) * scale exactly. m = 1, 16 (scale on the fp32 partial sum), 32 and 64 (scale on
 // each weight pair); every variant at the row tiles it exists for.
-void run_exact_int4(F f, int m, int col0, int variant) {
-  SCOPED_TRACE(::testing::Message() << to_string(f) << " m=" << m << " col0=" << col0 << " variant=" << variant);
+void run_exact_int4(F f, int m, int col0, int variant, int gemv = -1) {
+  SCOPED_TRACE(::testing::Message() << to_string(f) << " m=" << m << " col0=" << col0 << " variant=" << variant
+                                    << " gemv=" << gemv);
   const int n = 48, k = 256, g = f == F::int4_g32 ? 32 : 128;
   std::vector<std::uint8_t> w(static_cast<std::size_t>(n) * k / 2), s(static_cast<std::size_t>(n) * (k / g) * 2);
   auto nibble = [](int c, int kk) { return (c + 3 * kk) % 16; };
@@ -507,7 +512,7 @@ void run_exact_int4(F f, int m, int col0, int variant) {
   for (std::size_t i = 0; i < sc.size(); ++i) sc[i] = to_bf16((i % 3 == 1 ? -1.f : 1.f) * (0.25f + 0.01f * i));
   std::memcpy(s.data(), sc.data(), s.size());
   const PackedGemmWeights packed = pack_grouped_weights(f, 1, n, k, w.data(), s.data());
-  const GroupedGemmPlan plan = plan_weight_only_gemm(f, m, n, k, sm_count(), variant);
+  const GroupedGemmPlan plan = plan_weight_only_gemm(f, m, n, k, sm_count(), variant, gemv);
   SCOPED_TRACE(plan.variant);
   std::vector<int> col(m);
   std::vector<std::uint16_t> x(static_cast<std::size_t>(m) * k, 0);
@@ -547,8 +552,11 @@ void run_exact_int4(F f, int m, int col0, int variant) {
 TEST(MoeGemmGrouped, Int4DecodeExact) {
   SKIP_WITHOUT_SM90();
   for (F f : {F::int4_g32, F::int4_g128}) {
-    for (int col0 : {0, 5, 64, 131}) run_exact_int4(f, 1, col0, -1);
-    for (int col0 : {0, 16, 32, 48}) run_exact_int4(f, 16, col0, -1);  // the 64 k of an atom
+    for (int gemv : {0, 1}) {
+      for (int col0 : {0, 5, 64, 131}) run_exact_int4(f, 1, col0, -1, gemv);
+      for (int col0 : {0, 16, 32, 48}) run_exact_int4(f, 16, col0, -1, gemv);  // the 64 k of an atom
+      run_exact_int4(f, 5, 200, -1, gemv);
+    }
     run_exact_int4(f, 32, 0, -1);
     run_exact_int4(f, 32, 32, -1);
     run_exact_int4(f, 64, 0, -1);
@@ -577,9 +585,112 @@ TEST(WeightOnlyGemm, DenseRowsAcrossFormats) {
 TEST(WeightOnlyGemm, SplitKOnNarrowOutputs) {
   SKIP_WITHOUT_SM90();
   if (quick()) GTEST_SKIP() << "EAGLESIM_TEST_QUICK";
-  run_case(F::int4_g128, 256, 8192, {4}, 501, 0, true);
-  run_case(F::fp8_channel, 128, 14336, {1}, 502, 0, true);
-  run_case(F::int4_g32, 2112, 7168, {16}, 503, 0, true);  // Kimi-K2 fused q_a + kv_a
+  run_case(F::int4_g128, 256, 8192, {4}, 501, 0, true, -1, false, 0);
+  run_case(F::fp8_channel, 128, 14336, {1}, 502, 0, true, -1, false, 0);
+  run_case(F::int4_g32, 2112, 7168, {16}, 503, 0, true, -1, false, 0);  // Kimi-K2 fused q_a + kv_a
+}
+
+// The GEMV kernel (m <= 16) against the CPU: every row count 1-16 (one and two row tiles, rows
+// past m reading zeros), n not a multiple of 16, k from one unit to k-slices split over a
+// cluster of 8 CTAs, tasks that end short, several blocks per CTA with a last group short of
+// blocks, warps with one task and with many; every format.
+TEST(WeightOnlyGemv, MatchesTheCpu) {
+  SKIP_WITHOUT_SM90();
+  std::uint64_t seed = 700;
+  const std::vector<int> ms = quick() ? std::vector<int>{1, 4, 9} : std::vector<int>{1, 2, 3, 4, 5, 7, 8, 9, 12, 16};
+  for (F f : kAllFormats) {
+    const int k_min = f == F::int4_g128 ? 128 : 64;
+    for (int m : ms) run_case(f, 200, quick() ? 512 : 1536, {m}, ++seed, 0, true, -1, false, 1);
+    run_case(f, 8, k_min, {4}, ++seed, 0, true, -1, false, 1);        // one unit, one partial block
+    run_case(f, 1536, 7168, {4}, ++seed, 0, true, -1, false, 1);      // Kimi-K2 q_a: a cluster split
+    if (!quick()) {
+      run_case(f, 576, 7168, {16}, ++seed, 0, true, -1, false, 1);    // Kimi-K2 kv_a
+      run_case(f, 4096, 128, {3}, ++seed, 0, true, -1, false, 1);     // Kimi-K2 k_absorb: two units
+      run_case(f, 136, 14336, {2}, ++seed, 0, true, -1, false, 1);    // long k: eight CTAs, several rounds per warp
+      run_case(f, 264, 7168 + 128, {8}, ++seed, 0, true, -1, false, 1);  // a slice that ends short
+      run_case(f, 392, 1024, {6}, ++seed, 0, true, -1, false, 1);
+      run_case(f, 16384 - 16 * 5 + 8, 512, {4}, ++seed, 0, true, -1, false, 1);  // 3 blocks per CTA, last CTA 1
+      run_case(f, 8192, 4096, {13}, ++seed, 0, true, -1, false, 1);             // blocks and a cluster split
+    }
+  }
+  // the extreme values of make_weights
+  for (F f : kAllFormats) run_case(f, 136, 2048, {5}, ++seed, 0, true, -1, true, 1);
+}
+
+// The plan's GEMV split: the k-slices cover k exactly once with no empty CTA, the tasks of a
+// slice cover it with no empty task, the block groups cover n, clusters of at most 8, shared
+// memory within the budget; shapes it cannot take go to the stream-K kernel.
+TEST(WeightOnlyGemv, PlanCoversTheOpOnce) {
+  for (F f : kAllFormats)
+    for (int m : {1, 4, 8, 9, 16})
+      for (int n : {16, 200, 1536, 7168, 57344})
+        for (int k : {128, 256, 1536, 2048, 7168, 14336, 28672, 65536}) {
+          if (f == F::int4_g128 && k % 128) continue;
+          const GroupedGemmPlan p = plan_weight_only_gemm(f, m, n, k, 132);
+          SCOPED_TRACE(p.variant);
+          if (!p.gemv) continue;
+          const int units = k / km::kGemvUnitK;
+          const int n16 = (n + 15) / 16;
+          EXPECT_GE(p.gemv_split, 1);
+          EXPECT_LE(p.gemv_split, km::kGemvMaxSplit);
+          EXPECT_GE(p.gemv_split * p.gemv_units_per_cta, units);
+          EXPECT_LT((p.gemv_split - 1) * p.gemv_units_per_cta, units);  // no empty CTA
+          EXPECT_EQ(p.gemv_units_per_task, km::gemv_units_per_task(static_cast<km::WFormat>(static_cast<int>(f))));
+          EXPECT_GE(p.gemv_parts * p.gemv_units_per_task, p.gemv_units_per_cta);
+          EXPECT_LT((p.gemv_parts - 1) * p.gemv_units_per_task, p.gemv_units_per_cta);  // no empty task
+          EXPECT_GE(p.gemv_blocks_per_cta, 1);
+          EXPECT_LE(p.gemv_blocks_per_cta, n16);
+          EXPECT_LE(p.gemv_warps, km::kGemvMaxWarps);
+          EXPECT_LE(p.gemv_warps, p.gemv_blocks_per_cta * p.gemv_parts);  // no warp without a task
+          EXPECT_LE(p.gemv_smem_bytes, 100u * 1024);
+          EXPECT_EQ(p.gemv_smem_bytes, static_cast<std::size_t>(km::gemv_smem_bytes(m > 8 ? 16 : 8, m > 8 ? 2 : 1,
+                                                                                     p.gemv_blocks_per_cta, p.gemv_parts,
+                                                                                     p.gemv_units_per_cta)));
+        }
+  EXPECT_THROW(plan_weight_only_gemm(F::bf16, 16, 128, 1 << 20, 132, -1, 1), InputError);  // no room for the slice
+  EXPECT_FALSE(plan_weight_only_gemm(F::int4_g32, 17, 1536, 7168, 132).gemv);   // rows past the GEMV kernel's
+  EXPECT_FALSE(plan_weight_only_gemm(F::int4_g32, 4, 1536, 7168, 132, 1).gemv);  // a stream-K variant asked for
+  EXPECT_FALSE(plan_weight_only_gemm(F::int4_g32, 4, 1536, 7168, 132, -1, 0).gemv);
+  EXPECT_TRUE(plan_weight_only_gemm(F::int4_g32, 4, 1536, 7168, 132).gemv);
+  EXPECT_THROW(plan_weight_only_gemm(F::int4_g32, 17, 1536, 7168, 132, -1, 1), InputError);
+  GroupedGemmShape grouped;
+  grouped.format = F::int4_g32;
+  grouped.experts = 384;
+  grouped.n = 512;
+  grouped.k = 7168;
+  grouped.max_rows = 32;  // Kimi-K2 TP8 gate_up, 4 tokens x top-8
+  grouped.rows_per_expert = 2;
+  grouped.gemv = 1;
+  const GroupedGemmPlan g = plan_grouped_gemm(grouped, 132);
+  EXPECT_TRUE(g.gemv);
+  EXPECT_EQ(g.gemv_planes, 32);  // at most 32 experts have rows
+  EXPECT_EQ(g.gemv_row_tiles, 1);
+  grouped.rows_per_expert = 17;  // more rows per expert than one pass of 16
+  EXPECT_THROW(plan_grouped_gemm(grouped, 132), InputError);
+}
+
+// The grouped form of the GEMV kernel against the CPU: experts without rows among those with
+// rows, an expert with more rows than the row hint (several passes), 384 experts with a few
+// active (the active-expert scan), the Kimi-K2 TP8 expert shapes, every format.
+TEST(WeightOnlyGemv, GroupedMatchesTheCpu) {
+  SKIP_WITHOUT_SM90();
+  std::uint64_t seed = 800;
+  for (F f : kAllFormats) {
+    const int k2 = f == F::int4_g128 ? 2176 : 2112;
+    run_case(f, 200, k2, {3, 0, 9, 1}, ++seed, 0, false, -1, false, 1);
+    run_case(f, 136, 384, {0, 7, 2, 0, 13, 1}, ++seed, 16, false, -1, false, 1);
+    run_case(f, 136, 1024, {20, 0, 1, 37}, ++seed, 8, false, -1, false, 1);  // 3 and 5 passes of 8 rows
+    std::vector<int> sparse(384, 0);
+    sparse[0] = 1;
+    sparse[200] = 2;
+    sparse[383] = 3;
+    run_case(f, 512, 1024, sparse, ++seed, 0, false, -1, false, 1);
+    if (!quick()) {
+      run_case(f, 512, 7168, routed_counts(384, 4, 8, seed), ++seed, 0, false, -1, false, 1);   // Kimi-K2 gate_up
+      run_case(f, 7168, 256, routed_counts(384, 4, 8, seed), ++seed, 0, false, -1, false, 1);   // Kimi-K2 down
+      run_case(f, 1536, 4096, routed_counts(128, 16, 8, seed), ++seed, 0, false, -1, false, 1); // Qwen3 TP1, 16 tokens
+    }
+  }
 }
 
 // ---------------------------------------------------------------- GPU: kernel variants
