@@ -76,8 +76,18 @@ constexpr std::size_t kSmemPerCtaMax = 227 * 1024;
 // tasks back to back (each loading the next while it multiplies), and a CTA copies its slice of
 // the activations once for all its blocks.
 //
-// Which kernel a plan picks (gemv = -1): from `bench_gemm --filter dense` on 1 x H200 (the "GEMV
-// kernel vs stream-K kernel" table, docs/kernels/moe-and-quant-gemm.md).
+// Which kernel a plan picks (gemv = -1), from `bench_gemm` on 1 x H200 (the "GEMV kernel vs
+// stream-K kernel" table, docs/kernels/moe-and-quant-gemm.md): the GEMV kernel for dense GEMMs
+// up to kGemvMaxDenseBytes of packed weights (int4 decodes cost more issue slots per byte, which
+// the stream-K kernel's deeper pipeline hides better, so its limit is lower); above 8 rows only
+// for half of that and at most 128 channel blocks (every CTA copies 9-16 activation rows per
+// block group, which costs more than it saves on wide outputs). Grouped GEMMs keep the stream-K
+// kernel: the grouped GEMV ran 0.6-1.1x of it on every shape of the table (its CTAs wait on the
+// routing before their first weight load); gemv = 1 runs it.
+double gemv_max_dense_bytes(GemmWeightFormat f) {
+  return f == GemmWeightFormat::int4_g32 || f == GemmWeightFormat::int4_g128 ? 16e6 : 40e6;
+}
+constexpr int kGemvWideRowsMaxN = 2048;
 constexpr int kGemvMaxTasksPerBlock = 8;
 constexpr int kGemvMaxBlocksPerCta = 8;
 constexpr std::size_t kGemvSmemMax = 100 * 1024;
@@ -120,6 +130,11 @@ void plan_gemv(GroupedGemmPlan& p, int sm_count) {
       throw InputError(fmt::format("grouped GEMM: the GEMV kernel cannot run n={} k={} ({} B of shared memory "
                                    "per CTA, at most {})", s.n, s.k, smem, kGemvSmemMax));
     return;
+  }
+  if (s.gemv == -1) {
+    const double bytes = static_cast<double>(p.weight_bytes_per_expert + p.scale_bytes_per_expert);
+    const double limit = gemv_max_dense_bytes(s.format) * (rows > 8 ? 0.5 : 1.0);
+    if (grouped || bytes > limit || (rows > 8 && s.n > kGemvWideRowsMaxN)) return;
   }
   p.gemv = true;
   p.gemv_split = split;

@@ -652,6 +652,10 @@ TEST(WeightOnlyGemv, PlanCoversTheOpOnce) {
   EXPECT_FALSE(plan_weight_only_gemm(F::int4_g32, 4, 1536, 7168, 132, 1).gemv);  // a stream-K variant asked for
   EXPECT_FALSE(plan_weight_only_gemm(F::int4_g32, 4, 1536, 7168, 132, -1, 0).gemv);
   EXPECT_TRUE(plan_weight_only_gemm(F::int4_g32, 4, 1536, 7168, 132).gemv);
+  EXPECT_FALSE(plan_weight_only_gemm(F::int4_g32, 4, 4608, 7168, 132).gemv);   // 18.6 MB of int4: stream-K
+  EXPECT_TRUE(plan_weight_only_gemm(F::fp8_block, 4, 4608, 7168, 132).gemv);   // 33 MB of fp8: GEMV
+  EXPECT_FALSE(plan_weight_only_gemm(F::int4_g32, 16, 7168, 1024, 132).gemv);  // 16 rows, wide output
+  EXPECT_TRUE(plan_weight_only_gemm(F::int4_g32, 16, 1536, 7168, 132).gemv);
   EXPECT_THROW(plan_weight_only_gemm(F::int4_g32, 17, 1536, 7168, 132, -1, 1), InputError);
   GroupedGemmShape grouped;
   grouped.format = F::int4_g32;
@@ -660,6 +664,7 @@ TEST(WeightOnlyGemv, PlanCoversTheOpOnce) {
   grouped.k = 7168;
   grouped.max_rows = 32;  // Kimi-K2 TP8 gate_up, 4 tokens x top-8
   grouped.rows_per_expert = 2;
+  EXPECT_FALSE(plan_grouped_gemm(grouped, 132).gemv);  // grouped GEMMs keep the stream-K kernel unless asked
   grouped.gemv = 1;
   const GroupedGemmPlan g = plan_grouped_gemm(grouped, 132);
   EXPECT_TRUE(g.gemv);
