@@ -43,10 +43,6 @@ struct GemvParams {
   int units_per_task = 0;  // a task: one 16-channel block over one part of the slice
   int parts = 0;           // tasks per block and slice
   int blocks_per_cta = 0;  // 16-channel blocks of one CTA: blockIdx.y * blocks_per_cta + j
-  // Grouped (MoE) form: blockIdx.z is the z-th expert with rows; x rows sorted by expert.
-  const int* expert_offsets = nullptr;  // [experts + 1] on the device; nullptr: dense, m rows
-  int experts = 1;
-  std::int64_t w_expert_bytes = 0, s_expert_bytes = 0;
 };
 
 namespace detail {
@@ -167,35 +163,6 @@ __device__ __forceinline__ void gemv_store(const GemvParams& p, int block, int l
   }
 }
 
-// The expert with the z-th nonzero row count (-1 if fewer have rows), by the whole block: each
-// thread counts a run of experts, a block-wide exclusive scan, and the thread whose run holds
-// the z-th finds it.
-__device__ __forceinline__ int gemv_active_expert(const int* off, int experts, int z, int* s_scan) {
-  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5;
-  const int per = (experts + nt - 1) / nt;
-  const int e0 = min(experts, tid * per), e1 = min(experts, e0 + per);
-  int local = 0;
-  for (int e = e0; e < e1; ++e) local += __ldg(off + e + 1) > __ldg(off + e);
-  int incl = local;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int v = __shfl_up_sync(0xffffffffu, incl, o);
-    if (lane >= o) incl += v;
-  }
-  if (lane == 31) s_scan[warp] = incl;
-  if (tid == 0) s_scan[kGemvMaxWarps] = -1;
-  __syncthreads();
-  int run = incl - local;
-  for (int w = 0; w < warp; ++w) run += s_scan[w];
-  if (z >= run && z < run + local) {
-    int seen = run;
-    for (int e = e0; e < e1; ++e)
-      if (__ldg(off + e + 1) > __ldg(off + e) && seen++ == z) s_scan[kGemvMaxWarps] = e;
-  }
-  __syncthreads();
-  return s_scan[kGemvMaxWarps];
-}
-
 }  // namespace detail
 
 // Grid: (split, ceil(n16 / blocks_per_cta)) with clusters of (split, 1, 1) when split > 1;
@@ -209,26 +176,8 @@ __global__ void __launch_bounds__(kGemvMaxWarps * 32) weight_only_gemv_kernel(co
   constexpr int H = gemv_units_per_task(F);
   extern __shared__ __align__(128) unsigned char gemv_smem[];
   __shared__ __align__(16) uint4 s_zero[4];  // the row every ldmatrix address past m reads
-  __shared__ int s_scan[kGemvMaxWarps + 1];
-
-  // p: this CTA's expert and, per pass, its group of at most 8R rows.
-  GemvParams p = params;
-  int rows = p.m;
-  if (p.expert_offsets) {
-    // A grouped GEMM's work list is the routing, which the previous kernel may write.
-    if constexpr (Pdl) {
-      launch_dependents();
-      grid_dependency_wait();
-    }
-    const int e = gemv_active_expert(p.expert_offsets, p.experts, static_cast<int>(blockIdx.z), s_scan);
-    if (e < 0) return;  // every CTA of a cluster has the same blockIdx.z
-    const int row0 = __ldg(p.expert_offsets + e);
-    rows = __ldg(p.expert_offsets + e + 1) - row0;
-    p.x += static_cast<std::int64_t>(row0) * p.k;
-    p.y += static_cast<std::int64_t>(row0) * p.n;
-    p.w += e * p.w_expert_bytes;
-    p.scales += e * p.s_expert_bytes;
-  }
+  GemvParams p = params;  // p.m: rows of the current pass
+  const int rows = p.m;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int warps = blockDim.x >> 5;
@@ -256,12 +205,11 @@ __global__ void __launch_bounds__(kGemvMaxWarps * 32) weight_only_gemv_kernel(co
       if (ua + i < ub) gemv_load_unit<F>(p, b0 + j, ua + i, lane, g[i]);
   };
 
-  if constexpr (Pdl)
-    if (!p.expert_offsets) launch_dependents();
+  if constexpr (Pdl) launch_dependents();
   if (threadIdx.x < 4) s_zero[threadIdx.x] = make_uint4(0, 0, 0, 0);
   const __nv_bfloat16* x_all = p.x;
   __nv_bfloat16* y_all = p.y;
-  // An expert with more than 8R rows takes several passes (its weights then come from L2).
+  // More than 8R rows take several passes (the weights then come from L2); the plan keeps m <= 8R.
   for (int g0 = 0; g0 < rows; g0 += 8 * R) {
     p.m = min(8 * R, rows - g0);
     p.x = x_all + static_cast<std::int64_t>(g0) * p.k;
@@ -271,7 +219,7 @@ __global__ void __launch_bounds__(kGemvMaxWarps * 32) weight_only_gemv_kernel(co
     if (warp < tasks) load_task(warp, ga);
     if (warp + warps < tasks) load_task(warp + warps, gb);
     if constexpr (Pdl)
-      if (g0 == 0 && !p.expert_offsets) grid_dependency_wait();  // x is the previous kernel's output
+      if (g0 == 0) grid_dependency_wait();  // x is the previous kernel's output
 
     // The slice's activations: m rows of (c1 - c0) units, 16 B per copy, shared by all blocks.
     const std::uint32_t xs = smem_u32(gemv_smem);

@@ -739,7 +739,7 @@ int main(int argc, char** argv) {
     // The dense rows the GEMV kernel runs, against the stream-K kernel on the same op. The graph
     // repeats one op, so the PDL column lets each launch stream its weights during the previous
     // one's work; in a verify step the previous kernel is another op (the replay measures that).
-    std::printf("\nGEMV kernel vs stream-K kernel (<= 16 rows per expert): shape, floor us, GEMV us (PDL), GEMV us "
+    std::printf("\nGEMV kernel vs stream-K kernel (dense, m <= 16): shape, floor us, GEMV us (PDL), GEMV us "
                 "(no PDL), stream-K us, stream-K / GEMV (no PDL)\n");
     for (const Result& r : results)
       if (r.stream_k_us > 0)

@@ -81,9 +81,9 @@ constexpr std::size_t kSmemPerCtaMax = 227 * 1024;
 // up to kGemvMaxDenseBytes of packed weights (int4 decodes cost more issue slots per byte, which
 // the stream-K kernel's deeper pipeline hides better, so its limit is lower); above 8 rows only
 // for half of that and at most 128 channel blocks (every CTA copies 9-16 activation rows per
-// block group, which costs more than it saves on wide outputs). Grouped GEMMs keep the stream-K
-// kernel: the grouped GEMV ran 0.6-1.1x of it on every shape of the table (its CTAs wait on the
-// routing before their first weight load); gemv = 1 runs it.
+// block group, which costs more than it saves on wide outputs). Grouped GEMMs run the stream-K
+// kernel: a grouped form of this kernel (one grid plane per expert with rows) measured 0.6-1.1x
+// of it on every grouped shape of the table.
 double gemv_max_dense_bytes(GemmWeightFormat f) {
   return f == GemmWeightFormat::int4_g32 || f == GemmWeightFormat::int4_g128 ? 16e6 : 40e6;
 }
@@ -94,14 +94,11 @@ constexpr std::size_t kGemvSmemMax = 100 * 1024;
 
 void plan_gemv(GroupedGemmPlan& p, int sm_count) {
   const GroupedGemmShape& s = p.shape;
-  const bool grouped = s.experts > 1;
-  // rows one pass of a CTA carries: dense all m; grouped the busiest expert's expected rows (an
-  // expert with more takes more passes)
-  const int rows = grouped ? (s.rows_per_expert > 0 ? std::min(s.rows_per_expert, s.max_rows) : s.max_rows) : s.max_rows;
-  if (rows > kGemvMaxRows) {
+  const int rows = s.max_rows;
+  if (s.experts != 1 || rows > kGemvMaxRows) {
     if (s.gemv == 1)
-      throw InputError(fmt::format("grouped GEMM: the GEMV kernel runs at most {} rows per expert (got {})",
-                                   kGemvMaxRows, rows));
+      throw InputError(fmt::format("grouped GEMM: the GEMV kernel runs dense GEMMs of at most {} rows (got {} "
+                                   "expert(s), {} rows)", kGemvMaxRows, s.experts, rows));
     return;
   }
   const km::WFormat f = kf(s.format);
@@ -114,10 +111,8 @@ void plan_gemv(GroupedGemmPlan& p, int sm_count) {
   const int parts = (per_cta + per_task - 1) / per_task;
   const int n16 = (s.n + 15) / 16;
   const int row_tiles = rows > 8 ? 2 : 1;
-  // grouped: one grid plane per expert that can have rows; planes past the active ones exit
-  const int planes = grouped ? std::min(s.experts, s.max_rows) : 1;
   const std::int64_t want_ctas = 2 * static_cast<std::int64_t>(std::max(sm_count, 1));
-  int bpc = static_cast<int>(std::clamp<std::int64_t>(static_cast<std::int64_t>(n16) * split * planes / want_ctas, 1,
+  int bpc = static_cast<int>(std::clamp<std::int64_t>(static_cast<std::int64_t>(n16) * split / want_ctas, 1,
                                                       std::min(kGemvMaxBlocksPerCta, n16)));
   auto smem_of = [&](int b) {
     return static_cast<std::size_t>(km::gemv_smem_bytes(8 * row_tiles, row_tiles, b, parts, per_cta));
@@ -125,7 +120,7 @@ void plan_gemv(GroupedGemmPlan& p, int sm_count) {
   while (bpc > 1 && smem_of(bpc) > kGemvSmemMax) --bpc;
   const std::size_t smem = smem_of(bpc);
   const int ctas_n = (n16 + bpc - 1) / bpc;
-  if (smem > kGemvSmemMax || ctas_n > 65535 || planes > 65535) {
+  if (smem > kGemvSmemMax || ctas_n > 65535) {
     if (s.gemv == 1)
       throw InputError(fmt::format("grouped GEMM: the GEMV kernel cannot run n={} k={} ({} B of shared memory "
                                    "per CTA, at most {})", s.n, s.k, smem, kGemvSmemMax));
@@ -134,7 +129,7 @@ void plan_gemv(GroupedGemmPlan& p, int sm_count) {
   if (s.gemv == -1) {
     const double bytes = static_cast<double>(p.weight_bytes_per_expert + p.scale_bytes_per_expert);
     const double limit = gemv_max_dense_bytes(s.format) * (rows > 8 ? 0.5 : 1.0);
-    if (grouped || bytes > limit || (rows > 8 && s.n > kGemvWideRowsMaxN)) return;
+    if (bytes > limit || (rows > 8 && s.n > kGemvWideRowsMaxN)) return;
   }
   p.gemv = true;
   p.gemv_split = split;
@@ -144,12 +139,10 @@ void plan_gemv(GroupedGemmPlan& p, int sm_count) {
   p.gemv_blocks_per_cta = bpc;
   p.gemv_warps = std::min(km::kGemvMaxWarps, bpc * parts);
   p.gemv_row_tiles = row_tiles;
-  p.gemv_planes = planes;
   p.gemv_pdl = true;
   p.gemv_smem_bytes = smem;
   p.pdl = p.gemv_pdl;
-  p.variant = fmt::format("{} gemv{} r{} split{} b{} p{}x{} w{}{}", to_string(s.format), grouped ? " grouped" : "",
-                          8 * row_tiles, split, bpc, parts, per_task, p.gemv_warps, p.gemv_pdl ? " pdl" : "");
+  p.variant = fmt::format("{} gemv r{} split{} b{} p{}x{} w{}{}", to_string(s.format), 8 * row_tiles, split, bpc, parts, per_task, p.gemv_warps, p.gemv_pdl ? " pdl" : "");
 }
 
 }  // namespace

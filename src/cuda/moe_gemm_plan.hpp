@@ -45,9 +45,9 @@ struct GroupedGemmShape {
   int max_rows = 0;         // most rows one launch carries in total (sizes the workspace)
   int rows_per_expert = 0;  // rows the busiest expert is expected to get (picks the row tile); 0: max_rows
   int variant = -1;         // kernel variant (grouped_gemm_variant_name); -1: the default for the format and row tile
-  // GEMMs of at most kGemvMaxRows rows (per expert): -1 the plan picks the kernel (see
-  // plan_grouped_gemm; never when `variant` names a stream-K variant), 0 the stream-K kernel, 1
-  // the GEMV kernel (kernels/weight_only_gemv.cuh; InputError where it cannot run the shape).
+  // Dense GEMMs of at most kGemvMaxRows rows: -1 the plan picks the kernel (see plan_grouped_gemm;
+  // never when `variant` names a stream-K variant), 0 the stream-K kernel, 1 the GEMV kernel
+  // (kernels/weight_only_gemv.cuh; InputError where it cannot run the shape, grouped GEMMs too).
   int gemv = -1;
 };
 
@@ -74,7 +74,7 @@ struct GroupedGemmPlan {
   int kernel_variant = 0;           // the variant the launch runs (a requested one that does not apply: 0)
   bool pdl = false;                 // launched with programmatic dependent launch
   std::string variant;              // "int4_g32 r16 tk256 s3", then the variant's name unless it is "base"
-  // The GEMV kernel (<= kGemvMaxRows rows per expert): grid (gemv_split, ceil(n / 16 / gemv_blocks_per_cta), gemv_planes),
+  // The GEMV kernel (dense, m <= kGemvMaxRows): grid (gemv_split, ceil(n / 16 / gemv_blocks_per_cta)),
   // clusters of gemv_split CTAs that split k into slices of gemv_units_per_cta 64-k units; each
   // CTA's gemv_warps warps run gemv_blocks_per_cta x gemv_parts tasks of gemv_units_per_task
   // units; no workspace use. The stream-K fields above stay filled (the reference kernel and
@@ -86,8 +86,7 @@ struct GroupedGemmPlan {
   int gemv_parts = 0;
   int gemv_blocks_per_cta = 0;
   int gemv_warps = 0;
-  int gemv_row_tiles = 1;  // rows per pass: 8 x this (grouped: experts with more rows take more passes)
-  int gemv_planes = 1;     // grid z: grouped, the most experts that can have rows
+  int gemv_row_tiles = 1;  // rows of one pass: 8 x this
   bool gemv_pdl = false;
   std::size_t gemv_smem_bytes = 0;
 };

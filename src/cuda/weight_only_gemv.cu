@@ -38,8 +38,7 @@ void launch_kernel(const GroupedGemmPlan& plan, const km::GemvParams& p, cudaStr
   cudaLaunchConfig_t cfg{};
   const int n16 = (plan.shape.n + 15) / 16;
   cfg.gridDim = dim3(static_cast<unsigned>(plan.gemv_split),
-                     static_cast<unsigned>((n16 + plan.gemv_blocks_per_cta - 1) / plan.gemv_blocks_per_cta),
-                     static_cast<unsigned>(plan.gemv_planes));
+                     static_cast<unsigned>((n16 + plan.gemv_blocks_per_cta - 1) / plan.gemv_blocks_per_cta));
   cfg.blockDim = dim3(static_cast<unsigned>(32 * plan.gemv_warps));
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
@@ -78,10 +77,8 @@ void launch_format(const GroupedGemmPlan& plan, const km::GemvParams& p, cudaStr
 
 void launch_weight_only_gemv(const GroupedGemmPlan& plan, const GroupedGemmArgs& a, cudaStream_t stream) {
   if (!plan.gemv) throw InputError("weight-only GEMV: the plan is not a GEMV plan");
-  const bool grouped = plan.shape.experts > 1;
-  if (grouped != (a.expert_offsets != nullptr))
-    throw InputError(grouped ? "weight-only GEMV: a grouped GEMM needs expert_offsets"
-                             : "weight-only GEMV: a dense GEMM has no expert offsets");
+  if (plan.shape.experts != 1 || a.expert_offsets)
+    throw InputError("weight-only GEMV: the GEMV kernel runs dense GEMMs (one expert, no expert offsets)");
   if (a.rows > plan.shape.max_rows)
     throw InputError(fmt::format("weight-only GEMV: {} rows, the plan was made for at most {}", a.rows,
                                  plan.shape.max_rows));
@@ -97,10 +94,6 @@ void launch_weight_only_gemv(const GroupedGemmPlan& plan, const GroupedGemmArgs&
   p.units_per_task = plan.gemv_units_per_task;
   p.parts = plan.gemv_parts;
   p.blocks_per_cta = plan.gemv_blocks_per_cta;
-  p.expert_offsets = a.expert_offsets;
-  p.experts = plan.shape.experts;
-  p.w_expert_bytes = plan.weight_bytes_per_expert;
-  p.s_expert_bytes = plan.scale_bytes_per_expert;
   switch (plan.shape.format) {
     case GemmWeightFormat::bf16: launch_format<km::WFormat::bf16>(plan, p, stream); break;
     case GemmWeightFormat::fp8_channel: launch_format<km::WFormat::fp8_channel>(plan, p, stream); break;
