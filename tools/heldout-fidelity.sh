@@ -20,6 +20,16 @@
 #             (5, 4, 8) tree, Qwen3-8B batch 64 with the (3, 1, 4) chain; no batch trace is
 #             calibrated on (the designed grid's batch points are of the training layouts, other
 #             batches and KV lengths)
+# SPLIT=lowbit (default dense, the split above) is the low-bit, MLA and large-MoE split, one TP8
+# rank of each model replayed on one GPU (--ranks 1):
+#   training  Kimi-K2 (MLA, 8 heads per rank, 384 experts, int4) and GLM-4.5 (GQA 12 query heads
+#             over 1 KV head per rank, 160 experts, fp8), 4 tokens, KV 2048, --grid-models
+#             kimi-k2-instruct,glm-4.5 (the grid in both weight formats)
+#   held out  Kimi-K2 at 1 x 32768 and 16 x 8192 tokens x KV, DeepSeek-V3 (MLA with 16 heads per
+#             rank, 256 experts) in fp8 and int4, GLM-4.5 at 32 tokens (fp8) and in int4,
+#             Qwen3-235B-A22B in fp8, and batch verify: Kimi-K2 batch 8 (3, 1, 4) chain, GLM-4.5
+#             batch 16 (5, 4, 8) tree
+# and writes only its int4, fp8 and MLA fits into the presets (tools/paste-fitted.py --keys).
 # Every case is run with the fused add + RMSNorm (the engines' default) and without it
 # (--no-fused-add-norm): the A/B whose sign the simulator must get right. MODES="fused" runs the
 # first only; ATTENTION_FIT (geometry or roofline, default geometry) is calibrate's --attention-fit; SKIP_70B=1 leaves the 70B case out (its weights take a minute to place); ITERS
@@ -55,39 +65,63 @@ fi
 
 T=$OUT/traces
 mkdir -p "$T"
-# gen_case NAME MODEL TOKENS KV [TP]: a verify trace of one request (TP1 unless TP; a TP8 trace
-# is replayed as one rank's ops, --ranks 1, its allreduces free).
+# gen_case NAME MODEL TOKENS KV [TP [WEIGHTS]]: a verify trace of one request (TP1 unless TP; a
+# TP8 trace is replayed as one rank's ops, --ranks 1, its allreduces free; bf16 weights unless
+# WEIGHTS is fp8 or int4).
 gen_case() {
-  "$E" gen --model "models/llm/$2.json" --tp "${5:-1}" --tokens "$3" --kv-len "$4" -o "$T/$1.json" >/dev/null 2>>"$OUT/gen.log"
+  "$E" gen --model "models/llm/$2.json" --tp "${5:-1}" --weight-dtype "${6:-bf16}" --tokens "$3" --kv-len "$4" \
+    -o "$T/$1.json" >/dev/null 2>>"$OUT/gen.log"
 }
-# gen_batch NAME MODEL BATCH STEPS TOPK DRAFT_TOKENS KV: a TP1 verify trace of BATCH requests with
-# SGLang's speculative configuration (a tree when TOPK > 1).
+# gen_batch NAME MODEL BATCH STEPS TOPK DRAFT_TOKENS KV [TP [WEIGHTS]]: a verify trace of BATCH
+# requests with SGLang's speculative configuration (a tree when TOPK > 1).
 gen_batch() {
-  "$E" gen --model "models/llm/$2.json" --tp 1 --batch "$3" --speculative-num-steps "$4" \
-    --speculative-eagle-topk "$5" --speculative-num-draft-tokens "$6" --kv-len "$7" -o "$T/$1.json" \
-    >/dev/null 2>>"$OUT/gen.log"
+  "$E" gen --model "models/llm/$2.json" --tp "${8:-1}" --weight-dtype "${9:-bf16}" --batch "$3" \
+    --speculative-num-steps "$4" --speculative-eagle-topk "$5" --speculative-num-draft-tokens "$6" --kv-len "$7" \
+    -o "$T/$1.json" >/dev/null 2>>"$OUT/gen.log"
 }
-TRAIN_MODELS=llama-3.1-8b,qwen3-32b,qwen3-30b-a3b
-SAMPLE="llama-3.1-8b_t4_kv2048:llama-3.1-8b:4:2048 qwen3-32b_t4_kv2048:qwen3-32b:4:2048
+GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1 | tr -dc '0-9')
+# PASTE_KEYS: the fitted models this split writes into the presets (a regular expression; empty:
+# all of them, with the launch gap and the kind-pair transitions).
+case "${SPLIT:-dense}" in
+dense)
+  TRAIN_MODELS=llama-3.1-8b,qwen3-32b,qwen3-30b-a3b
+  SAMPLE="llama-3.1-8b_t4_kv2048:llama-3.1-8b:4:2048 qwen3-32b_t4_kv2048:qwen3-32b:4:2048
 qwen3-30b-a3b_t4_kv2048:qwen3-30b-a3b:4:2048"
-HELDOUT="llama-3.1-8b_t1_kv32768:llama-3.1-8b:1:32768 llama-3.1-8b_t64_kv512:llama-3.1-8b:64:512
+  HELDOUT="llama-3.1-8b_t1_kv32768:llama-3.1-8b:1:32768 llama-3.1-8b_t64_kv512:llama-3.1-8b:64:512
 qwen3-32b_t16_kv8192:qwen3-32b:16:8192 qwen3-32b_t2_kv16384:qwen3-32b:2:16384
 qwen3-8b_t8_kv4096:qwen3-8b:8:4096 qwen3-8b_t1_kv1024:qwen3-8b:1:1024
 qwen3-14b_t2_kv16384:qwen3-14b:2:16384 qwen3-14b_t32_kv1024:qwen3-14b:32:1024
 qwen3-30b-a3b_t16_kv8192:qwen3-30b-a3b:16:8192 qwen3-235b-a22b_tp8_t4_kv4096:qwen3-235b-a22b:4:4096:8"
-GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1 | tr -dc '0-9')
-# Llama-3.1-70B TP1 needs ~132 GiB of weights: only on a 141 GB part.
-[ "${GPU_MIB:-0}" -ge 140000 ] && [ -z "${SKIP_70B:-}" ] && HELDOUT="$HELDOUT llama-3.1-70b_t4_kv4096:llama-3.1-70b:4:4096"
-BATCH_HELDOUT="llama-3.1-8b_b8_tree548_kv2048:llama-3.1-8b:8:5:4:8:2048
+  # Llama-3.1-70B TP1 needs ~132 GiB of weights: only on a 141 GB part.
+  [ "${GPU_MIB:-0}" -ge 140000 ] && [ -z "${SKIP_70B:-}" ] && HELDOUT="$HELDOUT llama-3.1-70b_t4_kv4096:llama-3.1-70b:4:4096"
+  BATCH_HELDOUT="llama-3.1-8b_b8_tree548_kv2048:llama-3.1-8b:8:5:4:8:2048
 llama-3.1-8b_b32_tree548_kv1024:llama-3.1-8b:32:5:4:8:1024
 qwen3-8b_b64_chain314_kv1024:qwen3-8b:64:3:1:4:1024"
+  PASTE_KEYS=""
+  ;;
+lowbit)
+  # One TP8 rank of the large MoE models with low-bit weights: MLA (Kimi-K2, int4) and GQA
+  # (GLM-4.5, fp8) trained; DeepSeek-V3 (MLA with 16 heads per rank, 256 experts) and
+  # Qwen3-235B-A22B held out, each weight format on a model it was not trained on.
+  TRAIN_MODELS=kimi-k2-instruct,glm-4.5
+  SAMPLE="kimi-k2_tp8_int4_t4_kv2048:kimi-k2-instruct:4:2048:8:int4 glm-4.5_tp8_fp8_t4_kv2048:glm-4.5:4:2048:8:fp8"
+  HELDOUT="kimi-k2_tp8_int4_t1_kv32768:kimi-k2-instruct:1:32768:8:int4 kimi-k2_tp8_int4_t16_kv8192:kimi-k2-instruct:16:8192:8:int4
+deepseek-v3_tp8_fp8_t4_kv4096:deepseek-v3:4:4096:8:fp8 deepseek-v3_tp8_int4_t2_kv16384:deepseek-v3:2:16384:8:int4
+glm-4.5_tp8_fp8_t32_kv1024:glm-4.5:32:1024:8:fp8 glm-4.5_tp8_int4_t8_kv4096:glm-4.5:8:4096:8:int4
+qwen3-235b-a22b_tp8_fp8_t4_kv4096:qwen3-235b-a22b:4:4096:8:fp8"
+  BATCH_HELDOUT="kimi-k2_tp8_int4_b8_chain314_kv2048:kimi-k2-instruct:8:3:1:4:2048:8:int4
+glm-4.5_tp8_fp8_b16_tree548_kv1024:glm-4.5:16:5:4:8:1024:8:fp8"
+  PASTE_KEYS='^(gemm|grouped_gemm):(fp8|int4)(:|$)|^attention:mla'
+  ;;
+*) echo "heldout-fidelity: SPLIT: expected dense or lowbit, got '$SPLIT'" >&2; exit 2 ;;
+esac
 MODES=${MODES:-fused unfused}
 sample_files="" heldout_files=""
-for c in $SAMPLE; do IFS=: read -r n m tk kv tp <<<"$c"; gen_case "$n" "$m" "$tk" "$kv" "$tp" || exit 2; sample_files=$sample_files${sample_files:+,}$T/$n.json; done
-for c in $HELDOUT; do IFS=: read -r n m tk kv tp <<<"$c"; gen_case "$n" "$m" "$tk" "$kv" "$tp" || exit 2; heldout_files=$heldout_files${heldout_files:+,}$T/$n.json; done
+for c in $SAMPLE; do IFS=: read -r n m tk kv tp wd <<<"$c"; gen_case "$n" "$m" "$tk" "$kv" "$tp" "$wd" || exit 2; sample_files=$sample_files${sample_files:+,}$T/$n.json; done
+for c in $HELDOUT; do IFS=: read -r n m tk kv tp wd <<<"$c"; gen_case "$n" "$m" "$tk" "$kv" "$tp" "$wd" || exit 2; heldout_files=$heldout_files${heldout_files:+,}$T/$n.json; done
 for c in $BATCH_HELDOUT; do
-  IFS=: read -r n m b st tk dt kv <<<"$c"
-  gen_batch "$n" "$m" "$b" "$st" "$tk" "$dt" "$kv" || exit 2
+  IFS=: read -r n m b st tk dt kv tp wd <<<"$c"
+  gen_batch "$n" "$m" "$b" "$st" "$tk" "$dt" "$kv" "$tp" "$wd" || exit 2
   heldout_files=$heldout_files${heldout_files:+,}$T/$n.json
 done
 say "traces: in sample $SAMPLE; held out $(echo $HELDOUT $BATCH_HELDOUT)"
@@ -102,7 +136,7 @@ grep -E "plan \(|fitted |wrote " "$OUT/calibrate.log" | tee -a "$OUT/heldout.log
 # the uncalibrated H200 predictions use them; then tools/write-goldens.sh, the preset prices change).
 mkdir -p "$OUT/presets"
 cp models/topologies/2x-h200-nvlink.json models/topologies/8x-h200-nvswitch.json "$OUT/presets/"
-python3 tools/paste-fitted.py "$OUT/calibrated.json" \
+python3 tools/paste-fitted.py ${PASTE_KEYS:+--keys "$PASTE_KEYS"} "$OUT/calibrated.json" \
   "eaglesim calibrate --ranks 1 --grid coarse --grid-models $TRAIN_MODELS (tools/heldout-fidelity.sh)" \
   "$OUT"/presets/*.json >>"$OUT/heldout.log" 2>&1 || { say "paste-fitted failed (heldout.log)"; exit 1; }
 # BASELINE=pasted: the uncalibrated preset is the one just written (what the shipped preset
@@ -110,6 +144,9 @@ python3 tools/paste-fitted.py "$OUT/calibrated.json" \
 [ "$BASELINE" = pasted ] && BASELINE=$OUT/presets/2x-h200-nvlink.json
 
 rc=0
+# `ideal` allreduces: one rank of a TP8 trace replayed on one GPU has no peers, so its allreduces
+# are free in both backends (NCCL on a one-rank communicator would copy each buffer, a cost of
+# the method that no TP8 deployment has); at TP1 there are none.
 for mode in $MODES; do
   flag=()
   [ "$mode" = unfused ] && flag=(--no-fused-add-norm)
@@ -119,7 +156,7 @@ for mode in $MODES; do
     json=$OUT/fidelity-$mode.json
     [ "$set" = sample ] && json=$OUT/fidelity-$mode-sample.json
     say "fidelity $set ($mode)"
-    "$E" fidelity "$files" --topology "$OUT/calibrated.json" --baseline-topology "$BASELINE" --strategy nccl --ranks 1 \
+    "$E" fidelity "$files" --topology "$OUT/calibrated.json" --baseline-topology "$BASELINE" --strategy ideal --ranks 1 \
       --iters "$ITERS" "${flag[@]}" --json "$json" >"$OUT/fidelity-$mode-$set.log" 2>&1 || rc=1
   done
 done

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Copies the fitted models of a calibrated topology into presets, citing where they come from.
 
-  tools/paste-fitted.py CALIBRATED.json "COMMAND" PRESET.json [PRESET.json ...]
+  tools/paste-fitted.py [--keys REGEX] CALIBRATED.json "COMMAND" PRESET.json [PRESET.json ...]
 
-Each preset gets "calibration": {"fitted": ..., "launch_gap_us": ..., "transition_us": ...} (the
+With --keys, only the fitted models whose key matches REGEX (re.search) are written into each
+preset, beside the ones it has, and nothing else of it changes: how a calibration of other weight
+formats or attention forms (tools/heldout-fidelity.sh SPLIT=lowbit) adds its fits to the presets
+without replacing the fits, launch gap and transitions of another. Otherwise each preset gets "calibration": {"fitted": ..., "launch_gap_us": ..., "transition_us": ...} (the
 fitted models, the measured launch gap and the kernel transitions per kind pair, "gemm>act": what
 belongs to the GPU, not to the calibration traces' shapes; other calibration fields are kept),
 every model's "source" set to "measured on <device> by eaglesim calibrate, <date>, <COMMAND>", and
@@ -51,26 +54,54 @@ def emit(v, indent=0):
 
 
 def main():
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    keys = None
+    if len(args) >= 2 and args[0] == "--keys":
+        try:
+            keys = re.compile(args[1])
+        except re.error as e:
+            print(f"--keys: not a regular expression ({e}): {args[1]}", file=sys.stderr)
+            return 2
+        args = args[2:]
+    if len(args) < 3:
         print(__doc__, file=sys.stderr)
         return 2
-    cal = json.load(open(sys.argv[1]))
+    cal = json.load(open(args[0]))
     fitted = cal.get("calibration", {}).get("fitted")
     if not fitted:
-        print(f"{sys.argv[1]}: calibration.fitted: missing (not a topology written by eaglesim calibrate?)", file=sys.stderr)
+        print(f"{args[0]}: calibration.fitted: missing (not a topology written by eaglesim calibrate?)", file=sys.stderr)
         return 2
+    if keys is not None:
+        fitted = {k: v for k, v in fitted.items() if keys.search(k)}
+        if not fitted:
+            print(f"--keys {keys.pattern}: no fitted model of {args[0]} matches", file=sys.stderr)
+            return 2
     device = "1 x " + cal["gpu"]["name"]
     m = re.search(r"calibrated on ([^)]*)$", cal.get("description", ""))
     if m:
         device = m.group(1)
-    source = f"measured on {device} by eaglesim calibrate, {datetime.date.today().isoformat()}, {sys.argv[2]}"
+    source = f"measured on {device} by eaglesim calibrate, {datetime.date.today().isoformat()}, {args[1]}"
     for key in fitted:
         fitted[key]["source"] = source
     measured = cal["calibration"]
     # Kind pairs only ("gemm>act"): the shape-keyed pairs belong to the calibration traces' shapes.
     transitions = {k: v for k, v in measured.get("transition_us", {}).items() if ":" not in k}
-    for path in sys.argv[3:]:
+    for path in args[2:]:
         preset = json.load(open(path))
+        if keys is not None:
+            calibration = preset.setdefault("calibration", {})
+            merged = dict(calibration.get("fitted", {}))
+            merged.update(fitted)
+            calibration["fitted"] = dict(sorted(merged.items()))
+            notes = calibration.get("notes", "")
+            added = f"{', '.join(fitted)}: {source}"
+            calibration["notes"] = f"{notes}; {added}" if notes else added
+            # The order topology_to_string writes: fitted, notes, then the rest.
+            preset["calibration"] = {"fitted": calibration.pop("fitted"), "notes": calibration.pop("notes"), **calibration}
+            with open(path, "w") as f:
+                f.write(emit(preset) + "\n")
+            print(f"{path}: {len(fitted)} fitted models added ({', '.join(fitted)}), {len(merged)} in all")
+            continue
         calibration = preset.pop("calibration", {})
         for key in ("fitted", "launch_gap_us", "transition_us"):
             calibration.pop(key, None)

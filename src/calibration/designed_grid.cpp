@@ -83,6 +83,17 @@ const std::vector<std::int64_t>& grid_rows(GridDensity d) {
   return d == GridDensity::full ? full : coarse;
 }
 
+std::vector<DType> grid_weight_dtypes(const std::vector<Trace>& traces) {
+  std::set<int> formats;
+  for (const Trace& t : traces) formats.insert(static_cast<int>(t.meta.weight_dtype.value_or(DType::bf16)));
+  if (formats.empty()) formats.insert(static_cast<int>(DType::bf16));
+  std::vector<DType> out;
+  if (formats.count(static_cast<int>(DType::bf16))) out.push_back(DType::bf16);
+  for (int f : formats)
+    if (f != static_cast<int>(DType::bf16)) out.push_back(static_cast<DType>(f));
+  return out;
+}
+
 DesignedGrid designed_grid(const std::vector<Trace>& family_traces, GridDensity d) {
   DesignedGrid g;
   if (d == GridDensity::traces || family_traces.empty()) return g;
@@ -155,7 +166,6 @@ DesignedGrid designed_grid(const std::vector<Trace>& family_traces, GridDensity 
   // Batches (ragged KV, chain and tree masks) over the same layouts; the verify kernel takes at
   // most kMaxGridBatchPositions positions per point here (64 requests x 4096).
   for (const auto& [key, tmpl] : layouts) {
-    if (tmpl.variant != AttentionVariant::gqa) continue;  // MLA batches: the layouts' q/KV grid only
     for (const BatchPoint& c : batch_configs())
       for (std::int32_t b : attention_batches(d))
         for (std::int64_t kv : attention_batch_kv(d)) {

@@ -10,7 +10,7 @@
 //   attention    each head layout of the grid's models (GQA and MLA) x query tokens {1, 4, 16, 64}
 //                x KV {512, 2048, 8192, 32768} (full: also 2, 8, 32 and 1024, 4096, 16384). One
 //                request with a causal mask. Then the serving engines' batch x tree verify shapes
-//                on the GQA layouts: batch {8, 64} (full: {2, 8, 32, 64}) x per request KV ragged
+//                on every layout (GQA and MLA): batch {8, 64} (full: {2, 8, 32, 64}) x per request KV ragged
 //                around {512, 4096} (full: {512, 2048, 8192}; at most kGridMaxBatchPositions in
 //                all) x (steps, topk, draft tokens) {decode 1, chain (3,1,4), tree (5,4,8), tree
 //                (6,8,32)}, the trees SGLang derives (trace/eagle_tree.hpp), as the replay runs them
@@ -21,7 +21,9 @@
 //                of expert weights left out
 //   elementwise  rmsnorm, residual_add, embedding at each hidden width, act at each intermediate
 //                width, and the fused add + RMSNorm at each hidden width, x the GEMM rows
-// The launch gap and the kernel transitions come from calibrate's other phases.
+// The launch gap and the kernel transitions come from calibrate's other phases. The grid's models
+// are generated in each weight format the calibration traces use (grid_weight_dtypes), so an
+// int4 or fp8 calibration fits its own GEMM models over the same widths and rows.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,6 +51,10 @@ struct DesignedGrid {
 };
 
 const std::vector<std::int64_t>& grid_rows(GridDensity d);
+
+// The weight formats of `traces` (a trace that does not say is bf16), each once, bf16 first:
+// the formats the grid's models are generated in.
+std::vector<DType> grid_weight_dtypes(const std::vector<Trace>& traces);
 
 // The grid over the shapes of `family_traces` (traces of the grid's models, every step); empty
 // for GridDensity::traces.

@@ -60,8 +60,9 @@ struct CalibrateArgs {
 
 // The models whose widths and head layouts the designed grid covers: every shipped target model
 // ("shipped"; EAGLE-3 heads are left out, their layer is a Llama layer of the target's width),
-// none ("none"), or the listed configs; each given --model is added.
-std::vector<Trace> grid_family_traces(const CalibrateArgs& a, int tp) {
+// none ("none"), or the listed configs; each given --model is added. Each is generated in every
+// weight format of the calibration traces (`formats`).
+std::vector<Trace> grid_family_traces(const CalibrateArgs& a, int tp, const std::vector<DType>& formats) {
   std::vector<std::string> paths;
   if (a.grid_models == "shipped") {
     for (const std::string& name : preset_names("llm")) paths.push_back(resolve_model_path("--grid-models", name));
@@ -75,12 +76,14 @@ std::vector<Trace> grid_family_traces(const CalibrateArgs& a, int tp) {
   GenOptions opt;
   opt.tp = tp;
   opt.tokens = 1;
-  parse_dtype(a.weight_dtype, opt.weight_dtype);
   for (const std::string& path : paths) {
     const ModelConfig model = read_model_config(path);
     if (model.is_draft()) continue;
     try {
-      traces.push_back(generate_trace(model, opt));
+      for (DType format : formats) {
+        opt.weight_dtype = format;
+        traces.push_back(generate_trace(model, opt));
+      }
     } catch (const InputError& e) {
       // A model this tp cannot lay out (heads not divisible) has no widths at this tp.
       fmt::print(stderr, "calibrate: --grid-models: {} left out of the grid ({})\n", path, e.what());
@@ -130,7 +133,7 @@ void run_calibrate_command(const CalibrateArgs& a) {
   {
     int grid_tp = a.models.empty() ? 1 : a.tp;
     for (const Trace& t : traces) grid_tp = std::max(grid_tp, t.meta.tp);
-    if (density != GridDensity::traces) po.grid = designed_grid(grid_family_traces(a, grid_tp), density);
+    if (density != GridDensity::traces) po.grid = designed_grid(grid_family_traces(a, grid_tp, grid_weight_dtypes(traces)), density);
     po.grid_gpus = grid_tp;
   }
   CalibrationRequest q = plan_calibration(traces, po);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "cost/attention_geometry.hpp"
+#include "cost/low_bit_gemm_kernel.hpp"
 #include "topology/calibration_keys.hpp"
 #include "trace/op_traffic.hpp"
 
@@ -49,7 +50,18 @@ double tile_efficiency(double m, double n, double k, int sms) {
 std::string fitted_model_key(const Op& op, int sms, bool fused_add_norm) {
   switch (op.kind) {
     case OpKind::gemm:
-    case OpKind::lm_head: return std::string("gemm:") + to_string(op.dtype);
+    case OpKind::lm_head: {
+      // Dense int4 / fp8 GEMMs run on one of three kernels by shape, each with its own fixed cost
+      // and rate: one fit each (find_fitted_model falls back to the stream-K kernel's).
+      const std::string base = std::string("gemm:") + to_string(op.dtype);
+      if (op.dtype != DType::int4 && op.dtype != DType::fp8) return base;
+      switch (low_bit_gemm_kernel(op)) {
+        case LowBitGemmKernel::gemv: return base + std::string(kGemvFitSuffix);
+        case LowBitGemmKernel::cublas: return base + std::string(kCublasFitSuffix);
+        case LowBitGemmKernel::stream_k: break;
+      }
+      return base;
+    }
     case OpKind::grouped_gemm: return std::string("grouped_gemm:") + to_string(op.dtype);
     // A batch of requests runs many more CTAs than one request over the same positions, and the
     // split-KV decode kernel (one request the verify kernel does not take) computes on CUDA
@@ -129,6 +141,8 @@ const FittedModel* find_fitted_model(const Op& op, const Topology& topo, bool fu
   auto it = fitted.find(key);
   if (it == fitted.end() && op.kind == OpKind::attention)
     it = fitted.find(std::string("attention:") + to_string(op.variant));
+  if (it == fitted.end() && (op.kind == OpKind::gemm || op.kind == OpKind::lm_head))
+    it = fitted.find(std::string("gemm:") + to_string(op.dtype));
   return it == fitted.end() ? nullptr : &it->second;
 }
 

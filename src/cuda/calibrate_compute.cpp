@@ -215,6 +215,7 @@ ComputeCalibration calibrate_compute(int device, const std::vector<Op>& ops, con
     popts.verify_trees = timing.verify_trees;
     popts.fuse_add_norm = false;  // each op its own kernel: the table of its kind
     RankProgram program(step, device, group.rank(0), nullptr, popts);
+    program.set_early_launch(false);  // a copy never overlaps the copy ahead of it (RankProgram says why)
     for (const auto& n : program.notes())
       if (std::find(out.notes.begin(), out.notes.end(), n) == out.notes.end()) out.notes.push_back(n);
     for (std::size_t j = i; j < end; ++j) {
@@ -332,9 +333,13 @@ std::vector<double> calibrate_transitions(int device, const std::vector<std::pai
     RankProgram program(step, device, dev.group->rank(0), nullptr, popts);
     const std::string what = "transition " + program.label(0) + " -> " + program.label(na);
     const int copies = std::max(na, nb);
+    // A and B alone as their tables measure them (no overlap with their own copies), the pairs as
+    // a step runs them: what B's early start saves on A's tail is part of the transition.
+    program.set_early_launch(false);
     const double ta = chains.per_call([&](int c, cudaStream_t s) { program.enqueue(c % na, s); }, na, what.c_str());
     const double tb =
         chains.per_call([&](int c, cudaStream_t s) { program.enqueue(na + c % nb, s); }, nb, what.c_str());
+    program.set_early_launch(true);
     const double tab = chains.per_call(
         [&](int c, cudaStream_t s) {
           program.enqueue(c % na, s);

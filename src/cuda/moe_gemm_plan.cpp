@@ -76,18 +76,10 @@ constexpr std::size_t kSmemPerCtaMax = 227 * 1024;
 // tasks back to back (each loading the next while it multiplies), and a CTA copies its slice of
 // the activations once for all its blocks.
 //
-// Which kernel a plan picks (gemv = -1), from `bench_gemm` on 1 x H200 (the "GEMV kernel vs
-// stream-K kernel" table, docs/kernels/moe-and-quant-gemm.md): the GEMV kernel for dense GEMMs
-// up to kGemvMaxDenseBytes of packed weights (int4 decodes cost more issue slots per byte, which
-// the stream-K kernel's deeper pipeline hides better, so its limit is lower); above 8 rows only
-// for half of that and at most 128 channel blocks (every CTA copies 9-16 activation rows per
-// block group, which costs more than it saves on wide outputs). Grouped GEMMs run the stream-K
-// kernel: a grouped form of this kernel (one grid plane per expert with rows) measured 0.6-1.1x
-// of it on every grouped shape of the table.
-double gemv_max_dense_bytes(GemmWeightFormat f) {
-  return f == GemmWeightFormat::int4_g32 || f == GemmWeightFormat::int4_g128 ? 16e6 : 40e6;
-}
-constexpr int kGemvWideRowsMaxN = 2048;
+// Which kernel a plan picks (gemv = -1): gemv_picked (cost/low_bit_gemm_kernel.hpp), measured
+// by `bench_gemm` on 1 x H200. Grouped GEMMs run the stream-K kernel: a grouped form of this
+// kernel (one grid plane per expert with rows) measured 0.6-1.1x of it on every grouped shape of
+// the table.
 constexpr int kGemvMaxTasksPerBlock = 8;
 constexpr int kGemvMaxBlocksPerCta = 8;
 constexpr std::size_t kGemvSmemMax = 100 * 1024;
@@ -127,9 +119,9 @@ void plan_gemv(GroupedGemmPlan& p, int sm_count) {
     return;
   }
   if (s.gemv == -1) {
-    const double bytes = static_cast<double>(p.weight_bytes_per_expert + p.scale_bytes_per_expert);
-    const double limit = gemv_max_dense_bytes(s.format) * (rows > 8 ? 0.5 : 1.0);
-    if (bytes > limit || (rows > 8 && s.n > kGemvWideRowsMaxN)) return;
+    const bool int4 = s.format == GemmWeightFormat::int4_g32 || s.format == GemmWeightFormat::int4_g128;
+    if (!gemv_picked(int4, rows, s.n, static_cast<double>(p.weight_bytes_per_expert + p.scale_bytes_per_expert)))
+      return;
   }
   p.gemv = true;
   p.gemv_split = split;
@@ -180,6 +172,27 @@ int default_grouped_gemm_variant(GemmWeightFormat format, int row_tile, bool den
   for (const Winner& w : kWinners)
     if (w.format == format && w.dense == dense && w.row_tile == row_tile) return w.variant;
   return 0;
+}
+
+GroupedGemmPlan without_early_launch(const GroupedGemmPlan& plan, int sm_count) {
+  GroupedGemmPlan p = plan;
+  if (p.gemv) {
+    p.gemv_pdl = p.pdl = false;
+    return p;
+  }
+  if (!p.pdl) return p;
+  const km::KernelVariant& v = km::kVariants[p.kernel_variant];
+  for (int w = 0; w < km::kVariantCount; ++w) {
+    const km::KernelVariant& u = km::kVariants[w];
+    if (!u.pdl && u.ctas_per_sm == v.ctas_per_sm && u.straight == v.straight && u.int4_tk == v.int4_tk &&
+        u.imad_shift == v.imad_shift && u.r64_tk == v.r64_tk && u.int4_fold == v.int4_fold) {
+      GroupedGemmShape s = p.shape;
+      s.variant = w;
+      s.gemv = 0;
+      return plan_grouped_gemm(s, sm_count);
+    }
+  }
+  return p;
 }
 
 const char* to_string(GemmWeightFormat f) {

@@ -25,6 +25,8 @@
 
 #include <cuda_runtime.h>
 
+#include "cost/low_bit_gemm_kernel.hpp"
+
 namespace eaglesim::cuda {
 
 // Values match kernels::moe::WFormat.
@@ -51,8 +53,9 @@ struct GroupedGemmShape {
   int gemv = -1;
 };
 
-// Rows up to which a dense GEMM can run as the GEMV kernel.
-constexpr int kGemvMaxRows = 16;
+// Rows up to which a dense GEMM can run as the GEMV kernel (and the rule that picks it):
+// cost/low_bit_gemm_kernel.hpp, which the simulator's fits share.
+using eaglesim::kGemvMaxRows;
 
 struct GroupedGemmPlan {
   GroupedGemmShape shape;
@@ -119,6 +122,12 @@ struct GroupedGemmArgs {
 // Shared-memory opt-in for the plan's kernel on the current device. Call at setup, outside graph
 // capture; launch_grouped_gemm calls it on first use per device too.
 void prepare_grouped_gemm(const GroupedGemmPlan& plan);
+
+// The same GEMM launched without programmatic dependent launch (it waits for the kernel ahead of
+// it to end): the GEMV kernel without its PDL attribute, a stream-K `pdl` variant as its twin
+// without it (the same tiles and stages); the plan itself where it launches without PDL already.
+// Prepare it before launching it.
+GroupedGemmPlan without_early_launch(const GroupedGemmPlan& plan, int sm_count);
 // CTAs of the plan's kernel that fit one SM of the current device (the plan assumes ctas_per_sm).
 int grouped_gemm_resident_ctas(const GroupedGemmPlan& plan);
 // One kernel launch, stream-ordered and capturable; checks the arguments and the launch.

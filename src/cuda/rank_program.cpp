@@ -33,9 +33,6 @@ constexpr std::size_t kLtWorkspaceBytes = 32u << 20;
 // gathered rows are read, and a few thousand rows keep them out of L2 between steps).
 constexpr int kEmbeddingRows = 4096;
 constexpr float kRmsEps = 1e-5f;
-// Rows up to which a dense GEMM with quantised weights runs on the weight-only kernel; above,
-// the GEMM is compute-bound and cuBLASLt's fp8 tensor-core path is the faster replay.
-constexpr std::int64_t kWeightOnlyMaxRows = 256;
 
 std::size_t align256(std::size_t v) { return (v + 255) / 256 * 256; }
 
@@ -920,6 +917,14 @@ void RankProgram::build_matmul(std::size_t i, const Op& op, const MatmulChoice& 
     void* ws = moe_workspace_.as<char>() + (moe_counter_bytes_ - c.gemm.counter_bytes);
     prepare_grouped_gemm(c.gemm);
     const GroupedGemmPlan gplan = c.gemm;
+    if (gplan.pdl || gplan.gemv_pdl) {
+      const GroupedGemmPlan waiting = without_early_launch(gplan, sm_count_);
+      prepare_grouped_gemm(waiting);
+      ops_[i] = [this, gplan, waiting, args, ws](cudaStream_t s) {
+        launch_grouped_gemm(early_launch_ ? gplan : waiting, args, ws, s);
+      };
+      return;
+    }
     ops_[i] = [gplan, args, ws](cudaStream_t s) { launch_grouped_gemm(gplan, args, ws, s); };
     return;
   }

@@ -88,6 +88,14 @@ class RankProgram {
     if (ops_[i]) ops_[i](stream);
   }
   bool host_side(std::size_t i) const { return host_side_[i]; }
+  // Whether kernels that can start before the kernel ahead of them ends (programmatic dependent
+  // launch: the GEMV kernel and the weight-only kernel's `pdl` variants stream their first weights
+  // while the previous kernel finishes) do so, as in
+  // a replayed step (the default), or wait for it. Read when an op is enqueued (captured).
+  // calibrate's single-op chains switch it off: there the kernel ahead is a copy of the same op,
+  // and overlapping its own copies would price an op below what it costs after any other kernel;
+  // the overlap between two different kernels is measured by the pair chains, as a transition.
+  void set_early_launch(bool on) { early_launch_ = on; }
   // The device buffers attention op i reads and writes (tests check its output against a
   // reference): Q [batch * q_tokens, heads, dk], the packed ragged K and V caches, out, the
   // requests' KV lengths and the mask words (empty: the chain).
@@ -170,6 +178,7 @@ class RankProgram {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, std::unique_ptr<LtGemm>> gemms_;
   std::map<std::vector<std::int64_t>, std::unique_ptr<VerifyAttentionRun>> verify_runs_;
   std::vector<std::function<void(cudaStream_t)>> ops_;
+  bool early_launch_ = true;  // set_early_launch
   std::vector<bool> absorbed_;
   std::vector<OpKind> reported_kinds_;
   double spin_boundary_us_ = 0;  // spin_boundary_us(device), taken off every recorded duration

@@ -11,7 +11,9 @@ namespace eaglesim {
 
 const std::vector<std::string>& fitted_model_keys() {
   static const std::vector<std::string> keys{"gemm:bf16",           "gemm:fp8",
-                                             "gemm:int4",           "attention:gqa",
+                                             "gemm:int4",           "gemm:fp8:gemv",
+                                             "gemm:int4:gemv",      "gemm:fp8:cublas",
+                                             "gemm:int4:cublas",    "attention:gqa",
                                              "attention:mla",       "elementwise:rmsnorm",
                                              "elementwise:residual_add", "elementwise:act",
                                              "elementwise:embedding",    std::string("elementwise:") + kAddRmsnormTable,

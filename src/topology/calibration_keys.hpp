@@ -18,13 +18,17 @@ namespace eaglesim {
 // prices a residual_add + rmsnorm pair it runs as one kernel by it.
 inline constexpr const char* kAddRmsnormTable = "add_rmsnorm";
 
-// Keys of the fitted models (Calibration::fitted): "gemm:DTYPE" (bf16, fp8, int4; lm_head too),
+// Keys of the fitted models (Calibration::fitted): "gemm:DTYPE" (bf16, fp8, int4; lm_head too;
+// for fp8 and int4 the stream-K weight-only kernel, + kGemvFitSuffix the GEMV kernel and +
+// kCublasFitSuffix cuBLASLt, the three kernels that run them by shape: cost/low_bit_gemm_kernel.hpp),
 // "attention:gqa", "attention:mla" (one request on the verify-attention kernel), the same +
 // kBatchFitSuffix (batches of requests) or + kDecodeFitSuffix (one request on the split-KV decode
 // kernel, a CUDA-core kernel an order of magnitude slower per FLOP than the verify kernel's MMA), and "elementwise:" + rmsnorm, residual_add, act, embedding or
 // add_rmsnorm. The GEMM and attention models have a FLOP term, the elementwise ones bytes only.
 inline constexpr std::string_view kBatchFitSuffix = ":batch";
 inline constexpr std::string_view kDecodeFitSuffix = ":decode";
+inline constexpr std::string_view kGemvFitSuffix = ":gemv";
+inline constexpr std::string_view kCublasFitSuffix = ":cublas";
 const std::vector<std::string>& fitted_model_keys();
 bool fitted_model_has_flops(const std::string& key);
 // The attention models also price the kernel's launch geometry (waves, the busiest CTA, the combine).

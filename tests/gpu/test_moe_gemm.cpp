@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
+#include "cost/low_bit_gemm_kernel.hpp"
 #include "cuda/moe_gemm_plan.hpp"
 #include "moe_gemm_layout.cuh"
 
@@ -692,6 +693,49 @@ TEST(MoeGemmVariants, EveryVariantMatchesTheCpu) {
       run_case(f, 200, 512, {256}, ++seed, 0, true, v);
       run_case(f, 136, 1024, {45, 0, 30, 12}, ++seed, 0, false, v);
     }
+  }
+}
+
+// The simulator prices a dense low-bit GEMM by the fit of the kernel the replay's plan picks
+// (cost/low_bit_gemm_kernel.hpp): both read one rule, checked here over the shapes the replay
+// runs (int4 as group-32, fp8 as 128 x 128 blocks).
+TEST(WeightOnlyGemv, PlanPicksTheKernelTheSimulatorPrices) {
+  for (F f : {F::int4_g32, F::fp8_block})
+    for (int m : {1, 4, 8, 9, 16, 32, 256})
+      for (int n : {16, 576, 1536, 2048, 4096, 4608, 7168, 18432})
+        for (int k : {128, 512, 1536, 2048, 7168}) {
+          Op op;
+          op.kind = OpKind::gemm;
+          op.m = m, op.n = n, op.k = k;
+          op.dtype = f == F::int4_g32 ? DType::int4 : DType::fp8;
+          const GroupedGemmPlan p = plan_weight_only_gemm(f, m, n, k, 132);
+          EXPECT_EQ(p.gemv, low_bit_gemm_kernel(op) == LowBitGemmKernel::gemv) << to_string(f) << " " << m << "x" << n << "x" << k;
+        }
+}
+
+// calibrate's single-op chains launch a GEMM without programmatic dependent launch: the same
+// tiles, stages and kernel, only the PDL attribute (or the pdl variant's twin) off.
+TEST(WeightOnlyGemv, WithoutEarlyLaunchKeepsTheKernel) {
+  const GroupedGemmPlan gemv = plan_weight_only_gemm(F::int4_g32, 4, 1536, 7168, 132);
+  ASSERT_TRUE(gemv.gemv && gemv.gemv_pdl);
+  const GroupedGemmPlan g = without_early_launch(gemv, 132);
+  EXPECT_TRUE(g.gemv);
+  EXPECT_FALSE(g.gemv_pdl || g.pdl);
+  EXPECT_EQ(g.gemv_split, gemv.gemv_split);
+  EXPECT_EQ(g.gemv_smem_bytes, gemv.gemv_smem_bytes);
+  for (int v = 0; v < grouped_gemm_variant_count(); ++v) {
+    GroupedGemmShape s;
+    s.format = F::int4_g32;
+    s.n = 7168, s.k = 2048, s.max_rows = 16, s.variant = v, s.gemv = 0;
+    const GroupedGemmPlan p = plan_grouped_gemm(s, 132);
+    const GroupedGemmPlan w = without_early_launch(p, 132);
+    SCOPED_TRACE(p.variant);
+    EXPECT_FALSE(w.pdl);
+    EXPECT_EQ(w.stages, p.stages);
+    EXPECT_EQ(w.k_tile, p.k_tile);
+    EXPECT_EQ(w.grid, p.grid);
+    EXPECT_EQ(w.smem_bytes, p.smem_bytes);
+    if (!p.pdl) EXPECT_EQ(w.kernel_variant, p.kernel_variant);
   }
 }
 

@@ -17,6 +17,7 @@
 #include "cost/compute_model.hpp"
 #include "cost/fitted_model.hpp"
 #include "cost/local_correction.hpp"
+#include "cost/low_bit_gemm_kernel.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "topology/topology.hpp"
@@ -418,4 +419,72 @@ TEST(FittedModel, GroupedGemmsHaveTheirOwnFit) {
   t.calibration.fitted["grouped_gemm:bf16"] = model(6.0, 3000, 500);
   EXPECT_DOUBLE_EQ(compute_cost(op, t).us, fitted_us(t.calibration.fitted["grouped_gemm:bf16"], f));
   EXPECT_NE(compute_cost(op, t).us, roofline);
+}
+
+// A low-bit calibration fits its own GEMM models: the grid's models are generated in each weight
+// format the calibration traces use, bf16 only where none says otherwise.
+TEST(DesignedGrid, GridModelsInTheTracesWeightFormats) {
+  Trace bf16, int4, unset;
+  bf16.meta.weight_dtype = DType::bf16;
+  int4.meta.weight_dtype = DType::int4;
+  EXPECT_EQ(grid_weight_dtypes({}), std::vector<DType>{DType::bf16});
+  EXPECT_EQ(grid_weight_dtypes({unset}), std::vector<DType>{DType::bf16});
+  EXPECT_EQ(grid_weight_dtypes({int4, int4}), std::vector<DType>{DType::int4});
+  EXPECT_EQ(grid_weight_dtypes({int4, unset, int4}), (std::vector<DType>{DType::bf16, DType::int4}));
+
+  GenOptions opt;
+  opt.tp = 8;
+  opt.weight_dtype = DType::int4;
+  const Trace kimi = generate_trace(read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/kimi-k2-instruct.json"), opt);
+  const DesignedGrid g = designed_grid({kimi}, GridDensity::coarse);
+  std::size_t int4_gemms = 0, int4_grouped = 0, mla = 0, mla_batches = 0;
+  for (const Op& op : g.compute) {
+    int4_gemms += op.kind == OpKind::gemm && op.dtype == DType::int4;
+    int4_grouped += op.kind == OpKind::grouped_gemm && op.dtype == DType::int4;
+    if (op.kind == OpKind::attention && op.variant == AttentionVariant::mla) (op.batch > 1 ? mla_batches : mla)++;
+  }
+  EXPECT_GT(int4_gemms, 40u);
+  EXPECT_EQ(int4_grouped, 2 * grid_rows(GridDensity::coarse).size());
+  EXPECT_EQ(mla, 16u);          // one MLA layout (8 heads per rank) x 4 query-token counts x 4 KV lengths
+  EXPECT_EQ(mla_batches, 16u);  // and the batch x tree points, as for GQA layouts
+}
+
+// Dense int4 / fp8 GEMMs run on the GEMV kernel, the stream-K kernel or cuBLASLt by shape (the
+// replay's plan picks by the same rule); each kernel has its own fit, the stream-K one the
+// fallback.
+TEST(FittedModel, LowBitGemmsHaveAFitPerKernel) {
+  auto low_bit = [](std::int64_t m, std::int64_t n, std::int64_t k, DType dt) {
+    Op op = gemm(m, n, k);
+    op.dtype = dt;
+    return op;
+  };
+  // Kimi-K2 TP8 q_b_proj: 1536 x 1536 int4, 1.3 MB packed.
+  EXPECT_EQ(low_bit_gemm_kernel(low_bit(4, 1536, 1536, DType::int4)), LowBitGemmKernel::gemv);
+  EXPECT_EQ(low_bit_gemm_kernel(low_bit(16, 1536, 1536, DType::int4)), LowBitGemmKernel::gemv);
+  EXPECT_EQ(low_bit_gemm_kernel(low_bit(32, 1536, 1536, DType::int4)), LowBitGemmKernel::stream_k);
+  // Kimi-K2 TP8 dense MLP gate_up: 4608 x 7168 int4, 18.6 MB: over the GEMV kernel's 16 MB.
+  EXPECT_EQ(low_bit_gemm_kernel(low_bit(4, 4608, 7168, DType::int4)), LowBitGemmKernel::stream_k);
+  EXPECT_EQ(low_bit_gemm_kernel(low_bit(4, 4608, 7168, DType::fp8)), LowBitGemmKernel::gemv);  // 33 MB of fp8
+  EXPECT_EQ(low_bit_gemm_kernel(low_bit(12, 4096, 1024, DType::fp8)), LowBitGemmKernel::stream_k);  // > 2048 wide
+  EXPECT_EQ(low_bit_gemm_kernel(low_bit(12, 2048, 1024, DType::fp8)), LowBitGemmKernel::gemv);
+  EXPECT_EQ(low_bit_gemm_kernel(low_bit(256, 1536, 1536, DType::int4)), LowBitGemmKernel::stream_k);
+  EXPECT_EQ(low_bit_gemm_kernel(low_bit(257, 1536, 1536, DType::int4)), LowBitGemmKernel::cublas);
+  EXPECT_TRUE(gemv_picked(true, 1, 4096, 16e6));
+  EXPECT_FALSE(gemv_picked(true, 1, 4096, 16.1e6));
+  EXPECT_FALSE(gemv_picked(true, 9, 1024, 8.1e6));
+  EXPECT_FALSE(gemv_picked(false, 17, 1024, 1e6));
+
+  EXPECT_EQ(fitted_model_key(low_bit(4, 1536, 1536, DType::int4), kSms, true), "gemm:int4:gemv");
+  EXPECT_EQ(fitted_model_key(low_bit(64, 1536, 1536, DType::int4), kSms, true), "gemm:int4");
+  EXPECT_EQ(fitted_model_key(low_bit(1024, 1536, 1536, DType::fp8), kSms, true), "gemm:fp8:cublas");
+  EXPECT_EQ(fitted_model_key(gemm(4, 1536, 1536), kSms, true), "gemm:bf16");
+
+  Topology t = preset("2x-h200-nvlink");
+  t.calibration = Calibration{};
+  const Op small = low_bit(4, 1536, 1536, DType::int4);
+  t.calibration.fitted["gemm:int4"] = model(7.0, 2500, 300);
+  EXPECT_DOUBLE_EQ(compute_cost(small, t).us, fitted_us(t.calibration.fitted["gemm:int4"], fitted_features(small, kSms)));
+  t.calibration.fitted["gemm:int4:gemv"] = model(2.5, 3000, 300);
+  EXPECT_DOUBLE_EQ(compute_cost(small, t).us, fitted_us(t.calibration.fitted["gemm:int4:gemv"], fitted_features(small, kSms)));
+  EXPECT_LT(compute_cost(small, t).us, 7.0);
 }

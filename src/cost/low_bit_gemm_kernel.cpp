@@ -1,0 +1,24 @@
+#include "cost/low_bit_gemm_kernel.hpp"
+
+namespace eaglesim {
+
+bool gemv_picked(bool int4, std::int64_t rows, std::int64_t n, double packed_bytes) {
+  if (rows < 1 || rows > kGemvMaxRows) return false;
+  const double limit = (int4 ? 16e6 : 40e6) * (rows > 8 ? 0.5 : 1.0);
+  return packed_bytes <= limit && !(rows > 8 && n > 2048);
+}
+
+double low_bit_packed_bytes(const Op& op) {
+  const double n = static_cast<double>(op.n), k = static_cast<double>(op.k);
+  if (op.dtype == DType::int4) return n * k / 2 + n * (k / 32) * 2;
+  const double blocks = static_cast<double>((op.n + 127) / 128) * static_cast<double>((op.k + 127) / 128);
+  return n * k + blocks * 4;
+}
+
+LowBitGemmKernel low_bit_gemm_kernel(const Op& op) {
+  if (op.m > kWeightOnlyMaxRows) return LowBitGemmKernel::cublas;
+  if (gemv_picked(op.dtype == DType::int4, op.m, op.n, low_bit_packed_bytes(op))) return LowBitGemmKernel::gemv;
+  return LowBitGemmKernel::stream_k;
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,37 @@
+#pragma once
+// Which of the replay's kernels runs a dense GEMM over int4 or fp8 weights. Three kernels with
+// three cost shapes run them: the GEMV kernel (a launch and one DRAM round trip, then the weight
+// stream), the stream-K weight-only kernel (a longer fixed cost: pipeline fill, the split fix-up)
+// and, above kWeightOnlyMaxRows rows, cuBLASLt over stand-in weights of the same bytes. The rule
+// lives here, below both, so that the replay's plan (cuda/moe_gemm_plan) picks by it and the
+// simulator's fitted models (cost/fitted_model) fit and price each kernel on its own.
+#include <cstdint>
+
+#include "trace/trace.hpp"
+
+namespace eaglesim {
+
+enum class LowBitGemmKernel { gemv, stream_k, cublas };
+
+// Rows up to which a dense GEMM can run as the GEMV kernel, and up to which eaglesim's kernels
+// run a dense low-bit GEMM at all (cuBLASLt above: these rows are compute-bound, and the
+// mma.sync kernels lose to cuBLAS's wgmma there).
+inline constexpr int kGemvMaxRows = 16;
+inline constexpr std::int64_t kWeightOnlyMaxRows = 256;
+
+// Whether the plan picks the GEMV kernel for a dense GEMM of `rows` rows, `n` output channels and
+// `packed_bytes` of weights plus scales, measured on 1 x H200 (bench_gemm's "GEMV kernel vs
+// stream-K kernel" table, docs/kernels/moe-and-quant-gemm.md): up to 16 MB of int4 (its decode
+// costs more issue slots per byte, which the stream-K kernel's deeper pipeline hides better) or
+// 40 MB of fp8/bf16; above 8 rows half of that and at most 2048 channels (every CTA copies 9-16
+// activation rows per block group, which costs more than it saves on wide outputs).
+bool gemv_picked(bool int4, std::int64_t rows, std::int64_t n, double packed_bytes);
+
+// The packed bytes the replay's format of `op`'s weights takes (int4: group-32 bf16 scales; fp8:
+// 128 x 128 fp32 block scales), up to the 16-channel padding of the packed layout.
+double low_bit_packed_bytes(const Op& op);
+
+// The kernel that runs a dense (gemm / lm_head) op of int4 or fp8 weights.
+LowBitGemmKernel low_bit_gemm_kernel(const Op& op);
+
+}  // namespace eaglesim
