@@ -137,7 +137,7 @@ grep -E "plan \(|fitted |wrote " "$OUT/calibrate.log" | tee -a "$OUT/heldout.log
 mkdir -p "$OUT/presets"
 cp models/topologies/2x-h200-nvlink.json models/topologies/8x-h200-nvswitch.json "$OUT/presets/"
 python3 tools/paste-fitted.py ${PASTE_KEYS:+--keys "$PASTE_KEYS"} "$OUT/calibrated.json" \
-  "eaglesim calibrate --ranks 1 --grid coarse --grid-models $TRAIN_MODELS (tools/heldout-fidelity.sh)" \
+  "eaglesim calibrate --ranks 1 --grid coarse --grid-models $TRAIN_MODELS (tools/heldout-fidelity.sh SPLIT=${SPLIT:-dense})" \
   "$OUT"/presets/*.json >>"$OUT/heldout.log" 2>&1 || { say "paste-fitted failed (heldout.log)"; exit 1; }
 # BASELINE=pasted: the uncalibrated preset is the one just written (what the shipped preset
 # predicts once these fits are copied into models/topologies/).

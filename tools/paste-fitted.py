@@ -93,9 +93,10 @@ def main():
             merged = dict(calibration.get("fitted", {}))
             merged.update(fitted)
             calibration["fitted"] = dict(sorted(merged.items()))
-            notes = calibration.get("notes", "")
-            added = f"{', '.join(fitted)}: {source}"
-            calibration["notes"] = f"{notes}; {added}" if notes else added
+            # One note per set of keys: a later paste of the same keys replaces the earlier note.
+            head = f"{', '.join(fitted)}: "
+            notes = [n for n in calibration.get("notes", "").split("; ") if n and not n.startswith(head)]
+            calibration["notes"] = "; ".join(notes + [head + source])
             # The order topology_to_string writes: fitted, notes, then the rest.
             preset["calibration"] = {"fitted": calibration.pop("fitted"), "notes": calibration.pop("notes"), **calibration}
             with open(path, "w") as f:

@@ -63,6 +63,35 @@ std::optional<LayerRange> first_layer_range(const Step& step) {
   return LayerRange{first, begin, end};
 }
 
+// The step's layers whose chain and transitions calibration measures: the first decoder layer
+// and then the first layer of each other structure (the sequence of its compute op kinds), each
+// when contiguous. A DeepSeek-style model's first layers have a dense MLP and the rest are MoE
+// layers (router, experts, shared expert): measuring the first layer alone left every transition
+// into and out of the expert GEMMs unmeasured.
+std::vector<LayerRange> representative_layers(const Step& step) {
+  std::vector<LayerRange> out;
+  std::set<std::string> structures;
+  std::size_t i = 0;
+  while (i < step.ops.size()) {
+    const int layer = step.ops[i].layer;
+    if (layer < 0) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    std::string kinds;
+    while (end < step.ops.size() && step.ops[end].layer == layer) {
+      if (!step.ops[end].is_comm()) kinds += std::string(to_string(step.ops[end].kind)) + " ";
+      ++end;
+    }
+    const bool contiguous = std::none_of(step.ops.begin() + static_cast<std::ptrdiff_t>(end), step.ops.end(),
+                                         [&](const Op& op) { return op.layer == layer; });
+    if (contiguous && structures.insert(kinds).second) out.push_back(LayerRange{layer, i, end});
+    i = end;
+  }
+  return out;
+}
+
 // At most this many compute layers (a few traces x their steps).
 constexpr std::size_t kMaxComputeLayers = 32;
 
@@ -107,8 +136,9 @@ constexpr std::size_t kMaxAllreduceLayers = 64;
 
 }  // namespace
 
-// Consecutive compute ops (allreduces in between skipped) of the first decoder layer of every
-// step, and the step from its last op into the next layer, deduplicated by kinds and shapes.
+// Consecutive compute ops (allreduces in between skipped) of the representative layers of every
+// step (the first decoder layer and the first of each other structure), and the step from each
+// one's last op into the next op, deduplicated by kinds and shapes.
 // With `fused_pairs`, also the pairs a fused strategy makes consecutive: the compute op before
 // each allreduce of that layer that absorbs a residual add + RMSNorm, and the op after what it
 // absorbs (o_proj -> gate_up, down -> the next layer's qkv). The simulator charges that pair's
@@ -127,18 +157,23 @@ std::vector<std::pair<Op, Op>> transition_pairs(const std::vector<Trace>& traces
   };
   for (const Trace& t : traces)
     for (const Step& step : t.steps) {
-      const int first = first_decoder_layer(step);
-      if (first < 0) continue;
-      const Op* prev = nullptr;
-      for (const Op& op : step.ops) {
-        if (op.is_comm()) continue;
-        if (op.layer > first + 1) break;
-        if (prev && prev->layer == first) add(*prev, op);
-        prev = &op;
+      const std::vector<LayerRange> layers = representative_layers(step);
+      std::set<int> measured;
+      for (const LayerRange& r : layers) {
+        measured.insert(r.layer);
+        // The layer's consecutive compute ops, and the step from its last op into the next op.
+        const Op* prev = nullptr;
+        for (std::size_t i = r.begin; i < step.ops.size(); ++i) {
+          const Op& op = step.ops[i];
+          if (op.is_comm()) continue;
+          if (prev) add(*prev, op);
+          if (op.layer != r.layer) break;
+          prev = &op;
+        }
       }
       if (!fused_pairs) continue;
       for (std::size_t i = 0; i < step.ops.size(); ++i) {
-        if (!step.ops[i].is_comm() || step.ops[i].layer != first) continue;
+        if (!step.ops[i].is_comm() || !measured.count(step.ops[i].layer)) continue;
         const int absorbed = fusable_followers(step.ops, i);
         if (absorbed == 0) continue;
         const Op* before = compute_before(step.ops, i);
@@ -149,7 +184,7 @@ std::vector<std::pair<Op, Op>> transition_pairs(const std::vector<Trace>& traces
   return out;
 }
 
-// The compute ops of the first decoder layer of every verify step, deduplicated by kinds
+// The compute ops of the representative layers of every verify step, deduplicated by kinds
 // and shapes (and the traced time of `other` ops, which the replay spins for). Verify steps only:
 // transition entries pool token counts, and a decode layer fitted beside a verify layer of the
 // same shapes would pull the verify step's entries towards its own.
@@ -159,30 +194,30 @@ std::vector<ComputeLayerCase> compute_layers(const std::vector<Trace>& traces) {
   for (const Trace& t : traces)
     for (const Step& step : t.steps) {
       if (step.name != "verify") continue;
-      const std::optional<LayerRange> range = first_layer_range(step);
-      if (!range) continue;
-      ComputeLayerCase c;
-      std::string signature;
-      for (std::size_t i = range->begin; i < range->end; ++i) {
-        if (step.ops[i].is_comm()) continue;
-        Op op = step.ops[i];
-        op.name = "calibrate_compute_layer";
-        op.layer = -1;
-        signature += op_signature(op);
-        c.ops.push_back(std::move(op));
+      for (const LayerRange& range : representative_layers(step)) {
+        ComputeLayerCase c;
+        std::string signature;
+        for (std::size_t i = range.begin; i < range.end; ++i) {
+          if (step.ops[i].is_comm()) continue;
+          Op op = step.ops[i];
+          op.name = "calibrate_compute_layer";
+          op.layer = -1;
+          signature += op_signature(op);
+          c.ops.push_back(std::move(op));
+        }
+        if (c.ops.empty()) continue;
+        const int tp = std::max(1, t.meta.tp);
+        if (auto same = seen.find(signature); same != seen.end()) {
+          int& gpus = out[same->second].gpus;  // the same layer in a wider trace: its GPUs count too
+          gpus = std::max(gpus, tp);
+          continue;
+        }
+        if (out.size() >= kMaxComputeLayers) continue;  // still scanned: a duplicate may widen one kept
+        c.where = fmt::format("{} tp{} {} layer {}", t.meta.model, t.meta.tp, step.name, range.layer);
+        c.gpus = tp;
+        seen.emplace(signature, out.size());
+        out.push_back(std::move(c));
       }
-      if (c.ops.empty()) continue;
-      const int tp = std::max(1, t.meta.tp);
-      if (auto same = seen.find(signature); same != seen.end()) {
-        int& gpus = out[same->second].gpus;  // the same layer in a wider trace: its GPUs count too
-        gpus = std::max(gpus, tp);
-        continue;
-      }
-      if (out.size() >= kMaxComputeLayers) continue;  // still scanned: a duplicate may widen one kept
-      c.where = fmt::format("{} tp{} {} layer {}", t.meta.model, t.meta.tp, step.name, range->layer);
-      c.gpus = tp;
-      seen.emplace(signature, out.size());
-      out.push_back(std::move(c));
     }
   return out;
 }

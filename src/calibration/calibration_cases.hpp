@@ -26,12 +26,13 @@ std::string op_signature(const Op& op);
 // one fused add + RMSNorm kernel.
 void append_residual_norm(Step& step, std::int64_t tokens, std::int64_t hidden, int layer);
 
-// Consecutive compute ops of the first decoder layer of every step and the step from its last op
-// into the next layer, deduplicated; with `fused_pairs`, also the pairs a fused strategy makes
+// Consecutive compute ops of the representative layers of every step (the first decoder layer and
+// the first layer of each other structure: a dense-MLP layer and a MoE layer) and the step from
+// each one's last op into the next op, deduplicated; with `fused_pairs`, also the pairs a fused strategy makes
 // consecutive.
 std::vector<std::pair<Op, Op>> transition_pairs(const std::vector<Trace>& traces, bool fused_pairs);
 
-// The compute ops of the first decoder layer of every verify step, deduplicated.
+// The compute ops of the representative layers of every verify step, deduplicated.
 std::vector<ComputeLayerCase> compute_layers(const std::vector<Trace>& traces);
 
 // Every allreduce of the first decoder layer of every step, per strategy, between the compute ops

@@ -3,6 +3,7 @@
 // ops and transitions add up to it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -77,6 +78,32 @@ TEST(ComputeLayer, PlanAsksForTheFirstLayerOfEveryStepWithoutItsAllreduces) {
   EXPECT_EQ(plan_calibration({t, t}, o).compute_layers.size(), q.compute_layers.size());
   // A one-GPU trace has compute layers too (no allreduce to measure, but transitions to fit).
   EXPECT_FALSE(plan_calibration({trace("llama-3.1-8b_tp1_t4.json")}, CalibrationPlanOptions{}).compute_layers.empty());
+}
+
+// A DeepSeek-style model (Kimi-K2: one dense-MLP layer, then MoE layers) has two layer
+// structures: calibrate measures the chain and the transitions of the first layer of each, so the
+// transitions into and out of the expert GEMMs are measured too.
+TEST(ComputeLayer, PlanAsksForTheFirstLayerOfEachStructure) {
+  const Trace t = trace("kimi-k2_tp8_t4.json");
+  CalibrationPlanOptions o;
+  o.ranks = 1;
+  const CalibrationRequest q = plan_calibration({t}, o);
+  std::size_t with_experts = 0, dense = 0;
+  for (const ComputeLayerCase& c : q.compute_layers) {
+    const bool moe = std::any_of(c.ops.begin(), c.ops.end(), [](const Op& op) { return op.kind == OpKind::grouped_gemm; });
+    (moe ? with_experts : dense)++;
+  }
+  EXPECT_EQ(dense, 1u);
+  EXPECT_EQ(with_experts, 1u);
+  bool into_experts = false, out_of_experts = false;
+  for (const auto& [a, b] : q.transitions) {
+    into_experts = into_experts || (b.kind == OpKind::grouped_gemm && a.kind != OpKind::grouped_gemm);
+    out_of_experts = out_of_experts || (a.kind == OpKind::grouped_gemm && b.kind != OpKind::grouped_gemm);
+  }
+  EXPECT_TRUE(into_experts);
+  EXPECT_TRUE(out_of_experts);
+  // A model whose layers all look alike has one.
+  EXPECT_EQ(plan_calibration({trace("llama-3.1-8b_tp1_t4.json")}, o).compute_layers.size(), 1u);
 }
 
 TEST(ComputeLayer, LayerChainCopiesRotateTheWeightsPastL2Twice) {

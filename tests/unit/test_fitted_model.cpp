@@ -488,3 +488,16 @@ TEST(FittedModel, LowBitGemmsHaveAFitPerKernel) {
   EXPECT_DOUBLE_EQ(compute_cost(small, t).us, fitted_us(t.calibration.fitted["gemm:int4:gemv"], fitted_features(small, kSms)));
   EXPECT_LT(compute_cost(small, t).us, 7.0);
 }
+
+// The weight-only kernels' FLOPs are the rows padded to their row tile, not cuBLAS's tile waves.
+TEST(FittedModel, LowBitGemmFlopsFollowTheWeightOnlyRowTile) {
+  Op op = gemm(4, 1536, 7168);
+  op.dtype = DType::int4;
+  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 8 * 1536 * 7168);
+  op.m = 48;
+  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 64 * 1536 * 7168);
+  op.m = 200;
+  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 256 * 1536 * 7168);
+  op.m = 1024;  // cuBLASLt: its tiles
+  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, fitted_features(gemm(1024, 1536, 7168), kSms).flops);
+}
