@@ -84,13 +84,11 @@ const std::vector<std::int64_t>& grid_rows(GridDensity d) {
 }
 
 std::vector<DType> grid_weight_dtypes(const std::vector<Trace>& traces) {
-  std::set<int> formats;
-  for (const Trace& t : traces) formats.insert(static_cast<int>(t.meta.weight_dtype.value_or(DType::bf16)));
-  if (formats.empty()) formats.insert(static_cast<int>(DType::bf16));
+  std::set<DType> formats;
+  for (const Trace& t : traces) formats.insert(t.meta.weight_dtype.value_or(DType::bf16));
   std::vector<DType> out;
-  if (formats.count(static_cast<int>(DType::bf16))) out.push_back(DType::bf16);
-  for (int f : formats)
-    if (f != static_cast<int>(DType::bf16)) out.push_back(static_cast<DType>(f));
+  if (formats.empty() || formats.erase(DType::bf16) > 0) out.push_back(DType::bf16);
+  out.insert(out.end(), formats.begin(), formats.end());
   return out;
 }
 

@@ -8,6 +8,8 @@ bool gemv_picked(bool int4, std::int64_t rows, std::int64_t n, double packed_byt
   return packed_bytes <= limit && !(rows > 8 && n > 2048);
 }
 
+int weight_only_row_tile(std::int64_t rows) { return rows <= 8 ? 8 : rows <= 16 ? 16 : rows <= 32 ? 32 : 64; }
+
 double low_bit_packed_bytes(const Op& op) {
   const double n = static_cast<double>(op.n), k = static_cast<double>(op.k);
   if (op.dtype == DType::int4) return n * k / 2 + n * (k / 32) * 2;

@@ -27,6 +27,10 @@ inline constexpr std::int64_t kWeightOnlyMaxRows = 256;
 // activation rows per block group, which costs more than it saves on wide outputs).
 bool gemv_picked(bool int4, std::int64_t rows, std::int64_t n, double packed_bytes);
 
+// The rows of one work item of the weight-only kernels for `rows` rows per item: the smallest of
+// 8, 16, 32 and 64 that holds them (64-row items beyond: an op of more rows takes several).
+int weight_only_row_tile(std::int64_t rows);
+
 // The packed bytes the replay's format of `op`'s weights takes (int4: group-32 bf16 scales; fp8:
 // 128 x 128 fp32 block scales), up to the 16-channel padding of the packed layout.
 double low_bit_packed_bytes(const Op& op);

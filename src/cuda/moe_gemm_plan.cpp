@@ -245,7 +245,7 @@ GroupedGemmPlan plan_grouped_gemm(const GroupedGemmShape& shape, int sm_count) {
   // Row tile: the smallest that holds the busiest expert's rows in one item (weights then stream
   // once per item); padding rows cost mma issue slots, which this memory-bound op has spare.
   const int hint = shape.rows_per_expert > 0 ? std::min(shape.rows_per_expert, shape.max_rows) : shape.max_rows;
-  const int r = hint <= 8 ? 1 : hint <= 16 ? 2 : hint <= 32 ? 4 : 8;
+  const int r = weight_only_row_tile(hint) / 8;
   if (shape.variant < -1 || shape.variant >= km::kVariantCount)
     throw InputError(fmt::format("grouped GEMM: variant must be -1 (the default) or in [0, {}) (got {})",
                                  km::kVariantCount, shape.variant));
