@@ -106,8 +106,9 @@ __device__ __forceinline__ float exp2_fast(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
-// Lets the dependent combine grid launch now; it still waits for this grid's completion
-// (griddepcontrol.wait) before it reads anything.
+// Lets the dependent grid (the combine, or the stream's next kernel when that was launched with
+// programmatic serialization) launch now; it still waits for this grid's completion
+// (griddepcontrol.wait) before it reads anything this grid writes.
 __device__ __forceinline__ void allow_dependent_launch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -129,6 +130,12 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
 __device__ __forceinline__ unsigned row_mask_word(const DeviceArgs& a, int request, int token) {
   if (a.mask_tree) return __ldg(a.mask + (a.mask_per_request ? request * a.q_tokens : 0) + token);
   return token >= 31 ? 0xffffffffu : ((2u << token) - 1u);
+}
+// Whether tile t of a split [begin, end) holds prefix positions only: those are cache entries of
+// earlier steps, which no kernel of this step writes, so they may load before the wait for the
+// previous kernel (griddepcontrol.wait).
+__device__ __forceinline__ bool prefix_tile(int begin, int end, int prefix, int t) {
+  return min(end, begin + (t + 1) * vcfg::kTileKv) <= prefix;
 }
 // Position pos (relative to the request) for a row: inside this split and either in the prefix
 // or a draft position the row's mask word admits.
@@ -176,7 +183,6 @@ __global__ void __launch_bounds__(vcfg::kGqaThreads, vcfg::gqa_blocks_per_sm(D))
   const int head = rem / a.row_chunks;
   const int chunk = rem - head * a.row_chunks;
   const WorkItem w = a.work[item];
-  allow_dependent_launch();
 
   const int req = w.request;
   const long long kv0 = a.kv_indptr[req];
@@ -209,9 +215,17 @@ __global__ void __launch_bounds__(vcfg::kGqaThreads, vcfg::gqa_blocks_per_sm(D))
     }
   };
 
+  // Early start (the kernel launched with programmatic stream serialization): the tiles that lie
+  // wholly in the prefix are not written by this step's earlier kernels, so they load before
+  // the wait; Q and the draft positions are the previous kernels' output and load after it. The
+  // early copies join the first commit group, so the pipeline's waits cover them.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s)
+    if (s < ntiles && prefix_tile(begin, end, prefix, s)) load_tile(s);
+  wait_for_primary_grid();
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < ntiles) load_tile(s);
+    if (s < ntiles && !prefix_tile(begin, end, prefix, s)) load_tile(s);
     cp_async_commit();
   }
 
@@ -354,6 +368,10 @@ __global__ void __launch_bounds__(vcfg::kGqaThreads, vcfg::gqa_blocks_per_sm(D))
     }
   }
 
+  // The dependent grid (the combine, or the stream's next kernel) may launch once every block
+  // is past its KV loop: early enough to hide its launch, late enough that its blocks do not
+  // take SM slots from this grid's last wave.
+  allow_dependent_launch();
   // Merge the warps that share rows (different positions), then write.
   cp_async_wait<0>();
   __syncthreads();
@@ -461,7 +479,6 @@ __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const 
   const int item = blockIdx.x / a.row_chunks;
   const int chunk = blockIdx.x - item * a.row_chunks;
   const WorkItem w = a.work[item];
-  allow_dependent_launch();
 
   const int req = w.request;
   const long long kv0 = a.kv_indptr[req];
@@ -486,7 +503,11 @@ __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const 
     }
   };
 
-  load_tile(0);
+  // Early start: a prefix-only first tile loads before the wait (see the GQA kernel).
+  const bool early_tile = prefix_tile(begin, end, prefix, 0);
+  if (early_tile) load_tile(0);
+  wait_for_primary_grid();
+  if (!early_tile) load_tile(0);
   cp_async_commit();
   {
     bf16* qs = stages + STAGE_ELEMS;  // stage 1 is first loaded after the loop's first barrier
@@ -645,6 +666,7 @@ __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const 
     }
   }
 
+  allow_dependent_launch();  // past the KV loop (see the GQA kernel)
   cp_async_wait<0>();
 #pragma unroll
   for (int i = 0; i < RPW; ++i) {
@@ -688,7 +710,8 @@ __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const 
 // ------------------------------------------------------------------ combine
 // W = c.warps_per_row warps per (request, query token, head) row of a request with several
 // splits (8 / W rows per 256-thread block): out = sum_s 2^(lse_s - M) o_s / sum_s 2^(lse_s - M),
-// each o_s already normalised. Warp `sub` of a row takes splits sub, sub + W, ... and keeps
+// each o_s already normalised, M a running maximum (each round of loads rescales the sums so
+// far). Warp `sub` of a row takes splits sub, sub + W, ... and keeps
 // U of them in flight at once (the first measurement: one split per memory latency, ~0.22 us
 // each, made the combine of a 128-split request cost ~30 us); the W partial sums are added
 // in warp order through shared memory, so the result does not depend on timing.
@@ -700,32 +723,33 @@ __global__ void __launch_bounds__(256) verify_combine_kernel(const CombineArgs c
   constexpr int U = vcfg::combine_unroll(DV);
   static_assert(DV % 64 == 0, "DV multiple of 64");
   __shared__ float red[8][DV];
-  __shared__ float red_den[8];
-  wait_for_primary_grid();
+  __shared__ float red_den[8], red_max[8];
   const int W = c.warps_per_row;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int sub = warp & (W - 1);
   const int row = blockIdx.x * (8 / W) + warp / W;
   const bool live = row < c.rows;
+  const int per_req = c.q_tokens * c.heads;
+  // The combine list is the plan's (uploaded before the step), so it is read before the wait;
+  // the partials are the attention grid's output and are read after it.
+  CombineItem it{};
+  if (live) it = c.items[row / per_req];
+  wait_for_primary_grid();
+  // The next kernel may launch now (it waits for this grid before reading its output); not
+  // before the wait, where its blocks would take SM slots from the attention grid.
+  allow_dependent_launch();
 
   float acc[EPL];
 #pragma unroll
   for (int e = 0; e < EPL; ++e) acc[e] = 0.f;
-  float den = 0.f;
+  float den = 0.f, m_run = -INFINITY;  // this warp's sums, relative to 2^m_run
   int rem = 0;
-  CombineItem it{};
   if (live) {
-    const int per_req = c.q_tokens * c.heads;
-    it = c.items[row / per_req];
     rem = row - (row / per_req) * per_req;  // token * heads + head
     const long long first = static_cast<long long>(it.slot_base) * per_req + rem;
 
-    float mx = -INFINITY;
-    for (int s = lane; s < it.splits; s += 32) mx = fmaxf(mx, c.part_lse[first + static_cast<long long>(s) * per_req]);
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-    const float m_use = mx == -INFINITY ? 0.f : mx;
-
+    // One pass, rescaled as it goes (the flash-decoding merge): no separate pass over the
+    // log-sum-exps first, so a round's partial rows load together with their lse values.
     for (int s0 = sub; s0 < it.splits; s0 += W * U) {
       float lse[U];
       float x[U][EPL];
@@ -751,13 +775,22 @@ __global__ void __launch_bounds__(256) verify_combine_kernel(const CombineArgs c
           }
         }
       }
+      float m_new = m_run;
+#pragma unroll
+      for (int u = 0; u < U; ++u) m_new = fmaxf(m_new, lse[u]);
+      const float m_ref = m_new == -INFINITY ? 0.f : m_new;
+      const float keep = m_run == -INFINITY ? 0.f : exp2_fast(m_run - m_ref);
+      den *= keep;
+#pragma unroll
+      for (int e = 0; e < EPL; ++e) acc[e] *= keep;
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        const float wgt = exp2_fast(lse[u] - m_use);  // 0 for a split that saw nothing or is past the end
+        const float wgt = exp2_fast(lse[u] - m_ref);  // 0 for a split that saw nothing or is past the end
         den += wgt;
 #pragma unroll
         for (int e = 0; e < EPL; ++e) acc[e] += wgt * x[u][e];
       }
+      m_run = m_new;
     }
   }
   if (W > 1) {  // uniform over the block: the reduction's barrier is reached by every thread
@@ -765,15 +798,27 @@ __global__ void __launch_bounds__(256) verify_combine_kernel(const CombineArgs c
     for (int v = 0; v < NV; ++v)
 #pragma unroll
       for (int e = 0; e < VEC; ++e) red[warp][(v * 32 + lane) * VEC + e] = acc[v * VEC + e];
-    if (lane == 0) red_den[warp] = den;
+    if (lane == 0) {
+      red_den[warp] = den;
+      red_max[warp] = m_run;
+    }
     __syncthreads();
-    if (sub == 0) {
+    if (sub == 0) {  // the row's warps in order, each rescaled to the row's maximum
+      float m_all = m_run;
+      for (int w2 = 1; w2 < W; ++w2) m_all = fmaxf(m_all, red_max[warp + w2]);
+      const float m_ref = m_all == -INFINITY ? 0.f : m_all;
+      const float k0 = m_run == -INFINITY ? 0.f : exp2_fast(m_run - m_ref);
+      den *= k0;
+#pragma unroll
+      for (int e = 0; e < EPL; ++e) acc[e] *= k0;
       for (int w2 = 1; w2 < W; ++w2) {
+        const float mw = red_max[warp + w2];
+        const float k = mw == -INFINITY ? 0.f : exp2_fast(mw - m_ref);
 #pragma unroll
         for (int v = 0; v < NV; ++v)
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) acc[v * VEC + e] += red[warp + w2][(v * 32 + lane) * VEC + e];
-        den += red_den[warp + w2];
+          for (int e = 0; e < VEC; ++e) acc[v * VEC + e] += k * red[warp + w2][(v * 32 + lane) * VEC + e];
+        den += k * red_den[warp + w2];
       }
     }
   }
@@ -886,7 +931,8 @@ inline cudaError_t upload_verify_attention_plan(const ::eaglesim::cuda::VerifyAt
 // kernels only (graph-capturable). params.kv_len must hold the lengths the plan was made from.
 inline cudaError_t launch_verify_attention(const ::eaglesim::cuda::VerifyAttentionParams& params,
                                            const ::eaglesim::cuda::VerifyAttentionPlan& plan, void* workspace,
-                                           cudaStream_t stream, bool overlap_combine = true) {
+                                           cudaStream_t stream,
+                                           const ::eaglesim::cuda::VerifyAttentionLaunchOptions& options = {}) {
   using ::eaglesim::cuda::VerifyAttentionCheck;
   using ::eaglesim::cuda::AttentionMaskKind;
   const auto& s = plan.shape;
@@ -901,8 +947,20 @@ inline cudaError_t launch_verify_attention(const ::eaglesim::cuda::VerifyAttenti
   const detail::Kernel kern = detail::kernel_for(plan.kernel.variant);
   const long long blocks = plan.grid_blocks();
   if (kern == nullptr || blocks <= 0 || blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-  kern<<<static_cast<unsigned>(blocks), plan.kernel.threads, plan.kernel.smem_bytes, stream>>>(a);
-  cudaError_t e = cudaGetLastError();
+  // Programmatic serialization only on explicit streams (see VerifyAttentionLaunchOptions).
+  const bool legacy = stream == nullptr || stream == cudaStreamLegacy;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t la{};
+  la.gridDim = dim3(static_cast<unsigned>(blocks));
+  la.blockDim = dim3(static_cast<unsigned>(plan.kernel.threads));
+  la.dynamicSmemBytes = plan.kernel.smem_bytes;
+  la.stream = stream;
+  la.attrs = attr;
+  la.numAttrs = options.early_start && !legacy ? 1 : 0;
+  cudaError_t e = cudaLaunchKernelEx(&la, kern, a);
+  if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess || plan.combine.empty()) return e;
 
   const CombineArgs c = make_combine_args(a, plan, workspace);
@@ -912,14 +970,8 @@ inline cudaError_t launch_verify_attention(const ::eaglesim::cuda::VerifyAttenti
   lc.blockDim = dim3(256);
   lc.dynamicSmemBytes = 0;
   lc.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
   lc.attrs = attr;
-  // Programmatic serialization only on explicit streams: the legacy NULL stream synchronises
-  // implicitly with every other stream, which this overlap has no business relaxing.
-  const bool legacy = stream == nullptr || stream == cudaStreamLegacy;
-  lc.numAttrs = overlap_combine && !legacy ? 1 : 0;
+  lc.numAttrs = options.overlap_combine && !legacy ? 1 : 0;
   switch (s.head_dim_v) {
     case 64: e = cudaLaunchKernelEx(&lc, verify_combine_kernel<64>, c); break;
     case 128: e = cudaLaunchKernelEx(&lc, verify_combine_kernel<128>, c); break;

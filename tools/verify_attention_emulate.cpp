@@ -572,6 +572,10 @@ int main(int argc, char** argv) {
   add("gqa g4 d128 q1 decode B2 40 splits", gqa(2, 1, 4, 2, 128), {2530, 700}, AttentionMaskKind::chain, false, 64);
   add("gqa g4 d64 q4 tree B1 19 splits (2 warps/row)", gqa(1, 4, 4, 1, 64), {1200}, AttentionMaskKind::tree, false, 64);
   add("mla h8 q1 decode B1 21 splits", mla(1, 1, 8), {1300}, AttentionMaskKind::chain, false, 64);
+  // Splits of 32 positions: every split ends inside a tile, and the draft tokens straddle one.
+  add("gqa g4 d128 q4 tree B2 split32", gqa(2, 4, 4, 2, 128), {170, 45}, AttentionMaskKind::tree, true, 32);
+  add("gqa g8 d64 q16 chain B1 split32 (2 row chunks)", gqa(1, 16, 8, 1, 64), {111}, AttentionMaskKind::chain, false, 32);
+  add("mla h8 q4 tree B2 split32", mla(2, 4, 8), {150, 34}, AttentionMaskKind::tree, false, 32);
   if (!quick) {
     add("mla h16 q7 tree B2 per-request split64", mla(2, 7, 16), {129, 40}, AttentionMaskKind::tree, true, 64);
     add("gqa g16 d128 q7 tree B3 per-request split64", gqa(3, 7, 16, 1, 128), {260, 9, 77}, AttentionMaskKind::tree, true, 64);

@@ -128,7 +128,7 @@ int verify_attention_upload(const VerifyAttentionPlan& plan, void* workspace, CU
   return 0;
 }
 int verify_attention_launch(const VerifyAttentionParams& params, const VerifyAttentionPlan& plan, void* workspace,
-                            CUstream_st* stream, bool) {
+                            CUstream_st* stream, const VerifyAttentionLaunchOptions&) {
   // Refusals are immediate, as in the CUDA build (resolve_verify_attention_params runs at launch).
   VerifyAttentionParams p = params;
   const VerifyAttentionCheck check = resolve_verify_attention_params(plan.shape, p);

@@ -38,7 +38,7 @@ Split make_split(const std::vector<std::int32_t>& kv_len, int chunk) {
   for (std::size_t r = 0; r < kv_len.size(); ++r) {
     const int len = kv_len[r];
     int n = ceil_div(len, chunk);
-    const int each = round_up(ceil_div(len, n), cfg::kTileKv);
+    const int each = round_up(ceil_div(len, n), cfg::kSplitQuantum);
     n = ceil_div(len, each);
     s.splits[r] = n;
     for (int i = 0; i < n; ++i) {
@@ -72,13 +72,15 @@ double simulate(const CostModel& m, const std::vector<VerifyAttentionWorkItem>& 
   const double per_sm = std::ceil(concurrent / m.sms);  // the scheduler spreads blocks over SMs first
   const double bw = std::min({m.block_bw_cap, m.dev->sm_bytes_per_s / per_sm, m.dev->hbm_bytes_per_s / concurrent});
   const double flops = m.dev->mma_flops_per_s / std::max<double>(m.sms, concurrent);
-  const double per_token_us = 1e6 * std::max(m.bytes_per_token / bw, m.flops_per_token / flops);
+  // Loads and tensor work overlap: a block costs the larger of the two, its tiles computed whole.
+  const double bytes_us = 1e6 * m.bytes_per_token / bw, flops_us = 1e6 * m.flops_per_token / flops;
   const double partial_us = 1e6 * m.partial_bytes / bw;
   std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
   for (int i = 0; i < m.slots; ++i) free_at.push(0.0);
   double makespan = 0;
   for (const auto& w : items_sorted) {
-    const double d = m.dev->block_start_us + (w.kv_end - w.kv_begin) * per_token_us +
+    const int len = w.kv_end - w.kv_begin;
+    const double d = m.dev->block_start_us + std::max(len * bytes_us, round_up(len, cfg::kTileKv) * flops_us) +
                      (splits[w.request] > 1 ? partial_us : 0.0);
     for (int b = 0; b < blocks_per_item; ++b) {
       const double t = free_at.top() + d;
@@ -215,14 +217,14 @@ VerifyAttentionPlan plan_verify_attention(const VerifyAttentionShape& shape, con
   const int max_len = *std::max_element(kv_len.begin(), kv_len.end());
   std::vector<int> candidates;
   if (opt.chunk_tokens > 0) {
-    candidates.push_back(round_up(opt.chunk_tokens, cfg::kTileKv));
+    candidates.push_back(round_up(opt.chunk_tokens, cfg::kSplitQuantum));
   } else {
     // Split lengths that cut the longest request into n equal tile-aligned pieces; stop once the
     // grid holds many waves (finer splits then only add partial traffic).
     const long long cap_blocks = 16LL * m.slots;
     int last = -1;
     for (int n = 1;; n += std::max(1, n / 32)) {  // every n up to 32, then ~3% steps
-      const int c = round_up(ceil_div(max_len, n), cfg::kTileKv);
+      const int c = round_up(ceil_div(max_len, n), cfg::kSplitQuantum);
       if (c != last) {
         long long blocks = 0;
         for (int len : kv_len) blocks += static_cast<long long>(ceil_div(len, c)) * blocks_per_item;
@@ -230,7 +232,7 @@ VerifyAttentionPlan plan_verify_attention(const VerifyAttentionShape& shape, con
         candidates.push_back(c);
         last = c;
       }
-      if (c <= cfg::kTileKv) break;
+      if (c <= cfg::kSplitQuantum) break;
       if (n > 4096) break;
     }
   }

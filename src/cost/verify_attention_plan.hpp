@@ -51,7 +51,11 @@ struct VerifyAttentionShape {
 #define EAGLESIM_VA_HD
 #endif
 namespace verify_attention_config {
-constexpr int kTileKv = 64;  // KV positions per pipeline stage; split lengths are multiples of it
+constexpr int kTileKv = 64;  // KV positions per pipeline stage
+// Split lengths are multiples of half a tile: a short request then spreads over twice the SMs
+// (its splits' last tile is half empty, which costs the block nothing it waits on: the empty
+// rows are not read, and at these sizes the block waits on memory, not on the tensor cores).
+constexpr int kSplitQuantum = 32;
 constexpr int kGqaThreads = 128;
 constexpr int kGqaStages = 3;
 constexpr int kMlaThreads = 256;
@@ -121,7 +125,7 @@ struct VerifyAttentionDevice {
 };
 
 struct VerifyAttentionPlanOptions {
-  int chunk_tokens = 0;  // force the split length (rounded up to kTileKv); 0: the planner chooses
+  int chunk_tokens = 0;  // force the split length (rounded up to kSplitQuantum); 0: the planner chooses
 };
 
 struct VerifyAttentionPlan {

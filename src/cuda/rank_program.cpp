@@ -986,8 +986,10 @@ void RankProgram::build_attention(std::size_t i, const Op& op, const ProgramPlan
     details_[i] = fmt::format("verify-attention kernel {}, {} request{}, {} mask, {} splits of {} (first request)",
                               variant_name(vplan->kernel.variant), vplan->shape.batch, vplan->shape.batch == 1 ? "" : "s",
                               to_string(op.mask), vplan->splits_per_request[0], vplan->chunk_tokens);
-    ops_[i] = [p, vplan, ws](cudaStream_t s) {
-      EAGLESIM_CUDA_CHECK(static_cast<cudaError_t>(verify_attention_launch(p, *vplan, ws, s)));
+    ops_[i] = [this, p, vplan, ws](cudaStream_t s) {
+      VerifyAttentionLaunchOptions launch;
+      launch.early_start = early_launch_;
+      EAGLESIM_CUDA_CHECK(static_cast<cudaError_t>(verify_attention_launch(p, *vplan, ws, s, launch)));
     };
     return;
   }

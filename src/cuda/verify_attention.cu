@@ -11,8 +11,8 @@ int verify_attention_upload(const VerifyAttentionPlan& plan, void* workspace, CU
 }
 
 int verify_attention_launch(const VerifyAttentionParams& params, const VerifyAttentionPlan& plan, void* workspace,
-                            CUstream_st* stream, bool overlap_combine) {
-  return static_cast<int>(kernels::verify::launch_verify_attention(params, plan, workspace, stream, overlap_combine));
+                            CUstream_st* stream, const VerifyAttentionLaunchOptions& options) {
+  return static_cast<int>(kernels::verify::launch_verify_attention(params, plan, workspace, stream, options));
 }
 
 int verify_attention_reference_launch(const VerifyAttentionParams& params, const VerifyAttentionShape& shape,

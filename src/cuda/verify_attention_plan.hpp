@@ -59,6 +59,20 @@ struct VerifyAttentionParams {
   float scale = 0;  // softmax scale; 0 means 1 / sqrt(head_dim_qk)
 };
 
+// How the op's kernels are launched on an explicit stream (the legacy NULL stream gets plain
+// launches: it synchronises implicitly with every other stream, which neither overlap relaxes).
+//   early_start: the attention kernel with programmatic stream serialization (PDL). Its blocks
+//     start while the previous kernel finishes and load the work list, kv_indptr, kv_len and the
+//     KV tiles wholly below the draft positions before they wait for it; Q, the mask words and
+//     the draft positions' KV are read after. So those first inputs must not be written by
+//     kernels still running on the stream (in a serving step they are not: the cache append
+//     writes only the draft positions).
+//   overlap_combine: the combine with PDL, launched while the attention grid runs.
+struct VerifyAttentionLaunchOptions {
+  bool early_start = true;
+  bool overlap_combine = true;
+};
+
 // Fills in what params leaves to defaults (strides, MLA's V, the scale) and says whether the
 // kernels can take it: every row must start on 16 bytes (pointers 16-byte aligned, strides
 // multiples of 8 elements), MLA reads V from the K rows, a tree mask needs its words.
@@ -72,7 +86,7 @@ VerifyAttentionCheck resolve_verify_attention_params(const VerifyAttentionShape&
 //           graph capture. launch: the op (graph-capturable). reference: the plain kernel.
 int verify_attention_upload(const VerifyAttentionPlan& plan, void* workspace, CUstream_st* stream);
 int verify_attention_launch(const VerifyAttentionParams& params, const VerifyAttentionPlan& plan, void* workspace,
-                            CUstream_st* stream, bool overlap_combine = true);
+                            CUstream_st* stream, const VerifyAttentionLaunchOptions& options = {});
 int verify_attention_reference_launch(const VerifyAttentionParams& params, const VerifyAttentionShape& shape,
                                       CUstream_st* stream);
 

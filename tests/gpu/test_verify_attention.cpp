@@ -24,6 +24,7 @@
 
 #include "cuda/verify_attention_plan.hpp"
 #include "host_bf16.hpp"
+#include "slow_writer.hpp"
 
 namespace eaglesim::cuda {
 namespace {
@@ -325,8 +326,8 @@ void check_reference_kernel(const Problem& P) {
   expect_close(compare(P), shape_text(P.c) + " plain kernel");
 }
 
-// Every check of one case: the planner's own split, a forced 64-token split (the combine, and
-// split edges inside the draft tokens), and the plain kernel.
+// Every check of one case: the planner's own split, forced 64- and 32-token splits (the combine,
+// split edges inside the draft tokens and inside a tile), and the plain kernel.
 void check_case(const Case& c, std::mt19937_64& rng) {
   SCOPED_TRACE(shape_text(c));
   auto P = make_problem(c, rng);
@@ -334,6 +335,8 @@ void check_case(const Case& c, std::mt19937_64& rng) {
   VerifyAttentionPlanOptions forced;
   forced.chunk_tokens = cfg::kTileKv;
   check_optimised(*P, forced, "split 64");
+  forced.chunk_tokens = cfg::kSplitQuantum;  // splits that end inside a tile
+  check_optimised(*P, forced, "split 32");
   check_reference_kernel(*P);
 }
 
@@ -479,6 +482,58 @@ TEST(VerifyAttention, DeterministicAndGraphCapturable) {
   }
 }
 
+// Early start: the attention kernel, launched with programmatic serialization after a kernel
+// that writes Q and the draft tokens' K/V (as the step's projection and cache append do), must
+// read those only after its wait. The writer lets it launch at once, then holds its writes back
+// for 30 us; until then Q and the draft rows hold NaN, so a read before the wait shows.
+TEST(VerifyAttention, EarlyStartReadsThePreviousKernelsOutput) {
+  SKIP_WITHOUT_GPU();
+  auto& rng = test_rng();
+  for (const Case& c : {Case{"gqa g4 d128", gqa_shape(2, 4, 4, 2, 128), {900, 70}, AttentionMaskKind::tree, true},
+                        Case{"gqa g8 d64 one tile", gqa_shape(1, 16, 8, 1, 64), {40}, AttentionMaskKind::chain, false},
+                        Case{"mla h8", mla_shape(2, 4, 8), {700, 96}, AttentionMaskKind::tree, false},
+                        Case{"mla h16 decode", mla_shape(1, 1, 16), {64}, AttentionMaskKind::chain, false}}) {
+    SCOPED_TRACE(shape_text(c));
+    auto P = make_problem(c, rng);
+    const VerifyAttentionPlan plan = plan_verify_attention(c.shape, c.kv_len);
+    Dev ws(plan.workspace_bytes);
+    ASSERT_EQ(verify_attention_upload(plan, ws.p, nullptr), 0);
+    // What the writer puts in place: Q, and each request's draft rows of K (and V).
+    struct Region {
+      void* at;
+      std::size_t bytes;
+    };
+    std::vector<Region> regions{{P->dq->p, P->q.size() * 2}};
+    for (int r = 0; r < c.shape.batch; ++r) {
+      const long long first = P->indptr[r] + c.kv_len[r] - c.shape.q_tokens;
+      regions.push_back({static_cast<std::uint16_t*>(P->dk->p) + first * P->k_token_stride,
+                         static_cast<std::size_t>(c.shape.q_tokens * P->k_token_stride) * 2});
+      if (P->dv)
+        regions.push_back({static_cast<std::uint16_t*>(P->dv->p) + first * P->v_token_stride,
+                           static_cast<std::size_t>(c.shape.q_tokens * P->v_token_stride) * 2});
+    }
+    std::vector<std::unique_ptr<Dev>> staged;
+    std::vector<test::CopySegment> segments;
+    for (const Region& g : regions) {
+      staged.push_back(std::make_unique<Dev>(g.bytes));
+      ASSERT_EQ(cudaMemcpy(staged.back()->p, g.at, g.bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemset(g.at, 0xff, g.bytes), cudaSuccess);  // bf16 NaN until the writer runs
+      segments.push_back({g.at, staged.back()->p, g.bytes});
+    }
+    poison_output(*P);
+    cudaStream_t s;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(test::launch_slow_writer(segments, 30.0, s), 0);
+    VerifyAttentionLaunchOptions early;
+    early.early_start = true;
+    EXPECT_EQ(verify_attention_launch(params_of(*P), plan, ws.p, s, early), 0);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    expect_close(compare(*P), shape_text(c) + " early start after a writer");
+    cudaStreamDestroy(s);
+  }
+}
+
 TEST(VerifyAttention, RejectsMisalignedPointers) {
   SKIP_WITHOUT_GPU();
   auto& rng = test_rng();
@@ -513,7 +568,7 @@ void expect_consistent(const VerifyAttentionPlan& p, const std::vector<std::int3
     ASSERT_GE(w.request, 0);
     ASSERT_LT(w.request, B);
     EXPECT_LT(w.kv_begin, w.kv_end);
-    EXPECT_EQ(w.kv_begin % cfg::kTileKv, 0) << "splits start on a tile";
+    EXPECT_EQ(w.kv_begin % cfg::kSplitQuantum, 0) << "splits start on half a tile";
     EXPECT_LE(w.kv_end - w.kv_begin, p.chunk_tokens);
     ranges[w.request].push_back({w.kv_begin, w.kv_end});
     if (p.splits_per_request[w.request] > 1) {
@@ -561,7 +616,7 @@ void expect_consistent(const VerifyAttentionPlan& p, const std::vector<std::int3
   }
 }
 
-TEST(VerifyAttentionPlan, CoversEveryPositionOnceInTileAlignedSplits) {
+TEST(VerifyAttentionPlan, CoversEveryPositionOnceInAlignedSplits) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
     const int B = std::uniform_int_distribution<int>(1, 70)(rng);
@@ -577,7 +632,7 @@ TEST(VerifyAttentionPlan, CoversEveryPositionOnceInTileAlignedSplits) {
     SCOPED_TRACE(describe(p));
     expect_consistent(p, kv);
     if (opt.chunk_tokens) {
-      EXPECT_EQ(p.chunk_tokens % cfg::kTileKv, 0);
+      EXPECT_EQ(p.chunk_tokens % cfg::kSplitQuantum, 0);
     }
     if (HasFailure()) return;
   }
@@ -637,7 +692,7 @@ TEST(VerifyAttentionPlan, CombineWarpsFollowSplits) {
   EXPECT_LT(m.estimated_us, 20.0) << describe(m);
 }
 
-TEST(VerifyAttentionPlan, ForcedChunkIsRoundedToTheTile) {
+TEST(VerifyAttentionPlan, ForcedChunkIsRoundedToTheSplitQuantum) {
   const VerifyAttentionShape s = gqa_shape(2, 4, 4, 8, 128);
   VerifyAttentionPlanOptions opt;
   opt.chunk_tokens = 100;
