@@ -121,6 +121,10 @@ __device__ __forceinline__ void wait_for_primary_grid() {
 }
 #endif  // !EAGLESIM_VA_EMULATE
 
+// The factor that rescales sums kept relative to 2^m to sums relative to 2^ref (ref finite or 0):
+// 0 for sums that saw nothing (m = -inf), where m - ref alone would be NaN if ref were -inf too.
+__device__ __forceinline__ float rescale_to(float m, float ref) { return m == -INFINITY ? 0.f : exp2_fast(m - ref); }
+
 __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<unsigned*>(&v);
@@ -779,7 +783,7 @@ __global__ void __launch_bounds__(256) verify_combine_kernel(const CombineArgs c
 #pragma unroll
       for (int u = 0; u < U; ++u) m_new = fmaxf(m_new, lse[u]);
       const float m_ref = m_new == -INFINITY ? 0.f : m_new;
-      const float keep = m_run == -INFINITY ? 0.f : exp2_fast(m_run - m_ref);
+      const float keep = rescale_to(m_run, m_ref);
       den *= keep;
 #pragma unroll
       for (int e = 0; e < EPL; ++e) acc[e] *= keep;
@@ -807,13 +811,12 @@ __global__ void __launch_bounds__(256) verify_combine_kernel(const CombineArgs c
       float m_all = m_run;
       for (int w2 = 1; w2 < W; ++w2) m_all = fmaxf(m_all, red_max[warp + w2]);
       const float m_ref = m_all == -INFINITY ? 0.f : m_all;
-      const float k0 = m_run == -INFINITY ? 0.f : exp2_fast(m_run - m_ref);
+      const float k0 = rescale_to(m_run, m_ref);
       den *= k0;
 #pragma unroll
       for (int e = 0; e < EPL; ++e) acc[e] *= k0;
       for (int w2 = 1; w2 < W; ++w2) {
-        const float mw = red_max[warp + w2];
-        const float k = mw == -INFINITY ? 0.f : exp2_fast(mw - m_ref);
+        const float k = rescale_to(red_max[warp + w2], m_ref);
 #pragma unroll
         for (int v = 0; v < NV; ++v)
 #pragma unroll

@@ -38,7 +38,6 @@ namespace {
 using namespace eaglesim::cuda;
 namespace bench = eaglesim::bench;
 namespace kv = eaglesim::kernels::verify;
-constexpr int vcfg_split_quantum = verify_attention_config::kSplitQuantum;
 #define CHECK(call) EAGLESIM_BENCH_CHECK(call)
 
 struct Model {
@@ -292,32 +291,30 @@ int main(int argc, char** argv) {
       // combine without PDL (what each overlap buys; the main row has both, as the replay does),
       // and the split length halved and doubled (whether the planner's choice is the best nearby).
       const double kv_only = bytes - 2.0 * B * s.q_tokens * s.heads * (s.head_dim_qk + s.head_dim_v);
+      // The same op and plan under other launch options, as an indented row.
+      auto launch_variant_row = [&](const char* label, const VerifyAttentionLaunchOptions& options) {
+        int c = 0;
+        bench::BenchRow vr = row;
+        vr.kernel = label;
+        vr.us = bench::time_in_graph_us(
+            [&](cudaStream_t st) { CHECK(kv::launch_verify_attention(params_for(c++ % sets, out), plan, ws, st, options)); },
+            per_graph, 15, 3);
+        bench::print_row(vr);
+      };
       if (kv_only < 64e6) {
         VerifyAttentionLaunchOptions late;
         late.early_start = false;
-        int c5 = 0;
-        bench::BenchRow lr = row;
-        lr.kernel = "  no early start";
-        lr.us = bench::time_in_graph_us(
-            [&](cudaStream_t st) { CHECK(kv::launch_verify_attention(params_for(c5++ % sets, out), plan, ws, st, late)); },
-            per_graph, 15, 3);
-        bench::print_row(lr);
+        launch_variant_row("  no early start", late);
       }
       if (!plan.combine.empty() && kv_only < 64e6) {
         VerifyAttentionLaunchOptions no_overlap;
         no_overlap.overlap_combine = false;
-        int c3 = 0;
-        bench::BenchRow nr = row;
-        nr.kernel = "  combine no-pdl";
-        nr.us = bench::time_in_graph_us(
-            [&](cudaStream_t st) { CHECK(kv::launch_verify_attention(params_for(c3++ % sets, out), plan, ws, st, no_overlap)); },
-            per_graph, 15, 3);
-        bench::print_row(nr);
+        launch_variant_row("  combine no-pdl", no_overlap);
       }
       if (B <= 8 && s.q_tokens <= 4 && (sh.kv == 2048 || sh.kv == 8192 || sh.kv == 0)) {
         for (const double f : {0.5, 2.0}) {
           VerifyAttentionPlanOptions opt;
-          opt.chunk_tokens = std::max(vcfg_split_quantum, static_cast<int>(plan.chunk_tokens * f));
+          opt.chunk_tokens = std::max(verify_attention_config::kSplitQuantum, static_cast<int>(plan.chunk_tokens * f));
           const VerifyAttentionPlan alt = plan_verify_attention(s, sh.kv_len, {}, opt);
           void* ws2 = nullptr;
           CHECK(cudaMalloc(&ws2, std::max<std::size_t>(alt.workspace_bytes, 256)));
