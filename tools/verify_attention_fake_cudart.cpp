@@ -141,3 +141,17 @@ int verify_attention_reference_launch(const VerifyAttentionParams& params, const
   return static_cast<int>(to_error(run_or_capture(stream, [=] { return va_emulator::reference(params, shape); })));
 }
 }  // namespace eaglesim::cuda
+
+#include "../tests/gpu/slow_writer.hpp"
+
+namespace eaglesim::test {
+// Launches here run to completion in stream order, so the writer's copies simply happen first
+// (the emulator's wait_for_primary_grid has nothing to wait for).
+int launch_slow_writer(const std::vector<CopySegment>& segments, double, CUstream_st* stream) {
+  if (segments.size() > 16) return static_cast<int>(cudaErrorInvalidValue);
+  return static_cast<int>(to_error(run_or_capture(stream, [segments] {
+    for (const auto& s : segments) std::memcpy(s.dst, s.src, s.bytes);
+    return 0;
+  })));
+}
+}  // namespace eaglesim::test
