@@ -275,6 +275,9 @@ struct Result {
   // dense rows the plan runs as the GEMV kernel: the same op without PDL, and on the stream-K kernel
   double gemv_no_pdl_us = 0, stream_k_us = 0;
   std::string stream_k_variant;
+  // and with one 16-channel block per CTA wherever the plan groups several (a grid of more
+  // than two CTAs per SM then; 0 where the plan runs one block per CTA already)
+  double gemv_one_block_us = 0;
 };
 
 constexpr double kRotateBytes = 256e6;        // several times the 60 MB L2
@@ -307,7 +310,8 @@ struct Inputs {
 };
 
 // The plan of shape `s` for kernel variant `variant` (-1: the default).
-eaglesim::cuda::GroupedGemmPlan plan_for(const Shape& s, const Inputs& in, int sms, int variant, int gemv = -1) {
+eaglesim::cuda::GroupedGemmPlan plan_for(const Shape& s, const Inputs& in, int sms, int variant, int gemv = -1,
+                                         int gemv_blocks_per_cta = 0) {
   using namespace eaglesim::cuda;
   GroupedGemmShape gs;
   gs.format = s.format;
@@ -318,7 +322,9 @@ eaglesim::cuda::GroupedGemmPlan plan_for(const Shape& s, const Inputs& in, int s
   gs.rows_per_expert = in.busiest;
   gs.variant = variant;
   gs.gemv = gemv;
-  return s.dense ? plan_weight_only_gemm(s.format, in.rows, s.n, s.k, sms, variant, gemv) : plan_grouped_gemm(gs, sms);
+  gs.gemv_blocks_per_cta = gemv_blocks_per_cta;
+  if (s.dense) gs.rows_per_expert = gs.max_rows = in.rows;
+  return plan_grouped_gemm(gs, sms);
 }
 
 // Routing and sizes only (no device work): enough to know the bytes before filling anything.
@@ -397,6 +403,11 @@ Result run_shape(const Shape& s, double read_gbps, int sms, bool with_reference,
     EAGLESIM_BENCH_CHECK(cudaMemset(sk_ws, 0, sk.workspace_bytes));
     r.stream_k_us = time_plan(s, in, sk, sk_ws, 15);
     r.stream_k_variant = sk.variant;
+    if (plan.gemv_blocks_per_cta > 1) {
+      const GroupedGemmPlan one = plan_for(s, in, sms, -1, 1, 1);
+      prepare_grouped_gemm(one);
+      r.gemv_one_block_us = time_plan(s, in, one, ws, 15);
+    }
   }
   r.active = in.active;
   r.variant = plan.variant;
@@ -727,9 +738,10 @@ int main(int argc, char** argv) {
         std::fprintf(jf,
                      "{\"kernel\": \"%s\", \"shape\": \"%s\", \"variant\": \"%s\", \"active_experts\": %d, "
                      "\"reference_kernel_us\": %.3f, \"mma_floor_us\": %.3f, \"torch\": \"%s\", \"torch_us\": %.3f, "
-                     "\"gemv_no_pdl_us\": %.3f, \"stream_k_us\": %.3f}\n",
+                     "\"gemv_no_pdl_us\": %.3f, \"stream_k_us\": %.3f, \"gemv_one_block_us\": %.3f}\n",
                      r.row.kernel.c_str(), r.row.shape.c_str(), r.variant.c_str(), r.active, r.ref_kernel_us,
-                     r.mma_floor_us, r.row.reference.c_str(), r.row.reference_us, r.gemv_no_pdl_us, r.stream_k_us);
+                     r.mma_floor_us, r.row.reference.c_str(), r.row.reference_us, r.gemv_no_pdl_us, r.stream_k_us,
+                     r.gemv_one_block_us);
         std::fflush(jf);
       }
       results.push_back(r);
@@ -740,12 +752,16 @@ int main(int argc, char** argv) {
     // repeats one op, so the PDL column lets each launch stream its weights during the previous
     // one's work; in a verify step the previous kernel is another op (the replay measures that).
     std::printf("\nGEMV kernel vs stream-K kernel (dense, m <= 16): shape, floor us, GEMV us (PDL), GEMV us "
-                "(no PDL), stream-K us, stream-K / GEMV (no PDL)\n");
+                "(no PDL), stream-K us, stream-K / GEMV (no PDL), GEMV us with one block per CTA (PDL; - where the "
+                "plan has one already)\n");
     for (const Result& r : results)
-      if (r.stream_k_us > 0)
-        std::printf("  %-16s %-44s %7.2f %8.2f %8.2f %8.2f %6.2fx  %s | %s\n", r.row.kernel.c_str(), r.row.shape.c_str(),
-                    r.row.floor_us, r.row.us, r.gemv_no_pdl_us, r.stream_k_us, r.stream_k_us / r.gemv_no_pdl_us,
-                    r.variant.c_str(), r.stream_k_variant.c_str());
+      if (r.stream_k_us > 0) {
+        char one[32] = "-";
+        if (r.gemv_one_block_us > 0) std::snprintf(one, sizeof one, "%.2f", r.gemv_one_block_us);
+        std::printf("  %-16s %-44s %7.2f %8.2f %8.2f %8.2f %6.2fx %8s  %s | %s\n", r.row.kernel.c_str(),
+                    r.row.shape.c_str(), r.row.floor_us, r.row.us, r.gemv_no_pdl_us, r.stream_k_us,
+                    r.stream_k_us / r.gemv_no_pdl_us, one, r.variant.c_str(), r.stream_k_variant.c_str());
+      }
 
     // Summary per class: rows reading >= 16 MB are the ones the 60% target applies to; "mma-bound"
     // rows are those whose FLOPs at mma.sync speed exceed the byte floor.

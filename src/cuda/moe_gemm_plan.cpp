@@ -103,9 +103,15 @@ void plan_gemv(GroupedGemmPlan& p, int sm_count) {
   const int parts = (per_cta + per_task - 1) / per_task;
   const int n16 = (s.n + 15) / 16;
   const int row_tiles = rows > 8 ? 2 : 1;
+  // The fewest blocks per CTA that keep the grid within two CTAs per SM (what the registers of
+  // the int4 and fp8 instances let reside): a grid beyond that runs a second wave, which pays
+  // the whole DRAM latency and the block reduction again, where two blocks per CTA keep both
+  // tasks of every warp loading from the start.
   const std::int64_t want_ctas = 2 * static_cast<std::int64_t>(std::max(sm_count, 1));
-  int bpc = static_cast<int>(std::clamp<std::int64_t>(static_cast<std::int64_t>(n16) * split / want_ctas, 1,
-                                                      std::min(kGemvMaxBlocksPerCta, n16)));
+  const int max_bpc = std::min(kGemvMaxBlocksPerCta, n16);
+  int bpc = static_cast<int>(std::clamp<std::int64_t>(
+      (static_cast<std::int64_t>(n16) * split + want_ctas - 1) / want_ctas, 1, max_bpc));
+  if (s.gemv_blocks_per_cta > 0) bpc = std::min(s.gemv_blocks_per_cta, max_bpc);
   auto smem_of = [&](int b) {
     return static_cast<std::size_t>(km::gemv_smem_bytes(8 * row_tiles, row_tiles, b, parts, per_cta));
   };

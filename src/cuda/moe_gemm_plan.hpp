@@ -51,6 +51,9 @@ struct GroupedGemmShape {
   // never when `variant` names a stream-K variant), 0 the stream-K kernel, 1 the GEMV kernel
   // (kernels/weight_only_gemv.cuh; InputError where it cannot run the shape, grouped GEMMs too).
   int gemv = -1;
+  // The GEMV kernel's 16-channel blocks per CTA; 0: the plan's choice (the fewest that keep the
+  // grid within two CTAs per SM). A bench knob, clamped to [1, min(8, n / 16)].
+  int gemv_blocks_per_cta = 0;
 };
 
 // Rows up to which a dense GEMM can run as the GEMV kernel (and the rule that picks it):

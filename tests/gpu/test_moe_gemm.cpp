@@ -647,6 +647,15 @@ TEST(WeightOnlyGemv, PlanCoversTheOpOnce) {
           EXPECT_EQ(p.gemv_smem_bytes, static_cast<std::size_t>(km::gemv_smem_bytes(m > 8 ? 16 : 8, m > 8 ? 2 : 1,
                                                                                      p.gemv_blocks_per_cta, p.gemv_parts,
                                                                                      p.gemv_units_per_cta)));
+          // The fewest blocks per CTA that keep the grid within two CTAs per SM (one wave), unless
+          // the block limit or shared memory stops the grouping first.
+          const int bpc = p.gemv_blocks_per_cta;
+          const auto ctas = [&](int b) { return static_cast<long long>((n16 + b - 1) / b) * p.gemv_split; };
+          const bool can_grow = bpc < std::min(8, n16) &&
+                                km::gemv_smem_bytes(m > 8 ? 16 : 8, m > 8 ? 2 : 1, bpc + 1, p.gemv_parts,
+                                                    p.gemv_units_per_cta) <= 100 * 1024;
+          if (can_grow) EXPECT_LE(ctas(bpc), 2 * 132);
+          if (bpc > 1) EXPECT_GT(ctas(bpc - 1), 2 * 132);
         }
   EXPECT_THROW(plan_weight_only_gemm(F::bf16, 16, 128, 1 << 20, 132, -1, 1), InputError);  // no room for the slice
   EXPECT_FALSE(plan_weight_only_gemm(F::int4_g32, 17, 1536, 7168, 132).gemv);   // rows past the GEMV kernel's
