@@ -10,7 +10,7 @@
 //
 // Not a CMake target; build and run by hand (about a minute):
 //   g++ -std=c++17 -O2 -Isrc -Ikernels -I/usr/local/cuda/include tools/moe_gemm_emulate.cpp \
-//       src/cuda/moe_gemm_plan.cpp -lfmt -o /tmp/moe_emulate && /tmp/moe_emulate [--quick]
+//       src/cuda/moe_gemm_plan.cpp src/cost/low_bit_gemm_kernel.cpp -lfmt -o /tmp/moe_emulate && /tmp/moe_emulate [--quick]
 #include <ucontext.h>
 
 #include <algorithm>
