@@ -719,14 +719,18 @@ __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const 
 // U of them in flight at once (the first measurement: one split per memory latency, ~0.22 us
 // each, made the combine of a 128-split request cost ~30 us); the W partial sums are added
 // in warp order through shared memory, so the result does not depend on timing.
+// A block takes one slice of DV / combine_column_slices(DV) columns (blockIdx.y) of its rows;
+// every slice reads the rows' lse values, so all slices weight the splits alike.
 template <int DV>
 __global__ void __launch_bounds__(256) verify_combine_kernel(const CombineArgs c) {
-  constexpr int EPL = DV / 32;  // elements per lane
+  constexpr int DVS = DV / vcfg::combine_column_slices(DV);  // columns of this block's slice
+  constexpr int EPL = DVS / 32;  // elements per lane
   constexpr int VEC = EPL >= 4 ? 4 : EPL;
   constexpr int NV = EPL / VEC;
   constexpr int U = vcfg::combine_unroll(DV);
-  static_assert(DV % 64 == 0, "DV multiple of 64");
-  __shared__ float red[8][DV];
+  static_assert(DVS % 64 == 0, "slice width multiple of 64");
+  const int col0 = static_cast<int>(blockIdx.y) * DVS;
+  __shared__ float red[8][DVS];
   __shared__ float red_den[8], red_max[8];
   const int W = c.warps_per_row;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -762,7 +766,7 @@ __global__ void __launch_bounds__(256) verify_combine_kernel(const CombineArgs c
         const int s = s0 + u * W;
         const long long prow = first + static_cast<long long>(s < it.splits ? s : s0) * per_req;
         lse[u] = s < it.splits ? c.part_lse[prow] : -INFINITY;
-        const float* src = c.part_o + prow * DV;
+        const float* src = c.part_o + prow * DV + col0;
 #pragma unroll
         for (int v = 0; v < NV; ++v) {
           const int col = (v * 32 + lane) * VEC;
@@ -828,7 +832,8 @@ __global__ void __launch_bounds__(256) verify_combine_kernel(const CombineArgs c
   if (!live || sub != 0) return;
   const float inv = den > 0.f ? 1.f / den : 0.f;
   const int t = rem / c.heads, h = rem - (rem / c.heads) * c.heads;
-  bf16* dst = c.out + static_cast<long long>(it.request * c.q_tokens + t) * c.out_token_stride + static_cast<long long>(h) * DV;
+  bf16* dst = c.out + static_cast<long long>(it.request * c.q_tokens + t) * c.out_token_stride +
+              static_cast<long long>(h) * DV + col0;
 #pragma unroll
   for (int v = 0; v < NV; ++v) {
     const int col = (v * 32 + lane) * VEC;
@@ -969,7 +974,8 @@ inline cudaError_t launch_verify_attention(const ::eaglesim::cuda::VerifyAttenti
   const CombineArgs c = make_combine_args(a, plan, workspace);
   cudaLaunchConfig_t lc{};
   const int rows_per_block = 8 / c.warps_per_row;
-  lc.gridDim = dim3(static_cast<unsigned>((c.rows + rows_per_block - 1) / rows_per_block));
+  lc.gridDim = dim3(static_cast<unsigned>((c.rows + rows_per_block - 1) / rows_per_block),
+                    static_cast<unsigned>(vcfg::combine_column_slices(s.head_dim_v)));
   lc.blockDim = dim3(256);
   lc.dynamicSmemBytes = 0;
   lc.stream = stream;

@@ -217,10 +217,12 @@ inline void execute_warp(Thread* lanes) {
 }
 
 // Runs one block to completion.
-inline void run_block(int threads, std::size_t smem_bytes, unsigned bid, const std::function<void()>& body) {
+inline void run_block(int threads, std::size_t smem_bytes, unsigned bid, const std::function<void()>& body,
+                      unsigned bid_y = 0) {
   if (threads % 32) die("threads must be a multiple of 32");
   g_smem.assign(smem_bytes, 0xff);  // NaN as bf16 and as fp32: reads of unwritten shared memory show
   g_bid.x = bid;
+  g_bid.y = bid_y;
   g_body = body;
   g_threads.clear();
   g_threads.resize(threads);
@@ -376,13 +378,18 @@ int launch(const VerifyAttentionParams& params, const VerifyAttentionPlan& plan,
   const kv::CombineArgs c = kv::make_combine_args(a, plan, ws);
   const int blocks = (c.rows + 8 / c.warps_per_row - 1) / (8 / c.warps_per_row);
   const int dv = plan.shape.head_dim_v;
-  for (int b = 0; b < blocks; ++b) {
-    emu::run_block(256, 0, b, [&] {
-      if (dv == 64) kv::verify_combine_kernel<64>(c);
-      else if (dv == 128) kv::verify_combine_kernel<128>(c);
-      else kv::verify_combine_kernel<512>(c);
-    });
-  }
+  const int slices = kv::vcfg::combine_column_slices(dv);
+  for (int y = slices - 1; y >= 0; --y)
+    for (int b = 0; b < blocks; ++b) {
+      emu::run_block(
+          256, 0, b,
+          [&] {
+            if (dv == 64) kv::verify_combine_kernel<64>(c);
+            else if (dv == 128) kv::verify_combine_kernel<128>(c);
+            else kv::verify_combine_kernel<512>(c);
+          },
+          static_cast<unsigned>(y));
+    }
   return 0;
 }
 

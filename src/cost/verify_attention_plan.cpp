@@ -114,7 +114,7 @@ double combine_us(const VerifyAttentionDevice& dev, const VerifyAttentionShape& 
   if (max_splits == 0) return 0;
   const int w = warps_for(max_splits, shape.head_dim_v);
   const int rounds = ceil_div(ceil_div(max_splits, w), cfg::combine_unroll(shape.head_dim_v));
-  const double blocks = std::ceil(rows * w / 8.0);
+  const double blocks = std::ceil(rows * w / 8.0) * cfg::combine_column_slices(shape.head_dim_v);
   const double bw = std::min(dev.hbm_bytes_per_s, std::min<double>(blocks, dev.sms) * dev.sm_bytes_per_s);
   const double bytes = partial_rows * (4.0 * shape.head_dim_v + 4.0) + rows * 2.0 * shape.head_dim_v;
   return 0.5 * dev.launch_us + rounds * dev.combine_round_us + 1e6 * bytes / bw;

@@ -74,8 +74,15 @@ EAGLESIM_VA_HD constexpr std::size_t mla_p_bytes(int rows) { return static_cast<
 EAGLESIM_VA_HD constexpr std::size_t mla_smem_bytes(int rows) {
   return kMlaStages * mla_stage_bytes() + mla_sp_bytes(rows) + mla_p_bytes(rows) + 3 * sizeof(float) * rows;
 }
-// The combine: splits one warp keeps in flight (its registers: U x DV / 32 floats per lane).
-EAGLESIM_VA_HD constexpr int combine_unroll(int head_dim_v) { return head_dim_v >= 512 ? 4 : 8; }
+// The combine: blocks per output row's columns (grid.y). MLA's 512 columns are cut into four
+// slices of 128, so a row's partials are read by four times the blocks (one row per block of
+// 8 warps left the combine of a B = 1 MLA op on 32 SMs) and each warp keeps more splits in
+// flight in the same registers.
+EAGLESIM_VA_HD constexpr int combine_column_slices(int head_dim_v) { return head_dim_v >= 512 ? 4 : 1; }
+// Splits one warp keeps in flight (its registers: U x the slice's columns / 32 floats per lane).
+EAGLESIM_VA_HD constexpr int combine_unroll(int head_dim_v) {
+  return head_dim_v / combine_column_slices(head_dim_v) >= 512 ? 4 : 8;
+}
 }  // namespace verify_attention_config
 #undef EAGLESIM_VA_HD
 
