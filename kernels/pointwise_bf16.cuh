@@ -17,6 +17,7 @@
 #include <cstddef>
 
 #include "bf16x8.cuh"
+#include "grid_dependency.cuh"
 
 namespace eaglesim::kernels::replay {
 
@@ -33,6 +34,8 @@ __device__ __forceinline__ float silu(float g) { return g / (1.f + __expf(-g)); 
 template <int U>
 __global__ void __launch_bounds__(kPointwiseThreads, kPointwiseMinBlocksPerSm)
     residual_add_kernel(bf16* __restrict__ residual, const bf16* __restrict__ x, std::size_t vectors, std::size_t n) {
+  wait_for_previous_grid();  // early start: nothing is touched before the kernel ahead completes
+  allow_next_grid_launch();
   const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x * U + threadIdx.x;
   uint4 r[U], v[U];
 #pragma unroll
@@ -60,6 +63,8 @@ __global__ void __launch_bounds__(kPointwiseThreads, kPointwiseMinBlocksPerSm)
 template <int U, bool PACKED>
 __global__ void __launch_bounds__(kPointwiseThreads, kPointwiseMinBlocksPerSm)
     silu_mul_kernel(const bf16* __restrict__ gate_up, bf16* __restrict__ out, int rows, int width) {
+  wait_for_previous_grid();  // early start: nothing is touched before the kernel ahead completes
+  allow_next_grid_launch();
   const int units = PACKED ? width / kBf16PerVector : width;
   const int first = static_cast<int>(blockIdx.x * blockDim.x) * U + static_cast<int>(threadIdx.x);
   for (int row = blockIdx.y; row < rows; row += gridDim.y) {

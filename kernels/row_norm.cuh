@@ -25,6 +25,7 @@
 #include <cstddef>
 
 #include "bf16x8.cuh"
+#include "grid_dependency.cuh"
 #include "block_reduce.cuh"
 
 namespace eaglesim::kernels::replay {
@@ -120,8 +121,12 @@ __global__ void __launch_bounds__(WARP_ROWS ? kRowNormWarpRowsThreads : kRowNorm
   constexpr bool kEarlyWeight = V <= 2;
 
   RowSlice<V, PACKED> v, w;
-  v.load(a.x + offset, a.hidden, lane, lanes);
+  // The norm's weight is no kernel's output in a step: it loads before the wait for the kernel
+  // ahead (early start, cuda/replay_kernels.hpp); x and the residual after it.
   if (kEarlyWeight) w.load(a.weight, a.hidden, lane, lanes);
+  wait_for_previous_grid();
+  allow_next_grid_launch();
+  v.load(a.x + offset, a.hidden, lane, lanes);
   if (ADD) {
     // Unit by unit, so that the residual's slice need not be live next to x's all at once.
     const bf16* res = a.residual + offset;

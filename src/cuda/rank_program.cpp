@@ -1070,7 +1070,7 @@ bool RankProgram::build_add_rmsnorm(std::size_t i, const Step& step) {
   reported_kinds_[i] = OpKind::rmsnorm;
   details_[i + 1] = "fused into " + add.name;
   details_[i] = "fused add + rmsnorm kernel";
-  ops_[i] = [=](cudaStream_t s) { launch_add_rmsnorm(xb, r, w, yb, t, h, kRmsEps, s); };
+  ops_[i] = [=](cudaStream_t s) { launch_add_rmsnorm(xb, r, w, yb, t, h, kRmsEps, s, early_launch_); };
   return true;
 }
 
@@ -1084,20 +1084,20 @@ void RankProgram::build_rowwise(std::size_t i, const Op& op) {
       const void* w = arena_.region(i);
       const int t = int(op.tokens), h = int(op.hidden);
       detail = "rmsnorm kernel";
-      ops_[i] = [=](cudaStream_t s) { launch_rmsnorm(xb, w, yb, t, h, kRmsEps, s); };
+      ops_[i] = [=](cudaStream_t s) { launch_rmsnorm(xb, w, yb, t, h, kRmsEps, s, early_launch_); };
       break;
     }
     case OpKind::residual_add: {
       void* r = residual_.get();
       const std::size_t count = as_size(op.tokens * op.hidden);
       detail = "residual add kernel";
-      ops_[i] = [=](cudaStream_t s) { launch_residual_add(r, xb, count, s); };
+      ops_[i] = [=](cudaStream_t s) { launch_residual_add(r, xb, count, s, early_launch_); };
       break;
     }
     case OpKind::act: {
       const int t = int(op.tokens), h = int(op.hidden);
       detail = "silu*mul kernel";
-      ops_[i] = [=](cudaStream_t s) { launch_silu_mul(xb, yb, t, h, s); };
+      ops_[i] = [=](cudaStream_t s) { launch_silu_mul(xb, yb, t, h, s, early_launch_); };
       break;
     }
     case OpKind::embedding: {

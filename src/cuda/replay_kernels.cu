@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -70,6 +71,26 @@ namespace {
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
+// One launch of a glue kernel. early_start on an explicit stream: with programmatic stream
+// serialization, so the kernel starts while the kernel ahead of it finishes and waits for it
+// inside (kernels/grid_dependency.cuh) before it touches its operands.
+template <typename... Params, typename... Args>
+void launch_glue(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, bool early_start,
+                 Args&&... args) {
+  const bool legacy = stream == nullptr || stream == cudaStreamLegacy;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = early_start && !legacy ? 1 : 0;
+  EAGLESIM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
 int current_sm_count() {
   int device = 0, sms = 0;
   EAGLESIM_CUDA_CHECK(cudaGetDevice(&device));
@@ -78,31 +99,31 @@ int current_sm_count() {
 }
 
 template <int V, bool ADD, bool PACKED, bool WARP_ROWS>
-void launch_row_norm_kernel(const RowNormGeometry& g, const k::RowNormArgs& a, cudaStream_t stream) {
-  k::row_norm_kernel<V, ADD, PACKED, WARP_ROWS>
-      <<<static_cast<unsigned>(g.blocks), static_cast<unsigned>(g.threads), 0, stream>>>(a);
+void launch_row_norm_kernel(const RowNormGeometry& g, const k::RowNormArgs& a, cudaStream_t stream, bool early) {
+  launch_glue(k::row_norm_kernel<V, ADD, PACKED, WARP_ROWS>, dim3(static_cast<unsigned>(g.blocks)),
+              dim3(static_cast<unsigned>(g.threads)), stream, early, a);
 }
 
 template <bool ADD, bool PACKED, bool WARP_ROWS>
-void launch_row_norm_v(const RowNormGeometry& g, const k::RowNormArgs& a, cudaStream_t stream) {
+void launch_row_norm_v(const RowNormGeometry& g, const k::RowNormArgs& a, cudaStream_t stream, bool early) {
   switch (g.vectors_per_thread) {
-    case 1: launch_row_norm_kernel<1, ADD, PACKED, WARP_ROWS>(g, a, stream); break;
-    case 2: launch_row_norm_kernel<2, ADD, PACKED, WARP_ROWS>(g, a, stream); break;
-    default: launch_row_norm_kernel<4, ADD, PACKED, WARP_ROWS>(g, a, stream); break;
+    case 1: launch_row_norm_kernel<1, ADD, PACKED, WARP_ROWS>(g, a, stream, early); break;
+    case 2: launch_row_norm_kernel<2, ADD, PACKED, WARP_ROWS>(g, a, stream, early); break;
+    default: launch_row_norm_kernel<4, ADD, PACKED, WARP_ROWS>(g, a, stream, early); break;
   }
 }
 
 template <bool ADD>
-void launch_row_norm(const k::RowNormArgs& a, cudaStream_t stream) {
+void launch_row_norm(const k::RowNormArgs& a, cudaStream_t stream, bool early) {
   if (a.rows <= 0) return;
   const bool aligned = aligned16(a.x) && aligned16(a.weight) && aligned16(a.out) && (!ADD || aligned16(a.residual));
   const RowNormGeometry g = row_norm_geometry(a.rows, a.hidden, aligned);
   if (g.packed) {
-    if (g.warp_per_row) launch_row_norm_v<ADD, true, true>(g, a, stream);
-    else launch_row_norm_v<ADD, true, false>(g, a, stream);
+    if (g.warp_per_row) launch_row_norm_v<ADD, true, true>(g, a, stream, early);
+    else launch_row_norm_v<ADD, true, false>(g, a, stream, early);
   } else {
-    if (g.warp_per_row) launch_row_norm_v<ADD, false, true>(g, a, stream);
-    else launch_row_norm_v<ADD, false, false>(g, a, stream);
+    if (g.warp_per_row) launch_row_norm_v<ADD, false, true>(g, a, stream, early);
+    else launch_row_norm_v<ADD, false, false>(g, a, stream, early);
   }
   EAGLESIM_CUDA_CHECK_LAUNCH();
 }
@@ -125,16 +146,16 @@ k::RowNormArgs row_norm_args(const void* x, void* residual, const void* weight, 
 }  // namespace
 
 void launch_rmsnorm(const void* x, const void* weight, void* out, int tokens, int hidden, float eps,
-                    cudaStream_t stream) {
-  launch_row_norm<false>(row_norm_args(x, nullptr, weight, out, tokens, hidden, eps), stream);
+                    cudaStream_t stream, bool early_start) {
+  launch_row_norm<false>(row_norm_args(x, nullptr, weight, out, tokens, hidden, eps), stream, early_start);
 }
 
 void launch_add_rmsnorm(const void* x, void* residual, const void* weight, void* out, int tokens, int hidden,
-                        float eps, cudaStream_t stream) {
-  launch_row_norm<true>(row_norm_args(x, residual, weight, out, tokens, hidden, eps), stream);
+                        float eps, cudaStream_t stream, bool early_start) {
+  launch_row_norm<true>(row_norm_args(x, residual, weight, out, tokens, hidden, eps), stream, early_start);
 }
 
-void launch_residual_add(void* residual, const void* x, std::size_t count, cudaStream_t stream) {
+void launch_residual_add(void* residual, const void* x, std::size_t count, cudaStream_t stream, bool early_start) {
   if (count == 0) return;
   const bool packed = aligned16(residual) && aligned16(x);
   const std::size_t vectors = packed ? count / 8 : 0;
@@ -143,10 +164,11 @@ void launch_residual_add(void* residual, const void* x, std::size_t count, cudaS
   auto* r = static_cast<__nv_bfloat16*>(residual);
   const auto* xb = static_cast<const __nv_bfloat16*>(x);
   const auto grid = static_cast<unsigned>(g.grid_x);
+  const dim3 block(kPointwiseThreads);
   switch (g.units_per_thread) {
-    case 4: k::residual_add_kernel<4><<<grid, kPointwiseThreads, 0, stream>>>(r, xb, vectors, count); break;
-    case 2: k::residual_add_kernel<2><<<grid, kPointwiseThreads, 0, stream>>>(r, xb, vectors, count); break;
-    default: k::residual_add_kernel<1><<<grid, kPointwiseThreads, 0, stream>>>(r, xb, vectors, count); break;
+    case 4: launch_glue(k::residual_add_kernel<4>, dim3(grid), block, stream, early_start, r, xb, vectors, count); break;
+    case 2: launch_glue(k::residual_add_kernel<2>, dim3(grid), block, stream, early_start, r, xb, vectors, count); break;
+    default: launch_glue(k::residual_add_kernel<1>, dim3(grid), block, stream, early_start, r, xb, vectors, count); break;
   }
   EAGLESIM_CUDA_CHECK_LAUNCH();
 }
@@ -154,24 +176,25 @@ void launch_residual_add(void* residual, const void* x, std::size_t count, cudaS
 namespace {
 template <bool PACKED>
 void launch_silu_mul_kernel(const PointwiseGeometry& g, const __nv_bfloat16* in, __nv_bfloat16* out, int tokens,
-                            int hidden, cudaStream_t stream) {
+                            int hidden, cudaStream_t stream, bool early) {
   const dim3 grid(static_cast<unsigned>(g.grid_x), static_cast<unsigned>(g.grid_y));
+  const dim3 block(kPointwiseThreads);
   switch (g.units_per_thread) {
-    case 4: k::silu_mul_kernel<4, PACKED><<<grid, kPointwiseThreads, 0, stream>>>(in, out, tokens, hidden); break;
-    case 2: k::silu_mul_kernel<2, PACKED><<<grid, kPointwiseThreads, 0, stream>>>(in, out, tokens, hidden); break;
-    default: k::silu_mul_kernel<1, PACKED><<<grid, kPointwiseThreads, 0, stream>>>(in, out, tokens, hidden); break;
+    case 4: launch_glue(k::silu_mul_kernel<4, PACKED>, grid, block, stream, early, in, out, tokens, hidden); break;
+    case 2: launch_glue(k::silu_mul_kernel<2, PACKED>, grid, block, stream, early, in, out, tokens, hidden); break;
+    default: launch_glue(k::silu_mul_kernel<1, PACKED>, grid, block, stream, early, in, out, tokens, hidden); break;
   }
 }
 }  // namespace
 
-void launch_silu_mul(const void* gate_up, void* out, int tokens, int hidden, cudaStream_t stream) {
+void launch_silu_mul(const void* gate_up, void* out, int tokens, int hidden, cudaStream_t stream, bool early_start) {
   if (tokens <= 0 || hidden <= 0) return;
   const bool packed = hidden % 8 == 0 && aligned16(gate_up) && aligned16(out);
   const PointwiseGeometry g = pointwise_geometry(tokens, packed ? hidden / 8 : hidden, current_sm_count());
   const auto* in = static_cast<const __nv_bfloat16*>(gate_up);
   auto* o = static_cast<__nv_bfloat16*>(out);
-  if (packed) launch_silu_mul_kernel<true>(g, in, o, tokens, hidden, stream);
-  else launch_silu_mul_kernel<false>(g, in, o, tokens, hidden, stream);
+  if (packed) launch_silu_mul_kernel<true>(g, in, o, tokens, hidden, stream, early_start);
+  else launch_silu_mul_kernel<false>(g, in, o, tokens, hidden, stream, early_start);
   EAGLESIM_CUDA_CHECK_LAUNCH();
 }
 

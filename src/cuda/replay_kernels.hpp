@@ -32,12 +32,18 @@ void fill_random_ids(int* p, std::size_t count, int rows, std::uint64_t seed, cu
 //                 and vLLM's fused_add_rmsnorm, one kernel; `out` may be `x`
 //   residual_add: residual += x over `count` elements
 //   silu_mul:     out[t, h] = silu(gate_up[t, h]) * gate_up[t, hidden + h], gate_up [tokens, 2 * hidden]
+// early_start (on an explicit stream): launched with programmatic dependent launch, the kernel
+// starts while the kernel ahead of it finishes (the row norms load their weight meanwhile) and
+// waits for it before touching x, the residual or out, as FlashInfer's norms with enable_pdl do;
+// it lets the next kernel launch at once (kernels that start early wait for it in turn).
 void launch_rmsnorm(const void* x, const void* weight, void* out, int tokens, int hidden, float eps,
-                    cudaStream_t stream);
+                    cudaStream_t stream, bool early_start = false);
 void launch_add_rmsnorm(const void* x, void* residual, const void* weight, void* out, int tokens, int hidden,
-                        float eps, cudaStream_t stream);
-void launch_residual_add(void* residual, const void* x, std::size_t count, cudaStream_t stream);
-void launch_silu_mul(const void* gate_up, void* out, int tokens, int hidden, cudaStream_t stream);
+                        float eps, cudaStream_t stream, bool early_start = false);
+void launch_residual_add(void* residual, const void* x, std::size_t count, cudaStream_t stream,
+                         bool early_start = false);
+void launch_silu_mul(const void* gate_up, void* out, int tokens, int hidden, cudaStream_t stream,
+                     bool early_start = false);
 void launch_embedding(const void* table, const int* ids, void* out, int tokens, int hidden, cudaStream_t stream);
 void launch_spin(double us, cudaStream_t stream);
 

@@ -6,7 +6,8 @@
 // (one warp per row, one block per row with 1, 2 and 4 vectors per thread). Inputs are fresh
 // random values drawn on the host, outputs poisoned with NaN before every launch, and the
 // elements just past every output are checked to be untouched. ElementwisePlan.* test the
-// host planner and need no GPU; ElementwiseKernels.* skip cleanly without one.
+// host planner and need no GPU; ElementwiseKernels.* skip cleanly without one. The early start
+// (programmatic dependent launch) is checked behind a kernel that writes the inputs late.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include "cuda/replay_kernels.hpp"
 #include "gpu_skip.hpp"
 #include "host_bf16.hpp"
+#include "slow_writer.hpp"
 
 namespace eaglesim::cuda {
 namespace {
@@ -210,6 +212,66 @@ TEST(ElementwiseKernels, RowNormsTakeUnalignedPointersAndInPlaceOutput) {
     check_row_norm(true, 5, width, 1);
     check_row_norm(true, 5, width, 0, true);  // SGLang/vLLM write the norm over the input
   }
+}
+
+// Each glue kernel launched with early_start right behind a kernel that lets it launch at once
+// and writes its inputs (x, the residual, gate_up) only 30 us later: the outputs must be those
+// of a plain launch on the written inputs, bit for bit, and nothing past them touched.
+TEST(ElementwiseKernels, EarlyStartReadsThePreviousKernelsOutput) {
+  SKIP_WITHOUT_GPU();
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  struct Case {
+    const char* op;
+    int rows, width;
+  };
+  for (const Case& c : {Case{"rmsnorm", 4, 7168}, Case{"rmsnorm", 64, 1536}, Case{"add_rmsnorm", 4, 7168},
+                        Case{"add_rmsnorm", 300, 4096}, Case{"add_rmsnorm", 3, 1000}, Case{"residual_add", 4, 7168},
+                        Case{"silu_mul", 4, 2048}, Case{"silu_mul", 64, 1000}}) {
+    const std::string what = shape_text(c.op, c.rows, c.width, 0) + " early start";
+    SCOPED_TRACE(what);
+    const std::string op = c.op;
+    const std::size_t n = static_cast<std::size_t>(c.rows) * c.width;
+    const std::size_t in_n = op == "silu_mul" ? 2 * n : n;
+    const auto hx = random_bf16(in_n, 91 + c.rows, -2.f, 2.f), hr = random_bf16(n, 92 + c.rows, -3.f, 3.f);
+    const auto hw = random_bf16(static_cast<std::size_t>(c.width), 93, 0.5f, 1.5f);
+    Buf w(static_cast<std::size_t>(c.width), 0);
+    w.upload(hw);
+    // out and residual after a plain launch on the final inputs, then after an early one
+    std::vector<std::uint16_t> out[2], res[2];
+    for (int early = 0; early < 2; ++early) {
+      Buf x(in_n, 0), r(n, 0), o(n, 0), sx(in_n, 0), sr(n, 0);
+      sx.upload(hx);
+      sr.upload(hr);
+      auto launch = [&](cudaStream_t st, bool e) {
+        if (op == "rmsnorm") launch_rmsnorm(x.ptr(), w.ptr(), o.ptr(), c.rows, c.width, kEps, st, e);
+        else if (op == "add_rmsnorm") launch_add_rmsnorm(x.ptr(), r.ptr(), w.ptr(), o.ptr(), c.rows, c.width, kEps, st, e);
+        else if (op == "residual_add") launch_residual_add(r.ptr(), x.ptr(), n, st, e);
+        else launch_silu_mul(x.ptr(), o.ptr(), c.rows, c.width, st, e);
+      };
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      if (early) {
+        // x and the residual hold NaN until the writer, 30 us after it lets the next kernel start
+        EXPECT_EQ(test::launch_slow_writer({{x.ptr(), sx.ptr(), in_n * 2}, {r.ptr(), sr.ptr(), n * 2}}, 30.0, s), 0);
+        launch(s, true);
+      } else {
+        x.upload(hx);
+        r.upload(hr);
+        launch(s, false);
+      }
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      out[early] = o.download();
+      res[early] = r.download();
+      EXPECT_TRUE(o.tail_untouched()) << what;
+      EXPECT_TRUE(r.tail_untouched()) << what;
+    }
+    if (op != "residual_add") {
+      EXPECT_EQ(out[1], out[0]) << what << ": out differs from the plain launch's";
+      EXPECT_TRUE(std::none_of(out[1].begin(), out[1].end(), [](std::uint16_t v) { return v == kPoison; })) << what;
+    }
+    EXPECT_EQ(res[1], res[0]) << what << ": the residual differs from the plain launch's";
+  }
+  cudaStreamDestroy(s);
 }
 
 TEST(ElementwiseKernels, RowNormRefusesRowsWiderThanItsRegisters) {
