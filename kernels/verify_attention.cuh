@@ -29,6 +29,8 @@
 #if !defined(EAGLESIM_VA_EMULATE)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include "grid_dependency.cuh"
 #endif
 
 #include "cuda/verify_attention_plan.hpp"
@@ -109,16 +111,8 @@ __device__ __forceinline__ float exp2_fast(float x) {
 // Lets the dependent grid (the combine, or the stream's next kernel when that was launched with
 // programmatic serialization) launch now; it still waits for this grid's completion
 // (griddepcontrol.wait) before it reads anything this grid writes.
-__device__ __forceinline__ void allow_dependent_launch() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void wait_for_primary_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
+__device__ __forceinline__ void allow_dependent_launch() { ::eaglesim::kernels::allow_next_grid_launch(); }
+__device__ __forceinline__ void wait_for_primary_grid() { ::eaglesim::kernels::wait_for_previous_grid(); }
 #endif  // !EAGLESIM_VA_EMULATE
 
 // The factor that rescales sums kept relative to 2^m to sums relative to 2^ref (ref finite or 0):
