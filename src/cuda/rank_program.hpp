@@ -90,7 +90,8 @@ class RankProgram {
   bool host_side(std::size_t i) const { return host_side_[i]; }
   // Whether kernels that can start before the kernel ahead of them ends (programmatic dependent
   // launch: the GEMV kernel and the weight-only kernel's `pdl` variants stream their first weights,
-  // the verify-attention kernel its prefix KV tiles, while the previous kernel finishes) do so, as in
+  // the verify-attention kernel its prefix KV tiles, the row norms their weight, the glue kernels
+  // their launch, while the previous kernel finishes) do so, as in
   // a replayed step (the default), or wait for it. Read when an op is enqueued (captured).
   // calibrate's single-op chains switch it off: there the kernel ahead is a copy of the same op,
   // and overlapping its own copies would price an op below what it costs after any other kernel;
