@@ -32,6 +32,8 @@
 
 #if !defined(EAGLESIM_MOE_EMULATE)
 #include <cuda_bf16.h>
+
+#include "grid_dependency.cuh"
 // The dynamic shared memory of a block (tools/moe_gemm_emulate.cpp maps it to its own buffer).
 #define EAGLESIM_MOE_DYNAMIC_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
 #endif
@@ -167,11 +169,11 @@ __device__ __forceinline__ std::uint32_t bf2_fma(std::uint32_t a, std::uint32_t 
   return d;
 }
 
-// Programmatic dependent launch: wait until the previous kernel in the stream has completed and
-// its writes are visible; let the next kernel launch (it still waits for this one's completion
-// before it reads what this one writes).
-__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+// Programmatic dependent launch (grid_dependency.cuh): wait until the previous kernel in the
+// stream has completed and its writes are visible; let the next kernel launch (it still waits for
+// this one's completion before it reads what this one writes).
+__device__ __forceinline__ void grid_dependency_wait() { wait_for_previous_grid(); }
+__device__ __forceinline__ void launch_dependents() { allow_next_grid_launch(); }
 #endif  // !EAGLESIM_MOE_EMULATE
 
 // q >> s (0 < s < 32). Imad: as the high word of q * 2^(32 - s), an integer multiply on the FMA
