@@ -29,7 +29,8 @@
 #             rank, 256 experts) in fp8 and int4, GLM-4.5 at 32 tokens (fp8) and in int4,
 #             Qwen3-235B-A22B in fp8, and batch verify: Kimi-K2 batch 8 (3, 1, 4) chain, GLM-4.5
 #             batch 16 (5, 4, 8) tree
-# and writes only its int4, fp8 and MLA fits into the presets (tools/paste-fitted.py --keys).
+# and writes only its int4, fp8 and MLA fits, and the kernel transitions with those weight
+# formats, into the presets (tools/paste-fitted.py --keys).
 # Every case is run with the fused add + RMSNorm (the engines' default) and without it
 # (--no-fused-add-norm): the A/B whose sign the simulator must get right. MODES="fused" runs the
 # first only; ATTENTION_FIT (geometry or roofline, default geometry) is calibrate's --attention-fit; SKIP_70B=1 leaves the 70B case out (its weights take a minute to place); ITERS

@@ -4,11 +4,14 @@
   tools/paste-fitted.py [--keys REGEX] CALIBRATED.json "COMMAND" PRESET.json [PRESET.json ...]
 
 With --keys, only the fitted models whose key matches REGEX (re.search) are written into each
-preset, beside the ones it has, and nothing else of it changes: how a calibration of other weight
-formats or attention forms (tools/heldout-fidelity.sh SPLIT=lowbit) adds its fits to the presets
-without replacing the fits, launch gap and transitions of another. Otherwise each preset gets "calibration": {"fitted": ..., "launch_gap_us": ..., "transition_us": ...} (the
-fitted models, the measured launch gap and the kernel transitions per kind pair, "gemm>act": what
-belongs to the GPU, not to the calibration traces' shapes; other calibration fields are kept),
+preset, beside the ones it has, with the kernel transitions by kinds and weight format one of
+whose GEMM sides matches REGEX ("rmsnorm>gemm:int4" for "^gemm:int4"), and nothing else of it
+changes: how a calibration of other weight formats or attention forms (tools/heldout-fidelity.sh
+SPLIT=lowbit) adds its fits to the presets without replacing the fits, launch gap and transitions
+of another. Otherwise each preset gets "calibration": {"fitted": ..., "launch_gap_us": ...,
+"transition_us": ...} (the fitted models, the measured launch gap and the kernel transitions by
+kind pair, "gemm>act", and by kinds with the GEMMs' weight formats, "gemm:bf16>act": what belongs
+to the GPU, not to the calibration traces' shapes; other calibration fields are kept),
 every model's "source" set to "measured on <device> by eaglesim calibrate, <date>, <COMMAND>", and
 is written back in the canonical layout topology_to_string writes (tests: PresetsAreInCanonicalForm).
 """
@@ -84,8 +87,15 @@ def main():
     for key in fitted:
         fitted[key]["source"] = source
     measured = cal["calibration"]
-    # Kind pairs only ("gemm>act"): the shape-keyed pairs belong to the calibration traces' shapes.
-    transitions = {k: v for k, v in measured.get("transition_us", {}).items() if ":" not in k}
+    # Kind pairs ("gemm>act") and kinds with weight formats ("gemm:bf16>act"), not the shape keys
+    # ("gemm:4096:4096:bf16>act:14336", a side with an all-digit field): those belong to the
+    # calibration traces' shapes.
+    def shape_key(key):
+        return any(any(f.isdigit() for f in side.split(":")[1:]) for side in key.split(">"))
+    transitions = {k: v for k, v in measured.get("transition_us", {}).items() if not shape_key(k)}
+    # With --keys: the weight-format entries with a side among the pasted fits' formats.
+    def pasted_side(key):
+        return ":" in key and any(":" in side and keys.search(side) for side in key.split(">"))
     for path in args[2:]:
         preset = json.load(open(path))
         if keys is not None:
@@ -93,15 +103,21 @@ def main():
             merged = dict(calibration.get("fitted", {}))
             merged.update(fitted)
             calibration["fitted"] = dict(sorted(merged.items()))
+            added = {k: v for k, v in transitions.items() if pasted_side(k)}
+            if added:
+                calibration["transition_us"] = dict(sorted({**calibration.get("transition_us", {}), **added}.items()))
             # One note per set of keys: a later paste of the same keys replaces the earlier note.
-            head = f"{', '.join(fitted)}: "
-            notes = [n for n in calibration.get("notes", "").split("; ") if n and not n.startswith(head)]
+            names = ', '.join(fitted)
+            head = names + (" and the kernel transitions with their weight formats: " if added else ": ")
+            notes = [n for n in calibration.get("notes", "").split("; ")
+                     if n and not n.startswith(names + ": ") and not n.startswith(names + " and ")]
             calibration["notes"] = "; ".join(notes + [head + source])
             # The order topology_to_string writes: fitted, notes, then the rest.
             preset["calibration"] = {"fitted": calibration.pop("fitted"), "notes": calibration.pop("notes"), **calibration}
             with open(path, "w") as f:
                 f.write(emit(preset) + "\n")
-            print(f"{path}: {len(fitted)} fitted models added ({', '.join(fitted)}), {len(merged)} in all")
+            print(f"{path}: {len(fitted)} fitted models added ({', '.join(fitted)}), {len(merged)} in all; "
+                  f"{len(added)} kernel transitions by weight format ({', '.join(added)})")
             continue
         calibration = preset.pop("calibration", {})
         for key in ("fitted", "launch_gap_us", "transition_us"):

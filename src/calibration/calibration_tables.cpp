@@ -66,15 +66,19 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
   cal.ranks = q.allreduce.empty() ? 0 : q.ranks;
   if (m.launch_gap_us > 0 && std::isfinite(m.launch_gap_us)) cal.launch_gap_us = m.launch_gap_us;
 
-  // Kernel transitions: the mean per kind pair of what each measured (A, B) pair cost beyond
-  // its two ops (either sign: a pair may also overlap a little).
-  // Also per pair of shapes (token counts pooled), which the simulator prefers when it matches.
+  // Kernel transitions: the mean per pair of shapes (token counts pooled) of what each measured
+  // (A, B) pair cost beyond its two ops (either sign: a pair may also overlap a little), per
+  // kind pair with the GEMMs' weight formats and per kind pair; the layer fits move the shape
+  // entries and kind_transitions_from_shapes then replaces the other two (transition_fit.hpp).
   std::map<std::string, std::pair<double, int>> transitions;
   for (std::size_t i = 0; i < m.transition_us.size(); ++i) {
     const double us = m.transition_us[i];
     if (!std::isfinite(us)) continue;
     const auto& [a, b] = q.transitions[i];
-    for (const std::string& key : {transition_key(a.kind, b.kind), transition_key(a, b)}) {
+    std::vector<std::string> keys{transition_key(a.kind, b.kind), transition_key(a, b)};
+    const std::string family = transition_family_key(a, b);
+    if (family != keys[0]) keys.push_back(family);  // else no GEMM side: the family is the kinds
+    for (const std::string& key : keys) {
       auto& [sum, n] = transitions[key];
       sum += us;
       ++n;

@@ -171,4 +171,30 @@ std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const Calibra
   return fits;
 }
 
+std::vector<KindTransition> kind_transitions_from_shapes(std::map<std::string, double>& table) {
+  std::map<std::string, std::pair<double, int>> means;  // family or kind key -> (sum, count)
+  for (const auto& [key, us] : table) {
+    const TransitionLevels up = transition_levels_of(key);
+    if (up.kinds.empty()) continue;  // not a shape key
+    for (const std::string* level : {&up.family, &up.kinds}) {
+      if (level == &up.family && up.family == up.kinds) continue;  // no GEMM side: one level
+      auto& [sum, n] = means[*level];
+      sum += us;
+      ++n;
+    }
+  }
+  std::vector<KindTransition> out;
+  for (const auto& [key, acc] : means) {
+    KindTransition k;
+    k.key = key;
+    auto it = table.find(key);
+    k.before_us = it == table.end() ? std::nan("") : it->second;
+    k.after_us = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
+    k.shapes = acc.second;
+    table[key] = k.after_us;
+    out.push_back(k);
+  }
+  return out;
+}
+
 }  // namespace eaglesim

@@ -2,6 +2,7 @@
 // Kernel transitions fitted to whole layers: the pair chains calibrate measures give each pair of
 // consecutive ops a transition cost, but a layer's ops and transitions must add up to what the
 // whole layer's chain measured; these fits move the entries so that they do.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,5 +46,23 @@ ComputeLayerCase stripped_layer(const AllreduceLayerCase& layer);
 // after fit_transitions_to_layers.
 std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const CalibrationRequest& request,
                                                                    const CalibrationMeasurements& m, Topology& topo);
+
+// One kind-pair entry before and after kind_transitions_from_shapes.
+struct KindTransition {
+  std::string key;       // "rmsnorm>gemm", or with the GEMMs' weight formats "rmsnorm>gemm:int4"
+  double before_us = 0;  // the mean of the pair chains (NaN: there was no such entry)
+  double after_us = 0;   // the mean of the shape entries under it
+  int shapes = 0;        // how many shape entries it is the mean of
+};
+
+// Every entry by kinds, and by kinds with the GEMMs' weight formats (what the simulator uses for
+// a pair of shapes it has no entry for: other models, other widths; calibration_keys.hpp
+// transition_family_key) becomes the mean of the shape entries under it, after the layer fits
+// above moved them. A pair chain (A, B, A, B, ...) measures A -> B and B -> A together, and
+// the layer fits correct that on the shapes they cover; a kind entry left at the pair chains'
+// mean kept the uncorrected figure (about twice the overlap the layers measured) for every shape
+// outside the calibration. Run after fit_transitions_to_layers and
+// fit_transitions_to_stripped_layers.
+std::vector<KindTransition> kind_transitions_from_shapes(std::map<std::string, double>& table);
 
 }  // namespace eaglesim

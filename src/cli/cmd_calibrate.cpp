@@ -3,6 +3,7 @@
 // gap, allreduces in context per strategy) and writes a topology with those tables. Flags and
 // traces are checked before any GPU work; without the CUDA part or a GPU it exits 3.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -207,6 +208,16 @@ void run_calibrate_command(const CalibrateArgs& a) {
                            "{:+.2f} us before the fit of the pairs only it has, {:+.2f} us {}",
                            f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us,
                            f.fitted ? "fitted" : "(not fitted: not measured, or an op outside the tables)"));
+  {
+    std::string line;
+    for (const KindTransition& k : kind_transitions_from_shapes(topo.calibration.transition_us))
+      line += fmt::format("{}{} {:+.2f} ({} shape pair{}{})", line.empty() ? "" : ", ", k.key, k.after_us, k.shapes,
+                          k.shapes == 1 ? "" : "s",
+                          std::isnan(k.before_us) ? "" : fmt::format("; pair chains {:+.2f}", k.before_us));
+    if (!line.empty())
+      q.progress("kernel transitions per kind pair (shapes outside the calibration): the mean of the fitted shape "
+                 "entries: " + line);
+  }
   if (a.fit_sequence) {
     SequenceFitOptions so;
     so.ranks = ranks;
@@ -235,7 +246,7 @@ void run_calibrate_command(const CalibrateArgs& a) {
     fmt::print("{}: {}\n", title, line);
   };
   print_keyed("allreduces in their trace context (us per call)", c.allreduce_context_us, false);
-  print_keyed("kernel transitions (us per op, mean over the measured pairs)", c.transition_us, true);
+  print_keyed("kernel transitions (us per op)", c.transition_us, true);
 }
 
 }  // namespace

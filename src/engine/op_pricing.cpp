@@ -101,6 +101,7 @@ class DetailTable {
 
 std::optional<double> find_transition(const std::map<std::string, double>& table, const Op& from, const Op& to) {
   auto t = table.find(transition_key(from, to));
+  if (t == table.end()) t = table.find(transition_family_key(from, to));
   if (t == table.end()) t = table.find(transition_key(from.kind, to.kind));
   if (t == table.end()) return std::nullopt;
   return t->second;

@@ -83,7 +83,8 @@ struct StepPlan {
 StepPlan plan_step(const Step& step, const PricingOptions& opts);
 
 // The calibration's transition for op `to` after op `from`: the entry for the two shapes if there
-// is one, else for their kinds; nullopt when neither is in the table.
+// is one, else for their kinds with the GEMM sides' weight formats, else for their kinds; nullopt
+// when none is in the table.
 std::optional<double> find_transition(const std::map<std::string, double>& table, const Op& from, const Op& to);
 
 // True when `comm` would absorb ops[i+1..] into the allreduce at ops[i]; returns how many.

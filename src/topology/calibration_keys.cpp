@@ -74,6 +74,47 @@ std::string transition_shape(const Op& op) {
 
 std::string transition_key(const Op& from, const Op& to) { return transition_shape(from) + ">" + transition_shape(to); }
 
+namespace {
+
+bool weight_side(OpKind k) { return k == OpKind::gemm || k == OpKind::lm_head || k == OpKind::grouped_gemm; }
+
+std::string family_side(const Op& op) {
+  return weight_side(op.kind) ? fmt::format("{}:{}", to_string(op.kind), to_string(op.dtype)) : to_string(op.kind);
+}
+
+std::vector<std::string> split_fields(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  for (std::size_t j; (j = s.find(':', i)) != std::string::npos; i = j + 1) out.push_back(s.substr(i, j - i));
+  out.push_back(s.substr(i));
+  return out;
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+}  // namespace
+
+std::string transition_family_key(const Op& from, const Op& to) { return family_side(from) + ">" + family_side(to); }
+
+TransitionLevels transition_levels_of(const std::string& key) {
+  const std::size_t gt = key.find('>');
+  if (gt == std::string::npos) return {};
+  TransitionLevels out;
+  for (const std::string& side : {key.substr(0, gt), key.substr(gt + 1)}) {
+    const std::vector<std::string> f = split_fields(side);
+    if (f.size() < 2 || !std::any_of(f.begin() + 1, f.end(), all_digits)) return {};
+    OpKind kind{};
+    if (!parse_op_kind(f[0], kind)) return {};
+    const bool sep = !out.kinds.empty();
+    out.kinds += (sep ? ">" : "") + f[0];
+    // KIND:N:K:DTYPE for the GEMMs: the family side carries the DTYPE.
+    out.family += (sep ? ">" : "") + (weight_side(kind) && f.size() == 4 ? f[0] + ":" + f[3] : f[0]);
+  }
+  return out;
+}
+
 bool valid_transition_key(const std::string& key) {
   const std::size_t gt = key.find('>');
   if (gt == std::string::npos) return false;

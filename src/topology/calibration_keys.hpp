@@ -46,6 +46,19 @@ std::string transition_key(const Op& from, const Op& to);
 // An op's side of a shape key: KIND:HIDDEN for elementwise ops, KIND:N:K:DTYPE for GEMMs,
 // attention:LAYOUT (attention_calibration_key) for attention.
 std::string transition_shape(const Op& op);
+// The level between the two, by kinds and a GEMM side's weight format ("rmsnorm>gemm:int4",
+// "grouped_gemm:fp8>act"): how much of a kernel's start hides behind the one before depends on
+// which kernel runs it (the weight-only kernels start streaming weights early, cuBLASLt does not),
+// which the weight format decides. The simulator tries shapes, then this, then the kinds.
+std::string transition_family_key(const Op& from, const Op& to);
+// What a shape key ("rmsnorm:7168>gemm:1536:7168:int4") is an entry of, one level up:
+// "rmsnorm>gemm:int4" (transition_family_key) and "rmsnorm>gemm" (transition_key by kinds).
+// Empty strings when `key` is not a shape key (a side of it has no all-digit field).
+struct TransitionLevels {
+  std::string family;
+  std::string kinds;
+};
+TransitionLevels transition_levels_of(const std::string& shape_key);
 // Whether a key is FROM>TO where each side is a compute op kind (not allreduce, not other),
 // alone or followed by ':' and a shape of letters, digits, '_' and ':'.
 bool valid_transition_key(const std::string& key);

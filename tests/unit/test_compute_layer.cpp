@@ -309,7 +309,8 @@ TEST(ComputeLayer, TheFusedLayersOwnPairsAreFittedToItsBaselineChain) {
   EXPECT_NEAR(fits[0].ops_us + fits[0].fitted_us, fits[0].measured_us, 1e-9);
   int own = 0;
   for (const auto& [key, us] : topo.calibration.transition_us) {
-    if (key.rfind("gemm:", 0) == 0 && key.find(">gemm:") != std::string::npos) {
+    const bool shape_key = !transition_levels_of(key).kinds.empty();
+    if (shape_key && key.rfind("gemm:", 0) == 0 && key.find(">gemm:") != std::string::npos) {
       EXPECT_DOUBLE_EQ(us, 2.5) << key;
       ++own;
     } else {
@@ -328,4 +329,65 @@ TEST(ComputeLayer, TheFusedLayersOwnPairsAreFittedToItsBaselineChain) {
   EXPECT_EQ(untouched.calibration.transition_us, before);
   none.allreduce_layer_baseline_us.push_back(1.0);
   EXPECT_THROW(fit_transitions_to_stripped_layers(q, none, untouched), std::invalid_argument);
+}
+
+// What a pair of shapes outside the calibration is charged: the mean of the fitted shape entries
+// of its kind pair with the GEMMs' weight formats, else of its kind pair; not the pair chains'
+// mean (which counts A -> B and B -> A together).
+TEST(ComputeLayer, KindEntriesBecomeTheMeanOfTheirFittedShapeEntries) {
+  std::map<std::string, double> table = {
+      {"rmsnorm>gemm", -1.0},                      // the pair chains' mean
+      {"rmsnorm:4096>gemm:6144:4096:bf16", -0.2},  // fitted to a layer
+      {"rmsnorm:5120>gemm:3072:5120:fp8", -0.6},
+      {"rmsnorm:5120>gemm:1024:5120:fp8", -0.8},
+      {"gemm:4096:4096:bf16>act:14336", 0.3},  // no kind entry yet
+      {"attention>gemm", -2.0},                // a kind entry with no shape entry: left alone
+  };
+  const std::vector<KindTransition> kinds = kind_transitions_from_shapes(table);
+  std::map<std::string, KindTransition> by_key;
+  for (const KindTransition& k : kinds) by_key[k.key] = k;
+  ASSERT_EQ(by_key.size(), 5u);
+  EXPECT_NEAR(table.at("rmsnorm>gemm"), -1.6 / 3, 1e-12);
+  EXPECT_DOUBLE_EQ(table.at("rmsnorm>gemm:bf16"), -0.2);
+  EXPECT_DOUBLE_EQ(table.at("rmsnorm>gemm:fp8"), -0.7);
+  EXPECT_DOUBLE_EQ(table.at("gemm>act"), 0.3);
+  EXPECT_DOUBLE_EQ(table.at("gemm:bf16>act"), 0.3);
+  EXPECT_DOUBLE_EQ(table.at("attention>gemm"), -2.0);
+  EXPECT_DOUBLE_EQ(table.at("rmsnorm:4096>gemm:6144:4096:bf16"), -0.2);  // shape entries unchanged
+  EXPECT_DOUBLE_EQ(by_key.at("rmsnorm>gemm").before_us, -1.0);
+  EXPECT_EQ(by_key.at("rmsnorm>gemm").shapes, 3);
+  EXPECT_EQ(by_key.at("rmsnorm>gemm:fp8").shapes, 2);
+  EXPECT_TRUE(std::isnan(by_key.at("gemm>act").before_us));
+  // The simulator charges an unseen pair the entry of its weight format, else of its kinds.
+  Op norm;
+  norm.kind = OpKind::rmsnorm;
+  norm.tokens = 4;
+  norm.hidden = 7168;
+  Op gemm;
+  gemm.kind = OpKind::gemm;
+  gemm.m = 4;
+  gemm.n = 1536;
+  gemm.k = 7168;
+  gemm.dtype = DType::fp8;
+  EXPECT_DOUBLE_EQ(find_transition(table, norm, gemm).value(), -0.7);
+  gemm.dtype = DType::int4;
+  EXPECT_NEAR(find_transition(table, norm, gemm).value(), -1.6 / 3, 1e-12);
+}
+
+TEST(ComputeLayer, TransitionLevelsOfAShapeKey) {
+  TransitionLevels up = transition_levels_of("rmsnorm:7168>gemm:1536:7168:int4");
+  EXPECT_EQ(up.family, "rmsnorm>gemm:int4");
+  EXPECT_EQ(up.kinds, "rmsnorm>gemm");
+  up = transition_levels_of("grouped_gemm:384:5120:fp8>attention:gqa:12:1:128");
+  EXPECT_EQ(up.family, "grouped_gemm:fp8>attention");
+  EXPECT_EQ(up.kinds, "grouped_gemm>attention");
+  for (const char* not_shape : {"rmsnorm>gemm", "rmsnorm>gemm:int4", "gemm:int4>act", "bogus", "x:1>gemm:1:1:bf16"})
+    EXPECT_TRUE(transition_levels_of(not_shape).kinds.empty()) << not_shape;
+  Op a;
+  a.kind = OpKind::grouped_gemm;
+  a.dtype = DType::fp8;
+  Op b;
+  b.kind = OpKind::act;
+  EXPECT_EQ(transition_family_key(a, b), "grouped_gemm:fp8>act");
+  EXPECT_TRUE(valid_transition_key(transition_family_key(a, b)));
 }

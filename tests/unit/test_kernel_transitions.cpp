@@ -141,6 +141,7 @@ TEST(KernelTransitions, MeasuredPairsAverageIntoOneValuePerKindPair) {
     m.transition_us.push_back(us);
     const auto& [a, b] = q.transitions[i];
     by_key[transition_key(a.kind, b.kind)].push_back(us);
+    if (transition_family_key(a, b) != transition_key(a.kind, b.kind)) by_key[transition_family_key(a, b)].push_back(us);
     by_key[transition_key(a, b)].push_back(us);
   }
   const Calibration cal = build_calibration(q, m, {t});
