@@ -761,7 +761,8 @@ int main(int argc, char** argv) {
     if (quick) continue;
     run_case(f, 136, 384, {0, 37, 2, 0, 70, 1}, ++seed, 7, 16);  // several row blocks per expert
     run_case(f, 64, 1024, {16, 8}, ++seed, 3);
-    run_case(f, 40, 256, {64}, ++seed, 4, 0, true);  // dense, r64
+    run_case(f, 40, 256, {64}, ++seed, 4, 0, true);  // dense (bf16 r64; int4 / fp8 several smaller items)
+    run_case(f, 48, 256, {200}, ++seed, 6, 0, true);  // dense, 200 rows: many row items per channel tile
     run_case(f, 256, 768, {1}, ++seed, 9, 0, true);   // dense m=1, split-K over 9 CTAs
     run_case(f, 24, 128, {0, 0, 5}, ++seed, 1);       // one CTA does everything
     run_case(f, 152, 256, {30, 17, 0, 25}, ++seed, 6);  // r32

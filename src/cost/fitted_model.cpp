@@ -88,9 +88,9 @@ FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
       f.bytes = op.weight_bytes() + op.io_bytes();
       if ((op.dtype == DType::int4 || op.dtype == DType::fp8) && low_bit_gemm_kernel(op) != LowBitGemmKernel::cublas) {
         // eaglesim's weight-only kernels: output channels are the MMA's M, the rows its N, padded
-        // to the row tile the plan picks (weight_only_row_tile); a persistent stream-K grid, so no
-        // tile waves.
-        const double tile = weight_only_row_tile(op.m);
+        // to the row tile the plan picks (dense_weight_only_row_tile); a persistent stream-K grid,
+        // so no tile waves.
+        const double tile = dense_weight_only_row_tile(op.dtype == DType::int4, op.m);
         f.flops = 2.0 * std::ceil(m / tile) * tile * n * k;
         return f;
       }

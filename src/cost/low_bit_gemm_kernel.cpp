@@ -1,5 +1,7 @@
 #include "cost/low_bit_gemm_kernel.hpp"
 
+#include <algorithm>
+
 namespace eaglesim {
 
 bool gemv_picked(bool int4, std::int64_t rows, std::int64_t n, double packed_bytes) {
@@ -9,6 +11,11 @@ bool gemv_picked(bool int4, std::int64_t rows, std::int64_t n, double packed_byt
 }
 
 int weight_only_row_tile(std::int64_t rows) { return rows <= 8 ? 8 : rows <= 16 ? 16 : rows <= 32 ? 32 : 64; }
+
+int dense_weight_only_row_tile(bool int4, std::int64_t rows) {
+  const int tile = weight_only_row_tile(rows);
+  return std::min(tile, int4 || rows <= 48 ? 16 : 32);
+}
 
 double low_bit_packed_bytes(const Op& op) {
   const double n = static_cast<double>(op.n), k = static_cast<double>(op.k);

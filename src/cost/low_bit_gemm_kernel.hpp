@@ -31,6 +31,14 @@ bool gemv_picked(bool int4, std::int64_t rows, std::int64_t n, double packed_byt
 // 8, 16, 32 and 64 that holds them (64-row items beyond: an op of more rows takes several).
 int weight_only_row_tile(std::int64_t rows);
 
+// The row tile of a dense int4 / fp8 GEMM on the stream-K weight-only kernel: at most 16 rows
+// for int4 and, above 48 rows, 32 for fp8 (an op of more rows takes several items, each streaming
+// its channels' weights). Measured on 1 x H200 (bench_gemm --filter dense over the Llama-3.1-70B
+// TP1/TP8 and Kimi-K2 TP8 projections at 24-256 rows, docs/kernels/moe-and-quant-gemm.md): the
+// 64-row tile was 1.5-2.1x slower than the best (geometric mean per row count; up to 3.7x on
+// narrow outputs), the 16-row tile best for int4 at every row count, 32 for fp8 from 64 rows.
+int dense_weight_only_row_tile(bool int4, std::int64_t rows);
+
 // The packed bytes the replay's format of `op`'s weights takes (int4: group-32 bf16 scales; fp8:
 // 128 x 128 fp32 block scales), up to the 16-channel padding of the packed layout.
 double low_bit_packed_bytes(const Op& op);

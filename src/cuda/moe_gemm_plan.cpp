@@ -249,9 +249,12 @@ GroupedGemmPlan plan_grouped_gemm(const GroupedGemmShape& shape, int sm_count) {
   GroupedGemmPlan p;
   p.shape = shape;
   // Row tile: the smallest that holds the busiest expert's rows in one item (weights then stream
-  // once per item); padding rows cost mma issue slots, which this memory-bound op has spare.
+  // once per item); padding rows cost mma issue slots, which this memory-bound op has spare. A
+  // dense int4 / fp8 GEMM of more rows takes several smaller items (dense_weight_only_row_tile).
   const int hint = shape.rows_per_expert > 0 ? std::min(shape.rows_per_expert, shape.max_rows) : shape.max_rows;
-  const int r = weight_only_row_tile(hint) / 8;
+  const bool dense_low_bit = shape.experts == 1 && shape.format != GemmWeightFormat::bf16;
+  const bool int4 = shape.format == GemmWeightFormat::int4_g32 || shape.format == GemmWeightFormat::int4_g128;
+  const int r = (dense_low_bit ? dense_weight_only_row_tile(int4, hint) : weight_only_row_tile(hint)) / 8;
   if (shape.variant < -1 || shape.variant >= km::kVariantCount)
     throw InputError(fmt::format("grouped GEMM: variant must be -1 (the default) or in [0, {}) (got {})",
                                  km::kVariantCount, shape.variant));

@@ -494,10 +494,21 @@ TEST(FittedModel, LowBitGemmFlopsFollowTheWeightOnlyRowTile) {
   Op op = gemm(4, 1536, 7168);
   op.dtype = DType::int4;
   EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 8 * 1536 * 7168);
-  op.m = 48;
-  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 64 * 1536 * 7168);
+  // Above 16 rows a dense int4 GEMM runs 16-row items, fp8 16-row items up to 48 rows and 32-row
+  // items above (dense_weight_only_row_tile).
+  op.m = 40;
+  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 48 * 1536 * 7168);
   op.m = 200;
-  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 256 * 1536 * 7168);
+  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 208 * 1536 * 7168);
+  op.dtype = DType::fp8;
+  op.m = 40;
+  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 48 * 1536 * 7168);
+  op.m = 200;
+  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 224 * 1536 * 7168);
+  EXPECT_EQ(dense_weight_only_row_tile(false, 48), 16);
+  EXPECT_EQ(dense_weight_only_row_tile(false, 49), 32);
+  EXPECT_EQ(dense_weight_only_row_tile(true, 256), 16);
+  EXPECT_EQ(dense_weight_only_row_tile(true, 4), 8);
   op.m = 1024;  // cuBLASLt: its tiles
   EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, fitted_features(gemm(1024, 1536, 7168), kSms).flops);
 }
