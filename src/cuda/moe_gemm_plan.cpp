@@ -125,8 +125,7 @@ void plan_gemv(GroupedGemmPlan& p, int sm_count) {
     return;
   }
   if (s.gemv == -1) {
-    const bool int4 = s.format == GemmWeightFormat::int4_g32 || s.format == GemmWeightFormat::int4_g128;
-    if (!gemv_picked(int4, rows, s.n, static_cast<double>(p.weight_bytes_per_expert + p.scale_bytes_per_expert)))
+    if (!gemv_picked(km::is_int4(f), rows, s.n, static_cast<double>(p.weight_bytes_per_expert + p.scale_bytes_per_expert)))
       return;
   }
   p.gemv = true;
@@ -253,8 +252,8 @@ GroupedGemmPlan plan_grouped_gemm(const GroupedGemmShape& shape, int sm_count) {
   // dense int4 / fp8 GEMM of more rows takes several smaller items (dense_weight_only_row_tile).
   const int hint = shape.rows_per_expert > 0 ? std::min(shape.rows_per_expert, shape.max_rows) : shape.max_rows;
   const bool dense_low_bit = shape.experts == 1 && shape.format != GemmWeightFormat::bf16;
-  const bool int4 = shape.format == GemmWeightFormat::int4_g32 || shape.format == GemmWeightFormat::int4_g128;
-  const int r = (dense_low_bit ? dense_weight_only_row_tile(int4, hint) : weight_only_row_tile(hint)) / 8;
+  const int r =
+      (dense_low_bit ? dense_weight_only_row_tile(km::is_int4(kf(shape.format)), hint) : weight_only_row_tile(hint)) / 8;
   if (shape.variant < -1 || shape.variant >= km::kVariantCount)
     throw InputError(fmt::format("grouped GEMM: variant must be -1 (the default) or in [0, {}) (got {})",
                                  km::kVariantCount, shape.variant));
