@@ -94,8 +94,8 @@ def main():
         return any(any(f.isdigit() for f in side.split(":")[1:]) for side in key.split(">"))
     transitions = {k: v for k, v in measured.get("transition_us", {}).items() if not shape_key(k)}
     # With --keys: the weight-format entries with a side among the pasted fits' formats.
-    def pasted_side(key):
-        return ":" in key and any(":" in side and keys.search(side) for side in key.split(">"))
+    added = {} if keys is None else {
+        k: v for k, v in transitions.items() if any(":" in side and keys.search(side) for side in k.split(">"))}
     for path in args[2:]:
         preset = json.load(open(path))
         if keys is not None:
@@ -103,7 +103,6 @@ def main():
             merged = dict(calibration.get("fitted", {}))
             merged.update(fitted)
             calibration["fitted"] = dict(sorted(merged.items()))
-            added = {k: v for k, v in transitions.items() if pasted_side(k)}
             if added:
                 calibration["transition_us"] = dict(sorted({**calibration.get("transition_us", {}), **added}.items()))
             # One note per set of keys: a later paste of the same keys replaces the earlier note.
