@@ -950,17 +950,15 @@ inline cudaError_t launch_verify_attention(const ::eaglesim::cuda::VerifyAttenti
   const long long blocks = plan.grid_blocks();
   if (kern == nullptr || blocks <= 0 || blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
   // Programmatic serialization only on explicit streams (see VerifyAttentionLaunchOptions).
-  const bool legacy = stream == nullptr || stream == cudaStreamLegacy;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  const bool early = early_start_allowed(stream);
+  cudaLaunchAttribute attr[1] = {early_start_attribute()};
   cudaLaunchConfig_t la{};
   la.gridDim = dim3(static_cast<unsigned>(blocks));
   la.blockDim = dim3(static_cast<unsigned>(plan.kernel.threads));
   la.dynamicSmemBytes = plan.kernel.smem_bytes;
   la.stream = stream;
   la.attrs = attr;
-  la.numAttrs = options.early_start && !legacy ? 1 : 0;
+  la.numAttrs = options.early_start && early ? 1 : 0;
   cudaError_t e = cudaLaunchKernelEx(&la, kern, a);
   if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess || plan.combine.empty()) return e;
@@ -974,7 +972,7 @@ inline cudaError_t launch_verify_attention(const ::eaglesim::cuda::VerifyAttenti
   lc.dynamicSmemBytes = 0;
   lc.stream = stream;
   lc.attrs = attr;
-  lc.numAttrs = options.overlap_combine && !legacy ? 1 : 0;
+  lc.numAttrs = options.overlap_combine && early ? 1 : 0;
   switch (s.head_dim_v) {
     case 64: e = cudaLaunchKernelEx(&lc, verify_combine_kernel<64>, c); break;
     case 128: e = cudaLaunchKernelEx(&lc, verify_combine_kernel<128>, c); break;

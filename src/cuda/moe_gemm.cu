@@ -12,6 +12,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/moe_gemm_plan.hpp"
 #include "cuda/weight_only_gemv.hpp"
+#include "grid_dependency.cuh"
 #include "moe_gemm_reference.cuh"
 #include "moe_grouped_gemm.cuh"
 #include "weight_only_gemm.cuh"
@@ -48,9 +49,7 @@ struct Inst {
       cfg.blockDim = dim3(km::kThreads);
       cfg.dynamicSmemBytes = smem;
       cfg.stream = stream;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchAttribute attr[1] = {kernels::early_start_attribute()};
       cfg.attrs = attr;
       cfg.numAttrs = 1;
       EAGLESIM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, km::moe_grouped_gemm_kernel<F, R, V>, p));

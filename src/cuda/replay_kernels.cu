@@ -11,6 +11,7 @@
 #include "cost/attention_geometry.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/elementwise_plan.hpp"
+#include "grid_dependency.cuh"
 #include "pointwise_bf16.cuh"
 #include "replay_attention.cuh"
 #include "replay_fill.cuh"
@@ -77,17 +78,14 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 template <typename... Params, typename... Args>
 void launch_glue(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, bool early_start,
                  Args&&... args) {
-  const bool legacy = stream == nullptr || stream == cudaStreamLegacy;
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr = kernels::early_start_attribute();
   cfg.attrs = &attr;
-  cfg.numAttrs = early_start && !legacy ? 1 : 0;
+  cfg.numAttrs = early_start && kernels::early_start_allowed(stream) ? 1 : 0;
   EAGLESIM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 

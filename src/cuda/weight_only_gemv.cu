@@ -8,6 +8,7 @@
 
 #include "core/errors.hpp"
 #include "cuda/cuda_check.hpp"
+#include "grid_dependency.cuh"
 #include "weight_only_gemv.cuh"
 
 namespace eaglesim::cuda {
@@ -52,9 +53,7 @@ void launch_kernel(const GroupedGemmPlan& plan, const km::GemvParams& p, cudaStr
     ++na;
   }
   if constexpr (Pdl) {
-    attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[na].val.programmaticStreamSerializationAllowed = 1;
-    ++na;
+    attr[na++] = kernels::early_start_attribute();
   }
   cfg.attrs = attr;
   cfg.numAttrs = static_cast<unsigned>(na);
