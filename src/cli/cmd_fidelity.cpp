@@ -85,6 +85,7 @@ void run_fidelity_command(const FidelityArgs& a) {
     apply_replay_flags(a.replay, opts);
     opts.op_times = a.op_times;
     opts.fuse_add_norm = !a.no_fused_add_norm;
+    opts.kind_marginals = true;  // the per-kind comparison (domain/kind_marginals.hpp)
     std::vector<std::string> run_strategies = strategies;
     if (ft.ranks == 1 && run_strategies.size() > 1) {
       ft.notes.push_back(fmt::format("1 rank: no allreduce has a peer, every strategy is the same step; ran {} only",

@@ -1,16 +1,22 @@
 #include "cuda/step_graph.hpp"
 
+#include <stdexcept>
+
 #include "cuda/cuda_check.hpp"
 
 namespace eaglesim::cuda {
 
 std::optional<StepGraph> StepGraph::capture(const RankProgram& program, cudaStream_t stream,
-                                            const std::vector<cudaEvent_t>& events) {
+                                            const std::vector<cudaEvent_t>& events,
+                                            const std::vector<bool>& left_out) {
   StepGraph g;
   g.program_ = &program;
   g.events_ = events;
   const bool with_events = !events.empty();
   const std::size_t n = program.size();
+  if (!left_out.empty() && (with_events || left_out.size() != n))
+    throw std::logic_error("StepGraph::capture: left_out needs one flag per op and no events");
+  const auto kept = [&](std::size_t k) { return left_out.empty() || !left_out[k]; };
   std::size_t i = 0;
   while (i < n || (i == 0 && n == 0)) {
     if (i < n && program.host_side(i)) {
@@ -23,7 +29,8 @@ std::optional<StepGraph> StepGraph::capture(const RankProgram& program, cudaStre
     while (end < n && !program.host_side(end)) ++end;
     if (!with_events) {
       g.parts_.push_back({CudaGraph::capture(stream, [&](cudaStream_t s) {
-                            for (std::size_t k = begin; k < end; ++k) program.enqueue(k, s);
+                            for (std::size_t k = begin; k < end; ++k)
+                              if (kept(k)) program.enqueue(k, s);
                           }),
                           0});
     } else {

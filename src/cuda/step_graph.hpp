@@ -21,9 +21,12 @@ class StepGraph {
   // events: empty, or program.size() + 1 events, recorded before the first op and after each
   // (external event nodes in the graphs, eager records around host-side ops): the attribution
   // replay. Nothing when a capture fails with events (the caller falls back to eager launches);
-  // without events a failure throws DeviceError.
+  // without events a failure throws DeviceError. `left_out` (empty, or one flag per op; only
+  // without events): device ops captured as if absent, for the step without them
+  // (domain/kind_marginals.hpp); host-side ops always run.
   static std::optional<StepGraph> capture(const RankProgram& program, cudaStream_t stream,
-                                          const std::vector<cudaEvent_t>& events = {});
+                                          const std::vector<cudaEvent_t>& events = {},
+                                          const std::vector<bool>& left_out = {});
   void launch(cudaStream_t stream) const;
   std::size_t graphs() const { return parts_.size(); }
 

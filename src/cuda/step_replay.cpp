@@ -1,6 +1,8 @@
 #include "cuda/step_replay.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <exception>
 #include <map>
 #include <memory>
@@ -15,6 +17,7 @@
 #include "core/errors.hpp"
 #include "core/median.hpp"
 #include "domain/kind_attribution.hpp"
+#include "domain/kind_marginals.hpp"
 #include "cuda/allreduce_self_check.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_graph.hpp"
@@ -41,6 +44,10 @@ struct RankOutcome {
   std::vector<bool> absorbed;
   std::vector<OpKind> kinds;                  // per op: the kind its time is reported under
   bool attribution_in_graph = true;
+  // Kind marginals (RunOptions::kind_marginals), one entry per round: the step graph's time, and
+  // per kind (index kind * rounds + round) the time of the graph without that kind's ops; NaN
+  // for kinds without a graph. Empty when not asked for.
+  std::vector<double> marginal_full, marginal_without;
 };
 
 // The events between ops: ev[0] before the first op, ev[i + 1] after op i.
@@ -191,6 +198,11 @@ class RankRunner {
       }
     }
     for (std::size_t i = 0; i < n; ++i) out.op_us.push_back(median(op_samples[i]));
+
+    // 5. Kind marginals: one graph per compute kind without that kind's ops, replayed in rounds
+    // with the step graph (each graph once per round, all ranks released together), so that a
+    // drift of the GPU cancels in each round's difference.
+    if (opts.kind_marginals) measure_kind_marginals(program, step_graph, timer, stream, whole_step, attr_iters, out);
     sync("the end of the run");
     return out;
   }
@@ -221,6 +233,27 @@ class RankRunner {
       program.enqueue(i, s);
       EAGLESIM_CUDA_CHECK(cudaEventRecord(ev[i + 1], s));
       sh_.watchdog.progress(rank_, i + 1);
+    }
+  }
+
+  void measure_kind_marginals(const RankProgram& program, const StepGraph& step_graph, GraphTimer& timer,
+                              cudaStream_t s, const std::vector<WatchedOp>& watch, int rounds, RankOutcome& out) {
+    const std::size_t n = program.size(), R = static_cast<std::size_t>(rounds);
+    std::vector<bool> absorbed(n);
+    for (std::size_t i = 0; i < n; ++i) absorbed[i] = program.absorbed(i);
+    std::vector<std::pair<OpKind, StepGraph>> graphs;
+    for (OpKind kind : marginal_kinds(out.kinds, absorbed))
+      graphs.emplace_back(kind, *StepGraph::capture(program, s, {}, ops_left_out(out.kinds, absorbed, kind)));
+    for (const auto& [kind, g] : graphs) replay(g, timer, s, watch, "kind marginal warm-up");  // first launch uploads
+    out.marginal_full.assign(R, 0.0);
+    out.marginal_without.assign(static_cast<std::size_t>(kOpKindCount) * R, std::numeric_limits<double>::quiet_NaN());
+    for (std::size_t r = 0; r < R; ++r) {
+      replay(step_graph, timer, s, watch, "kind marginal replays");
+      out.marginal_full[r] = timer.elapsed_ms() * 1000.0;
+      for (const auto& [kind, g] : graphs) {
+        replay(g, timer, s, watch, "kind marginal replays");
+        out.marginal_without[static_cast<std::size_t>(kind) * R + r] = timer.elapsed_ms() * 1000.0;
+      }
     }
   }
 
@@ -256,16 +289,52 @@ std::vector<double> pack(const RankOutcome& o) {
   v.insert(v.end(), o.op_us.begin(), o.op_us.end());
   v.insert(v.end(), o.span_start.begin(), o.span_start.end());
   v.insert(v.end(), o.span_end.begin(), o.span_end.end());
+  v.insert(v.end(), o.marginal_full.begin(), o.marginal_full.end());
+  v.insert(v.end(), o.marginal_without.begin(), o.marginal_without.end());
   return v;
 }
 
-RankOutcome unpack(const double* p, std::size_t iters, std::size_t n, const RankOutcome& local) {
+// `rounds`: the kind-marginal rounds (0 when not measured), the same on every rank.
+RankOutcome unpack(const double* p, std::size_t iters, std::size_t n, std::size_t rounds, const RankOutcome& local) {
   RankOutcome o = local;  // notes/details/absorbed/kinds are the same on every rank
   o.step_us.assign(p, p + iters);
   o.op_us.assign(p + iters, p + iters + n);
   o.span_start.assign(p + iters + n, p + iters + 2 * n);
   o.span_end.assign(p + iters + 2 * n, p + iters + 3 * n);
+  const double* m = p + iters + 3 * n;
+  o.marginal_full.assign(m, m + rounds);
+  o.marginal_without.assign(m + rounds, m + rounds + rounds * kOpKindCount);
   return o;
+}
+
+std::size_t packed_length(std::size_t iters, std::size_t n, std::size_t rounds) {
+  return iters + 3 * n + rounds * (1 + static_cast<std::size_t>(kOpKindCount));
+}
+
+// Per kind, the median over rounds of (step graph − graph without the kind), each graph's time in
+// a round the slowest rank's, as the step's is.
+void add_kind_marginals(const std::vector<RankOutcome>& ranks, StepResult& r) {
+  const std::size_t R = ranks[0].marginal_full.size();
+  if (R == 0) return;
+  int measured = 0;
+  for (std::size_t k = 0; k < static_cast<std::size_t>(kOpKindCount); ++k) {
+    std::vector<double> diffs;
+    for (std::size_t round = 0; round < R; ++round) {
+      double full = 0, without = 0;
+      for (const RankOutcome& o : ranks) {
+        full = std::max(full, o.marginal_full[round]);
+        without = std::max(without, o.marginal_without[k * R + round]);
+      }
+      if (std::isnan(ranks[0].marginal_without[k * R + round])) break;
+      diffs.push_back(full - without);
+    }
+    if (diffs.empty()) continue;
+    r.kind_marginal_us[k] = median(diffs);
+    ++measured;
+  }
+  r.notes.push_back(fmt::format("kind marginals: the step graph and {} graphs each without one compute kind's ops, replayed "
+                                "in {} rounds; per kind the median over rounds of the step minus the step without it",
+                                measured, R));
 }
 
 StepResult assemble(const Step& step, const ReplayConfig& config, const std::vector<RankOutcome>& ranks) {
@@ -331,6 +400,7 @@ StepResult assemble(const Step& step, const ReplayConfig& config, const std::vec
   }
 
   r.notes = ranks[0].notes;
+  add_kind_marginals(ranks, r);
   if (ranks.size() > 1) {
     // Each rank's own median: a rank that is consistently slower (clocks, a slower GPU) shows here.
     std::string per_rank;
@@ -449,10 +519,12 @@ StepResult replay_step(const Step& step, const ReplayConfig& config) {
   std::vector<RankOutcome> all = outcomes;
   if (config.mpi) {
     const std::size_t iters = outcomes[0].step_us.size(), n = step.ops.size();
+    const std::size_t rounds = outcomes[0].marginal_full.size();
     const std::vector<double> gathered = MpiWorld::get().allgather(pack(outcomes[0]));
-    const std::size_t len = iters + 3 * n;
+    const std::size_t len = packed_length(iters, n, rounds);
     all.clear();
-    for (int r = 0; r < world_size; ++r) all.push_back(unpack(gathered.data() + r * len, iters, n, outcomes[0]));
+    for (int r = 0; r < world_size; ++r)
+      all.push_back(unpack(gathered.data() + r * len, iters, n, rounds, outcomes[0]));
   }
   StepResult result = assemble(step, config, all);
   if (groups.extra_nccl)

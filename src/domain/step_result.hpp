@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "domain/kind_marginals.hpp"
 #include "domain/timeline.hpp"
 #include "trace/op.hpp"
 #include "trace/op_traffic.hpp"
@@ -43,6 +44,9 @@ struct StepResult {
   double step_us_max = 0;
   int samples = 1;
   std::array<double, kOpKindCount> kind_us{};  // time per op kind on the critical rank
+  // Per compute kind, only when asked for (RunOptions::kind_marginals): the step minus the same
+  // step without that kind's ops (domain/kind_marginals.hpp); empty for kinds the step lacks.
+  KindMarginals kind_marginal_us{};
   double comm_us = 0;               // allreduces (incl. waiting for the slowest rank)
   double compute_us = 0;            // everything else
   int allreduce_count = 0;

@@ -7,10 +7,40 @@
 
 #include "core/errors.hpp"
 #include "cost/compute_model.hpp"
+#include "domain/kind_marginals.hpp"
 #include "engine/event_engine.hpp"
 #include "engine/op_pricing.hpp"
 
 namespace eaglesim {
+
+namespace {
+
+// The step priced again without each compute kind's ops: the ops the plan reports under that
+// kind and the ones their kernels absorb (a fused add + RMSNorm's norm), so the simulator leaves
+// out what the replay leaves out.
+void add_kind_marginals(const Step& step, const StepPlan& plan, const PricingOptions& po,
+                        EngineOptions eo, StepResult& result) {
+  std::vector<OpKind> reported;
+  std::vector<bool> absorbed(step.ops.size(), false);
+  for (const Op& op : step.ops) reported.push_back(op.kind);
+  for (const PricedOp& p : plan.ops) {
+    const auto i = static_cast<std::size_t>(p.op_index);
+    reported[i] = p.kind;
+    for (int a = 1; a <= p.absorbed; ++a) absorbed[i + static_cast<std::size_t>(a)] = true;
+  }
+  eo.want_timeline = false;
+  for (OpKind kind : marginal_kinds(reported, absorbed)) {
+    const std::vector<bool> out = ops_left_out(reported, absorbed, kind);
+    Step rest;
+    rest.name = step.name;
+    for (std::size_t i = 0; i < step.ops.size(); ++i)
+      if (!out[i]) rest.ops.push_back(step.ops[i]);
+    const double without = rest.ops.empty() ? 0.0 : simulate_step(rest, plan_step(rest, po), eo).step_us;
+    result.kind_marginal_us[static_cast<std::size_t>(kind)] = result.step_us - without;
+  }
+}
+
+}  // namespace
 
 StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std::string& strategy,
                                 const Topology* topo, const RunOptions& opts) {
@@ -49,8 +79,11 @@ StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std:
   eo.start_offset_us = opts.rank_skew_us;
   eo.compute_scale = opts.rank_compute_scale;
   eo.want_timeline = opts.want_timeline;
-  return simulate_step(step, plan, eo);
+  StepResult result = simulate_step(step, plan, eo);
+  if (opts.kind_marginals) add_kind_marginals(step, plan, po, eo, result);
+  return result;
 }
+
 
 void register_builtin_backends() {
   static std::once_flag once;

@@ -45,7 +45,23 @@ std::string format_fidelity(const std::vector<FidelityTrace>& traces, const Fide
       }
       out += "\n";
     }
-    out += "  per op kind (measured attribution replay / sim calibrated, us):\n";
+    std::string marginals;
+    for (const auto& r : t.runs) {
+      if (!r.measured || !r.predicted) continue;
+      std::string line;
+      for (int k = 0; k < kOpKindCount; ++k) {
+        const auto& mk = r.measured->kind_marginal_us[k];
+        const auto& pk = r.predicted->kind_marginal_us[k];
+        if (!mk || !pk) continue;
+        line += fmt::format(" {} {:.1f}/{:.1f} ({});", to_string(static_cast<OpKind>(k)), *mk, *pk,
+                            pct(relative_error(*pk, *mk)));
+      }
+      if (!line.empty()) marginals += fmt::format("    {:<9}{}\n", r.strategy, line);
+    }
+    if (!marginals.empty())
+      out += "  per op kind, marginal (the step minus the step without the kind; measured / sim calibrated, us):\n" +
+             marginals;
+    out += "  per op kind, split (measured: attribution replay with events between ops / sim calibrated, us):\n";
     for (const auto& r : t.runs) {
       if (!r.measured || !r.predicted) continue;
       std::string line;
@@ -92,8 +108,13 @@ nlohmann::json fidelity_json(const std::vector<FidelityTrace>& traces, const Fid
   auto finite = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
   auto step = [](const StepResult& r) {
     const json kinds = kind_us_json(r);
-    return json{{"step_us", r.step_us}, {"step_us_min", r.step_us_min}, {"step_us_max", r.step_us_max},
-                {"samples", r.samples}, {"comm_us", r.comm_us}, {"compute_us", r.compute_us}, {"kind_us", kinds},
+    json marginals = json::object();
+    for (int k = 0; k < kOpKindCount; ++k)
+      if (r.kind_marginal_us[k]) marginals[to_string(static_cast<OpKind>(k))] = *r.kind_marginal_us[k];
+    return json{{"step_us", r.step_us},       {"step_us_min", r.step_us_min},
+                {"step_us_max", r.step_us_max}, {"samples", r.samples},
+                {"comm_us", r.comm_us},         {"compute_us", r.compute_us},
+                {"kind_us", kinds},             {"kind_marginal_us", marginals},
                 {"notes", r.notes}};
   };
   json j;

@@ -677,6 +677,33 @@ TEST(CudaReplay, RecordedComputeRunsTheRecordedDurations) {
   EXPECT_THROW(backend->run_step(generated, generated.steps[0], "nccl", nullptr, opts), InputError);
 }
 
+// Kind marginals: the step graph against one graph per compute kind without that kind's ops. The
+// two `other` ops spin 5 us each, so theirs is about 10 us whatever the kernels around them; the
+// fused add + RMSNorm reports as rmsnorm and takes its add with it (no residual_add marginal);
+// allreduces get none.
+TEST(CudaReplay, KindMarginalsTimeTheStepWithoutEachKind) {
+  REQUIRE_GPUS(1);
+  const Trace t = tiny_fused_trace(1);
+  RunOptions opts = ten_replays();
+  opts.ranks = 1;
+  opts.kind_marginals = true;
+  auto backend = make_cuda_backend();
+  const StepResult r = backend->run_step(t, t.steps[0], "ideal", nullptr, opts);
+  const auto marginal = [&](OpKind k) { return r.kind_marginal_us[static_cast<std::size_t>(k)]; };
+  for (OpKind k : {OpKind::gemm, OpKind::attention, OpKind::rmsnorm, OpKind::act, OpKind::other})
+    ASSERT_TRUE(marginal(k).has_value()) << to_string(k);
+  EXPECT_FALSE(marginal(OpKind::residual_add).has_value());
+  EXPECT_FALSE(marginal(OpKind::allreduce).has_value());
+  EXPECT_GT(*marginal(OpKind::other), 2 * 5.0 - 3.0);
+  EXPECT_LT(*marginal(OpKind::other), 2 * 5.0 + 4.0);
+  EXPECT_GT(*marginal(OpKind::gemm), 0.0);
+  EXPECT_LT(*marginal(OpKind::gemm), r.step_us);
+  EXPECT_TRUE(has_note(r.notes, "kind marginals: the step graph and 5 graphs"));
+  opts.kind_marginals = false;
+  const StepResult plain = backend->run_step(t, t.steps[0], "ideal", nullptr, opts);
+  for (const auto& m : plain.kind_marginal_us) EXPECT_FALSE(m.has_value());
+}
+
 // A residual add and the RMSNorm of the same rows right after it run as one fused add + RMSNorm
 // kernel, the norm absorbed, unless the options turn that off (RunOptions::fuse_add_norm reaches
 // the program through the backend).

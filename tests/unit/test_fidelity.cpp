@@ -94,3 +94,32 @@ TEST(Fidelity, SummaryOverTraces) {
   EXPECT_TRUE(j["summary"]["within_target"].get<bool>());
   EXPECT_EQ(j["traces"][1]["ab_baseline"][0]["same_sign"].get<bool>(), false);
 }
+
+// The kinds' marginals (the step minus the step without the kind) print and go to the JSON
+// beside the event split, for the kinds both sides measured; none where neither did.
+TEST(Fidelity, KindMarginalsBesideTheSplit) {
+  FidelityTrace t;
+  t.trace = "t.json";
+  t.runs = {run("nccl", 1000, 990)};
+  t.runs[0].measured->kind_us[static_cast<std::size_t>(OpKind::attention)] = 300;
+  t.runs[0].predicted->kind_us[static_cast<std::size_t>(OpKind::attention)] = 260;
+  t.runs[0].measured->kind_marginal_us[static_cast<std::size_t>(OpKind::attention)] = 250;
+  t.runs[0].predicted->kind_marginal_us[static_cast<std::size_t>(OpKind::attention)] = 240;
+  t.runs[0].measured->kind_marginal_us[static_cast<std::size_t>(OpKind::gemm)] = 600;  // the sim has none
+  const FidelitySummary s = summarize({t});
+  const std::string text = format_fidelity({t}, s, "cal", "", 3.0);
+  EXPECT_NE(text.find("attention 250.0/240.0 (-4.00%)"), std::string::npos) << text;
+  EXPECT_NE(text.find("attention 300.0/260.0 (-13.33%)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("gemm 600.0"), std::string::npos) << "a kind only one side measured is not compared";
+  const auto j = fidelity_json({t}, s, "cal", "", 3.0);
+  const auto& m = j["traces"][0]["strategies"][0]["measured"]["kind_marginal_us"];
+  EXPECT_DOUBLE_EQ(m["attention"].get<double>(), 250.0);
+  EXPECT_DOUBLE_EQ(m["gemm"].get<double>(), 600.0);
+  EXPECT_FALSE(m.contains("rmsnorm"));
+
+  FidelityTrace plain;
+  plain.trace = "p.json";
+  plain.runs = {run("nccl", 1000, 990)};
+  EXPECT_EQ(format_fidelity({plain}, summarize({plain}), "cal", "", 3.0).find("marginal (the step"), std::string::npos)
+      << "no marginals: no marginal block";
+}
