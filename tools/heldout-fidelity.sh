@@ -33,7 +33,8 @@
 # formats, into the presets (tools/paste-fitted.py --keys).
 # Every case is run with the fused add + RMSNorm (the engines' default) and without it
 # (--no-fused-add-norm): the A/B whose sign the simulator must get right. MODES="fused" runs the
-# first only; ATTENTION_FIT (geometry or roofline, default geometry) is calibrate's --attention-fit; SKIP_70B=1 leaves the 70B case out (its weights take a minute to place); ITERS
+# first only; ATTENTION_FIT (geometry or roofline, default geometry) is calibrate's --attention-fit;
+# GRID_TP (e.g. 1,8; default empty: the traces' tp) is calibrate's --grid-tp; SKIP_70B=1 leaves the 70B case out (its weights take a minute to place); ITERS
 # (default 10) sets the replays per case.
 #
 # Writes into $OUT (default /tmp/eaglesim-heldout): heldout.md (the table), heldout.json (the
@@ -128,7 +129,7 @@ done
 say "traces: in sample $SAMPLE; held out $(echo $HELDOUT $BATCH_HELDOUT)"
 
 CAL=("$E" calibrate --traces "$sample_files" --ranks 1 --grid coarse --grid-models "$TRAIN_MODELS"
-     --attention-fit "$ATTENTION_FIT" -o "$OUT/calibrated.json")
+     --attention-fit "$ATTENTION_FIT" ${GRID_TP:+--grid-tp "$GRID_TP"} -o "$OUT/calibrated.json")
 say "${CAL[*]}"
 "${CAL[@]}" >"$OUT/calibrate.log" 2>&1 || { say "calibrate failed (calibrate.log)"; tail -5 "$OUT/calibrate.log"; exit 1; }
 grep -E "plan \(|fitted |wrote " "$OUT/calibrate.log" | tee -a "$OUT/heldout.log"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <map>
 #include <memory>
 #include <optional>
@@ -56,14 +57,37 @@ struct CalibrateArgs {
   bool no_fused_add_norm = false;
   std::string grid = "coarse";
   std::string grid_models = "shipped";
+  std::string grid_tp;  // empty: the calibration traces' tp
+  bool dry_run = false;
   std::string attention_fit = "geometry";
 };
+
+// --grid-tp: the tensor-parallel degrees whose per-rank widths and head layouts the designed grid
+// covers; empty: `traced_tp` alone.
+std::vector<int> parse_grid_tp(const std::string& list, int traced_tp) {
+  if (list.empty()) return {traced_tp};
+  std::vector<int> tps;
+  for (const std::string& item : split_comma_list("--grid-tp", list)) {
+    std::size_t used = 0;
+    int tp = 0;
+    try {
+      tp = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || tp < 1 || tp > 64)
+      throw InputError(fmt::format("--grid-tp: expected tensor-parallel degrees 1..64, got '{}'", item));
+    if (std::find(tps.begin(), tps.end(), tp) == tps.end()) tps.push_back(tp);
+  }
+  return tps;
+}
 
 // The models whose widths and head layouts the designed grid covers: every shipped target model
 // ("shipped"; EAGLE-3 heads are left out, their layer is a Llama layer of the target's width),
 // none ("none"), or the listed configs; each given --model is added. Each is generated in every
 // weight format of the calibration traces (`formats`).
-std::vector<Trace> grid_family_traces(const CalibrateArgs& a, int tp, const std::vector<DType>& formats) {
+std::vector<Trace> grid_family_traces(const CalibrateArgs& a, const std::vector<int>& tps,
+                                      const std::vector<DType>& formats) {
   std::vector<std::string> paths;
   if (a.grid_models == "shipped") {
     for (const std::string& name : preset_names("llm")) paths.push_back(resolve_model_path("--grid-models", name));
@@ -75,19 +99,21 @@ std::vector<Trace> grid_family_traces(const CalibrateArgs& a, int tp, const std:
     for (const std::string& item : split_comma_list("--model", a.models)) paths.push_back(item);
   std::vector<Trace> traces;
   GenOptions opt;
-  opt.tp = tp;
   opt.tokens = 1;
   for (const std::string& path : paths) {
     const ModelConfig model = read_model_config(path);
     if (model.is_draft()) continue;
-    try {
-      for (DType format : formats) {
-        opt.weight_dtype = format;
-        traces.push_back(generate_trace(model, opt));
+    for (int tp : tps) {
+      opt.tp = tp;
+      try {
+        for (DType format : formats) {
+          opt.weight_dtype = format;
+          traces.push_back(generate_trace(model, opt));
+        }
+      } catch (const InputError& e) {
+        // A model this tp cannot lay out (heads not divisible) has no widths at this tp.
+        fmt::print(stderr, "calibrate: --grid-models: {} left out of the grid at tp {} ({})\n", path, tp, e.what());
       }
-    } catch (const InputError& e) {
-      // A model this tp cannot lay out (heads not divisible) has no widths at this tp.
-      fmt::print(stderr, "calibrate: --grid-models: {} left out of the grid ({})\n", path, e.what());
     }
   }
   return traces;
@@ -125,7 +151,12 @@ void run_calibrate_command(const CalibrateArgs& a) {
   if (ranks > 1) po.strategies = parse_strategy_list(a.strategies);
   std::optional<Topology> base;
   if (!a.base.empty()) base = read_topology(resolve_topology_path(a.base));
-  check_writable(a.output);
+  if (a.dry_run && !base)
+    throw InputError("--dry-run: needs --base PRESET or FILE (without a GPU there is no GPU name to pick the preset by)");
+  if (!a.dry_run) {
+    if (a.output.empty()) throw InputError("--output: required (the topology JSON to write), unless --dry-run");
+    check_writable(a.output);
+  }
   GridDensity density{};
   if (a.attention_fit != "geometry" && a.attention_fit != "roofline")
     throw InputError(fmt::format("--attention-fit: expected geometry or roofline, got '{}'", a.attention_fit));
@@ -134,7 +165,8 @@ void run_calibrate_command(const CalibrateArgs& a) {
   {
     int grid_tp = a.models.empty() ? 1 : a.tp;
     for (const Trace& t : traces) grid_tp = std::max(grid_tp, t.meta.tp);
-    if (density != GridDensity::traces) po.grid = designed_grid(grid_family_traces(a, grid_tp, grid_weight_dtypes(traces)), density);
+    const std::vector<int> tps = parse_grid_tp(a.grid_tp, grid_tp);
+    if (density != GridDensity::traces) po.grid = designed_grid(grid_family_traces(a, tps, grid_weight_dtypes(traces)), density);
     po.grid_gpus = grid_tp;
   }
   CalibrationRequest q = plan_calibration(traces, po);
@@ -146,6 +178,30 @@ void run_calibrate_command(const CalibrateArgs& a) {
     fmt::print(stderr, "calibrate: {}\n", line);
     std::fflush(stderr);
   };
+
+  // What will be measured and how long it should take: printed before a run, and all that
+  // --dry-run prints.
+  const auto print_plan = [&](const std::string& gpu_name) {
+    std::size_t n_gemm = 0, n_attn = 0, n_elem = 0;
+    for (const Op& op : q.compute)
+      (op.kind == OpKind::gemm ? n_gemm : op.kind == OpKind::attention ? n_attn : n_elem)++;
+    q.progress(fmt::format("{} on {} x {}: {} GEMM, {} attention, {} elementwise/other points, {} allreduce cases, "
+                           "{} in their trace context, {} decoder layers, {} kernel-transition pairs, {} compute layers; base preset {}",
+                           traces.size() == 1 ? "1 trace" : fmt::format("{} traces", traces.size()), ranks,
+                           gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), q.allreduce_contexts.size(),
+                           q.allreduce_layers.size(), q.transitions.size(), q.compute_layers.size(), base->name));
+    const PlanEstimate e = estimate_plan(q, *base);
+    q.progress(fmt::format("plan ({} grid): {} compute points + {} fused add + rmsnorm points, estimated {:.0f} s "
+                           "({:.0f} s single ops, {:.0f} s layers, transitions and allreduces)",
+                           a.grid, q.compute.size(), q.add_rmsnorm.size(), e.total_s(), e.compute_s, e.cases_s));
+  };
+  if (a.dry_run) {
+    if (base->gpu_count < ranks)
+      throw InputError(fmt::format("--base {}: has {} GPU(s), fewer than the {} measured on", base->name,
+                                   base->gpu_count, ranks));
+    print_plan(base->gpu.name + " (--dry-run: nothing measured, nothing written)");
+    return;
+  }
 
   // GPU from here on (DeviceError, exit 3, without the CUDA part or a GPU).
   const GpuInventory inv = run_gpu_inventory();
@@ -161,20 +217,7 @@ void run_calibrate_command(const CalibrateArgs& a) {
   if (base->gpu_count < ranks)
     throw InputError(fmt::format("--base {}: has {} GPU(s), fewer than the {} measured on", base->name,
                                  base->gpu_count, ranks));
-  std::size_t n_gemm = 0, n_attn = 0, n_elem = 0;
-  for (const Op& op : q.compute)
-    (op.kind == OpKind::gemm ? n_gemm : op.kind == OpKind::attention ? n_attn : n_elem)++;
-  q.progress(fmt::format("{} on {} x {}: {} GEMM, {} attention, {} elementwise/other points, {} allreduce cases, "
-                         "{} in their trace context, {} decoder layers, {} kernel-transition pairs, {} compute layers; base preset {}",
-                         traces.size() == 1 ? "1 trace" : fmt::format("{} traces", traces.size()), ranks,
-                         inv.gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), q.allreduce_contexts.size(),
-                         q.allreduce_layers.size(), q.transitions.size(), q.compute_layers.size(), base->name));
-  {
-    const PlanEstimate e = estimate_plan(q, *base);
-    q.progress(fmt::format("plan ({} grid): {} compute points + {} fused add + rmsnorm points, estimated {:.0f} s "
-                           "({:.0f} s single ops, {:.0f} s layers, transitions and allreduces)",
-                           a.grid, q.compute.size(), q.add_rmsnorm.size(), e.total_s(), e.compute_s, e.cases_s));
-  }
+  print_plan(inv.gpu_name);
   const CalibrationMeasurements m = run_calibrate(q);
   for (std::size_t l = 0; l < m.allreduce_layer_us.size(); ++l) {
     const AllreduceLayerCase& layer = q.allreduce_layers[l];
@@ -267,7 +310,10 @@ void add_calibrate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--strategy", a->strategies, "Allreduce strategies to measure (when ranks > 1)")->capture_default_str();
   cmd->add_option("--base", a->base, "Preset or topology file whose static fields to keep (default: by GPU name)");
-  cmd->add_option("-o,--output", a->output, "Topology JSON to write")->required();
+  cmd->add_option("-o,--output", a->output, "Topology JSON to write (required unless --dry-run)");
+  cmd->add_flag("--dry-run", a->dry_run,
+                "Print what would be measured and the estimated time, then stop: no GPU needed, nothing written "
+                "(needs --base)");
   cmd->add_option("--iters", a->iters, "Timed replays per graph (median)")->capture_default_str();
   cmd->add_option("--chain-us", a->chain_us,
                   "How long one measured graph of a compute op's back-to-back copies runs (µs; 3000 instead of 300 moved "
@@ -290,6 +336,9 @@ void add_calibrate(CLI::App& app) {
                   "Models whose GEMM widths and head layouts the grid covers: shipped (models/llm), none, or "
                   "comma-separated names or configs (a held-out calibration names its training models)")
       ->capture_default_str();
+  cmd->add_option("--grid-tp", a->grid_tp,
+                  "Tensor-parallel degrees whose per-rank widths and head layouts the grid covers, e.g. 1,8 (default: "
+                  "the traces' tp): one rank of TP8 has 1-8 KV heads, layouts no TP1 model has");
   add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
   cmd->callback([a] { run_calibrate_command(*a); });
 }

@@ -62,12 +62,53 @@ TEST_F(NoGpu, CalibrateBadFlagsExit2) {
       {"calibrate --traces " + kTrace, "--output"},
       {"calibrate --model models/llm/llama-3.1-8b.json --tp 3 -o " + out, "tp"},
       {"calibrate --traces " + kTrace + " --attention-fit bogus -o " + out, "--attention-fit"},
+      {"calibrate --traces " + kTrace + " --grid-tp 0 -o " + out, "--grid-tp"},
+      {"calibrate --traces " + kTrace + " --grid-tp 1,x -o " + out, "--grid-tp"},
+      {"calibrate --traces " + kTrace + " --grid-tp 8e0 -o " + out, "--grid-tp"},
+      {"calibrate --traces " + kTrace + " --grid-tp 65 -o " + out, "--grid-tp"},
+      {"calibrate --traces " + kTrace + " --grid-tp 1,,8 -o " + out, "--grid-tp"},
+      {"calibrate --traces " + kTrace + " --dry-run", "--base"},
+      {"calibrate --traces " + kTrace + " --ranks 4 --dry-run --base 2x-h200-nvlink", "fewer than the 4"},
   };
   for (const auto& c : cases) {
     CliResult r = run_cli(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
   }
+  EXPECT_FALSE(file_exists(out));
+}
+
+// The number after `label` in calibrate's plan line ("106 attention"), -1 when absent.
+long plan_count(const std::string& text, const std::string& label) {
+  const std::size_t at = text.find(" " + label);
+  if (at == std::string::npos) return -1;
+  std::size_t start = text.rfind(' ', at - 1);
+  return std::stol(text.substr(start + 1, at - start - 1));
+}
+
+// --dry-run prints the plan and its estimate without a GPU and writes nothing; --grid-tp widens
+// the grid to the per-rank layouts of other tensor-parallel degrees (one TP8 rank of Qwen3-32B
+// has 8 query heads over 1 KV head) and the plan says so.
+TEST_F(NoGpu, CalibrateDryRunPrintsThePlanAndGridTpWidensIt) {
+  const std::string out = temp_dir() + "/dry.json";
+  const std::string base = "calibrate --traces " + kTrace + " --ranks 1 --grid-models llama-3.1-8b,qwen3-32b "
+                           "--base 2x-h200-nvlink --dry-run -o " + out;
+  CliResult plain = run_cli(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.err.find("plan (coarse grid):"), std::string::npos) << plain.err;
+  EXPECT_NE(plain.err.find("nothing measured, nothing written"), std::string::npos) << plain.err;
+  EXPECT_FALSE(file_exists(out));
+  CliResult wide = run_cli(base + " --grid-tp 2,8");
+  ASSERT_EQ(wide.exit_code, 0) << wide.err;
+  const long attention = plan_count(plain.err, "attention"), wide_attention = plan_count(wide.err, "attention");
+  ASSERT_GT(attention, 0) << plain.err;
+  EXPECT_GT(wide_attention, attention) << wide.err;
+  EXPECT_GT(plan_count(wide.err, "GEMM"), plan_count(plain.err, "GEMM")) << "TP8's sharded widths are new GEMMs";
+  // The trace's own tp (2) was already in the grid: listing it again changes nothing.
+  CliResult same = run_cli(base + " --grid-tp 2");
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(plan_count(same.err, "attention"), attention);
+  EXPECT_EQ(plan_count(same.err, "GEMM"), plan_count(plain.err, "GEMM"));
   EXPECT_FALSE(file_exists(out));
 }
 
