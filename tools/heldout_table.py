@@ -103,10 +103,14 @@ def main():
         "ab_same_sign": sum(x["relevant"] and x["same_sign"] for x in ab),
         "ab_preset_same_sign": sum(x["relevant"] and x["preset_same_sign"] for x in ab),
     }
-    cal = load(os.path.join(a.out, "calibrated.json")).get("calibration", {}) if os.path.exists(
-        os.path.join(a.out, "calibrated.json")) else {}
+    topo = load(os.path.join(a.out, "calibrated.json")) if os.path.exists(os.path.join(a.out, "calibrated.json")) else {}
+    cal = topo.get("calibration", {})
+    # calibrate writes "..., calibrated on N x GPU NAME" into the topology's description
+    desc = topo.get("description", "")
+    where = desc.split("calibrated on ", 1)[1].strip() if "calibrated on " in desc else "GPU not recorded"
+    summary["calibrated_on"] = where
     pct = lambda v: "–" if v is None else f"{100 * v:+.2f} %"
-    md = ["# Held-out fidelity (1 × H200, TP1)", ""]
+    md = [f"# Held-out fidelity (calibrated and replayed on {where})", ""]
     if a.split:
         md += [f"Split — {a.split}", ""]
     basis = "marginal" if summary["kinds_basis"] == ["marginal"] else "split"
