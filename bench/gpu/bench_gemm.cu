@@ -9,6 +9,7 @@
 //
 //   bench_gemm [--torch torch.json] [--json out.jsonl] [--quick] [--no-reference] [--filter SUBSTR]
 //   bench_gemm --variants [--variant-list NAME,...] [--json out.jsonl] [--quick] [--filter SUBSTR]
+//   bench_gemm --gemv-sweep [--json out.jsonl] [--filter SUBSTR]   (every GEMV grid of the dense m <= 16 rows)
 // --variants times every kernel variant on the shapes that read >= 16 MB and checks each one's
 // output; its summary names the winner per class (docs/kernels/moe-and-quant-gemm.md).
 #include <algorithm>
@@ -311,7 +312,7 @@ struct Inputs {
 
 // The plan of shape `s` for kernel variant `variant` (-1: the default).
 eaglesim::cuda::GroupedGemmPlan plan_for(const Shape& s, const Inputs& in, int sms, int variant, int gemv = -1,
-                                         int gemv_blocks_per_cta = 0) {
+                                         int gemv_blocks_per_cta = 0, int gemv_split = 0) {
   using namespace eaglesim::cuda;
   GroupedGemmShape gs;
   gs.format = s.format;
@@ -323,6 +324,7 @@ eaglesim::cuda::GroupedGemmPlan plan_for(const Shape& s, const Inputs& in, int s
   gs.variant = variant;
   gs.gemv = gemv;
   gs.gemv_blocks_per_cta = gemv_blocks_per_cta;
+  gs.gemv_split = gemv_split;
   if (s.dense) gs.rows_per_expert = gs.max_rows = in.rows;
   return plan_grouped_gemm(gs, sms);
 }
@@ -663,6 +665,86 @@ void run_variants(const std::vector<Shape>& shapes, const std::string& filter, d
   }
 }
 
+// ---------------------------------------------------------------- --gemv-sweep
+
+// Every GEMV grid of the dense shapes of <= 16 rows the plan runs on the GEMV kernel: k-split
+// (CTAs per cluster) 1-8 x 16-channel blocks per CTA 1-8, each checked against the plan's own
+// grid on the same inputs and timed as the plain table times it. Prints per shape the plan's
+// grid, the fastest and their ratio, and per (format, rows) the geometric mean of that ratio:
+// the data a split rule is judged on, not a per-shape table.
+void run_gemv_sweep(const std::vector<Shape>& shapes, const std::string& filter, double gbps, int sms,
+                    std::FILE* jf) {
+  using namespace eaglesim::cuda;
+  DevPool wpool, xpool, wspool;
+  std::map<std::string, std::vector<double>> ratios;  // "int4_g32 m4" -> plan us / best us
+  long wrong = 0;
+  std::printf("%-48s %-16s %-34s %8s %-34s %8s %7s %s\n", "shape", "kernel", "plan", "us", "best", "us", "ratio",
+              "grids (wrong)");
+  for (const Shape& s : shapes) {
+    if (!s.dense || s.tokens > kGemvMaxRows) continue;
+    if (!filter.empty() && (s.label + " " + s.kernel).find(filter) == std::string::npos) continue;
+    Inputs in = size_inputs(s, gbps, sms);
+    const GroupedGemmPlan plan = plan_for(s, in, sms, -1);
+    if (!plan.gemv) continue;
+    fill_inputs(s, in, wpool, xpool);
+    void* ws = wspool.get(plan.workspace_bytes);
+    prepare_grouped_gemm(plan);
+    EAGLESIM_BENCH_CHECK(cudaMemset(in.xb + in.yoff, 0xff, in.ybytes));
+    launch_grouped_gemm(plan, in.args(s, 0), ws, nullptr);
+    EAGLESIM_BENCH_CHECK(cudaDeviceSynchronize());
+    const std::vector<std::uint16_t> ref = read_y(in);
+    const double plan_us = time_plan(s, in, plan, ws, 15);
+    double best_us = plan_us;
+    std::string best = plan.variant;
+    std::set<std::string> seen{plan.variant};
+    int grids = 1, bad = 0;
+    for (int split = 1; split <= 8; ++split)
+      for (int bpc : {1, 2, 3, 4, 6, 8}) {
+        GroupedGemmPlan g;
+        try {
+          g = plan_for(s, in, sms, -1, 1, bpc, split);
+        } catch (const std::exception&) {
+          continue;  // no such grid for this shape (shared memory)
+        }
+        if (!seen.insert(g.variant).second) continue;
+        prepare_grouped_gemm(g);
+        EAGLESIM_BENCH_CHECK(cudaMemset(in.xb + in.yoff, 0xff, in.ybytes));
+        launch_grouped_gemm(g, in.args(s, 0), ws, nullptr);
+        EAGLESIM_BENCH_CHECK(cudaDeviceSynchronize());
+        long nan = 0;
+        const double rel = rel_error(read_y(in), ref, nan);
+        const bool ok = nan == 0 && rel <= 1e-3;
+        const double us = time_plan(s, in, g, ws, 15);
+        ++grids;
+        if (!ok) ++bad;
+        if (ok && us < best_us) {
+          best_us = us;
+          best = g.variant;
+        }
+        if (jf)
+          std::fprintf(jf,
+                       "{\"shape\": \"%s\", \"kernel\": \"%s\", \"grid\": \"%s\", \"us\": %.3f, \"floor_us\": %.3f, "
+                       "\"rel\": %.3g, \"nan\": %ld, \"plan\": \"%s\", \"plan_us\": %.3f}\n",
+                       s.label.c_str(), s.kernel.c_str(), g.variant.c_str(), us, in.floor_us, rel, nan,
+                       plan.variant.c_str(), plan_us);
+      }
+    wrong += bad;
+    std::printf("%-48s %-16s %-34s %8.2f %-34s %8.2f %7.3f %d (%d)\n", s.label.c_str(), s.kernel.c_str(),
+                plan.variant.c_str(), plan_us, best.c_str(), best_us, plan_us / best_us, grids, bad);
+    std::fflush(stdout);
+    ratios[std::string(to_string(s.format)) + " m" + std::to_string(s.tokens)].push_back(plan_us / best_us);
+  }
+  std::printf("\nplan grid / fastest grid, geometric mean (max) per format and rows; %ld wrong grids\n", wrong);
+  for (const auto& [key, v] : ratios) {
+    double lg = 0, mx = 0;
+    for (double r : v) {
+      lg += std::log(r);
+      mx = std::max(mx, r);
+    }
+    std::printf("  %-18s %3zu shapes  %.3f (%.3f)\n", key.c_str(), v.size(), std::exp(lg / v.size()), mx);
+  }
+}
+
 std::string arg_value(int argc, char** argv, const char* name) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
@@ -715,6 +797,11 @@ int main(int argc, char** argv) {
     const double gbps = eb::measure_read_gbps();
     std::printf("device: %s, %d SMs, L2 %d MB; read bandwidth measured %.0f GB/s; torch rows: %zu\n", prop.name,
                 prop.multiProcessorCount, prop.l2CacheSize >> 20, gbps, torch.size());
+    if (has_flag(argc, argv, "--gemv-sweep")) {
+      run_gemv_sweep(all_shapes(quick), filter, gbps, prop.multiProcessorCount, jf);
+      if (jf) std::fclose(jf);
+      return 0;
+    }
     if (variants_mode) {
       run_variants(all_shapes(quick), filter, gbps, prop.multiProcessorCount, variants, jf);
       if (jf) std::fclose(jf);

@@ -98,19 +98,28 @@ void plan_gemv(GroupedGemmPlan& p, int sm_count) {
   const int per_task = km::gemv_units_per_task(f);
   const int tasks_k = (units + per_task - 1) / per_task;  // tasks per block over the whole k
   int split = std::clamp((tasks_k + kGemvMaxTasksPerBlock - 1) / kGemvMaxTasksPerBlock, 1, km::kGemvMaxSplit);
+  if (s.gemv_split > 0) split = std::clamp(s.gemv_split, 1, std::min(km::kGemvMaxSplit, units));
   const int per_cta = (units + split - 1) / split;
   split = (units + per_cta - 1) / per_cta;
   const int parts = (per_cta + per_task - 1) / per_task;
   const int n16 = (s.n + 15) / 16;
   const int row_tiles = rows > 8 ? 2 : 1;
-  // The fewest blocks per CTA that keep the grid within two CTAs per SM (what the registers of
-  // the int4 and fp8 instances let reside): a grid beyond that runs a second wave, which pays
-  // the whole DRAM latency and the block reduction again, where two blocks per CTA keep both
-  // tasks of every warp loading from the start.
+  // Blocks per CTA: the larger of two counts.
+  //  * The fewest that keep the grid within two CTAs per SM (what the registers of the int4 and
+  //    fp8 instances let reside): a grid beyond that runs a second wave, which pays the whole
+  //    DRAM latency and the block reduction again, where two blocks per CTA keep both tasks of
+  //    every warp loading from the start.
+  //  * As many as give each of the CTA's warps a task (kGemvMaxWarps / parts): a block of short
+  //    k has only 1-4 tasks, and a CTA of so few warps copies the activations alone, then runs
+  //    its one task as a single latency chain; one CTA of 8 warps over 8 / parts blocks shares
+  //    the copy and overlaps the chains. Measured over the dense shapes of `bench_gemm
+  //    --gemv-sweep` (Llama-3.1-70B and Kimi-K2 TP8 projections, m = 1, 4, 16, every grid of
+  //    split 1-8 x 1-8 blocks): docs/kernels/moe-and-quant-gemm.md, "The GEMV grid".
   const std::int64_t want_ctas = 2 * static_cast<std::int64_t>(std::max(sm_count, 1));
   const int max_bpc = std::min(kGemvMaxBlocksPerCta, n16);
-  int bpc = static_cast<int>(std::clamp<std::int64_t>(
-      (static_cast<std::int64_t>(n16) * split + want_ctas - 1) / want_ctas, 1, max_bpc));
+  const std::int64_t one_wave = (static_cast<std::int64_t>(n16) * split + want_ctas - 1) / want_ctas;
+  const std::int64_t busy_warps = km::kGemvMaxWarps / parts;
+  int bpc = static_cast<int>(std::clamp<std::int64_t>(std::max(one_wave, busy_warps), 1, max_bpc));
   if (s.gemv_blocks_per_cta > 0) bpc = std::min(s.gemv_blocks_per_cta, max_bpc);
   auto smem_of = [&](int b) {
     return static_cast<std::size_t>(km::gemv_smem_bytes(8 * row_tiles, row_tiles, b, parts, per_cta));

@@ -54,6 +54,9 @@ struct GroupedGemmShape {
   // The GEMV kernel's 16-channel blocks per CTA; 0: the plan's choice (the fewest that keep the
   // grid within two CTAs per SM). A bench knob, clamped to [1, min(8, n / 16)].
   int gemv_blocks_per_cta = 0;
+  // The GEMV kernel's k-split (CTAs per cluster); 0: the plan's choice (at most 8 tasks per block
+  // and slice). A bench knob (bench_gemm --gemv-sweep), clamped to [1, min(8, k / 64)].
+  int gemv_split = 0;
 };
 
 // Rows up to which a dense GEMM can run as the GEMV kernel (and the rule that picks it):

@@ -647,15 +647,20 @@ TEST(WeightOnlyGemv, PlanCoversTheOpOnce) {
           EXPECT_EQ(p.gemv_smem_bytes, static_cast<std::size_t>(km::gemv_smem_bytes(m > 8 ? 16 : 8, m > 8 ? 2 : 1,
                                                                                      p.gemv_blocks_per_cta, p.gemv_parts,
                                                                                      p.gemv_units_per_cta)));
-          // The fewest blocks per CTA that keep the grid within two CTAs per SM (one wave), unless
-          // the block limit or shared memory stops the grouping first.
+          // The fewest blocks per CTA that keep the grid within two CTAs per SM (one wave) and
+          // give each of the CTA's 8 warps a task, unless the block limit or shared memory stops
+          // the grouping first.
           const int bpc = p.gemv_blocks_per_cta;
           const auto ctas = [&](int b) { return static_cast<long long>((n16 + b - 1) / b) * p.gemv_split; };
           const bool can_grow = bpc < std::min(8, n16) &&
                                 km::gemv_smem_bytes(m > 8 ? 16 : 8, m > 8 ? 2 : 1, bpc + 1, p.gemv_parts,
                                                     p.gemv_units_per_cta) <= 100 * 1024;
-          if (can_grow) EXPECT_LE(ctas(bpc), 2 * 132);
-          if (bpc > 1) EXPECT_GT(ctas(bpc - 1), 2 * 132);
+          if (can_grow) {
+            EXPECT_LE(ctas(bpc), 2 * 132);
+            EXPECT_GE(bpc * p.gemv_parts, std::min(km::kGemvMaxWarps, p.gemv_parts * (km::kGemvMaxWarps / p.gemv_parts)));
+            EXPECT_EQ(p.gemv_warps, std::min(km::kGemvMaxWarps, bpc * p.gemv_parts));
+          }
+          if (bpc > 1) EXPECT_TRUE(ctas(bpc - 1) > 2 * 132 || (bpc - 1) * p.gemv_parts < km::kGemvMaxWarps);
         }
   EXPECT_THROW(plan_weight_only_gemm(F::bf16, 16, 128, 1 << 20, 132, -1, 1), InputError);  // no room for the slice
   EXPECT_FALSE(plan_weight_only_gemm(F::int4_g32, 17, 1536, 7168, 132).gemv);   // rows past the GEMV kernel's
@@ -677,6 +682,28 @@ TEST(WeightOnlyGemv, PlanCoversTheOpOnce) {
   EXPECT_FALSE(plan_grouped_gemm(grouped, 132).gemv);  // grouped GEMMs run the stream-K kernel
   grouped.gemv = 1;
   EXPECT_THROW(plan_grouped_gemm(grouped, 132), InputError);
+  // The k-split knob (bench_gemm --gemv-sweep): taken as asked up to 8 CTAs per cluster and the
+  // op's units, and the slices still cover k once with no empty CTA.
+  for (int k : {128, 7168})
+    for (int split = 1; split <= 9; ++split) {
+      GroupedGemmShape dense;
+      dense.format = F::int4_g32;
+      dense.n = 1536;
+      dense.k = k;
+      dense.max_rows = dense.rows_per_expert = 4;
+      dense.gemv = 1;
+      dense.gemv_split = split;
+      if (k == 7168 && split < 2) {  // 112 units in one CTA: the activation slice exceeds its shared memory
+        EXPECT_THROW(plan_grouped_gemm(dense, 132), InputError);
+        continue;
+      }
+      const GroupedGemmPlan p = plan_grouped_gemm(dense, 132);
+      const int units = k / km::kGemvUnitK;
+      SCOPED_TRACE(p.variant);
+      EXPECT_EQ(p.gemv_split, std::min({split, km::kGemvMaxSplit, units}));
+      EXPECT_GE(p.gemv_split * p.gemv_units_per_cta, units);
+      EXPECT_LT((p.gemv_split - 1) * p.gemv_units_per_cta, units);
+    }
 }
 
 // ---------------------------------------------------------------- GPU: kernel variants
