@@ -72,9 +72,10 @@ constexpr std::size_t kSmemPerCtaMax = 227 * 1024;
 // The GEMV kernel's work split for a dense GEMM of m <= kGemvMaxRows rows and n16 = ceil(n / 16)
 // channel blocks. A task is gemv_units_per_task units of one block; a block's k is cut into at
 // most 8 tasks per CTA, so long k also splits over a cluster of up to 8 CTAs (the k-slices);
-// blocks are then grouped so that the grid is about two CTAs per SM: a CTA's warps stream many
-// tasks back to back (each loading the next while it multiplies), and a CTA copies its slice of
-// the activations once for all its blocks.
+// blocks are then grouped so that the grid is about two CTAs per SM and every warp of a CTA has
+// a task (the two counts are explained where they are taken): a CTA's warps stream many tasks
+// back to back (each loading the next while it multiplies), and a CTA copies its slice of the
+// activations once for all its blocks.
 //
 // Which kernel a plan picks (gemv = -1): gemv_picked (cost/low_bit_gemm_kernel.hpp), measured
 // by `bench_gemm` on 1 x H200. Grouped GEMMs run the stream-K kernel: a grouped form of this

@@ -52,7 +52,8 @@ struct GroupedGemmShape {
   // (kernels/weight_only_gemv.cuh; InputError where it cannot run the shape, grouped GEMMs too).
   int gemv = -1;
   // The GEMV kernel's 16-channel blocks per CTA; 0: the plan's choice (the fewest that keep the
-  // grid within two CTAs per SM). A bench knob, clamped to [1, min(8, n / 16)].
+  // grid within two CTAs per SM and give each of a CTA's warps a task). A bench knob, clamped to
+  // [1, min(8, n / 16)].
   int gemv_blocks_per_cta = 0;
   // The GEMV kernel's k-split (CTAs per cluster); 0: the plan's choice (at most 8 tasks per block
   // and slice). A bench knob (bench_gemm --gemv-sweep), clamped to [1, min(8, k / 64)].
