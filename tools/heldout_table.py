@@ -103,7 +103,8 @@ def main():
         "ab_same_sign": sum(x["relevant"] and x["same_sign"] for x in ab),
         "ab_preset_same_sign": sum(x["relevant"] and x["preset_same_sign"] for x in ab),
     }
-    topo = load(os.path.join(a.out, "calibrated.json")) if os.path.exists(os.path.join(a.out, "calibrated.json")) else {}
+    topo_path = os.path.join(a.out, "calibrated.json")
+    topo = load(topo_path) if os.path.exists(topo_path) else {}
     cal = topo.get("calibration", {})
     # calibrate writes "..., calibrated on N x GPU NAME" into the topology's description
     desc = topo.get("description", "")
