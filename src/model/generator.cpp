@@ -128,23 +128,28 @@ void gqa_block(StepBuilder& b, const ModelConfig& m, int layer, std::int64_t in_
   b.gemm("o_proj", layer, m.hidden, hq * d, w);
 }
 
-// Multi-head latent attention, absorbed form. q_a_proj and kv_a_proj are small and replicated on
-// every rank; q_b_proj is column-parallel over heads. kv_b_proj is applied as its two absorbed
-// halves: the key half maps q_nope into the latent space before attention, the value half maps
-// the attention output back out; each is written as a GEMM with the same FLOPs and weight bytes
-// as the per-head batched matmul.
+// Multi-head latent attention, absorbed form. The query and KV down-projections are small and
+// replicated on every rank; with a query LoRA they read the same input, and SGLang and vLLM run
+// them as one GEMM (`fused_qkv_a_proj_with_mqa`, n = q_lora_rank + kv_lora_rank + rope), whose
+// output is split into the query latent and the KV latent, each normed. q_b_proj is
+// column-parallel over heads. kv_b_proj is applied as its two absorbed halves: the key half maps
+// q_nope into the latent space before attention, the value half maps the attention output back
+// out; each is written as a GEMM with the same FLOPs and weight bytes as the per-head batched
+// matmul.
 void mla_block(StepBuilder& b, const ModelConfig& m, int layer, DType w) {
   const std::int64_t hq = heads_per_rank(m, b.tp());
   const std::int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  const std::int64_t kv_a = m.kv_lora_rank + m.qk_rope_head_dim;
   if (m.q_lora_rank > 0) {
-    b.gemm("q_a_proj", layer, m.q_lora_rank, m.hidden, w);
+    b.gemm("fused_qkv_a_proj", layer, m.q_lora_rank + kv_a, m.hidden, w);
     b.rowwise(OpKind::rmsnorm, "q_a_layernorm", layer, b.tokens(), m.q_lora_rank);
+    b.rowwise(OpKind::rmsnorm, "kv_a_layernorm", layer, b.tokens(), m.kv_lora_rank);
     b.gemm("q_b_proj", layer, hq * qk, m.q_lora_rank, w);
   } else {
     b.gemm("q_proj", layer, hq * qk, m.hidden, w);
+    b.gemm("kv_a_proj", layer, kv_a, m.hidden, w);
+    b.rowwise(OpKind::rmsnorm, "kv_a_layernorm", layer, b.tokens(), m.kv_lora_rank);
   }
-  b.gemm("kv_a_proj", layer, m.kv_lora_rank + m.qk_rope_head_dim, m.hidden, w);
-  b.rowwise(OpKind::rmsnorm, "kv_a_layernorm", layer, b.tokens(), m.kv_lora_rank);
   b.gemm("kv_b_proj.k_absorb", layer, hq * m.kv_lora_rank, m.qk_nope_head_dim, w);
   b.attention_mla(layer, hq, m.kv_lora_rank, m.qk_rope_head_dim);
   b.gemm("kv_b_proj.v_up", layer, hq * m.v_head_dim, m.kv_lora_rank, w);

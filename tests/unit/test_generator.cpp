@@ -145,9 +145,9 @@ TEST(Generator, KimiK2Tp8MlaAndMoeShapes) {
   Trace t = gen("kimi-k2-instruct", 8, 4, DType::int4);
   const DType w = DType::int4;
   // 64 heads / 8 = 8 heads per rank; q head dim 128 + 64 = 192.
-  expect_gemm(find(t, "verify", 0, "q_a_proj"), 4, 1536, 7168, w);             // replicated
-  expect_gemm(find(t, "verify", 0, "q_b_proj"), 4, 8 * 192, 1536, w);          // 1536
-  expect_gemm(find(t, "verify", 0, "kv_a_proj"), 4, 512 + 64, 7168, w);        // replicated
+  // q_a and kv_a as the engines run them: one replicated GEMM, n = 1536 + 512 + 64.
+  expect_gemm(find(t, "verify", 0, "fused_qkv_a_proj"), 4, 1536 + 512 + 64, 7168, w);
+  expect_gemm(find(t, "verify", 0, "q_b_proj"), 4, 8 * 192, 1536, w);  // 1536
   expect_gemm(find(t, "verify", 0, "kv_b_proj.k_absorb"), 4, 8 * 512, 128, w);  // q_nope -> latent
   expect_gemm(find(t, "verify", 0, "kv_b_proj.v_up"), 4, 8 * 128, 512, w);      // latent -> v
   expect_gemm(find(t, "verify", 0, "o_proj"), 4, 7168, 8 * 128, w);
