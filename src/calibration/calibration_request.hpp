@@ -86,6 +86,10 @@ struct CalibrationRequest {
   std::vector<AllreduceLayerCase> allreduce_layers;
   // The first decoder layer of every step, compute ops only, deduplicated by shapes.
   std::vector<ComputeLayerCase> compute_layers;
+  // The compute layers again, each without the kernels of one op kind, where that puts kernels
+  // next to each other that no compute layer has (kind_reduced_layers, transition_fit.hpp): what
+  // a step without that kind runs per layer, the step a kind's marginal is the difference to.
+  std::vector<ComputeLayerCase> kind_reduced_layers;
   // Consecutive compute ops of the traces (A, B), measured as a chain of (A, B) pairs against
   // their own chains: the kernel-transition cost (Calibration::transition_us).
   std::vector<std::pair<Op, Op>> transitions;
@@ -132,6 +136,8 @@ struct CalibrationMeasurements {
   // Parallel to request.compute_layers: µs per copy of the layer in a chain of copies, the
   // slowest of its GPUs' (NaN: not measured).
   std::vector<double> compute_layer_us;
+  // Parallel to request.kind_reduced_layers, as compute_layer_us (NaN: not measured).
+  std::vector<double> kind_reduced_layer_us;
   double launch_gap_us = 0;            // per empty kernel in a graph chain
   std::vector<std::string> notes;      // substitutions the replay kernels made, etc.
   double seconds = 0;                  // wall time of the measurement

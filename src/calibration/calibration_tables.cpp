@@ -59,6 +59,7 @@ Calibration build_calibration(const CalibrationRequest& q, const CalibrationMeas
       (!m.allreduce_context_us.empty() && m.allreduce_context_us.size() != q.allreduce_contexts.size()) ||
       (!m.allreduce_layer_us.empty() && m.allreduce_layer_us.size() != q.allreduce_layers.size()) ||
       (!m.compute_layer_us.empty() && m.compute_layer_us.size() != q.compute_layers.size()) ||
+      (!m.kind_reduced_layer_us.empty() && m.kind_reduced_layer_us.size() != q.kind_reduced_layers.size()) ||
       (!m.add_rmsnorm_us.empty() && m.add_rmsnorm_us.size() != q.add_rmsnorm.size()))
     throw std::invalid_argument("build_calibration: measurements do not match the request");
   const TraceShapes s = collect_trace_shapes(traces);

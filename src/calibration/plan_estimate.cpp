@@ -40,7 +40,8 @@ PlanEstimate estimate_plan(const CalibrationRequest& q, const Topology& topo) {
     norm.kind = OpKind::rmsnorm;
     e.compute_s += point_s(add_rmsnorm_chain_cost(norm, bare).us, q);
   }
-  e.cases_s = kCaseSeconds.layer * static_cast<double>(q.compute_layers.size() + q.allreduce_layers.size()) +
+  e.cases_s = kCaseSeconds.layer * static_cast<double>(q.compute_layers.size() + q.kind_reduced_layers.size() +
+                                                        q.allreduce_layers.size()) +
               kCaseSeconds.transition * static_cast<double>(q.transitions.size()) +
               kCaseSeconds.allreduce * static_cast<double>(q.allreduce.size() + q.allreduce_contexts.size());
   return e;

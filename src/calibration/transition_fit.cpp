@@ -9,6 +9,7 @@
 #include "calibration/calibration_cases.hpp"
 #include "calibration/layer_chain.hpp"
 #include "cost/compute_model.hpp"
+#include "domain/kind_marginals.hpp"
 #include "engine/op_pricing.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology_limits.hpp"
@@ -105,6 +106,25 @@ void set_wanted_means(const WantedEntries& wanted, std::map<std::string, double>
     table[key] = std::clamp(acc.first / acc.second, -kMaxSequenceOverheadUs, kMaxSequenceOverheadUs);
 }
 
+// The shape keys of every pair the layers charge a transition for.
+std::set<std::string> pair_keys_of(const std::vector<ComputeLayerCase>& layers, bool fuse_add_norm) {
+  std::set<std::string> keys;
+  for (const ComputeLayerCase& layer : layers)
+    for (const auto& [a, b] : layer_pairs(layer_kernels(layer, fuse_add_norm))) keys.insert(transition_key(*a, *b));
+  return keys;
+}
+
+// The kind a kernel's time is reported under: its op's, rmsnorm for a fused add + RMSNorm.
+OpKind reported_kind(const LayerKernel& k) { return k.first == k.last ? k.first->kind : OpKind::rmsnorm; }
+
+// The stripped layers of the verify steps' allreduce layers (fit_transitions_to_stripped_layers).
+std::vector<ComputeLayerCase> verify_stripped_layers(const CalibrationRequest& q) {
+  std::vector<ComputeLayerCase> out;
+  for (const AllreduceLayerCase& layer : q.allreduce_layers)
+    if (layer.step == "verify") out.push_back(stripped_layer(layer));
+  return out;
+}
+
 }  // namespace
 
 std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationRequest& q,
@@ -141,10 +161,7 @@ std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const Calibra
                                                                    const CalibrationMeasurements& m, Topology& topo) {
   if (!m.allreduce_layer_baseline_us.empty() && m.allreduce_layer_baseline_us.size() != q.allreduce_layers.size())
     throw std::invalid_argument("fit_transitions_to_stripped_layers: measurements do not match the request");
-  std::set<std::string> compute_layer_keys;
-  for (const ComputeLayerCase& layer : q.compute_layers)
-    for (const auto& [a, b] : layer_pairs(layer_kernels(layer, q.fuse_add_norm)))
-      compute_layer_keys.insert(transition_key(*a, *b));
+  const std::set<std::string> compute_layer_keys = pair_keys_of(q.compute_layers, q.fuse_add_norm);
   std::vector<LayerTransitionFit> fits;
   std::vector<ComputeLayerCase> layers;
   WantedEntries wanted;
@@ -171,11 +188,71 @@ std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const Calibra
   return fits;
 }
 
-std::vector<KindTransition> kind_transitions_from_shapes(std::map<std::string, double>& table) {
-  std::map<std::string, std::pair<double, int>> means;  // family or kind key -> (sum, count)
+std::vector<ComputeLayerCase> kind_reduced_layers(const std::vector<ComputeLayerCase>& layers, bool fuse_add_norm) {
+  const std::set<std::string> existing = pair_keys_of(layers, fuse_add_norm);
+  std::vector<ComputeLayerCase> out;
+  for (const ComputeLayerCase& layer : layers) {
+    const std::vector<LayerKernel> kernels = layer_kernels(layer, fuse_add_norm);
+    std::vector<OpKind> reported;
+    for (const LayerKernel& k : kernels) reported.push_back(reported_kind(k));
+    for (OpKind kind : marginal_kinds(reported, std::vector<bool>(reported.size(), false))) {
+      std::vector<bool> dropped(layer.ops.size(), false);
+      for (const LayerKernel& k : kernels)
+        if (reported_kind(k) == kind) {
+          dropped[static_cast<std::size_t>(k.first - layer.ops.data())] = true;
+          dropped[static_cast<std::size_t>(k.last - layer.ops.data())] = true;
+        }
+      ComputeLayerCase reduced;
+      reduced.where = layer.where + " without " + to_string(kind);
+      reduced.gpus = layer.gpus;
+      for (std::size_t i = 0; i < layer.ops.size(); ++i)
+        if (!dropped[i]) reduced.ops.push_back(layer.ops[i]);
+      if (reduced.ops.size() < 2) continue;
+      bool new_pair = false;
+      for (const auto& [a, b] : layer_pairs(layer_kernels(reduced, fuse_add_norm)))
+        new_pair = new_pair || !existing.count(transition_key(*a, *b));
+      if (new_pair) out.push_back(std::move(reduced));
+    }
+  }
+  return out;
+}
+
+std::vector<LayerTransitionFit> fit_transitions_to_kind_reduced_layers(const CalibrationRequest& q,
+                                                                       const CalibrationMeasurements& m, Topology& topo,
+                                                                       std::set<std::string>& own_keys) {
+  if (!m.kind_reduced_layer_us.empty() && m.kind_reduced_layer_us.size() != q.kind_reduced_layers.size())
+    throw std::invalid_argument("fit_transitions_to_kind_reduced_layers: measurements do not match the request");
+  std::set<std::string> fitted_before = pair_keys_of(q.compute_layers, q.fuse_add_norm);
+  for (const std::string& key : pair_keys_of(verify_stripped_layers(q), q.fuse_add_norm)) fitted_before.insert(key);
+  std::vector<LayerTransitionFit> fits;
+  std::vector<const ComputeLayerCase*> layers;
+  WantedEntries wanted;
+  for (std::size_t l = 0; l < m.kind_reduced_layer_us.size(); ++l) {
+    const ComputeLayerCase& layer = q.kind_reduced_layers[l];
+    const std::vector<LayerKernel> kernels = layer_kernels(layer, q.fuse_add_norm);
+    const OpPairs pairs = layer_pairs(kernels);
+    OpPairs own;  // the pairs only layers without some kind have
+    for (const auto& p : pairs)
+      if (!fitted_before.count(transition_key(*p.first, *p.second))) own.push_back(p);
+    if (own.empty()) continue;
+    fits.push_back(fit_layer(layer, kernels, m.kind_reduced_layer_us[l], topo, pairs, own, wanted));
+    layers.push_back(&layer);
+  }
+  set_wanted_means(wanted, topo.calibration.transition_us);
+  for (const auto& [key, acc] : wanted) own_keys.insert(key);
+  for (std::size_t l = 0; l < fits.size(); ++l)
+    fits[l].fitted_us = pairs_sum(topo.calibration.transition_us, layer_pairs(layer_kernels(*layers[l], q.fuse_add_norm)));
+  return fits;
+}
+
+std::vector<KindTransition> kind_transitions_from_shapes(std::map<std::string, double>& table,
+                                                         const std::set<std::string>& secondary) {
+  // family or kind key -> (sum, count), from the primary shape entries and from the secondary ones
+  std::map<std::string, std::pair<double, int>> primary, fallback;
   for (const auto& [key, us] : table) {
     const TransitionLevels up = transition_levels_of(key);
     if (up.kinds.empty()) continue;  // not a shape key
+    auto& means = secondary.count(key) ? fallback : primary;
     for (const std::string* level : {&up.family, &up.kinds}) {
       if (level == &up.family && up.family == up.kinds) continue;  // no GEMM side: one level
       auto& [sum, n] = means[*level];
@@ -183,6 +260,8 @@ std::vector<KindTransition> kind_transitions_from_shapes(std::map<std::string, d
       ++n;
     }
   }
+  std::map<std::string, std::pair<double, int>> means = primary;
+  for (const auto& [key, acc] : fallback) means.emplace(key, acc);  // only where no primary entry is
   std::vector<KindTransition> out;
   for (const auto& [key, acc] : means) {
     KindTransition k;

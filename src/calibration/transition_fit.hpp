@@ -3,6 +3,7 @@
 // consecutive ops a transition cost, but a layer's ops and transitions must add up to what the
 // whole layer's chain measured; these fits move the entries so that they do.
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,25 @@ ComputeLayerCase stripped_layer(const AllreduceLayerCase& layer);
 std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const CalibrationRequest& request,
                                                                    const CalibrationMeasurements& m, Topology& topo);
 
+// The compute layers again, each without the kernels reported as one op kind (a fused residual
+// add + RMSNorm is reported as rmsnorm and leaves with it), as the replay's graph without that
+// kind runs them (domain/kind_marginals.hpp): one case per layer and kind whose removal puts two
+// kernels next to each other that no compute layer has (with fuse_add_norm: kernels as
+// layer_kernels forms them). Removing the router GEMM lets a grouped GEMM follow the RMSNorm
+// directly, removing attention puts o_proj right after the QKV GEMM or the q/k norm; a step's
+// marginal of a kind is priced with those pairs, which without these cases have no entry.
+std::vector<ComputeLayerCase> kind_reduced_layers(const std::vector<ComputeLayerCase>& layers, bool fuse_add_norm);
+
+// Kernel transitions that only a layer without one kind has fitted like
+// fit_transitions_to_stripped_layers: every measured kind-reduced layer (m.kind_reduced_layer_us)
+// shifts the entries of its pairs that neither a compute layer nor a stripped layer has by one
+// amount, so that its ops and transitions add up to its chain. `own_keys` receives the shape
+// keys it set (kind_transitions_from_shapes takes them as secondary). Run after
+// fit_transitions_to_stripped_layers.
+std::vector<LayerTransitionFit> fit_transitions_to_kind_reduced_layers(const CalibrationRequest& request,
+                                                                       const CalibrationMeasurements& m, Topology& topo,
+                                                                       std::set<std::string>& own_keys);
+
 // One kind-pair entry before and after kind_transitions_from_shapes.
 struct KindTransition {
   std::string key;       // "rmsnorm>gemm", or with the GEMMs' weight formats "rmsnorm>gemm:int4"
@@ -61,8 +81,11 @@ struct KindTransition {
 // above moved them. A pair chain (A, B, A, B, ...) measures A -> B and B -> A together, and
 // the layer fits correct that on the shapes they cover; a kind entry left at the pair chains'
 // mean kept the uncorrected figure (about twice the overlap the layers measured) for every shape
-// outside the calibration. Run after fit_transitions_to_layers and
-// fit_transitions_to_stripped_layers.
-std::vector<KindTransition> kind_transitions_from_shapes(std::map<std::string, double>& table);
+// outside the calibration. `secondary` shape keys (the pairs only a kind-reduced layer has) count
+// towards a family or kind entry only where no other shape entry does: a pair real steps run is
+// priced from the layers that run it, a pair only a step without some kind runs from those
+// layers. Run after the layer fits above.
+std::vector<KindTransition> kind_transitions_from_shapes(std::map<std::string, double>& table,
+                                                         const std::set<std::string>& secondary = {});
 
 }  // namespace eaglesim

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,7 @@ void run_calibrate_command(const CalibrateArgs& a) {
   q.chain_us = a.chain_us;
   q.timeout_s = a.timeout_s;
   q.fuse_add_norm = !a.no_fused_add_norm;
+  q.kind_reduced_layers = kind_reduced_layers(q.compute_layers, q.fuse_add_norm);
   q.progress = [](const std::string& line) {
     fmt::print(stderr, "calibrate: {}\n", line);
     std::fflush(stderr);
@@ -186,10 +188,12 @@ void run_calibrate_command(const CalibrateArgs& a) {
     for (const Op& op : q.compute)
       (op.kind == OpKind::gemm ? n_gemm : op.kind == OpKind::attention ? n_attn : n_elem)++;
     q.progress(fmt::format("{} on {} x {}: {} GEMM, {} attention, {} elementwise/other points, {} allreduce cases, "
-                           "{} in their trace context, {} decoder layers, {} kernel-transition pairs, {} compute layers; base preset {}",
+                           "{} in their trace context, {} decoder layers, {} kernel-transition pairs, {} compute layers "
+                           "(+ {} without one op kind); base preset {}",
                            traces.size() == 1 ? "1 trace" : fmt::format("{} traces", traces.size()), ranks,
                            gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), q.allreduce_contexts.size(),
-                           q.allreduce_layers.size(), q.transitions.size(), q.compute_layers.size(), base->name));
+                           q.allreduce_layers.size(), q.transitions.size(), q.compute_layers.size(),
+                           q.kind_reduced_layers.size(), base->name));
     const PlanEstimate e = estimate_plan(q, *base);
     q.progress(fmt::format("plan ({} grid): {} compute points + {} fused add + rmsnorm points, estimated {:.0f} s "
                            "({:.0f} s single ops, {:.0f} s layers, transitions and allreduces)",
@@ -251,9 +255,15 @@ void run_calibrate_command(const CalibrateArgs& a) {
                            "{:+.2f} us before the fit of the pairs only it has, {:+.2f} us {}",
                            f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us,
                            f.fitted ? "fitted" : "(not fitted: not measured, or an op outside the tables)"));
+  std::set<std::string> reduced_keys;
+  for (const LayerTransitionFit& f : fit_transitions_to_kind_reduced_layers(q, m, topo, reduced_keys))
+    q.progress(fmt::format("compute layer {}: {:.2f} us per copy in a chain; its ops {:.2f} us by the tables, {} "
+                           "transitions {:+.2f} us before the fit of the pairs only it has, {:+.2f} us {}",
+                           f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us,
+                           f.fitted ? "fitted" : "(not fitted: not measured, or an op outside the tables)"));
   {
     std::string line;
-    for (const KindTransition& k : kind_transitions_from_shapes(topo.calibration.transition_us))
+    for (const KindTransition& k : kind_transitions_from_shapes(topo.calibration.transition_us, reduced_keys))
       line += fmt::format("{}{} {:+.2f} ({} shape pair{}{})", line.empty() ? "" : ", ", k.key, k.after_us, k.shapes,
                           k.shapes == 1 ? "" : "s",
                           std::isnan(k.before_us) ? "" : fmt::format("; pair chains {:+.2f}", k.before_us));

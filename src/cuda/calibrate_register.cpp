@@ -60,7 +60,7 @@ std::optional<double> median_ratio(const std::vector<double>& a, const std::vect
 // (docs/fidelity.md has what the machines measured). The compute layers likewise (after the
 // single ops).
 ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const ChainTiming& timing,
-                                              std::vector<double>& layer_us) {
+                                              std::vector<double>& layer_us, std::vector<double>& reduced_layer_us) {
   const int gpus = std::max(1, q.ranks);
   std::vector<ComputeCalibration> per_gpu(static_cast<std::size_t>(gpus));
   std::vector<std::vector<double>> layers_per_gpu(static_cast<std::size_t>(gpus));
@@ -73,7 +73,10 @@ ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const
           const auto progress = g == 0 ? q.progress : std::function<void(const std::string&)>();
           const auto gi = static_cast<std::size_t>(g);
           per_gpu[gi] = calibrate_compute(g, q.compute, q.add_rmsnorm, timing, progress);
-          layers_per_gpu[gi] = calibrate_compute_layers(g, q.compute_layers, timing, q.fuse_add_norm, progress);
+          // The layers and then the layers without one kind, in one list (split below).
+          std::vector<ComputeLayerCase> layers = q.compute_layers;
+          layers.insert(layers.end(), q.kind_reduced_layers.begin(), q.kind_reduced_layers.end());
+          layers_per_gpu[gi] = calibrate_compute_layers(g, layers, timing, q.fuse_add_norm, progress);
         } catch (...) {
           errors[static_cast<std::size_t>(g)] = std::current_exception();
         }
@@ -115,7 +118,12 @@ ComputeCalibration calibrate_compute_on_ranks(const CalibrationRequest& q, const
   out.add_rmsnorm_us = slowest_of_first_gpus(add_rmsnorm_us_per_gpu, q.add_rmsnorm_gpus);
   std::vector<int> layer_gpus;
   for (const ComputeLayerCase& c : q.compute_layers) layer_gpus.push_back(c.gpus);
+  for (const ComputeLayerCase& c : q.kind_reduced_layers) layer_gpus.push_back(c.gpus);
   layer_us = slowest_of_first_gpus(layers_per_gpu, layer_gpus);
+  // The tail of the list is the kind-reduced layers'.
+  const auto full = static_cast<std::ptrdiff_t>(std::min(q.compute_layers.size(), layer_us.size()));
+  reduced_layer_us.assign(layer_us.begin() + full, layer_us.end());
+  layer_us.resize(static_cast<std::size_t>(full));
   if (gpus > 1) {
     const auto narrower = [gpus](int g) { return g < gpus; };
     const auto ops = std::count_if(q.compute_gpus.begin(), q.compute_gpus.end(), narrower);
@@ -139,7 +147,7 @@ CalibrationMeasurements measure(const CalibrationRequest& q) {
   m.ranks = q.ranks;
   m.device = fmt::format("{} x {}", q.ranks, inv.gpu_name);
   const ChainTiming timing{q.iters, q.warmup, q.timeout_s, q.chain_us, q.verify_trees};
-  ComputeCalibration c = calibrate_compute_on_ranks(q, timing, m.compute_layer_us);
+  ComputeCalibration c = calibrate_compute_on_ranks(q, timing, m.compute_layer_us, m.kind_reduced_layer_us);
   m.compute_us = std::move(c.us);
   m.add_rmsnorm_us = std::move(c.add_rmsnorm_us);
   m.launch_gap_us = c.launch_gap_us;

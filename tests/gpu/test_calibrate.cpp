@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <string>
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -62,6 +64,7 @@ TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
                                    [](const AllreduceCase& c) { return c.bytes > (1 << 20); }),
                     q.allreduce.end());
   q.iters = 5;
+  q.kind_reduced_layers = kind_reduced_layers(q.compute_layers, q.fuse_add_norm);
   const CalibrationMeasurements m = run_calibrate(q);
   ASSERT_EQ(m.compute_us.size(), q.compute.size());
   ASSERT_EQ(m.allreduce_us.size(), q.allreduce.size());
@@ -145,6 +148,16 @@ TEST(CalibrateGpu, SmallCalibrationIsSaneAndMonotoneIsh) {
     EXPECT_LT(f.measured_us, 1.3 * f.ops_us) << f.where;
     EXPECT_NEAR(f.ops_us + f.fitted_us, f.measured_us, 0.01 * f.measured_us) << f.where;
   }
+  // The layers without one kind are measured beside them (a Llama layer has four) and fitted.
+  ASSERT_EQ(m.kind_reduced_layer_us.size(), q.kind_reduced_layers.size());
+  EXPECT_GE(q.kind_reduced_layers.size(), 4u);
+  for (double us : m.kind_reduced_layer_us) EXPECT_TRUE(std::isfinite(us) && us > 0);
+  std::set<std::string> own_keys;
+  for (const LayerTransitionFit& f : fit_transitions_to_kind_reduced_layers(q, m, topo, own_keys)) {
+    EXPECT_GT(f.measured_us, 0.7 * f.ops_us) << f.where;
+    EXPECT_LT(f.measured_us, 1.3 * f.ops_us) << f.where;
+  }
+  EXPECT_FALSE(own_keys.empty());
   const Topology back = parse_topology(nlohmann::json::parse(topology_to_string(topo)), "gpu-test.json");
   EXPECT_EQ(back.calibration.gemm.size(), topo.calibration.gemm.size());
   EXPECT_FALSE(back.calibration.attention.empty());

@@ -391,3 +391,129 @@ TEST(ComputeLayer, TransitionLevelsOfAShapeKey) {
   EXPECT_EQ(transition_family_key(a, b), "grouped_gemm:fp8>act");
   EXPECT_TRUE(valid_transition_key(transition_family_key(a, b)));
 }
+
+namespace {
+
+std::vector<OpKind> kinds_of(const ComputeLayerCase& layer) {
+  std::vector<OpKind> kinds;
+  for (const Op& op : layer.ops) kinds.push_back(op.kind);
+  return kinds;
+}
+
+const ComputeLayerCase* find_case(const std::vector<ComputeLayerCase>& cases, const std::string& suffix) {
+  for (const ComputeLayerCase& c : cases)
+    if (c.where.size() >= suffix.size() && c.where.compare(c.where.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+// The layers a kind's marginal needs: the Llama layer without each kind, as the replay's graph
+// without that kind runs it (a fused add + RMSNorm leaves as rmsnorm, with its add).
+TEST(ComputeLayer, KindReducedLayersLeaveOutEachKindsKernels) {
+  const CalibrationRequest q = plan_calibration({trace("llama-3.1-8b_tp1_t4.json")}, CalibrationPlanOptions{});
+  ASSERT_EQ(q.compute_layers.size(), 1u);
+  const std::vector<ComputeLayerCase> fused = kind_reduced_layers(q.compute_layers, true);
+  // norm, qkv, attention, o, add, norm, gate_up, act, down, add: without gemm, attention, the
+  // fused add + RMSNorm kernels, act; each puts kernels together that the layer never has.
+  ASSERT_EQ(fused.size(), 4u);
+  const ComputeLayerCase* no_norm = find_case(fused, " without rmsnorm");
+  ASSERT_NE(no_norm, nullptr);
+  EXPECT_EQ(kinds_of(*no_norm), (std::vector<OpKind>{OpKind::gemm, OpKind::attention, OpKind::gemm, OpKind::gemm,
+                                                     OpKind::act, OpKind::gemm}));
+  const ComputeLayerCase* no_gemm = find_case(fused, " without gemm");
+  ASSERT_NE(no_gemm, nullptr);
+  EXPECT_EQ(kinds_of(*no_gemm), (std::vector<OpKind>{OpKind::rmsnorm, OpKind::attention, OpKind::residual_add,
+                                                     OpKind::rmsnorm, OpKind::act, OpKind::residual_add}));
+  EXPECT_NE(find_case(fused, " without attention"), nullptr);
+  EXPECT_NE(find_case(fused, " without act"), nullptr);
+  for (const ComputeLayerCase& c : fused) EXPECT_EQ(c.gpus, q.compute_layers[0].gpus);
+  // Unfused, the add and the norm are kinds of their own.
+  const std::vector<ComputeLayerCase> unfused = kind_reduced_layers(q.compute_layers, false);
+  const ComputeLayerCase* no_add = find_case(unfused, " without residual_add");
+  ASSERT_NE(no_add, nullptr);
+  EXPECT_EQ(no_add->ops.size(), 8u);
+}
+
+// A kind whose removal leaves only pairs some compute layer has asks for nothing.
+TEST(ComputeLayer, KindReducedLayersOnlyWhereTheyBringNewNeighbours) {
+  Op g;
+  g.kind = OpKind::gemm;
+  g.m = 4, g.n = 4096, g.k = 4096;
+  Op y;
+  y.kind = OpKind::act;
+  y.tokens = 4, y.hidden = 4096;
+  Op r;
+  r.kind = OpKind::rmsnorm;
+  r.tokens = 4, r.hidden = 4096;
+  ComputeLayerCase l1, l2;
+  l1.where = "l1";
+  l1.ops = {g, y, r};  // pairs r>g (into the next copy), g>y, y>r
+  l2.where = "l2";
+  l2.ops = {g, r};  // pairs g>r, r>g
+  const std::vector<ComputeLayerCase> cases = kind_reduced_layers({l1, l2}, false);
+  std::set<std::string> where;
+  for (const ComputeLayerCase& c : cases) where.insert(c.where);
+  // l1 without act is l2; l1 without gemm brings r>y, without rmsnorm y>g; l2 leaves one op.
+  EXPECT_EQ(where, (std::set<std::string>{"l1 without gemm", "l1 without rmsnorm"}));
+}
+
+// A layer without one kind shifts only the entries of the pairs no other layer has, and those
+// count towards a kind entry only where no pair of a real layer does.
+TEST(ComputeLayer, KindReducedLayersFitOnlyTheirOwnPairs) {
+  const Trace t = trace("llama-3.1-8b_tp1_t4.json");
+  CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
+  q.kind_reduced_layers = kind_reduced_layers(q.compute_layers, q.fuse_add_norm);
+  CalibrationMeasurements m = flat(q);
+  m.kind_reduced_layer_us.assign(q.kind_reduced_layers.size(), std::numeric_limits<double>::quiet_NaN());
+  Topology topo = calibrated_topology(h200(), m, build_calibration(q, m, {t}));
+  const auto before = topo.calibration.transition_us;
+  std::size_t no_norm = q.kind_reduced_layers.size();
+  for (std::size_t l = 0; l < q.kind_reduced_layers.size(); ++l)
+    if (q.kind_reduced_layers[l].where.find(" without rmsnorm") != std::string::npos) no_norm = l;
+  ASSERT_LT(no_norm, q.kind_reduced_layers.size());
+  // qkv, attention, o, gate_up, act, down: its own pairs are o -> gate_up and down -> the next
+  // copy's qkv; the chain says 2 us more than its ops and its entries.
+  const ComputeLayerCase& layer = q.kind_reduced_layers[no_norm];
+  std::set<std::string> own_keys;
+  const auto dry = fit_transitions_to_kind_reduced_layers(q, m, topo, own_keys);  // nothing measured
+  ASSERT_EQ(dry.size(), q.kind_reduced_layers.size());
+  for (const LayerTransitionFit& f : dry) EXPECT_FALSE(f.fitted);
+  EXPECT_TRUE(own_keys.empty());
+  EXPECT_EQ(topo.calibration.transition_us, before);
+  m.kind_reduced_layer_us[no_norm] = ops_us(layer, topo) + dry[no_norm].pairs_us + 2.0;
+  const auto fits = fit_transitions_to_kind_reduced_layers(q, m, topo, own_keys);
+  ASSERT_TRUE(fits[no_norm].fitted);
+  EXPECT_EQ(fits[no_norm].pairs, 6);
+  EXPECT_NEAR(fits[no_norm].ops_us + fits[no_norm].fitted_us, fits[no_norm].measured_us, 1e-9);
+  ASSERT_EQ(own_keys.size(), 2u);
+  for (const std::string& own : own_keys) {
+    EXPECT_EQ(own.rfind("gemm:", 0), 0u) << own;
+    EXPECT_NE(own.find(">gemm:"), std::string::npos) << own;
+    const auto b = before.find(own);
+    EXPECT_NEAR(topo.calibration.transition_us.at(own), (b == before.end() ? 0.0 : b->second) + 1.0, 1e-9) << own;
+  }
+  for (const auto& [key, us] : before)
+    if (!own_keys.count(key)) EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(key), us) << key;  // untouched
+  // gemm>gemm (no real layer has the pair) is the mean of the two; rmsnorm>gemm as without them.
+  std::map<std::string, double> with = topo.calibration.transition_us, plain = before;
+  kind_transitions_from_shapes(with, own_keys);
+  kind_transitions_from_shapes(plain);
+  double own_mean = 0;
+  for (const std::string& own : own_keys) own_mean += with.at(own) / 2;
+  EXPECT_NEAR(with.at("gemm>gemm"), own_mean, 1e-12);
+  EXPECT_DOUBLE_EQ(with.at("rmsnorm>gemm"), plain.at("rmsnorm>gemm"));
+}
+
+TEST(ComputeLayer, SecondaryShapeEntriesCountOnlyForKindPairsWithoutOthers) {
+  std::map<std::string, double> table = {
+      {"rmsnorm:4096>gemm:6144:4096:bf16", -0.2},        // a real layer's pair
+      {"rmsnorm:2048>gemm:128:2048:bf16", 3.0},          // only a layer without some kind has it
+      {"gemm:6144:4096:bf16>gemm:4096:4096:bf16", 1.5},  // likewise, and no real layer's pair of its kinds
+  };
+  kind_transitions_from_shapes(table, {"rmsnorm:2048>gemm:128:2048:bf16", "gemm:6144:4096:bf16>gemm:4096:4096:bf16"});
+  EXPECT_DOUBLE_EQ(table.at("rmsnorm>gemm"), -0.2);
+  EXPECT_DOUBLE_EQ(table.at("gemm>gemm"), 1.5);
+  EXPECT_DOUBLE_EQ(table.at("gemm:bf16>gemm:bf16"), 1.5);
+}
