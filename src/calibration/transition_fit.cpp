@@ -125,6 +125,36 @@ std::vector<ComputeLayerCase> verify_stripped_layers(const CalibrationRequest& q
   return out;
 }
 
+// Layers that run pairs the earlier fits did not set (`fitted_before`), fitted on those pairs
+// only: each measured layer (measured_us parallel to layers) with such pairs shifts their entries
+// by one amount so that its ops and transitions add up to its chain; an entry several layers
+// share takes the mean. One fit per layer with pairs of its own; `own_keys` (if given) receives
+// the keys set.
+std::vector<LayerTransitionFit> fit_own_pairs(const std::vector<ComputeLayerCase>& layers,
+                                              const std::vector<double>& measured_us,
+                                              const std::set<std::string>& fitted_before, bool fuse_add_norm,
+                                              Topology& topo, std::set<std::string>* own_keys) {
+  std::vector<LayerTransitionFit> fits;
+  std::vector<const ComputeLayerCase*> fitted;
+  WantedEntries wanted;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const std::vector<LayerKernel> kernels = layer_kernels(layers[l], fuse_add_norm);
+    const OpPairs pairs = layer_pairs(kernels);
+    OpPairs own;
+    for (const auto& p : pairs)
+      if (!fitted_before.count(transition_key(*p.first, *p.second))) own.push_back(p);
+    if (own.empty()) continue;
+    fits.push_back(fit_layer(layers[l], kernels, measured_us[l], topo, pairs, own, wanted));
+    fitted.push_back(&layers[l]);
+  }
+  set_wanted_means(wanted, topo.calibration.transition_us);
+  if (own_keys)
+    for (const auto& [key, acc] : wanted) own_keys->insert(key);
+  for (std::size_t l = 0; l < fits.size(); ++l)
+    fits[l].fitted_us = pairs_sum(topo.calibration.transition_us, layer_pairs(layer_kernels(*fitted[l], fuse_add_norm)));
+  return fits;
+}
+
 }  // namespace
 
 std::vector<LayerTransitionFit> fit_transitions_to_layers(const CalibrationRequest& q,
@@ -161,31 +191,23 @@ std::vector<LayerTransitionFit> fit_transitions_to_stripped_layers(const Calibra
                                                                    const CalibrationMeasurements& m, Topology& topo) {
   if (!m.allreduce_layer_baseline_us.empty() && m.allreduce_layer_baseline_us.size() != q.allreduce_layers.size())
     throw std::invalid_argument("fit_transitions_to_stripped_layers: measurements do not match the request");
-  const std::set<std::string> compute_layer_keys = pair_keys_of(q.compute_layers, q.fuse_add_norm);
-  std::vector<LayerTransitionFit> fits;
   std::vector<ComputeLayerCase> layers;
-  WantedEntries wanted;
+  std::vector<double> measured;
   std::set<std::string> seen;  // one fit per stripped layer (several strategies may share it)
   for (std::size_t l = 0; l < m.allreduce_layer_baseline_us.size(); ++l) {
     // Verify steps only, as for compute layers: entries pool token counts.
     if (q.allreduce_layers[l].step != "verify") continue;
     ComputeLayerCase layer = stripped_layer(q.allreduce_layers[l]);
-    const OpPairs pairs = layer_pairs(layer_kernels(layer, q.fuse_add_norm));
-    OpPairs own;  // the pairs only stripped layers have
-    for (const auto& p : pairs)
-      if (!compute_layer_keys.count(transition_key(*p.first, *p.second))) own.push_back(p);
     std::string signature;
     for (const Op& op : layer.ops) signature += op_signature(op);
-    if (own.empty() || !seen.insert(signature).second) continue;
+    if (!seen.insert(signature).second) continue;
     layer.where += " without its allreduces (" + q.allreduce_layers[l].strategy + ")";
-    fits.push_back(fit_layer(layer, layer_kernels(layer, q.fuse_add_norm), m.allreduce_layer_baseline_us[l], topo,
-                             pairs, own, wanted));
     layers.push_back(std::move(layer));
+    measured.push_back(m.allreduce_layer_baseline_us[l]);
   }
-  set_wanted_means(wanted, topo.calibration.transition_us);
-  for (std::size_t l = 0; l < fits.size(); ++l)
-    fits[l].fitted_us = pairs_sum(topo.calibration.transition_us, layer_pairs(layer_kernels(layers[l], q.fuse_add_norm)));
-  return fits;
+  // The pairs only stripped layers have.
+  return fit_own_pairs(layers, measured, pair_keys_of(q.compute_layers, q.fuse_add_norm), q.fuse_add_norm, topo,
+                       nullptr);
 }
 
 std::vector<ComputeLayerCase> kind_reduced_layers(const std::vector<ComputeLayerCase>& layers, bool fuse_add_norm) {
@@ -222,27 +244,11 @@ std::vector<LayerTransitionFit> fit_transitions_to_kind_reduced_layers(const Cal
                                                                        std::set<std::string>& own_keys) {
   if (!m.kind_reduced_layer_us.empty() && m.kind_reduced_layer_us.size() != q.kind_reduced_layers.size())
     throw std::invalid_argument("fit_transitions_to_kind_reduced_layers: measurements do not match the request");
+  if (m.kind_reduced_layer_us.empty()) return {};  // not measured
   std::set<std::string> fitted_before = pair_keys_of(q.compute_layers, q.fuse_add_norm);
   for (const std::string& key : pair_keys_of(verify_stripped_layers(q), q.fuse_add_norm)) fitted_before.insert(key);
-  std::vector<LayerTransitionFit> fits;
-  std::vector<const ComputeLayerCase*> layers;
-  WantedEntries wanted;
-  for (std::size_t l = 0; l < m.kind_reduced_layer_us.size(); ++l) {
-    const ComputeLayerCase& layer = q.kind_reduced_layers[l];
-    const std::vector<LayerKernel> kernels = layer_kernels(layer, q.fuse_add_norm);
-    const OpPairs pairs = layer_pairs(kernels);
-    OpPairs own;  // the pairs only layers without some kind have
-    for (const auto& p : pairs)
-      if (!fitted_before.count(transition_key(*p.first, *p.second))) own.push_back(p);
-    if (own.empty()) continue;
-    fits.push_back(fit_layer(layer, kernels, m.kind_reduced_layer_us[l], topo, pairs, own, wanted));
-    layers.push_back(&layer);
-  }
-  set_wanted_means(wanted, topo.calibration.transition_us);
-  for (const auto& [key, acc] : wanted) own_keys.insert(key);
-  for (std::size_t l = 0; l < fits.size(); ++l)
-    fits[l].fitted_us = pairs_sum(topo.calibration.transition_us, layer_pairs(layer_kernels(*layers[l], q.fuse_add_norm)));
-  return fits;
+  // The pairs only layers without some kind have.
+  return fit_own_pairs(q.kind_reduced_layers, m.kind_reduced_layer_us, fitted_before, q.fuse_add_norm, topo, &own_keys);
 }
 
 std::vector<KindTransition> kind_transitions_from_shapes(std::map<std::string, double>& table,

@@ -250,17 +250,17 @@ void run_calibrate_command(const CalibrateArgs& a) {
                            "{} transitions {:+.2f} us by the pair chains, {:+.2f} us {}",
                            f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us,
                            f.fitted ? "fitted" : "(not fitted: not measured, or an op outside the tables)"));
-  for (const LayerTransitionFit& f : fit_transitions_to_stripped_layers(q, m, topo))
-    q.progress(fmt::format("layer {}: {:.2f} us per copy in a chain; its ops {:.2f} us by the tables, {} transitions "
+  // A layer fitted on the pairs only it has (stripped of its allreduces, or without one op kind).
+  const auto say_own_pairs_fit = [&](const char* what, const LayerTransitionFit& f) {
+    q.progress(fmt::format("{} {}: {:.2f} us per copy in a chain; its ops {:.2f} us by the tables, {} transitions "
                            "{:+.2f} us before the fit of the pairs only it has, {:+.2f} us {}",
-                           f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us,
+                           what, f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us,
                            f.fitted ? "fitted" : "(not fitted: not measured, or an op outside the tables)"));
+  };
+  for (const LayerTransitionFit& f : fit_transitions_to_stripped_layers(q, m, topo)) say_own_pairs_fit("layer", f);
   std::set<std::string> reduced_keys;
   for (const LayerTransitionFit& f : fit_transitions_to_kind_reduced_layers(q, m, topo, reduced_keys))
-    q.progress(fmt::format("compute layer {}: {:.2f} us per copy in a chain; its ops {:.2f} us by the tables, {} "
-                           "transitions {:+.2f} us before the fit of the pairs only it has, {:+.2f} us {}",
-                           f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us,
-                           f.fitted ? "fitted" : "(not fitted: not measured, or an op outside the tables)"));
+    say_own_pairs_fit("compute layer", f);
   {
     std::string line;
     for (const KindTransition& k : kind_transitions_from_shapes(topo.calibration.transition_us, reduced_keys))
