@@ -1,7 +1,7 @@
 #pragma once
 // The packed weight layout shared by the grouped MoE GEMM (moe_grouped_gemm.cuh), the dense
 // weight-only GEMM (weight_only_gemm.cuh), their reference kernels and the host packer
-// (src/cuda/moe_gemm_plan.cpp). Plain C++ (host-compilable) with __host__ __device__ helpers.
+// (src/cuda/ops/moe_gemm_plan.cpp). Plain C++ (host-compilable) with __host__ __device__ helpers.
 //
 // Why this layout: at a verify step's row counts the GEMMs stream weights, so the layout is the
 // tensor-core operand itself. The weights are the A operand of mma.m16n8k16 (output channels

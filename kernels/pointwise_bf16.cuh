@@ -5,7 +5,7 @@
 // Purpose: the memory-bound glue between a decoder layer's GEMMs, at the HBM rate.
 // Key choices:
 //   * 16-byte loads: each thread handles U vectors of 8 elements (U = 1, 2 or 4, chosen by the
-//     host so the grid still has several blocks per SM: src/cuda/elementwise_plan.hpp) and
+//     host so the grid still has several blocks per SM: src/cuda/ops/elementwise_plan.hpp) and
 //     issues all of its loads before its first arithmetic, so U x 2 loads are in flight;
 //   * SiLU * mul runs on a 2D grid (x over a row's vectors, y over rows), so no element pays a
 //     division or modulo to find its row; rows beyond the grid's 65535 are strided over;

@@ -10,7 +10,7 @@
 //   * every element is read once and written once: a thread holds its part of the row in
 //     registers (V units of 8 bf16, V = 1, 2 or 4) across the row's reduction, so the
 //     normalisation does not re-read the row; the host picks V and the block size from the
-//     width (src/cuda/elementwise_plan.hpp), as few vectors per thread as 1024 threads allow;
+//     width (src/cuda/ops/elementwise_plan.hpp), as few vectors per thread as 1024 threads allow;
 //   * rows of at most 128 units go one per warp (shuffle reduction only, no __syncthreads),
 //     wider rows one per block, so both many narrow rows and a few wide rows fill the GPU;
 //   * 16-byte loads when the width is a multiple of 8 and every pointer is 16-byte aligned,
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(WARP_ROWS ? kRowNormWarpRowsThreads : kRowNorm
 
   RowSlice<V, PACKED> v, w;
   // The norm's weight is no kernel's output in a step: it loads before the wait for the kernel
-  // ahead (early start, cuda/replay_kernels.hpp); x and the residual after it.
+  // ahead (early start, cuda/ops/replay_kernels.hpp); x and the residual after it.
   if (kEarlyWeight) w.load(a.weight, a.hidden, lane, lanes);
   wait_for_previous_grid();
   allow_next_grid_launch();

@@ -2,7 +2,7 @@
 // Verify/decode attention over a batch of requests with ragged KV lengths, chain or tree masks,
 // GQA (head dim 64/128, any group size) and absorbed MLA (576/512, one latent KV head).
 // bf16 in and out, fp32 accumulation, tensor cores through mma.sync m16n8k16 (sm_80+; built
-// for sm_90). Shapes, layout and planning: src/cuda/verify_attention_plan.hpp; design and floor
+// for sm_90). Shapes, layout and planning: src/cuda/ops/verify_attention_launch.hpp; design and floor
 // arithmetic: docs/kernels/verify-attention.md.
 //
 // Work decomposition. The host plan cuts each request's KV into splits (long requests get
@@ -33,7 +33,7 @@
 #include "grid_dependency.cuh"
 #endif
 
-#include "cuda/verify_attention_plan.hpp"
+#include "cuda/ops/verify_attention_launch.hpp"
 #include "verify_attention_tensors.cuh"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800

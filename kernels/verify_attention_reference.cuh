@@ -12,7 +12,7 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "cuda/verify_attention_plan.hpp"
+#include "cuda/ops/verify_attention_launch.hpp"
 #include "verify_attention_tensors.cuh"
 
 namespace eaglesim::kernels::verify {

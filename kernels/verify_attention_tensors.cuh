@@ -6,7 +6,7 @@
 #include <cuda_bf16.h>  // the CPU emulator (tools/verify_attention_emulate.cpp) brings its own
 #endif
 
-#include "cuda/verify_attention_plan.hpp"
+#include "cuda/ops/verify_attention_launch.hpp"
 
 namespace eaglesim::kernels::verify {
 

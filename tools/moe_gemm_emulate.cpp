@@ -10,7 +10,7 @@
 //
 // Not a CMake target; build and run by hand (about a minute):
 //   g++ -std=c++17 -O2 -Isrc -Ikernels -I/usr/local/cuda/include tools/moe_gemm_emulate.cpp \
-//       src/cuda/moe_gemm_plan.cpp src/cost/low_bit_gemm_kernel.cpp -lfmt -o /tmp/moe_emulate && /tmp/moe_emulate [--quick]
+//       src/cuda/ops/moe_gemm_plan.cpp src/cost/low_bit_gemm_kernel.cpp -lfmt -o /tmp/moe_emulate && /tmp/moe_emulate [--quick]
 #include <ucontext.h>
 
 #include <algorithm>
@@ -28,7 +28,7 @@
 #include <vector>
 
 // The host API first: it brings cuda_runtime.h (uint4, float4, make_float4 for host code).
-#include "cuda/moe_gemm_plan.hpp"
+#include "cuda/ops/moe_gemm_plan.hpp"
 
 // ------------------------------------------------------------------ CUDA surface for host C++
 #define EAGLESIM_MOE_EMULATE 1

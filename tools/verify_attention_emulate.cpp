@@ -10,7 +10,7 @@
 //
 // Not a CMake target (it needs no CUDA toolkit and is slow); build and run by hand:
 //   g++ -std=c++17 -O2 -DEAGLESIM_VA_EMULATE -Isrc -Ikernels tools/verify_attention_emulate.cpp \
-//       src/cost/verify_attention_plan.cpp src/cuda/verify_attention_plan.cpp -o /tmp/va_emulate && /tmp/va_emulate [--quick]
+//       src/cost/verify_attention_plan.cpp src/cuda/ops/verify_attention_launch.cpp -o /tmp/va_emulate && /tmp/va_emulate [--quick]
 #include <math.h>
 #include <ucontext.h>
 

@@ -7,7 +7,7 @@
 //   g++ -std=c++17 -O2 -fno-strict-aliasing -DEAGLESIM_VA_EMULATE -DEAGLESIM_VA_EMULATE_NO_MAIN -Isrc -Ikernels \
 //       -c tools/verify_attention_emulate.cpp -o /tmp/emu.o
 //   g++ -std=c++17 -O2 -Isrc -I/usr/local/cuda/include tools/verify_attention_fake_cudart.cpp \
-//       tests/gpu/test_verify_attention.cpp src/cost/verify_attention_plan.cpp src/cuda/verify_attention_plan.cpp /tmp/emu.o -lgtest -lgtest_main \
+//       tests/gpu/test_verify_attention.cpp src/cost/verify_attention_plan.cpp src/cuda/ops/verify_attention_launch.cpp /tmp/emu.o -lgtest -lgtest_main \
 //       -lpthread -o /tmp/va_tests_emulated
 //   EAGLESIM_TEST_QUICK=1 /tmp/va_tests_emulated --gtest_filter='VerifyAttention*:-*MatchesDouble*:*LongRequests*'
 #include <cuda_runtime_api.h>
@@ -18,7 +18,7 @@
 #include <memory>
 #include <vector>
 
-#include "cuda/verify_attention_plan.hpp"
+#include "cuda/ops/verify_attention_launch.hpp"
 
 namespace eaglesim::va_emulator {
 void add_global(const void* p, std::size_t n);

@@ -25,7 +25,7 @@
 
 #include "bench/gpu/kernel_bench.cuh"
 #include "core/dtype.hpp"
-#include "cuda/lt_gemm.hpp"
+#include "cuda/ops/lt_gemm.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // bench_elementwise: the replay's memory-bound kernels (kernels/row_norm.cuh,
-// kernels/pointwise_bf16.cuh, launched through src/cuda/replay_kernels.hpp as the replay launches
+// kernels/pointwise_bf16.cuh, launched through src/cuda/ops/replay_kernels.hpp as the replay launches
 // them) against the HBM floor measured in this run, an empty kernel's time in the same kind of
 // graph, and PyTorch on the same shapes (tools/torch_elementwise_bench.py --out FILE, read with
 // --torch FILE).
@@ -40,8 +40,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include "cuda/calibrate_kernels.hpp"
-#include "cuda/replay_kernels.hpp"
+#include "cuda/measure/calibrate_kernels.hpp"
+#include "cuda/ops/replay_kernels.hpp"
 #include "kernel_bench.cuh"
 
 namespace {

@@ -1,4 +1,4 @@
-// Benchmark of the grouped MoE GEMM and the dense weight-only GEMM (src/cuda/moe_gemm_plan.hpp)
+// Benchmark of the grouped MoE GEMM and the dense weight-only GEMM (src/cuda/ops/moe_gemm_plan.hpp)
 // on the verify-step shapes of Kimi-K2, DeepSeek-V3, Qwen3-235B-A22B, GLM-4.5 and Llama-3.1-70B.
 // Per shape: median µs in a CUDA graph (weight sets rotated so L2 does not serve weights), the
 // bytes the op must move (active experts' packed weights + scales, activations in, outputs out),
@@ -29,7 +29,7 @@
 #include <cuda_runtime.h>
 
 #include "bench/gpu/kernel_bench.cuh"
-#include "cuda/moe_gemm_plan.hpp"
+#include "cuda/ops/moe_gemm_plan.hpp"
 #include "moe_gemm_layout.cuh"
 
 namespace {
@@ -434,7 +434,7 @@ Result run_shape(const Shape& s, double read_gbps, int sms, bool with_reference,
 
 // ---------------------------------------------------------------- --variants
 
-// Every kernel variant (src/cuda/moe_gemm_plan.hpp, grouped_gemm_variant_name) on every shape of
+// Every kernel variant (src/cuda/ops/moe_gemm_plan.hpp, grouped_gemm_variant_name) on every shape of
 // the table that reads >= 16 MB, inputs filled once per shape: µs, % of floor, and the output
 // against the plain reference kernel (or, where that would be too slow, against variant 0,
 // which the GPU tests check against the CPU). A variant with any wrong row in a class is

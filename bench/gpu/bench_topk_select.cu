@@ -1,5 +1,5 @@
 // bench_topk_select: the per-cycle top-k selection (kernels/topk_select.cuh, launched through
-// src/cuda/engine_cycle_kernels.hpp as the replay launches it) over fp32 logits, against the HBM
+// src/cuda/ops/spec_cycle_kernels.hpp as the replay launches it) over fp32 logits, against the HBM
 // floor measured in this run. Shapes: rows {1, 4, 16, 64, 256, 1024} x vocab {32000, 128256}
 // (EAGLE draft vocabularies / Llama-3 target) x k {1 (the verify's argmax), 8 (a draft's top-k)}.
 // Timing: kernel_bench.cuh's graph timer (median replay per launch); the logits are the same
@@ -17,7 +17,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/engine_cycle_kernels.hpp"
+#include "cuda/ops/spec_cycle_kernels.hpp"
 #include "kernel_bench.cuh"
 
 namespace {

@@ -1,8 +1,8 @@
 // bench_tree_build: building the verify tree of each request from the draft's scores
-// (kernels/tree_build.cuh, launched through src/cuda/engine_cycle_kernels.hpp as the replay
+// (kernels/tree_build.cuh, launched through src/cuda/ops/spec_cycle_kernels.hpp as the replay
 // launches it), over batch {1, 8, 32, 64} x SGLang's (steps, topk, draft tokens) {(3,1,4),
 // (5,4,8), (6,8,32), (8,10,64)}. The candidates have SGLang's structure with path-product
-// scores (src/cuda/draft_candidates.hpp). The floor is the bytes read (scores, parents) and
+// scores (src/cuda/ops/draft_candidates.hpp). The floor is the bytes read (scores, parents) and
 // written (the tree's arrays and mask) over the HBM read bandwidth measured in this run; at
 // these sizes the op is bound by one launch and the block's dependent phases, not by bytes.
 // Before timing, the first request's parent array is checked against the host's selection.
@@ -17,8 +17,8 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/draft_candidates.hpp"
-#include "cuda/engine_cycle_kernels.hpp"
+#include "cuda/ops/draft_candidates.hpp"
+#include "cuda/ops/spec_cycle_kernels.hpp"
 #include "kernel_bench.cuh"
 #include "trace/eagle_tree.hpp"
 

@@ -14,7 +14,7 @@
 #include "comm/strategy_facts.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
-#include "cuda/cuda_backend.hpp"
+#include "cuda/replay/cuda_backend.hpp"
 #include "report/printers.hpp"
 #include "trace/trace_json.hpp"
 

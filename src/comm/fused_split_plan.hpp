@@ -1,7 +1,7 @@
 #pragma once
 // How the fused allreduce + residual + RMSNorm kernel (kernels/fused_allreduce_rmsnorm.cuh)
 // spreads a few long token rows over several blocks each. Host logic only, so it is unit-tested
-// without a GPU (tests/unit/test_fused_split_plan.cpp); src/cuda/custom_comm.cu launches the
+// without a GPU (tests/unit/test_fused_split_plan.cpp); src/cuda/comm/custom_comm.cu launches the
 // kernels it chooses.
 //
 // A row longer than the target is cut into ceil(units / target) chunks, one block each, as long

@@ -59,7 +59,7 @@ AttentionGeometry verify_geometry(const VerifyAttentionShape& shape, const std::
   return g;
 }
 
-// One causal request per block row, as cuda/replay_kernels.cu launches it (a batch counted as
+// One causal request per block row, as cuda/ops/replay_kernels.cu launches it (a batch counted as
 // that many such launches' blocks).
 AttentionGeometry decode_geometry(const Op& op, int sms) {
   const bool mla = op.variant == AttentionVariant::mla;

@@ -7,11 +7,11 @@
 // 5 heads x 32 tokens fills three 64-row blocks (192 rows computed for 160), a shape whose grid
 // is 1.1 waves pays for 2.
 //
-// Two kernels, as cuda/rank_program.cpp picks them:
+// Two kernels, as cuda/replay/rank_program.cpp picks them:
 //   - the verify-attention kernel (cost/verify_attention_plan.hpp): any batch, ragged KV, chain or
 //     tree mask, q_tokens 1..32, GQA head dim 64/128, absorbed MLA 576/512; its planner chooses
 //     the splits, and the geometry is read off that plan;
-//   - the split-KV decode kernel (cuda/replay_kernels.hpp) for one causal request the verify
+//   - the split-KV decode kernel (cuda/ops/replay_kernels.hpp) for one causal request the verify
 //     kernel does not take (q_tokens over 32, head dim 256): its split count comes from
 //     decode_attention_split below, which the launcher calls too.
 #include <cstdint>

@@ -1,7 +1,7 @@
 #pragma once
 // The verify-attention kernel's launch plan: which kernel variant a shape runs on, how each
 // request's KV is cut into splits, the work list, the combine pass and the workspace. Pure host
-// C++ in the cost layer, so that the CUDA launcher (cuda/verify_attention_plan.hpp,
+// C++ in the cost layer, so that the CUDA launcher (cuda/ops/verify_attention_launch.hpp,
 // kernels/verify_attention.cuh) and the cost model (cost/attention_geometry.hpp) read one
 // planner: the simulator prices the grid the replay launches.
 //

@@ -1,8 +1,8 @@
 #include "cuda/register.hpp"
 
-#include "cuda/calibrate_register.hpp"
-#include "cuda/comm_bench.hpp"
-#include "cuda/cuda_backend.hpp"
+#include "cuda/measure/calibrate_register.hpp"
+#include "cuda/measure/bench_comm_gpu.hpp"
+#include "cuda/replay/cuda_backend.hpp"
 
 namespace eaglesim::cuda {
 void register_cuda_part() {

@@ -10,7 +10,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
-#include "cuda/calibrate_register.hpp"
+#include "cuda/measure/calibrate_register.hpp"
 #include "calibration/calibration_plan.hpp"
 #include "calibration/calibration_tables.hpp"
 #include "calibration/transition_fit.hpp"

@@ -21,17 +21,17 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "cuda/allreduce_self_check.hpp"
-#include "cuda/cuda_backend.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/gemm_fingerprint.hpp"
-#include "cuda/ideal_comm_group.hpp"
-#include "cuda/l2_read_flush.hpp"
-#include "cuda/lt_gemm.hpp"
-#include "cuda/rank_program.hpp"
-#include "cuda/replay_kernels.hpp"
-#include "cuda/step_replay.hpp"
-#include "cuda/weight_arena.hpp"
+#include "cuda/comm/allreduce_self_check.hpp"
+#include "cuda/replay/cuda_backend.hpp"
+#include "cuda/runtime/device_buffer.hpp"
+#include "cuda/ops/gemm_fingerprint.hpp"
+#include "cuda/comm/ideal_comm_group.hpp"
+#include "cuda/ops/l2_read_flush.hpp"
+#include "cuda/ops/lt_gemm.hpp"
+#include "cuda/replay/rank_program.hpp"
+#include "cuda/ops/replay_kernels.hpp"
+#include "cuda/replay/step_replay.hpp"
+#include "cuda/ops/weight_arena.hpp"
 #include "trace/trace_json.hpp"
 
 using namespace eaglesim;

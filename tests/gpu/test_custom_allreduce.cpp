@@ -23,8 +23,8 @@
 
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
-#include "cuda/custom_comm.hpp"
-#include "cuda/nccl_comms.hpp"
+#include "cuda/comm/custom_comm.hpp"
+#include "cuda/comm/nccl_comms.hpp"
 
 namespace eaglesim::cuda {
 namespace {

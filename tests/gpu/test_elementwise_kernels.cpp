@@ -1,5 +1,5 @@
 // The replay's memory-bound kernels (kernels/row_norm.cuh, kernels/pointwise_bf16.cuh, launched
-// through src/cuda/replay_kernels.cu) against CPU references on the same bf16 inputs: RMSNorm,
+// through src/cuda/ops/replay_kernels.cu) against CPU references on the same bf16 inputs: RMSNorm,
 // the fused residual add + RMSNorm (both of its outputs), residual add and SiLU * mul, over
 // packed widths (16-byte loads), widths that are not a multiple of 8 and unaligned pointers
 // (scalar loads), one row, a few rows and many rows, and each launch geometry the planner picks
@@ -21,8 +21,8 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
-#include "cuda/elementwise_plan.hpp"
-#include "cuda/replay_kernels.hpp"
+#include "cuda/ops/elementwise_plan.hpp"
+#include "cuda/ops/replay_kernels.hpp"
 #include "gpu_skip.hpp"
 #include "host_bf16.hpp"
 #include "slow_writer.hpp"

@@ -19,12 +19,12 @@
 
 #include "core/errors.hpp"
 
-#include "cuda/cuda_backend.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/draft_candidates.hpp"
-#include "cuda/engine_cycle_kernels.hpp"
-#include "cuda/ideal_comm_group.hpp"
-#include "cuda/rank_program.hpp"
+#include "cuda/replay/cuda_backend.hpp"
+#include "cuda/runtime/device_buffer.hpp"
+#include "cuda/ops/draft_candidates.hpp"
+#include "cuda/ops/spec_cycle_kernels.hpp"
+#include "cuda/comm/ideal_comm_group.hpp"
+#include "cuda/replay/rank_program.hpp"
 #include "gpu_skip.hpp"
 #include "host_bf16.hpp"
 #include "model/generator.hpp"

@@ -1,5 +1,5 @@
 // Correctness of the grouped MoE GEMM and the dense weight-only GEMM (kernels/moe_grouped_gemm.cuh,
-// src/cuda/moe_gemm_plan.hpp) and of their plain reference kernel, against a CPU double reference
+// src/cuda/ops/moe_gemm_plan.hpp) and of their plain reference kernel, against a CPU double reference
 // built from the unpacked weights. Fresh random inputs per case (never zeros), outputs poisoned
 // with NaN before every launch (so an unwritten element fails), ||out - ref|| / ||ref|| < 1e-2,
 // no NaN, two launches bitwise equal (the split-K sum is deterministic) and the workspace
@@ -20,7 +20,7 @@
 
 #include "core/errors.hpp"
 #include "cost/low_bit_gemm_kernel.hpp"
-#include "cuda/moe_gemm_plan.hpp"
+#include "cuda/ops/moe_gemm_plan.hpp"
 #include "moe_gemm_layout.cuh"
 
 namespace eaglesim::cuda {

@@ -46,10 +46,10 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
-#include "cuda/custom_comm.hpp"
-#include "cuda/nccl_comm_group.hpp"
-#include "cuda/rank_comm.hpp"
-#include "cuda/watchdog.hpp"
+#include "cuda/comm/custom_comm.hpp"
+#include "cuda/comm/nccl_comm_group.hpp"
+#include "cuda/comm/rank_comm.hpp"
+#include "cuda/runtime/watchdog.hpp"
 
 namespace eaglesim::cuda {
 namespace {

@@ -1,4 +1,4 @@
-// Verify attention (kernels/verify_attention.cuh, launched through src/cuda/verify_attention.cu)
+// Verify attention (kernels/verify_attention.cuh, launched through src/cuda/ops/verify_attention.cu)
 // against a CPU double-precision reference on the same bf16 inputs, and the plain reference
 // kernel against the same. Fresh random inputs for every check (never zeros), outputs poisoned
 // with NaN before every launch, the cache's slack between requests NaN too (a read past a
@@ -22,7 +22,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
-#include "cuda/verify_attention_plan.hpp"
+#include "cuda/ops/verify_attention_launch.hpp"
 #include "host_bf16.hpp"
 #include "slow_writer.hpp"
 

@@ -1,0 +1,330 @@
+#include "cuda/ops/lt_gemm.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "core/median.hpp"
+#include "cuda/runtime/cuda_check.hpp"
+#include "cuda/runtime/cuda_graph.hpp"
+#include "cuda/runtime/device_buffer.hpp"
+#include "cuda/ops/gemm_fingerprint.hpp"
+#include "cuda/runtime/graph_timer.hpp"
+#include "cuda/ops/l2_read_flush.hpp"
+#include "cuda/runtime/stream.hpp"
+
+namespace eaglesim::cuda {
+
+namespace {
+
+// The timing (docs/kernels/dense-gemm.md): every candidate in a graph of kCallsPerGraph calls,
+// each after a read of twice the L2 (l2_read_flush.hpp: the weights of a replayed step's GEMM
+// were last read a layer ago), the flush's own time subtracted. Screening: kScreenRuns replays
+// each (one for a candidate kClearlySlower than the best so far), the fastest counting. Final:
+// the candidates within kFinalistMargin (+ kFinalistSlackUs) of the best, at most kFinalists,
+// plus cuBLAS's default, kFinalRuns replays each, interleaved so that clock drift falls on all
+// alike, the median counting.
+constexpr int kCallsPerGraph = 2;
+constexpr int kScreenRuns = 2;
+constexpr int kFinalists = 4;
+constexpr double kFinalistMargin = 0.05;
+constexpr double kFinalistSlackUs = 0.5;
+constexpr int kFinalRuns = 5;
+// A candidate whose first screening replay takes this many times the best so far gets no second.
+constexpr double kClearlySlower = 2.0;
+// Past this much time on a shape, the candidates not yet screened are skipped (the reference
+// and the heuristic's first proposals come first): long compute-bound GEMMs of prefill steps.
+constexpr double kScreenBudgetS = 1.0;
+// Keeps the GPU busy while the host submits a graph of a few nodes (graph_timer.hpp).
+constexpr double kPreRollUs = 20;
+
+// The choice per shape, for the rest of the process: calibration and the replay build many
+// programs with the same GEMM shapes.
+using ShapeKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, int, std::size_t, bool>;
+std::mutex& remembered_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<ShapeKey, GemmCandidate>& remembered_choices() {
+  static std::map<ShapeKey, GemmCandidate> choices;
+  return choices;
+}
+
+bool fits_int(std::int64_t v) { return v > 0 && v <= INT_MAX; }
+
+}  // namespace
+
+UnitFp8Scales::UnitFp8Scales() : buffer_(2 * kLtScaleAlignment) {
+  constexpr std::size_t stride = kLtScaleAlignment / sizeof(float);
+  float host[2 * stride] = {};
+  host[0] = host[stride] = 1.f;
+  EAGLESIM_CUDA_CHECK(cudaMemcpy(buffer_.get(), host, sizeof(host), cudaMemcpyHostToDevice));
+}
+
+LtGemm::LtGemm(cublasLtHandle_t lt, cublasHandle_t blas, std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
+               std::size_t workspace_bytes, const float* a_scale, const float* b_scale)
+    : handle_(lt), blas_(blas), m_(m), n_(n), k_(k), dtype_(dtype), workspace_bytes_(workspace_bytes) {
+  if (dtype != DType::bf16 && dtype != DType::fp8)
+    throw InputError(fmt::format("cuBLASLt replay GEMM takes bf16 or fp8 weights, got {}", to_string(dtype)));
+  const bool fp8 = dtype == DType::fp8;
+  const cudaDataType_t in_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+  try {
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
+    if (fp8) {
+      if (!a_scale || !b_scale) throw DeviceError("fp8 GEMM needs device scale pointers");
+      for (const float* p : {a_scale, b_scale})
+        if (reinterpret_cast<std::uintptr_t>(p) % kLtScaleAlignment != 0)
+          throw DeviceError(fmt::format("fp8 GEMM m={} n={} k={}: scale pointer {} is not {}-byte aligned (cuBLASLt "
+                                        "refuses such a GEMM at launch)",
+                                        m, n, k, static_cast<const void*>(p), kLtScaleAlignment));
+      EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof(a_scale)));
+      EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof(b_scale)));
+      // Serving stacks run fp8 GEMMs with fast accumulation; so do we.
+      const std::int8_t fast = 1;
+      EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+    }
+    // A = W stored [n, k] row-major = k x n column-major (ld k), used transposed.
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, in_type, k, n, k));
+    // B = x stored [m, k] row-major = k x m column-major (ld k).
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, in_type, k, m, k));
+    // C = D = y stored [m, n] row-major = n x m column-major (ld n).
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c_, CUDA_R_16BF, n, m, n));
+    try {
+      candidates_ = heuristic_candidates({handle_, op_, a_, b_, c_, in_type, k_, workspace_bytes_});
+    } catch (const DeviceError& e) {
+      throw DeviceError(fmt::format("GEMM m={} n={} k={} {}: {}", m, n, k, to_string(dtype), e.what()));
+    }
+  } catch (...) {
+    this->~LtGemm();
+    throw;
+  }
+}
+
+LtGemm::~LtGemm() {
+  if (c_) cublasLtMatrixLayoutDestroy(c_);
+  if (b_) cublasLtMatrixLayoutDestroy(b_);
+  if (a_) cublasLtMatrixLayoutDestroy(a_);
+  if (op_) cublasLtMatmulDescDestroy(op_);
+  c_ = b_ = a_ = nullptr;
+  op_ = nullptr;
+}
+
+cublasStatus_t LtGemm::run_candidate(int c, const void* weight, const void* x, void* y, void* workspace,
+                                     cudaStream_t stream) const {
+  const float alpha = 1.f, beta = 0.f;
+  const GemmCandidate& cand = candidates_[c];
+  if (cand.source != GemmSource::cublas_default)
+    return cublasLtMatmul(handle_, op_, &alpha, weight, a_, x, b_, &beta, y, c_, y, c_, &cand.algo, workspace,
+                          workspace_bytes_, stream);
+  // As at::cuda::blas::gemm<at::BFloat16> calls it: default math (reduced-precision reductions
+  // allowed), fp32 compute, the library's default tensor-op algorithm. cublasSetStream resets the
+  // workspace, so the workspace is set after it, on every call (the handle may serve other shapes).
+  cublasStatus_t st = cublasSetStream(blas_, stream);
+  if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetWorkspace(blas_, workspace, workspace_bytes_);
+  if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  const int m = static_cast<int>(m_), n = static_cast<int>(n_), k = static_cast<int>(k_);
+  return cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, weight, CUDA_R_16BF, k, x, CUDA_R_16BF, k,
+                      &beta, y, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP);
+}
+
+void LtGemm::run(const void* weight, const void* x, void* y, void* workspace, cudaStream_t stream) const {
+  EAGLESIM_CUBLAS_CHECK(run_candidate(chosen_, weight, x, y, workspace, stream));
+}
+
+void LtGemm::add_all_candidates() {
+  if (all_candidates_) return;
+  all_candidates_ = true;
+  const GemmShapeDescriptors d{handle_, op_, a_, b_, c_, dtype_ == DType::fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF, k_,
+                               workspace_bytes_};
+  const std::vector<GemmCandidate> split = split_k_candidates(d, candidates_);
+  candidates_.insert(candidates_.end(), split.begin(), split.end());
+  const std::vector<GemmCandidate> enumerated = enumerated_candidates(d, candidates_);
+  candidates_.insert(candidates_.end(), enumerated.begin(), enumerated.end());
+  // cublasGemmEx has no fp8 operands and takes int dimensions.
+  if (blas_ && dtype_ == DType::bf16 && fits_int(m_) && fits_int(n_) && fits_int(k_))
+    candidates_.push_back(cublas_default_candidate());
+}
+
+int LtGemm::reference_candidate() const {
+  for (int c = 0; c < candidate_count(); ++c)
+    if (candidates_[c].source == GemmSource::cublas_default) return c;
+  return 0;
+}
+
+void LtGemm::tune(const void* weight, const void* x, void* y, void* workspace) {
+  const auto start = std::chrono::steady_clock::now();
+  tuning_ = GemmTuning{};
+  tuning_.done = true;
+  int device = 0;
+  EAGLESIM_CUDA_CHECK(cudaGetDevice(&device));
+  const ShapeKey key{device, m_, n_, k_, static_cast<int>(dtype_), workspace_bytes_, blas_ != nullptr};
+  std::optional<GemmCandidate> earlier;
+  {
+    const std::lock_guard<std::mutex> lock(remembered_mutex());
+    auto it = remembered_choices().find(key);
+    if (it != remembered_choices().end()) earlier = it->second;
+  }
+  if (earlier) {
+    auto same = std::find_if(candidates_.begin(), candidates_.end(),
+                             [&](const GemmCandidate& c) { return c.name == earlier->name; });
+    if (same == candidates_.end()) same = candidates_.insert(candidates_.end(), *earlier);
+    *same = *earlier;
+    chosen_ = static_cast<int>(same - candidates_.begin());
+    tuning_.remembered = true;
+  } else {
+    add_all_candidates();
+    time_candidates(weight, x, y, workspace);
+    const std::lock_guard<std::mutex> lock(remembered_mutex());
+    remembered_choices()[key] = candidates_[chosen_];
+  }
+  tuning_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void LtGemm::time_candidates(const void* weight, const void* x, void* y, void* workspace) {
+  const auto start = std::chrono::steady_clock::now();
+  const int n = candidate_count();
+  const std::size_t y_count = static_cast<std::size_t>(m_) * static_cast<std::size_t>(n_);
+  Stream stream;
+  const DeviceBuffer scratch(5 * sizeof(double));
+  // Weights of more than twice the L2 flush it themselves: each call streams them through the
+  // cache and finds none of them left from the call before. No flush then, and nothing to
+  // subtract (the flush kernel's time varies a little; leaving it out leaves out its noise).
+  const double weight_bytes = static_cast<double>(n_) * static_cast<double>(k_) * bytes_per_element(dtype_);
+  std::optional<L2ReadFlush> flush;
+  if (weight_bytes <= 2.0 * static_cast<double>(current_l2_bytes())) flush.emplace();
+  auto reject = [&](int c, const std::string& why) { tuning_.rejected.push_back(candidates_[c].name + ": " + why); };
+  auto capture = [&](int c) -> std::optional<CudaGraph> {  // c < 0: the L2 flushes alone
+    try {
+      return CudaGraph::capture(stream.get(), [&](cudaStream_t s) {
+        for (int r = 0; r < kCallsPerGraph; ++r) {
+          if (flush) flush->launch(s);
+          if (c >= 0) EAGLESIM_CUBLAS_CHECK(run_candidate(c, weight, x, y, workspace, s));
+        }
+      });
+    } catch (const DeviceError&) {
+      (void)cudaGetLastError();
+      return std::nullopt;
+    }
+  };
+  GraphTimer timer("GEMM tuning", kPreRollUs, kNoDeadline);
+  auto replay_us = [&](const CudaGraph& g) {
+    timer.launch(g, stream.get());
+    return timer.finish("a GEMM candidate's graph");
+  };
+  std::optional<CudaGraph> flush_only;
+  double flush_us = 0;
+  if (flush) {
+    flush_only = capture(-1);
+    if (!flush_only) throw DeviceError("GEMM tuning: cannot capture the L2 flush in a graph");
+    flush_us = std::numeric_limits<double>::infinity();
+    for (int r = 0; r < kScreenRuns; ++r) flush_us = std::min(flush_us, replay_us(*flush_only));
+  }
+
+  // The reference first, then the rest in the order of the list (the heuristic's best first).
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_partition(order.begin(), order.end(), [ref = reference_candidate()](int c) { return c == ref; });
+  int reference = -1;
+  GemmFingerprint reference_print;
+  std::vector<std::optional<CudaGraph>> graphs(n);
+  std::vector<double> screen_us(n, std::numeric_limits<double>::infinity());
+  double best_screen_us = std::numeric_limits<double>::infinity();
+  for (int c : order) {
+    if (tuning_.timed >= 2 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > kScreenBudgetS) {
+      ++tuning_.skipped;
+      continue;
+    }
+    // 1. Once outside a graph (which also loads its kernels, as a capture cannot), into a
+    // poisoned output (NaN: an algorithm that leaves elements unwritten fails), the output
+    // compared with the reference's.
+    EAGLESIM_CUDA_CHECK(cudaMemsetAsync(y, 0xff, y_count * 2, stream.get()));
+    const cublasStatus_t st = run_candidate(c, weight, x, y, workspace, stream.get());
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      (void)cudaGetLastError();  // a refused launch leaves its error for the next check to find
+      reject(c, fmt::format("does not run ({})", cublasLtGetStatusName(st)));
+      continue;
+    }
+    const GemmFingerprint print = fingerprint_bf16(y, y_count, scratch.as<double>(), stream.get());
+    if (reference < 0) {
+      if (!std::isfinite(print.sum_squares)) {
+        reject(c, "output not finite");
+        continue;
+      }
+      reference = c;
+      reference_print = print;
+    } else if (const std::string why = fingerprint_mismatch(print, reference_print); !why.empty()) {
+      reject(c, fmt::format("output differs from {}'s: {}", candidates_[reference].name, why));
+      continue;
+    }
+    // 2. Screening, in its graph.
+    graphs[c] = capture(c);
+    if (!graphs[c]) {
+      reject(c, "cannot be captured in a graph");
+      continue;
+    }
+    for (int r = 0; r < kScreenRuns; ++r) {
+      screen_us[c] = std::min(screen_us[c], std::max(0.0, replay_us(*graphs[c]) - flush_us) / kCallsPerGraph);
+      if (best_screen_us > 0 && screen_us[c] > kClearlySlower * best_screen_us) break;  // no finalist either way
+    }
+    best_screen_us = std::min(best_screen_us, screen_us[c]);
+    ++tuning_.timed;
+  }
+  if (reference < 0)
+    throw DeviceError(fmt::format("GEMM m={} n={} k={} {}: no algorithm runs ({})", m_, n_, k_, to_string(dtype_),
+                                  tuning_.rejected.empty() ? "none proposed" : tuning_.rejected.front()));
+
+  // 3. The finalists, timed against each other.
+  std::vector<int> ranked;
+  for (int c = 0; c < n; ++c)
+    if (graphs[c]) ranked.push_back(c);
+  if (ranked.empty()) throw DeviceError(fmt::format("GEMM m={} n={} k={}: no algorithm runs in a graph", m_, n_, k_));
+  std::stable_sort(ranked.begin(), ranked.end(), [&](int a, int b) { return screen_us[a] < screen_us[b]; });
+  const double bound = screen_us[ranked[0]] * (1 + kFinalistMargin) + kFinalistSlackUs;
+  std::vector<int> finalists;
+  for (int c : ranked)
+    if (static_cast<int>(finalists.size()) < kFinalists && screen_us[c] <= bound) finalists.push_back(c);
+  for (int c : ranked)
+    if (candidates_[c].source == GemmSource::cublas_default &&
+        std::find(finalists.begin(), finalists.end(), c) == finalists.end())
+      finalists.push_back(c);
+  std::vector<std::vector<double>> samples(finalists.size());
+  std::vector<double> flush_samples;
+  for (int r = 0; r < kFinalRuns; ++r) {
+    flush_samples.push_back(flush_only ? replay_us(*flush_only) : 0.0);
+    for (std::size_t f = 0; f < finalists.size(); ++f) samples[f].push_back(replay_us(*graphs[finalists[f]]));
+  }
+  std::size_t best = 0;
+  for (std::size_t f = 1; f < finalists.size(); ++f)
+    if (median(samples[f]) < median(samples[best])) best = f;
+  chosen_ = finalists[best];
+  tuning_.us = std::max(0.0, (median(samples[best]) - median(flush_samples)) / kCallsPerGraph);
+  EAGLESIM_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+}
+
+std::string LtGemm::describe() const {
+  std::string how = "cuBLASLt heuristic, untuned";
+  if (tuning_.remembered) how = "tuned earlier for this shape";
+  else if (tuning_.done && tuning_.timed > 0)
+    how = fmt::format("fastest of {} timed{}, {:.1f} us per call in a graph, cold L2", tuning_.timed,
+                      tuning_.skipped ? fmt::format(" ({} skipped: time budget)", tuning_.skipped) : "", tuning_.us);
+  return fmt::format("{} for m={} n={} k={} {}, ws={} ({})", candidates_[chosen_].name, m_, n_, k_, to_string(dtype_),
+                     candidates_[chosen_].workspace, how);
+}
+
+}  // namespace eaglesim::cuda
