@@ -35,7 +35,6 @@ using namespace eaglesim;
 class FixedComm : public Communicator {
  public:
   std::string name() const override { return "fixed"; }
-  std::string description() const override { return "fixed-cost allreduce for benchmarking"; }
   CommSupport supports(const Topology&, int, std::int64_t) const override { return {}; }
   CommCost cost(const CommQuery& q) const override { return {20.0 + q.bytes * 1e-5, "fixed"}; }
 };

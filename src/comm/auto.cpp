@@ -31,9 +31,6 @@ const std::vector<std::string>& candidates() {
 class AutoCommunicator final : public ModelledCommunicator {
  public:
   std::string name() const override { return "auto"; }
-  std::string description() const override {
-    return "cheapest of nccl, oneshot, twoshot for each message size";
-  }
 
  protected:
   CommSupport strategy_supports(const Topology& t, int ranks, std::int64_t bytes) const override {
@@ -62,6 +59,11 @@ class AutoCommunicator final : public ModelledCommunicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_auto_communicator() { return std::make_unique<AutoCommunicator>(); }
+const StrategySpec& auto_spec() {
+  static const StrategySpec spec{no_kernel_facts("auto", kSelector),
+                                 "picks one of the other strategies per message size",
+                                 make_cost_model<AutoCommunicator>};
+  return spec;
+}
 
 }  // namespace eaglesim

@@ -63,7 +63,6 @@ class Communicator {
  public:
   virtual ~Communicator() = default;
   virtual std::string name() const = 0;
-  virtual std::string description() const = 0;
   virtual CommSupport supports(const Topology& topo, int ranks, std::int64_t bytes) const = 0;
   virtual CommCost cost(const CommQuery& q) const = 0;
   // The allreduce absorbs the residual_add + rmsnorm that follow it in the trace (the

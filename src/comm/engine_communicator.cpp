@@ -17,12 +17,6 @@ class EngineCommunicator final : public Communicator {
  public:
   explicit EngineCommunicator(std::string engine) : engine_(std::move(engine)) {}
   std::string name() const override { return engine_; }
-  std::string description() const override {
-    const EngineModel& m = engine_model(engine_);
-    return fmt::format("the path {} {} takes for each allreduce on the topology (custom allreduce, FlashInfer "
-                       "fusion, symmetric memory or NCCL)",
-                       m.display, m.version);
-  }
   // The engine falls back to NCCL for whatever its other paths refuse, so it runs wherever NCCL does.
   CommSupport supports(const Topology& topo, int ranks, std::int64_t bytes) const override {
     return find_communicator(nccl_name_).supports(topo, ranks, bytes);
@@ -60,9 +54,21 @@ class EngineCommunicator final : public Communicator {
   std::string nccl_name_ = nccl_strategy();
 };
 
+constexpr std::string_view kEngineDispatchDescription = "picks one of the other strategies per message size";
+
 }  // namespace
 
-std::unique_ptr<Communicator> make_sglang_communicator() { return std::make_unique<EngineCommunicator>("sglang"); }
-std::unique_ptr<Communicator> make_vllm_communicator() { return std::make_unique<EngineCommunicator>("vllm"); }
+// The serving engines' own dispatch: per allreduce one of nccl, oneshot, twoshot, fused
+// (comm/engine_dispatch.hpp). Exact: every path they pick is. Not part of `all`: asked for by name.
+const StrategySpec& sglang_spec() {
+  static const StrategySpec spec{no_kernel_facts("sglang", kEngineDispatch), kEngineDispatchDescription,
+                                 [] { return make_cost_model_of<EngineCommunicator>("sglang"); }};
+  return spec;
+}
+const StrategySpec& vllm_spec() {
+  static const StrategySpec spec{no_kernel_facts("vllm", kEngineDispatch), kEngineDispatchDescription,
+                                 [] { return make_cost_model_of<EngineCommunicator>("vllm"); }};
+  return spec;
+}
 
 }  // namespace eaglesim

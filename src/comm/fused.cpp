@@ -18,9 +18,6 @@ constexpr double kRowReductionUs = 0.3;
 class FusedCommunicator final : public ModelledCommunicator {
  public:
   std::string name() const override { return "fused"; }
-  std::string description() const override {
-    return "one-shot allreduce + residual add + RMSNorm in one kernel";
-  }
 
  protected:
   CommSupport strategy_supports(const Topology& t, int ranks, std::int64_t bytes) const override {
@@ -36,6 +33,10 @@ class FusedCommunicator final : public ModelledCommunicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_fused_communicator() { return std::make_unique<FusedCommunicator>(); }
+const StrategySpec& fused_spec() {
+  static const StrategySpec spec{own_kernel_facts("fused", kCalibratable | kFusesResidualNorm), "one-shot over P2P",
+                                 make_cost_model<FusedCommunicator>};
+  return spec;
+}
 
 }  // namespace eaglesim

@@ -10,13 +10,18 @@ namespace {
 class IdealCommunicator final : public Communicator {
  public:
   std::string name() const override { return "ideal"; }
-  std::string description() const override { return "free allreduce (0 us): the lower bound"; }
   CommSupport supports(const Topology&, int, std::int64_t) const override { return {}; }
   CommCost cost(const CommQuery&) const override { return {0.0, "ideal (free)", false, false}; }
 };
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_ideal_communicator() { return std::make_unique<IdealCommunicator>(); }
+const StrategySpec& ideal_spec() {
+  static const StrategySpec spec{no_kernel_facts("ideal", kLowerBound),
+                                 "every allreduce is free: a lower bound that shows what communication costs, "
+                                 "not deployable",
+                                 make_cost_model<IdealCommunicator>};
+  return spec;
+}
 
 }  // namespace eaglesim

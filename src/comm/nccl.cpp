@@ -175,9 +175,6 @@ Estimate estimate(const CommQuery& q, const Ring& ring, const std::optional<Ring
 class NcclCommunicator final : public ModelledCommunicator {
  public:
   std::string name() const override { return "nccl"; }
-  std::string description() const override {
-    return "NCCL allreduce (ring/tree x LL/LL128/Simple, chosen by NCCL's tuning model)";
-  }
 
  protected:
   CommSupport strategy_supports(const Topology&, int, std::int64_t) const override { return {}; }
@@ -224,6 +221,10 @@ class NcclCommunicator final : public ModelledCommunicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator() { return std::make_unique<NcclCommunicator>(); }
+const StrategySpec& nccl_spec() {
+  static const StrategySpec spec{nccl_facts("nccl", kCalibratable), "ncclAllReduce, the baseline",
+                                 make_cost_model<NcclCommunicator>};
+  return spec;
+}
 
 }  // namespace eaglesim

@@ -17,11 +17,6 @@ class OneshotCommunicator final : public ModelledCommunicator {
  public:
   explicit OneshotCommunicator(P2pAccess access) : access_(access) {}
   std::string name() const override { return access_ == P2pAccess::pull ? "oneshot" : "oneshot_push"; }
-  std::string description() const override {
-    return access_ == P2pAccess::pull ? "custom one-shot P2P allreduce (each rank reduces all peers' buffers)"
-                                      : "custom one-shot P2P allreduce, push form (each rank writes its buffer "
-                                        "to every peer, then reduces locally)";
-  }
 
  protected:
   CommSupport strategy_supports(const Topology& t, int ranks, std::int64_t bytes) const override {
@@ -39,11 +34,20 @@ class OneshotCommunicator final : public ModelledCommunicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_oneshot_communicator() {
-  return std::make_unique<OneshotCommunicator>(P2pAccess::pull);
+const StrategySpec& oneshot_spec() {
+  static const StrategySpec spec{own_kernel_facts("oneshot", kCalibratable),
+                                 "one-shot over P2P: every rank reads all peers' inputs and reduces",
+                                 [] { return make_cost_model_of<OneshotCommunicator>(P2pAccess::pull); }};
+  return spec;
 }
-std::unique_ptr<Communicator> make_oneshot_push_communicator() {
-  return std::make_unique<OneshotCommunicator>(P2pAccess::push);
+
+// Measured by bench-comm beside the pull form it replaces, and priced by bench-comm --backend sim
+// beside it; not a --strategy.
+const StrategySpec& oneshot_push_spec() {
+  static const StrategySpec spec{own_kernel_facts("oneshot_push", kBenchCommOnly),
+                                 "one-shot over P2P: every rank writes its input to all peers, then reduces",
+                                 [] { return make_cost_model_of<OneshotCommunicator>(P2pAccess::push); }};
+  return spec;
 }
 
 }  // namespace eaglesim

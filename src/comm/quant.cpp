@@ -24,9 +24,6 @@ constexpr double kQuantOverheadUs = 0.5;
 class QuantCommunicator final : public ModelledCommunicator {
  public:
   std::string name() const override { return "quant"; }
-  std::string description() const override {
-    return "fp8 (e4m3, per-128-element scales) on the wire, one-shot or two-shot; lossy";
-  }
 
  protected:
   CommSupport strategy_supports(const Topology& t, int ranks, std::int64_t bytes) const override {
@@ -48,6 +45,11 @@ class QuantCommunicator final : public ModelledCommunicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_quant_communicator() { return std::make_unique<QuantCommunicator>(); }
+const StrategySpec& quant_spec() {
+  static const StrategySpec spec{own_kernel_facts("quant", kCalibratable | kLossy),
+                                 "one-shot over P2P with fp8 (e4m3) on the wire, per-128-element scales",
+                                 make_cost_model<QuantCommunicator>};
+  return spec;
+}
 
 }  // namespace eaglesim

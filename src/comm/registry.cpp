@@ -1,15 +1,16 @@
-// The strategy registry: one cost model per priced entry of the strategy table, in its order
-// (the order `all` expands to and reports list). run, sweep and fidelity find the runnable ones;
+// The cost-model registry: one model per spec that has one (comm/strategy_spec.hpp), in the
+// specs' order (the order `all` expands to and reports list). run, sweep and fidelity find the runnable ones;
 // bench-comm --backend sim also the bench-comm variants with a model (oneshot_push).
 #include <algorithm>
+#include <stdexcept>
 #include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "comm/communicator.hpp"
-#include "comm/strategies.hpp"
 #include "comm/strategy_facts.hpp"
+#include "comm/strategy_spec.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 
@@ -17,25 +18,16 @@ namespace eaglesim {
 
 namespace {
 
-using Factory = std::unique_ptr<Communicator> (*)();
-
-// The cost model behind each runnable name of the strategy table.
-Factory factory_for(std::string_view name) {
-  static const std::pair<std::string_view, Factory> factories[] = {
-      {"nccl", make_nccl_communicator},   {"oneshot", make_oneshot_communicator}, {"oneshot_push", make_oneshot_push_communicator},
-      {"twoshot", make_twoshot_communicator},
-      {"fused", make_fused_communicator}, {"quant", make_quant_communicator},     {"ideal", make_ideal_communicator},
-      {"auto", make_auto_communicator},   {"sglang", make_sglang_communicator},   {"vllm", make_vllm_communicator},
-  };
-  for (const auto& [n, f] : factories)
-    if (n == name) return f;
-  throw std::logic_error(fmt::format("strategy table: no cost model for \"{}\"", name));
-}
-
 const std::vector<std::unique_ptr<Communicator>>& registry() {
   static const std::vector<std::unique_ptr<Communicator>> all = [] {
     std::vector<std::unique_ptr<Communicator>> v;
-    for (const std::string& name : priced_strategy_names()) v.push_back(factory_for(name)());
+    for (const StrategySpec& spec : strategy_specs()) {
+      if (!spec.make_cost_model) continue;
+      v.push_back(spec.make_cost_model());
+      if (v.back()->name() != spec.facts.name)
+        throw std::logic_error(fmt::format("strategy \"{}\": its cost model is named \"{}\"", spec.facts.name,
+                                           v.back()->name()));
+    }
     return v;
   }();
   return all;

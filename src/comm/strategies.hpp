@@ -1,20 +1,20 @@
 #pragma once
-// Factories of the built-in strategies (one file each); the registry owns the instances.
-#include <memory>
-
-#include "comm/communicator.hpp"
+// The built-in strategies' specs, one cost-model file each (reference.cpp: bench-comm's baseline,
+// which has no cost model). comm/strategy_list.cpp orders them.
+#include "comm/strategy_spec.hpp"
 
 namespace eaglesim {
 
-std::unique_ptr<Communicator> make_nccl_communicator();
-std::unique_ptr<Communicator> make_oneshot_communicator();       // the pull kernel
-std::unique_ptr<Communicator> make_oneshot_push_communicator();  // the push kernel
-std::unique_ptr<Communicator> make_twoshot_communicator();
-std::unique_ptr<Communicator> make_fused_communicator();
-std::unique_ptr<Communicator> make_quant_communicator();
-std::unique_ptr<Communicator> make_ideal_communicator();
-std::unique_ptr<Communicator> make_auto_communicator();
-std::unique_ptr<Communicator> make_sglang_communicator();
-std::unique_ptr<Communicator> make_vllm_communicator();
+const StrategySpec& nccl_spec();
+const StrategySpec& oneshot_spec();       // the pull kernel
+const StrategySpec& oneshot_push_spec();  // the push kernel, a bench-comm variant
+const StrategySpec& twoshot_spec();
+const StrategySpec& fused_spec();
+const StrategySpec& quant_spec();
+const StrategySpec& ideal_spec();
+const StrategySpec& auto_spec();
+const StrategySpec& sglang_spec();
+const StrategySpec& vllm_spec();
+const StrategySpec& reference_spec();
 
 }  // namespace eaglesim

@@ -1,41 +1,15 @@
-// The strategy table. Order matters: it is the order `--strategy all` expands to, reports list
-// and bench-comm measures.
+// The strategy table: the facts rows of the specs (comm/strategy_spec.hpp), in their order, which
+// is the order `--strategy all` expands to, reports list and bench-comm measures.
 #include "comm/strategy_facts.hpp"
 
 #include <fmt/format.h>
 
+#include "comm/strategy_spec.hpp"
 #include "core/errors.hpp"
 
 namespace eaglesim {
 
 namespace {
-
-std::vector<StrategyFacts> build_table() {
-  using K = StrategyKernel;
-  constexpr std::int64_t any = 0, max_p2p = kMaxCustomBytes, mult = kCustomByteMultiple;
-  // clang-format off
-  //  name            runs   priced exact  fuses  bound  select engine calib  p2p    max_bytes byte_multiple kernel
-  return {
-    {"nccl",          true,  true,  true,  false, false, false, false, true,  false, any,      1,    K::nccl},
-    {"oneshot",       true,  true,  true,  false, false, false, false, true,  true,  max_p2p,  mult, K::oneshot_pull},
-    // The push form of the one-shot: measured by bench-comm beside the pull form it replaces, and
-    // priced by bench-comm --backend sim beside it (comm/oneshot.cpp).
-    {"oneshot_push",  false, true,  true,  false, false, false, false, false, true,  max_p2p,  mult, K::oneshot_push},
-    {"twoshot",       true,  true,  true,  false, false, false, false, true,  true,  max_p2p,  mult, K::twoshot},
-    {"fused",         true,  true,  true,  true,  false, false, false, true,  true,  max_p2p,  mult, K::fused},
-    {"quant",         true,  true,  false, false, false, false, false, true,  true,  max_p2p,  mult, K::quant},
-    {"ideal",         true,  true,  true,  false, true,  false, false, false, false, any,      1,    K::none},
-    {"auto",          true,  true,  true,  false, false, true,  false, false, false, any,      1,    K::none},
-    // The serving engines' own dispatch: per allreduce one of nccl, oneshot, twoshot, fused
-    // (comm/engine_dispatch.hpp). Exact: every path they pick is.
-    {"sglang",        true,  true,  true,  false, false, true,  true,  false, false, any,      1,    K::none},
-    {"vllm",          true,  true,  true,  false, false, true,  true,  false, false, any,      1,    K::none},
-    // bench-comm's correctness baseline: a plain kernel over the same buffers. No cost model: it
-    // shows whether the others are right, not what an allreduce costs.
-    {"reference",     false, false, true,  false, false, false, false, false, true,  max_p2p,  mult, K::reference},
-  };
-  // clang-format on
-}
 
 template <typename Pred>
 std::vector<std::string> names_where(Pred pred) {
@@ -54,7 +28,14 @@ std::string single_name_where(bool StrategyFacts::*flag) {
 }  // namespace
 
 const std::vector<StrategyFacts>& strategy_table() {
-  static const std::vector<StrategyFacts> table = build_table();
+  static const std::vector<StrategyFacts> table = [] {
+    std::vector<StrategyFacts> rows;
+    for (const StrategySpec& spec : strategy_specs()) {
+      rows.push_back(spec.facts);
+      rows.back().priced = spec.make_cost_model != nullptr;
+    }
+    return rows;
+  }();
   return table;
 }
 
@@ -85,7 +66,7 @@ bool is_calibratable(std::string_view name) { return fact(name, &StrategyFacts::
 bool uses_p2p_kernels(std::string_view name) { return fact(name, &StrategyFacts::needs_p2p); }
 bool is_nccl(std::string_view name) {
   const StrategyFacts* f = find_strategy_facts(name);
-  return f && f->kernel == StrategyKernel::nccl;
+  return f && f->runtime == StrategyRuntime::nccl;
 }
 
 bool fits_message_range(std::string_view name, std::int64_t bytes) {
@@ -97,7 +78,7 @@ bool fits_message_range(std::string_view name, std::int64_t bytes) {
 bool competes_as_plain_allreduce(std::string_view name) {
   const StrategyFacts* f = find_strategy_facts(name);
   return f && f->exact && !f->fuses_residual_norm && !f->lower_bound && !f->selector &&
-         f->kernel != StrategyKernel::reference;
+         !f->correctness_baseline;
 }
 bool is_engine_dispatch(std::string_view name) { return fact(name, &StrategyFacts::engine); }
 
@@ -117,12 +98,12 @@ std::vector<std::string> calibratable_strategy_names() {
   return names_where([](const StrategyFacts& f) { return f.calibratable; });
 }
 std::vector<std::string> bench_comm_names() {
-  return names_where([](const StrategyFacts& f) { return f.kernel != StrategyKernel::none; });
+  return names_where([](const StrategyFacts& f) { return f.runtime != StrategyRuntime::none; });
 }
 std::string lower_bound_strategy() { return single_name_where(&StrategyFacts::lower_bound); }
 std::string nccl_strategy() {
   for (const StrategyFacts& f : strategy_table())
-    if (f.kernel == StrategyKernel::nccl) return std::string(f.name);
+    if (f.runtime == StrategyRuntime::nccl) return std::string(f.name);
   throw std::logic_error("strategy table: no NCCL entry");
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Facts about every allreduce strategy and benchmark variant, in one table that the registry,
 // calibration, bench-comm, the CUDA comm groups, the sweep, the report and the HTML page read.
-// Nothing outside comm/ compares strategy names; it asks this table instead.
+// Nothing outside comm/ compares strategy names; it asks this table instead. Each row comes from
+// a strategy's spec (comm/strategy_spec.hpp); this header depends on core only, so that the
+// topology reader can check the names a calibration table carries.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -9,23 +11,19 @@
 
 namespace eaglesim {
 
-// The CUDA implementation behind a name (src/cuda/ and kernels/).
-enum class StrategyKernel {
-  nccl,          // ncclAllReduce
-  oneshot_pull,  // every rank reads all peers' inputs and reduces (kernels/oneshot_allreduce.cuh)
-  oneshot_push,  // every rank writes its input into all peers' receive areas, then reduces
-  twoshot,       // reduce-scatter then all-gather over P2P
-  fused,         // one-shot + residual add + RMSNorm in one kernel
-  quant,         // fp8 e4m3 on the wire, per-128-element scales
-  reference,     // plain two-pass kernel, the correctness baseline of bench-comm
-  none,          // no kernel: ideal (free), or a selector over the others (auto, the engines)
+// What runs a strategy on GPUs (src/cuda/).
+enum class StrategyRuntime {
+  nccl,        // ncclAllReduce
+  own_kernel,  // one of our kernels (kernels/), registered under the strategy's name by the CUDA
+               // part (cuda/comm/p2p_allreduce_kernel.hpp)
+  none,        // no kernel: ideal (free), or a selector over the others (auto, the engines)
 };
 
 struct StrategyFacts {
   std::string_view name;
   bool runs = true;                 // a `--strategy` of run/sweep/fidelity (false: bench-comm variant only)
-  bool priced = true;               // has a cost model (comm/strategies.hpp): every entry that runs, and
-                                    // the bench-comm variants bench-comm --backend sim predicts
+  bool priced = true;               // has a cost model (StrategySpec::make_cost_model): every entry that
+                                    // runs, and the bench-comm variants bench-comm --backend sim predicts
   bool exact = true;                // false: lossy (changes the numbers)
   bool fuses_residual_norm = false; // absorbs the residual_add + rmsnorm that follow the allreduce
   bool lower_bound = false;         // not deployable: a bound that shows what communication costs
@@ -36,7 +34,8 @@ struct StrategyFacts {
   bool needs_p2p = false;           // our own P2P kernels: P2P on, 2/4/8 ranks, registered buffer
   std::int64_t max_bytes = 0;       // largest message (0: no limit)
   std::int64_t byte_multiple = 1;   // message sizes must be a multiple of this (packed loads)
-  StrategyKernel kernel = StrategyKernel::none;
+  StrategyRuntime runtime = StrategyRuntime::none;
+  bool correctness_baseline = false;  // bench-comm's plain kernel: shows whether the others are right
 };
 
 // Our P2P kernels run on a pre-registered buffer of this size (the size vLLM's custom
@@ -44,8 +43,8 @@ struct StrategyFacts {
 constexpr std::int64_t kMaxCustomBytes = 8 * 1024 * 1024;
 constexpr std::int64_t kCustomByteMultiple = 16;
 
-// Every entry, strategies first in report order (the order `all` expands to), then the
-// bench-comm variants.
+// Every entry in the order of the specs (comm/strategy_list.cpp): strategies in report order (the
+// order `all` expands to), bench-comm's variants among and after them.
 const std::vector<StrategyFacts>& strategy_table();
 // nullptr for unknown names.
 const StrategyFacts* find_strategy_facts(std::string_view name);

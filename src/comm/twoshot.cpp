@@ -16,9 +16,6 @@ constexpr P2pAccess kAccess = P2pAccess::pull;
 class TwoshotCommunicator final : public ModelledCommunicator {
  public:
   std::string name() const override { return "twoshot"; }
-  std::string description() const override {
-    return "custom two-shot P2P allreduce (reduce-scatter + all-gather)";
-  }
 
  protected:
   CommSupport strategy_supports(const Topology& t, int ranks, std::int64_t bytes) const override {
@@ -33,6 +30,11 @@ class TwoshotCommunicator final : public ModelledCommunicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_twoshot_communicator() { return std::make_unique<TwoshotCommunicator>(); }
+const StrategySpec& twoshot_spec() {
+  static const StrategySpec spec{own_kernel_facts("twoshot", kCalibratable),
+                                 "two-shot over P2P: reduce-scatter, then all-gather",
+                                 make_cost_model<TwoshotCommunicator>};
+  return spec;
+}
 
 }  // namespace eaglesim

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "comm/strategy_facts.hpp"
+#include "comm/strategy_spec.hpp"
 #include "domain/speculative.hpp"
 #include "sweep/sweep_output.hpp"
 #include "sweep/tree_breakeven.hpp"
@@ -27,34 +28,14 @@ double round_to(double v, int digits) {
   return r == 0 ? 0.0 : r;
 }
 
-std::string describe(const StrategyFacts& f) {
-  if (f.lower_bound) return "every allreduce is free: a lower bound that shows what communication costs, not deployable";
-  if (f.selector) return "picks one of the other strategies per message size";
-  std::string d;
-  switch (f.kernel) {
-    case StrategyKernel::nccl: d = "ncclAllReduce, the baseline"; break;
-    case StrategyKernel::oneshot_pull: d = "one-shot over P2P: every rank reads all peers' inputs and reduces"; break;
-    case StrategyKernel::oneshot_push: d = "one-shot over P2P: every rank writes its input to all peers, then reduces"; break;
-    case StrategyKernel::twoshot: d = "two-shot over P2P: reduce-scatter, then all-gather"; break;
-    case StrategyKernel::fused: d = "one-shot over P2P"; break;
-    case StrategyKernel::quant: d = "one-shot over P2P with fp8 (e4m3) on the wire, per-128-element scales"; break;
-    case StrategyKernel::reference: d = "plain two-pass kernel, the correctness baseline"; break;
-    case StrategyKernel::none: d = "no kernel of its own"; break;
-  }
-  if (f.fuses_residual_norm) d += ", with the residual add and RMSNorm that follow in the same kernel";
-  if (!f.exact) d += "; lossy: changes the numbers";
-  if (f.needs_p2p && f.max_bytes > 0) d += fmt::format("; needs P2P, messages up to {} MiB", f.max_bytes >> 20);
-  return d;
-}
-
-json strategy_json(const std::string& name, const StrategyFacts& f, bool known) {
+json strategy_json(const std::string& name, const StrategyFacts& f, const StrategySpec* spec) {
   json j;
   j["name"] = name;
   j["lower_bound"] = f.lower_bound;
   j["exact"] = f.exact;
   j["fuses_residual_norm"] = f.fuses_residual_norm;
   j["selector"] = f.selector;
-  j["description"] = known ? describe(f) : "not in the strategy table";
+  j["description"] = spec ? describe_strategy(*spec) : "not in the strategy table";
   return j;
 }
 
@@ -70,11 +51,11 @@ bool deployable(const std::string& strategy) { return !is_lower_bound(std::strin
 
 json strategies_json(const std::vector<std::string>& names) {
   json out = json::array();
-  for (const StrategyFacts& f : strategy_table())
-    if (std::find(names.begin(), names.end(), f.name) != names.end())
-      out.push_back(strategy_json(std::string(f.name), f, true));
+  for (const StrategySpec& s : strategy_specs())
+    if (std::find(names.begin(), names.end(), s.facts.name) != names.end())
+      out.push_back(strategy_json(std::string(s.facts.name), s.facts, &s));
   for (const std::string& n : names)
-    if (!find_strategy_facts(n)) out.push_back(strategy_json(n, StrategyFacts{}, false));
+    if (!find_strategy_spec(n)) out.push_back(strategy_json(n, StrategyFacts{}, nullptr));
   return out;
 }
 

@@ -1,4 +1,4 @@
-// Correctness of our allreduce kernels (kernels/, src/cuda/custom_comm.*) on real GPUs.
+// Correctness of our allreduce kernels (kernels/, src/cuda/comm/custom_comm.*) on real GPUs.
 // Random data (never zeros), outputs poisoned with NaN before every call, results compared with
 // a CPU reference: exact strategies must match, BITWISE, the fp32 sum in rank order 0..N-1
 // rounded to the dtype (what the kernels promise), quant must be within the fp8 bound, and every
@@ -210,7 +210,15 @@ std::int64_t run_once(CustomCommGroup& g, Rig& rig, const std::string& s, DType 
   return count_wrong(s, t, in, out, count, bytes > g.rank(0).max_bytes());
 }
 
-const char* kStrategies[] = {"reference", "oneshot", "oneshot_push", "twoshot", "quant", "fused"};
+// Every strategy the table runs on one of our kernels (reference, oneshot, oneshot_push, twoshot,
+// fused, quant, and any registered beside them).
+std::vector<std::string> own_kernel_strategies() {
+  std::vector<std::string> out;
+  for (const StrategyFacts& f : strategy_table())
+    if (f.runtime == StrategyRuntime::own_kernel) out.emplace_back(f.name);
+  return out;
+}
+const std::vector<std::string> kStrategies = own_kernel_strategies();
 
 TEST(CustomAllreduce, EveryStrategyDtypeAndSize) {
   SKIP_WITHOUT_2_GPUS();
@@ -218,7 +226,7 @@ TEST(CustomAllreduce, EveryStrategyDtypeAndSize) {
   Rig rig(n);
   std::vector<std::size_t> counts = {1, 3, 8, 13, 500, 21504, 500001, (1u << 20) + 7};
   if (quick()) counts = {1, 3, 13, 21504, 70001};
-  for (const char* s : kStrategies) {
+  for (const std::string& s : kStrategies) {
     auto g = make_group(s, n, 8u << 20);
     for (DType t : {DType::bf16, DType::fp16, DType::fp32}) {
       for (std::size_t count : counts) {
@@ -237,7 +245,7 @@ TEST(CustomAllreduce, InPlace) {
   SKIP_WITHOUT_2_GPUS();
   const int n = rank_count();
   Rig rig(n);
-  for (const char* s : kStrategies) {
+  for (const std::string& s : kStrategies) {
     auto g = make_group(s, n, 1u << 20);
     EXPECT_EQ(run_once(*g, rig, s, DType::bf16, 21504, 0, 5, true), 0) << s;
     EXPECT_EQ(run_once(*g, rig, s, DType::bf16, 100003, 0, 6, true), 0) << s;
@@ -252,7 +260,7 @@ TEST(CustomAllreduce, BackToBackCallsAndGraphReplays) {
   Rig rig(n);
   const int calls = quick() ? 6 : 48;
   const std::size_t counts[] = {21504, 300007};
-  for (const char* s : kStrategies) {
+  for (const std::string& s : kStrategies) {
     auto g = make_group(s, n, 1u << 20);
     for (std::size_t count : counts) {
       const DType t = DType::bf16;
@@ -734,7 +742,7 @@ TEST(CustomAllreduce, RejectsBadConfig) {
   // Strategies that are not ours by the strategy table: NCCL's and the ones without a kernel.
   EXPECT_THROW(make_group(nccl_strategy(), 2, 1 << 20), InputError);
   EXPECT_THROW(make_group(lower_bound_strategy(), 2, 1 << 20), InputError);
-  EXPECT_EQ(strategy_facts("twoshot").kernel, StrategyKernel::twoshot);
+  EXPECT_EQ(strategy_facts("twoshot").runtime, StrategyRuntime::own_kernel);
   EXPECT_TRUE(uses_p2p_kernels("twoshot"));
   EXPECT_FALSE(uses_p2p_kernels(nccl_strategy()));
 }

@@ -14,7 +14,6 @@ class FakeComm : public Communicator {
  public:
   explicit FakeComm(bool fuses = false) : fuses_(fuses) {}
   std::string name() const override { return fuses_ ? "fake-fused" : "fake"; }
-  std::string description() const override { return "test communicator"; }
   CommSupport supports(const Topology&, int, std::int64_t) const override { return {}; }
   CommCost cost(const CommQuery& q) const override {
     ++calls;

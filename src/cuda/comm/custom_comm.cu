@@ -1,5 +1,5 @@
-// The custom allreduce group: registered peer buffers + control blocks per rank, the kernel
-// launches of kernels/, and the NCCL fallback for oversize messages.
+// The custom allreduce group: registered peer buffers + control blocks per rank, the strategy's
+// kernel found by name (p2p_allreduce_kernel.cuh), and the NCCL fallback for oversize messages.
 #include "cuda/comm/custom_comm.hpp"
 
 #include <algorithm>
@@ -9,7 +9,6 @@
 #include <optional>
 #include <string>
 
-#include "comm/fused_split_plan.hpp"
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "cuda/runtime/cuda_check.hpp"
@@ -17,14 +16,10 @@
 #include "cuda/runtime/device_guard.hpp"
 #include "cuda/runtime/mpi_world.hpp"
 #include "cuda/comm/nccl_comms.hpp"
+#include "cuda/comm/p2p_allreduce_kernel.cuh"
 #include "cuda/comm/peer_memory.hpp"
 
 #include "fused_allreduce_rmsnorm.cuh"
-#include "fused_allreduce_rmsnorm_push.cuh"
-#include "oneshot_allreduce.cuh"
-#include "quant_allreduce.cuh"
-#include "reference_allreduce.cuh"
-#include "twoshot_allreduce.cuh"
 
 namespace eaglesim::cuda {
 
@@ -32,184 +27,6 @@ namespace {
 
 using kernels::kThreads;
 using kernels::RankArgs;
-
-enum class Algo { reference, oneshot_pull, oneshot_push, twoshot, fused, quant };
-
-// Launches one of our allreduce kernels, as thread-block clusters of `cluster` blocks when
-// cluster > 1 (the grid is whole clusters).
-template <typename... Params, typename... Args>
-void launch_comm_clustered(unsigned cluster, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s,
-                           Args&&... args) {
-  cudaLaunchAttribute attrs[1]{};
-  unsigned n = 0;
-  if (cluster > 1) {
-    attrs[n].id = cudaLaunchAttributeClusterDimension;
-    attrs[n++].val.clusterDim = {cluster, 1, 1};
-  }
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.stream = s;
-  config.attrs = attrs;
-  config.numAttrs = n;
-  EAGLESIM_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
-}
-
-template <typename... Params, typename... Args>
-void launch_comm(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args&&... args) {
-  launch_comm_clustered(1, kernel, grid, block, s, std::forward<Args>(args)...);
-}
-
-// The kernel family behind a strategy of the table (comm/strategy_facts.hpp); nothing for the
-// strategies that are not ours (nccl, ideal, auto).
-std::optional<Algo> algo_of(StrategyKernel kernel) {
-  switch (kernel) {
-    case StrategyKernel::reference: return Algo::reference;
-    case StrategyKernel::oneshot_pull: return Algo::oneshot_pull;
-    case StrategyKernel::oneshot_push: return Algo::oneshot_push;
-    case StrategyKernel::twoshot: return Algo::twoshot;
-    case StrategyKernel::fused: return Algo::fused;
-    case StrategyKernel::quant: return Algo::quant;
-    case StrategyKernel::nccl:
-    case StrategyKernel::none: break;
-  }
-  return std::nullopt;
-}
-
-constexpr std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
-
-// Bytes of one parity slot for messages up to max_bytes (+256: room for the padding of the
-// last 16-byte unit and of fused rows). `fused_push`: the fused group's split rows are pushed
-// (FusedKernelOptions::push), which writes into N receive areas as oneshot_push does.
-std::size_t slot_bytes_for(Algo algo, int ranks, std::size_t max_bytes, bool fused_push) {
-  const std::size_t padded = round_up(max_bytes, 256) + 256;
-  switch (algo) {
-    case Algo::oneshot_push: return padded * ranks;
-    case Algo::fused: return fused_push ? padded * ranks : padded;
-    case Algo::twoshot: return padded * 2;
-    case Algo::quant: {
-      // Smallest element is 2 bytes: at most max_bytes/2 elements, 1 byte each + scales.
-      const std::size_t data = kernels::quant_data_bytes(max_bytes / 2 + 1);
-      return round_up(data + data / kernels::kQuantGroup * sizeof(float), 256) + 256;
-    }
-    default: return padded;
-  }
-}
-
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
-int grid_for(std::size_t work_units, int limit) {
-  const std::size_t blocks = (work_units + kThreads - 1) / kThreads;
-  return static_cast<int>(std::clamp<std::size_t>(blocks, 1, static_cast<std::size_t>(limit)));
-}
-
-template <typename T, int N>
-void launch_allreduce(Algo algo, const RankArgs& a, const void* in_v, void* out_v, std::size_t count, int limit,
-                      cudaStream_t s) {
-  using namespace kernels;
-  const T* in = static_cast<const T*>(in_v);
-  T* out = static_cast<T*>(out_v);
-  const bool ia = aligned16(in), oa = aligned16(out);
-  const std::size_t units = units_of<T>(count);
-  switch (algo) {
-    case Algo::reference:
-      launch_comm(reference_allreduce<T, N>, dim3(grid_for(count, limit)), dim3(kThreads), s, a, in, out, count);
-      break;
-    case Algo::oneshot_pull:
-    case Algo::fused:  // a plain allreduce on the fused strategy is the one-shot pull
-      launch_comm(oneshot_pull<T, N>, dim3(grid_for(units, limit)), dim3(kThreads), s, a, in, out, count, ia, oa);
-      break;
-    case Algo::oneshot_push:
-      launch_comm(oneshot_push<T, N>, dim3(grid_for(units, limit)), dim3(kThreads), s, a, in, out, count, ia, oa);
-      break;
-    case Algo::twoshot:
-      launch_comm(twoshot<T, N>, dim3(grid_for((units + N - 1) / N, limit)), dim3(kThreads), s, a, in, out, count, ia,
-                  oa);
-      break;
-    case Algo::quant:
-      launch_comm(quant_allreduce<T, N>, dim3(grid_for(quant_data_bytes(count) / kQuantPerThread, limit)),
-                  dim3(kThreads), s, a, in, out, count, ia, oa);
-      break;
-  }
-}
-
-// The host plan (comm/fused_split_plan.hpp) in the kernels' terms.
-kernels::FusedSplit plan_split(std::size_t tokens, std::size_t row_units, int limit, std::size_t target) {
-  const FusedSplitPlan plan = plan_fused_split(tokens, row_units, limit, target, kThreads);
-  kernels::FusedSplit sp;
-  sp.chunks = plan.chunks;
-  sp.chunk_units = plan.chunk_units;
-  return sp;
-}
-
-// One launch of the row-split kernel with U units per thread: as clusters of sp.chunks blocks
-// (one cluster per row) when `cluster` allows it and the row fits a portable cluster, else
-// with the global-memory rendezvous.
-template <typename T, int N, int U>
-void launch_fused_split(const RankArgs& a, const T* x, const kernels::FusedRows& rows, const kernels::FusedSplit& sp,
-                        T* res, const T* w, T* y, int threads, bool cluster, cudaStream_t s) {
-  using kernels::RowSync;
-  const int grid = static_cast<int>(rows.tokens) * sp.chunks;  // <= limit by plan_split
-  if (!cluster || sp.chunks > kernels::kMaxClusterChunks) {
-    launch_comm(kernels::fused_allreduce_rmsnorm_split<T, N, U, RowSync::rendezvous>, dim3(grid), dim3(threads), s,
-                a, x, rows, sp, res, w, y);
-    return;
-  }
-  // grid = tokens * chunks: whole clusters of sp.chunks blocks.
-  launch_comm_clustered(static_cast<unsigned>(sp.chunks),
-                        kernels::fused_allreduce_rmsnorm_split<T, N, U, RowSync::cluster>, dim3(grid), dim3(threads), s,
-                        a, x, rows, sp, res, w, y);
-}
-
-template <typename T, int N>
-void launch_fused(const RankArgs& a, const void* in, const FusedNormArgs& f, int limit, std::size_t chunk_target,
-                  bool push, bool cluster, cudaStream_t s) {
-  kernels::FusedRows rows{f.tokens, f.hidden, f.eps, false};
-  rows.aligned = aligned16(in) && aligned16(f.residual) && aligned16(f.weight) && aligned16(f.normed) &&
-                 (f.hidden * sizeof(T)) % 16 == 0;
-  const int grid = static_cast<int>(std::min<std::size_t>(f.tokens, static_cast<std::size_t>(limit)));
-  const T* x = static_cast<const T*>(in);
-  T* res = static_cast<T*>(f.residual);
-  const T* w = static_cast<const T*>(f.weight);
-  T* y = static_cast<T*>(f.normed);
-  // Rows that fit in registers (U units per thread) take the register-resident kernels; the
-  // block is sized to the row (or chunk) so no thread idles through the whole call.
-  const std::size_t row_units = kernels::units_of<T>(f.hidden);
-  auto threads_for = [&](std::size_t units, std::size_t per_thread) {
-    const std::size_t t = (units + per_thread - 1) / per_thread;
-    return static_cast<int>(std::max<std::size_t>(32, (t + 31) / 32 * 32));
-  };
-  const kernels::FusedSplit sp = plan_split(f.tokens, row_units, limit, chunk_target);
-  if (sp.chunks > 1) {
-    const std::size_t cu = sp.chunk_units;
-    // Push: one unit of the own chunk per thread, and the whole row in kPushRowUnitsPerThread
-    // units per thread (the sum of squares of the row).
-    const int push_threads = std::max(threads_for(cu, 1), threads_for(row_units, kernels::kPushRowUnitsPerThread));
-    if (push && push_threads <= kThreads) {
-      launch_comm(kernels::fused_allreduce_rmsnorm_push<T, N>, dim3(static_cast<int>(f.tokens) * sp.chunks),
-                  dim3(push_threads), s, a, x, rows, sp, res, w, y);
-      return;
-    }
-    if (cu <= kThreads)
-      launch_fused_split<T, N, 1>(a, x, rows, sp, res, w, y, threads_for(cu, 1), cluster, s);
-    else if (cu <= 2 * kThreads)
-      launch_fused_split<T, N, 2>(a, x, rows, sp, res, w, y, threads_for(cu, 2), cluster, s);
-    else
-      launch_fused_split<T, N, 4>(a, x, rows, sp, res, w, y, threads_for(cu, 4), cluster, s);
-    return;
-  }
-  if (row_units <= kThreads)
-    launch_comm(kernels::fused_allreduce_rmsnorm_regs<T, N, 1>, dim3(grid), dim3(threads_for(row_units, 1)), s, a, x,
-                rows, res, w, y);
-  else if (row_units <= 2 * kThreads)
-    launch_comm(kernels::fused_allreduce_rmsnorm_regs<T, N, 2>, dim3(grid), dim3(threads_for(row_units, 2)), s, a, x,
-                rows, res, w, y);
-  else if (row_units <= 4 * kThreads)
-    launch_comm(kernels::fused_allreduce_rmsnorm_regs<T, N, 4>, dim3(grid), dim3(threads_for(row_units, 4)), s, a, x,
-                rows, res, w, y);
-  else
-    launch_comm(kernels::fused_allreduce_rmsnorm<T, N>, dim3(grid), dim3(kThreads), s, a, x, rows, res, w, y);
-}
 
 template <typename T>
 void launch_residual_rmsnorm(const void* sum, const FusedNormArgs& f, int limit, cudaStream_t s) {
@@ -219,54 +36,6 @@ void launch_residual_rmsnorm(const void* sum, const FusedNormArgs& f, int limit,
   const int grid = static_cast<int>(std::min<std::size_t>(f.tokens, static_cast<std::size_t>(limit)));
   launch_comm(kernels::residual_rmsnorm<T>, dim3(grid), dim3(kThreads), s, static_cast<const T*>(sum), rows,
               static_cast<T*>(f.residual), static_cast<const T*>(f.weight), static_cast<T*>(f.normed));
-}
-
-// dtype x rank-count dispatch onto the templates.
-template <template <typename, int> class Fn, typename... Args>
-void dispatch(DType dtype, int ranks, Args&&... args) {
-  auto by_ranks = [&](auto tag) {
-    using T = decltype(tag);
-    switch (ranks) {
-      case 2: Fn<T, 2>::run(args...); return;
-      case 4: Fn<T, 4>::run(args...); return;
-      case 8: Fn<T, 8>::run(args...); return;
-    }
-    throw DeviceError("custom allreduce: unsupported rank count " + std::to_string(ranks));
-  };
-  switch (dtype) {
-    case DType::bf16: by_ranks(__nv_bfloat16{}); return;
-    case DType::fp16: by_ranks(__half{}); return;
-    case DType::fp32: by_ranks(float{}); return;
-    default: break;
-  }
-  throw DeviceError(std::string("custom allreduce: unsupported dtype ") + to_string(dtype) +
-                    " (bf16, fp16 or fp32)");
-}
-
-template <typename T, int N>
-struct AllreduceFn {
-  template <typename... A>
-  static void run(A&&... a) { launch_allreduce<T, N>(a...); }
-};
-template <typename T, int N>
-struct FusedFn {
-  template <typename... A>
-  static void run(A&&... a) { launch_fused<T, N>(a...); }
-};
-
-// Whether `device` runs the cluster row sync: compute capability 9.0+ AND the binary holds
-// sm_90+ code for it (a build for older architectures only would run the kernel from JIT-ed
-// older PTX, whose cluster path traps). Every instantiation comes from this file, compiled for
-// the same architectures, so one representative kernel answers for all.
-bool runs_cluster_code(int device) {
-  DeviceGuard guard(device);
-  int major = 0;
-  EAGLESIM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  if (major < 9) return false;
-  cudaFuncAttributes attrs{};
-  EAGLESIM_CUDA_CHECK(cudaFuncGetAttributes(
-      &attrs, kernels::fused_allreduce_rmsnorm_split<__nv_bfloat16, 2, 1, kernels::RowSync::cluster>));
-  return attrs.ptxVersion >= 90;
 }
 
 // The NCCL element type of an oversize message: only the dtypes our kernels take (bf16, fp16,
@@ -324,10 +93,10 @@ struct RankHandles {
 
 class Group final : public CustomCommGroup {
  public:
-  explicit Group(const CommGroupConfig& config, Algo algo)
-      : config_(config), algo_(algo), words_(1 + group_ranks(config)) {
+  explicit Group(const CommGroupConfig& config, const P2pAllreduceKernel& kernel)
+      : config_(config), kernel_(kernel), words_(1 + group_ranks(config)) {
     if (config.processes) require_one_node(config.strategy);
-    if (algo == Algo::fused) {
+    if (fuses_norm()) {
       fused_chunk_units_ = config.fused.chunk_units;
       fused_push_ = config.fused.push;
       fused_cluster_ = config.fused.cluster;
@@ -369,10 +138,10 @@ class Group final : public CustomCommGroup {
       limit_ = std::min(limit_, sms);  // same on every rank: grids must match across ranks
     }
     if (config.processes) limit_ = static_cast<int>(fewest_over_processes(limit_));
-    if (algo == Algo::fused) {
+    if (fuses_norm()) {
       std::string why = fused_cluster_ ? "" : "cluster row sync not asked for";
       for (int d : devices_)
-        if (fused_cluster_ && !runs_cluster_code(d)) {
+        if (fused_cluster_ && !(kernel_.runs_row_clusters && kernel_.runs_row_clusters(d))) {
           fused_cluster_ = false;
           why = "GPU " + std::to_string(d) + " is below sm_90 or the build holds no sm_90 code for it";
         }
@@ -383,7 +152,7 @@ class Group final : public CustomCommGroup {
       }
       note_fused_row_sync(fused_push_, fused_cluster_, why);
     }
-    slot_bytes_ = slot_bytes_for(algo, n, config.max_bytes, fused_push_);
+    slot_bytes_ = kernel_.slot_bytes(n, config.max_bytes, fused_push_);
     for (int d : devices_) {
       data_.push_back(DeviceBuffer::zeroed(d, 2 * slot_bytes_));
       signals_.push_back(DeviceBuffer::zeroed(d, sizeof(kernels::Signal)));
@@ -459,13 +228,14 @@ class Group final : public CustomCommGroup {
 
   bool aborted() const { return words_.host()[0] != 0; }
   const CommGroupConfig& config() const { return config_; }
-  Algo algo() const { return algo_; }
+  const P2pAllreduceKernel& kernel() const { return kernel_; }
+  bool fuses_norm() const { return kernel_.allreduce_residual_rmsnorm != nullptr; }
   int device(int local) const { return devices_[local]; }
   const RankArgs& args(int local) const { return args_[local]; }
   int limit() const { return limit_; }
-  std::size_t fused_chunk_units() const { return fused_chunk_units_; }
-  bool fused_row_clusters() const override { return algo_ == Algo::fused && fused_cluster_; }
-  bool fused_push() const override { return algo_ == Algo::fused && fused_push_; }
+  FusedKernelOptions fused_options() const { return {fused_chunk_units_, fused_push_, fused_cluster_}; }
+  bool fused_row_clusters() const override { return fuses_norm() && fused_cluster_; }
+  bool fused_push() const override { return fuses_norm() && fused_push_; }
   ncclComm_t nccl(int local) const { return nccl_->at(local); }
   // Largest row-padded fused message / plain message the slots take.
   std::size_t capacity() const { return config_.max_bytes; }
@@ -503,7 +273,7 @@ class Group final : public CustomCommGroup {
   }
 
   CommGroupConfig config_;
-  Algo algo_;
+  const P2pAllreduceKernel& kernel_;
   std::vector<int> devices_;     // per local rank
   std::vector<int> ranks_here_;  // the group ranks this process drives, per local rank
   MappedHostWords words_;        // [0] abort, [1 + r] error code of rank r
@@ -522,7 +292,7 @@ class Group final : public CustomCommGroup {
 std::string Rank::strategy() const { return group_.config().strategy; }
 int Rank::ranks() const { return group_.ranks(); }
 std::size_t Rank::max_bytes() const { return group_.capacity(); }
-bool Rank::supports_fused() const { return group_.algo() == Algo::fused; }
+bool Rank::supports_fused() const { return group_.fuses_norm(); }
 
 void Rank::note_fallback(std::size_t bytes) {
   if (!noted_.exchange(true)) note_nccl_fallback(strategy(), rank_, bytes, max_bytes());
@@ -538,7 +308,7 @@ void Rank::allreduce(const void* in, void* out, std::size_t count, DType dtype, 
     EAGLESIM_NCCL_CHECK(ncclAllReduce(in, out, count, fallback_type(dtype), ncclSum, group_.nccl(local_), stream));
     return;
   }
-  dispatch<AllreduceFn>(dtype, ranks(), group_.algo(), group_.args(local_), in, out, count, group_.limit(), stream);
+  group_.kernel().allreduce(dtype, ranks(), group_.args(local_), in, out, count, group_.limit(), stream);
   EAGLESIM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -568,8 +338,8 @@ void Rank::allreduce_residual_rmsnorm(const void* in, const FusedNormArgs& f, DT
     EAGLESIM_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  dispatch<FusedFn>(dtype, ranks(), group_.args(local_), in, f, group_.limit(), group_.fused_chunk_units(),
-                    group_.fused_push(), group_.fused_row_clusters(), stream);
+  group_.kernel().allreduce_residual_rmsnorm(dtype, ranks(), group_.args(local_), in, f, group_.limit(),
+                                             group_.fused_options(), stream);
   EAGLESIM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -582,11 +352,13 @@ void CustomCommGroup::throw_if_failed() const {
 
 std::unique_ptr<CustomCommGroup> make_custom_comm_group(const CommGroupConfig& config) {
   const StrategyFacts* facts = find_strategy_facts(config.strategy);
-  const std::optional<Algo> algo = facts ? algo_of(facts->kernel) : std::nullopt;
-  if (!algo) {
+  const P2pAllreduceKernel* kernel =
+      facts && facts->runtime == StrategyRuntime::own_kernel ? find_p2p_allreduce_kernel(config.strategy) : nullptr;
+  if (!kernel) {
     std::string known;
     for (const StrategyFacts& f : strategy_table())
-      if (algo_of(f.kernel)) known += (known.empty() ? "" : ", ") + std::string(f.name);
+      if (f.runtime == StrategyRuntime::own_kernel && find_p2p_allreduce_kernel(f.name))
+        known += (known.empty() ? "" : ", ") + std::string(f.name);
     throw InputError("custom allreduce: unknown strategy '" + config.strategy + "' (known: " + known + ")");
   }
   const int ranks = group_ranks(config);
@@ -597,7 +369,7 @@ std::unique_ptr<CustomCommGroup> make_custom_comm_group(const CommGroupConfig& c
     throw InputError(config.strategy + ": " + std::to_string(config.devices.size()) + " devices for " +
                      std::to_string(config.ranks) + " ranks");
   if (config.max_bytes == 0) throw InputError(config.strategy + ": max_bytes must be positive");
-  return std::make_unique<Group>(config, *algo);
+  return std::make_unique<Group>(config, *kernel);
 }
 
 std::unique_ptr<CommGroup> create_custom_comm_group(const CommGroupConfig& config) {
