@@ -97,38 +97,27 @@ void typed(ImportedOp& io, int layer, const std::string& name) {
   io.op.name = name;
 }
 
-}  // namespace
-
-ConfigMatch match_config_shapes(std::vector<ImportedOp>& ops, const std::vector<std::size_t>& step,
-                                const RankLayerShape& cfg, const RecordedRun& run, const std::string& file) {
+std::vector<std::string> role_keys(const std::vector<ImportedOp>& ops, const std::vector<std::size_t>& step) {
   std::vector<std::string> keys;
   keys.reserve(step.size());
   for (std::size_t i : step) keys.push_back(role_key(ops[i]));
+  return keys;
+}
 
-  const Run r = longest_run(keys, cfg.layers);
+void check_layer_count(const Run& r, const RankLayerShape& cfg, std::size_t step_ops, const std::string& file) {
   if (r.repeats < cfg.layers || r.repeats > cfg.layers)
     throw InputError(fmt::format(
         "{}: --config {}: num_hidden_layers is {}, but the step's {} kernels hold {} (the longest run of identical "
         "layer patterns is {} x {} ops): the config does not describe the traced model",
-        file, cfg.config_file, cfg.layers, step.size(),
+        file, cfg.config_file, cfg.layers, step_ops,
         r.repeats < cfg.layers ? fmt::format("no run of {} repeating layers", cfg.layers)
                                : fmt::format("{} repeating layers", r.repeats),
         r.repeats, r.period));
+}
 
-  ConfigMatch m;
-  m.layers = cfg.layers;
-  m.first = r.first;
-  m.period = r.period;
-  const std::size_t end = r.first + r.period * static_cast<std::size_t>(cfg.layers);
-  for (std::size_t j = 0; j < step.size(); ++j)
-    ops[step[j]].op.layer = j >= r.first && j < end ? static_cast<int>((j - r.first) / r.period) : -1;
-
-  // Only dense GQA layers have a fixed role order to read shapes from; MoE and MLA layers are
-  // numbered and kept at their measured µs.
-  if (!cfg.dense_gqa) return m;
-  m.shapes = true;
-
-  // The layer template, from layer 0 (every layer is the same by construction).
+// The layer template, from layer 0 (every layer is the same by construction).
+void check_layer_template(const std::vector<std::string>& keys, const Run& r, const RankLayerShape& cfg,
+                          const RecordedRun& run, const std::string& file) {
   int gemms = 0, attentions = 0, allreduces = 0;
   for (std::size_t j = r.first; j < r.first + r.period; ++j) {
     gemms += keys[j] == "gemm";
@@ -145,87 +134,142 @@ ConfigMatch match_config_shapes(std::vector<ImportedOp>& ops, const std::vector<
   if (allreduces > 0 && run.tp == 1)
     throw InputError(fmt::format("{}: each layer has {} allreduce(s), so the run was tensor-parallel, but the tp "
                                  "is 1: pass --tp (the engine's tensor-parallel size)", file, allreduces));
+}
 
-  const std::int64_t rows = run.rows(), H = cfg.hidden, D = cfg.head_dim;
+// What typing an op reads: the step's role keys (the lm_head search marks them), where the
+// layers lie, the config's shapes and the recorded run.
+struct TypingContext {
+  std::vector<std::string>& keys;
+  const Run& layer_run;  // the repeating layers
+  std::size_t end;  // one past the last op of the last layer
+  const RankLayerShape& cfg;
+  const RecordedRun& run;
+};
+
+// Outside the layers: embedding and its allreduce before them, the final norm and lm_head
+// after them. Returns whether the op was typed.
+bool type_outside_layers(ImportedOp& io, std::size_t j, const TypingContext& c) {
+  const std::int64_t rows = c.run.rows(), H = c.cfg.hidden;
+  const std::string& key = c.keys[j];
+  if (j < c.layer_run.first && key == "allreduce") { set_allreduce(io, rows, H, "embed"); typed(io, -1, "embed_allreduce"); }
+  else if (key == "rmsnorm" && j >= c.end) { set_rows(io, OpKind::rmsnorm, rows, H); typed(io, -1, "final_norm"); }
+  else if (key == "gemm" && j >= c.end) {
+    set_gemm(io, OpKind::lm_head, rows, c.cfg.vocab, H);
+    typed(io, -1, "lm_head");
+    c.keys[j] = "done";
+    // Only the first GEMM after the layers is the lm_head.
+    for (std::size_t k = j + 1; k < c.keys.size(); ++k)
+      if (c.keys[k] == "gemm") c.keys[k] = "extra gemm";
+  } else return false;
+  return true;
+}
+
+// Where an op sits in its layer, from the ops of the layer before it.
+struct LayerPosition {
+  int gemm_index = 0, allreduce_index = 0;
+  bool after_qkv = false, after_attention = false;
+  int qk_norm_index = 0;
+};
+
+LayerPosition position_in_layer(const std::vector<std::string>& keys, std::size_t base, std::size_t j) {
+  LayerPosition p;
+  for (std::size_t k = base; k < j; ++k) {
+    p.gemm_index += keys[k] == "gemm";
+    p.allreduce_index += keys[k] == "allreduce";
+    p.after_attention |= keys[k] == "attention";
+    if (keys[k] == "gemm") p.after_qkv = true;
+    if (p.after_qkv && !p.after_attention && keys[k] == "rmsnorm") ++p.qk_norm_index;
+  }
+  return p;
+}
+
+// Position inside the layer decides the role. Returns whether the op was typed.
+bool type_layer_op(ImportedOp& io, std::size_t j, const TypingContext& c) {
+  const RankLayerShape& cfg = c.cfg;
+  const std::int64_t rows = c.run.rows(), H = cfg.hidden, D = cfg.head_dim;
   const std::int64_t heads = cfg.heads, kv_heads = cfg.kv_heads, inter = cfg.intermediate;
+  const std::string& key = c.keys[j];
+  const int layer = io.op.layer;
+  const std::size_t base = c.layer_run.first + static_cast<std::size_t>(layer) * c.layer_run.period;
+  const LayerPosition p = position_in_layer(c.keys, base, j);
+  if (key == "gemm") {
+    static const char* names[] = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj"};
+    const std::int64_t n[] = {(heads + 2 * kv_heads) * D, H, 2 * inter, H};
+    const std::int64_t k[] = {H, heads * D, H, inter};
+    set_gemm(io, OpKind::gemm, rows, n[p.gemm_index], k[p.gemm_index]);
+    typed(io, layer, names[p.gemm_index]);
+  } else if (key == "attention") {
+    io.op.kind = OpKind::attention;
+    io.op.q_tokens = c.run.tokens;
+    io.op.batch = static_cast<std::int32_t>(c.run.batch);
+    io.op.kv_len = c.run.kv_len;
+    io.op.heads = heads;
+    io.op.kv_heads = kv_heads;
+    io.op.head_dim = D;
+    typed(io, layer, "attn");
+  } else if (key == "rmsnorm") {
+    if (p.after_qkv && !p.after_attention && cfg.qk_norm) {
+      // Qwen3's per-head RMSNorm of q, then of k.
+      set_rows(io, OpKind::rmsnorm, rows * (p.qk_norm_index == 0 ? heads : kv_heads), D);
+      typed(io, layer, p.qk_norm_index == 0 ? "q_norm" : "k_norm");
+    } else {
+      set_rows(io, OpKind::rmsnorm, rows, H);
+      typed(io, layer, p.after_attention ? "post_attn_norm" : "input_norm");
+    }
+  } else if (key == "act") {
+    set_rows(io, OpKind::act, rows, inter);
+    typed(io, layer, "silu_mul");
+  } else if (key == "residual_add") {
+    set_rows(io, OpKind::residual_add, rows, H);
+    typed(io, layer, p.after_attention && p.gemm_index >= 3 ? "mlp_residual" : "attn_residual");
+  } else if (key == "allreduce") {
+    set_allreduce(io, rows, H, p.allreduce_index == 0 ? "attn_out" : "mlp_out");
+    typed(io, layer, p.allreduce_index == 0 ? "attn_allreduce" : "mlp_allreduce");
+  } else {
+    return false;
+  }
+  return true;
+}
 
+// Kind, shape, name and layer of every op that fits a role; returns how many did.
+int type_ops(std::vector<ImportedOp>& ops, const std::vector<std::size_t>& step, const TypingContext& c) {
+  int typed_ops = 0;
   for (std::size_t j = 0; j < step.size(); ++j) {
     ImportedOp& io = ops[step[j]];
-    const std::string& key = keys[j];
-    const int layer = io.op.layer;
-    if (j < r.first && io.op.kind == OpKind::other && is_embedding_lookup(io)) {
-      set_rows(io, OpKind::embedding, rows, H);
+    if (j < c.layer_run.first && io.op.kind == OpKind::other && is_embedding_lookup(io)) {
+      set_rows(io, OpKind::embedding, c.run.rows(), c.cfg.hidden);
       typed(io, -1, "embedding");
-      ++m.typed;
+      ++typed_ops;
       continue;
     }
     if (!io.shape_missing && io.op.kind == OpKind::other) continue;  // not recognised: measured only
-    if (layer < 0) {
-      // Outside the layers: embedding and its allreduce before them, the final norm and
-      // lm_head after them.
-      if (j < r.first && key == "allreduce") { set_allreduce(io, rows, H, "embed"); typed(io, -1, "embed_allreduce"); }
-      else if (key == "rmsnorm" && j >= end) { set_rows(io, OpKind::rmsnorm, rows, H); typed(io, -1, "final_norm"); }
-      else if (key == "gemm" && j >= end) {
-        set_gemm(io, OpKind::lm_head, rows, cfg.vocab, H);
-        typed(io, -1, "lm_head");
-        keys[j] = "done";
-        // Only the first GEMM after the layers is the lm_head.
-        for (std::size_t k = j + 1; k < step.size(); ++k)
-          if (keys[k] == "gemm") keys[k] = "extra gemm";
-      } else continue;
-      ++m.typed;
-      continue;
-    }
-    // Position inside the layer decides the role.
-    const std::size_t base = r.first + static_cast<std::size_t>(layer) * r.period;
-    int gemm_index = 0, allreduce_index = 0;
-    bool after_qkv = false, after_attention = false;
-    int qk_norm_index = 0;
-    for (std::size_t k = base; k < j; ++k) {
-      gemm_index += keys[k] == "gemm";
-      allreduce_index += keys[k] == "allreduce";
-      after_attention |= keys[k] == "attention";
-      if (keys[k] == "gemm") after_qkv = true;
-      if (after_qkv && !after_attention && keys[k] == "rmsnorm") ++qk_norm_index;
-    }
-    if (key == "gemm") {
-      static const char* names[] = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj"};
-      const std::int64_t n[] = {(heads + 2 * kv_heads) * D, H, 2 * inter, H};
-      const std::int64_t k[] = {H, heads * D, H, inter};
-      set_gemm(io, OpKind::gemm, rows, n[gemm_index], k[gemm_index]);
-      typed(io, layer, names[gemm_index]);
-    } else if (key == "attention") {
-      io.op.kind = OpKind::attention;
-      io.op.q_tokens = run.tokens;
-      io.op.batch = static_cast<std::int32_t>(run.batch);
-      io.op.kv_len = run.kv_len;
-      io.op.heads = heads;
-      io.op.kv_heads = kv_heads;
-      io.op.head_dim = D;
-      typed(io, layer, "attn");
-    } else if (key == "rmsnorm") {
-      if (after_qkv && !after_attention && cfg.qk_norm) {
-        // Qwen3's per-head RMSNorm of q, then of k.
-        set_rows(io, OpKind::rmsnorm, rows * (qk_norm_index == 0 ? heads : kv_heads), D);
-        typed(io, layer, qk_norm_index == 0 ? "q_norm" : "k_norm");
-      } else {
-        set_rows(io, OpKind::rmsnorm, rows, H);
-        typed(io, layer, after_attention ? "post_attn_norm" : "input_norm");
-      }
-    } else if (key == "act") {
-      set_rows(io, OpKind::act, rows, inter);
-      typed(io, layer, "silu_mul");
-    } else if (key == "residual_add") {
-      set_rows(io, OpKind::residual_add, rows, H);
-      typed(io, layer, after_attention && gemm_index >= 3 ? "mlp_residual" : "attn_residual");
-    } else if (key == "allreduce") {
-      set_allreduce(io, rows, H, allreduce_index == 0 ? "attn_out" : "mlp_out");
-      typed(io, layer, allreduce_index == 0 ? "attn_allreduce" : "mlp_allreduce");
-    } else {
-      continue;
-    }
-    ++m.typed;
+    if (io.op.layer < 0 ? type_outside_layers(io, j, c) : type_layer_op(io, j, c)) ++typed_ops;
   }
+  return typed_ops;
+}
+
+}  // namespace
+
+ConfigMatch match_config_shapes(std::vector<ImportedOp>& ops, const std::vector<std::size_t>& step,
+                                const RankLayerShape& cfg, const RecordedRun& run, const std::string& file) {
+  std::vector<std::string> keys = role_keys(ops, step);
+  const Run r = longest_run(keys, cfg.layers);
+  check_layer_count(r, cfg, step.size(), file);
+
+  ConfigMatch m;
+  m.layers = cfg.layers;
+  m.first = r.first;
+  m.period = r.period;
+  const std::size_t end = r.first + r.period * static_cast<std::size_t>(cfg.layers);
+  for (std::size_t j = 0; j < step.size(); ++j)
+    ops[step[j]].op.layer = j >= r.first && j < end ? static_cast<int>((j - r.first) / r.period) : -1;
+
+  // Only dense GQA layers have a fixed role order to read shapes from; MoE and MLA layers are
+  // numbered and kept at their measured µs.
+  if (!cfg.dense_gqa) return m;
+  m.shapes = true;
+  check_layer_template(keys, r, cfg, run, file);
+  m.typed = type_ops(ops, step, TypingContext{keys, r, end, cfg, run});
   return m;
 }
 
