@@ -3,14 +3,13 @@
 // gap, allreduces in context per strategy) and writes a topology with those tables. Flags and
 // traces are checked before any GPU work; without the CUDA part or a GPU it exits 3.
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -21,20 +20,14 @@
 #include "comm/communicator.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
-#include "calibration/calibration_plan.hpp"
-#include "calibration/calibration_tables.hpp"
-#include "calibration/transition_fit.hpp"
 #include "calibration/base_preset.hpp"
-#include "calibration/gpu_tools.hpp"
-#include "calibration/sequence_overhead_fit.hpp"
+#include "calibration/calibration_pipeline.hpp"
 #include "calibration/designed_grid.hpp"
-#include "calibration/model_fit.hpp"
-#include "calibration/plan_estimate.hpp"
+#include "calibration/gpu_tools.hpp"
 #include "io/atomic_file.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "sweep/sweep_inputs.hpp"
-#include "topology/calibration_keys.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
 
@@ -135,7 +128,8 @@ std::vector<Trace> load_traces(const CalibrateArgs& a) {
   return traces;
 }
 
-void run_calibrate_command(const CalibrateArgs& a) {
+// The flags checked before any trace is read, in the order their messages are given.
+void check_calibrate_flags(const CalibrateArgs& a) {
   if (a.traces.empty() == a.models.empty())
     throw InputError("calibrate: give either --traces T1[,T2...] or --model CONFIG[,CONFIG...] (exactly one)");
   if (a.ranks < 0) throw InputError(fmt::format("--ranks: expected 1 or more, got {}", a.ranks));
@@ -143,13 +137,18 @@ void run_calibrate_command(const CalibrateArgs& a) {
   check_timeout_flag(a.timeout_s);
   if (!(a.chain_us >= 50 && a.chain_us <= 20000))
     throw InputError(fmt::format("--chain-us: expected 50..20000 (µs one measured graph runs), got {}", a.chain_us));
-  const std::vector<Trace> traces = load_traces(a);
+}
+
+// --ranks, else the largest tp of the traces.
+int measured_ranks(const CalibrateArgs& a, const std::vector<Trace>& traces) {
   int ranks = a.ranks;
   if (ranks == 0)
     for (const Trace& t : traces) ranks = std::max(ranks, t.meta.tp);
-  CalibrationPlanOptions po;
-  po.ranks = ranks;
-  if (ranks > 1) po.strategies = parse_strategy_list(a.strategies);
+  return ranks;
+}
+
+// --base when given; --dry-run needs it, a run needs a writable --output.
+std::optional<Topology> read_base_and_check_output(const CalibrateArgs& a) {
   std::optional<Topology> base;
   if (!a.base.empty()) base = read_topology(resolve_topology_path(a.base));
   if (a.dry_run && !base)
@@ -158,59 +157,34 @@ void run_calibrate_command(const CalibrateArgs& a) {
     if (a.output.empty()) throw InputError("--output: required (the topology JSON to write), unless --dry-run");
     check_writable(a.output);
   }
+  return base;
+}
+
+// --attention-fit, --grid and the designed grid over --grid-models at --grid-tp.
+void set_fit_and_grid_options(const CalibrateArgs& a, const std::vector<Trace>& traces, CalibrationRunOptions& o) {
   GridDensity density{};
   if (a.attention_fit != "geometry" && a.attention_fit != "roofline")
     throw InputError(fmt::format("--attention-fit: expected geometry or roofline, got '{}'", a.attention_fit));
   if (!parse_grid_density(a.grid, density))
     throw InputError(fmt::format("--grid: expected traces, coarse or full, got '{}'", a.grid));
-  {
-    int grid_tp = a.models.empty() ? 1 : a.tp;
-    for (const Trace& t : traces) grid_tp = std::max(grid_tp, t.meta.tp);
-    const std::vector<int> tps = parse_grid_tp(a.grid_tp, grid_tp);
-    if (density != GridDensity::traces) po.grid = designed_grid(grid_family_traces(a, tps, grid_weight_dtypes(traces)), density);
-    po.grid_gpus = grid_tp;
-  }
-  CalibrationRequest q = plan_calibration(traces, po);
-  q.iters = a.iters;
-  q.chain_us = a.chain_us;
-  q.timeout_s = a.timeout_s;
-  q.fuse_add_norm = !a.no_fused_add_norm;
-  q.kind_reduced_layers = kind_reduced_layers(q.compute_layers, q.fuse_add_norm);
-  q.progress = [](const std::string& line) {
-    fmt::print(stderr, "calibrate: {}\n", line);
-    std::fflush(stderr);
-  };
+  o.attention_geometry = a.attention_fit == "geometry";
+  o.grid_name = a.grid;
+  int grid_tp = a.models.empty() ? 1 : a.tp;
+  for (const Trace& t : traces) grid_tp = std::max(grid_tp, t.meta.tp);
+  const std::vector<int> tps = parse_grid_tp(a.grid_tp, grid_tp);
+  if (density != GridDensity::traces)
+    o.plan.grid = designed_grid(grid_family_traces(a, tps, grid_weight_dtypes(traces)), density);
+  o.plan.grid_gpus = grid_tp;
+}
 
-  // What will be measured and how long it should take: printed before a run, and all that
-  // --dry-run prints.
-  const auto print_plan = [&](const std::string& gpu_name) {
-    std::size_t n_gemm = 0, n_attn = 0, n_elem = 0;
-    for (const Op& op : q.compute)
-      (op.kind == OpKind::gemm ? n_gemm : op.kind == OpKind::attention ? n_attn : n_elem)++;
-    q.progress(fmt::format("{} on {} x {}: {} GEMM, {} attention, {} elementwise/other points, {} allreduce cases, "
-                           "{} in their trace context, {} decoder layers, {} kernel-transition pairs, {} compute layers "
-                           "(+ {} without one op kind); base preset {}",
-                           traces.size() == 1 ? "1 trace" : fmt::format("{} traces", traces.size()), ranks,
-                           gpu_name, n_gemm, n_attn, n_elem, q.allreduce.size(), q.allreduce_contexts.size(),
-                           q.allreduce_layers.size(), q.transitions.size(), q.compute_layers.size(),
-                           q.kind_reduced_layers.size(), base->name));
-    const PlanEstimate e = estimate_plan(q, *base);
-    q.progress(fmt::format("plan ({} grid): {} compute points + {} fused add + rmsnorm points, estimated {:.0f} s "
-                           "({:.0f} s single ops, {:.0f} s layers, transitions and allreduces)",
-                           a.grid, q.compute.size(), q.add_rmsnorm.size(), e.total_s(), e.compute_s, e.cases_s));
-  };
-  if (a.dry_run) {
-    if (base->gpu_count < ranks)
-      throw InputError(fmt::format("--base {}: has {} GPU(s), fewer than the {} measured on", base->name,
-                                   base->gpu_count, ranks));
-    print_plan(base->gpu.name + " (--dry-run: nothing measured, nothing written)");
-    return;
-  }
+void check_base_gpus(const Topology& base, int ranks) {
+  if (base.gpu_count < ranks)
+    throw InputError(fmt::format("--base {}: has {} GPU(s), fewer than the {} measured on", base.name,
+                                 base.gpu_count, ranks));
+}
 
-  // GPU from here on (DeviceError, exit 3, without the CUDA part or a GPU).
-  const GpuInventory inv = run_gpu_inventory();
-  if (ranks > inv.count)
-    throw InputError(fmt::format("--ranks {}: this machine has {} GPU(s)", ranks, inv.count));
+// The base preset of a run: --base, else the preset of this machine's GPU.
+Topology resolve_base(std::optional<Topology> base, const GpuInventory& inv, int ranks) {
   if (!base) {
     const std::string preset = base_preset_for(inv.gpu_name, ranks);
     if (preset.empty())
@@ -218,77 +192,17 @@ void run_calibrate_command(const CalibrateArgs& a) {
                                    inv.gpu_name));
     base = read_topology(resolve_topology_path(preset));
   }
-  if (base->gpu_count < ranks)
-    throw InputError(fmt::format("--base {}: has {} GPU(s), fewer than the {} measured on", base->name,
-                                 base->gpu_count, ranks));
-  print_plan(inv.gpu_name);
-  const CalibrationMeasurements m = run_calibrate(q);
-  for (std::size_t l = 0; l < m.allreduce_layer_us.size(); ++l) {
-    const AllreduceLayerCase& layer = q.allreduce_layers[l];
-    q.progress(fmt::format("allreduce {} in {}: {} allreduce{} add {:.2f} us to the layer ({:.2f} us in their "
-                           "context chains)", layer.strategy, layer.where, layer.contexts.size(),
-                           layer.contexts.size() == 1 ? "" : "s", m.allreduce_layer_us[l],
-                           layer_context_sum(layer, m)));
-  }
-  Topology topo = calibrated_topology(*base, m, build_calibration(q, m, traces));
-  topo.calibration.fitted = fit_compute_models(q, m, topo.gpu, a.attention_fit == "geometry");
-  for (auto& [key, f] : topo.calibration.fitted) {
-    f.source = fmt::format("measured on {} by eaglesim calibrate ({} grid)", m.device, a.grid);
-    q.progress(fmt::format("fitted {}: {:.2f} us + max(bytes / {:.0f} GB/s{}) over {} points, residual rms {:.1f} %, "
-                           "max {:.1f} %",
-                           key, f.fixed_us, f.bw_gbs, f.tflops > 0 ? fmt::format(", flops / {:.0f} TFLOP/s", f.tflops) : "",
-                           f.points, 100 * f.rms_residual, 100 * f.max_residual));
-    if (fitted_model_has_geometry(key))
-      q.progress(fmt::format("fitted {}: launch geometry + waves x {:.2f} us, busiest CTA / {:.1f} GB/s + its tile "
-                             "FLOPs / {:.2f} TFLOP/s, combine {:.2f} us + partials / {:.0f} GB/s",
-                             key, f.wave_us, f.block_bw_gbs, f.block_tflops, f.combine_us, f.combine_gbs));
-  }
-  // Kinds without enough points here (no MLA model in the grid) keep the base preset's fit.
-  for (const auto& [key, f] : base->calibration.fitted) topo.calibration.fitted.emplace(key, f);
-  for (const LayerTransitionFit& f : fit_transitions_to_layers(q, m, topo))
-    q.progress(fmt::format("compute layer {}: {:.2f} us per copy in a chain; its ops {:.2f} us by the tables, "
-                           "{} transitions {:+.2f} us by the pair chains, {:+.2f} us {}",
-                           f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us,
-                           f.fitted ? "fitted" : "(not fitted: not measured, or an op outside the tables)"));
-  // A layer fitted on the pairs only it has (stripped of its allreduces, or without one op kind).
-  const auto say_own_pairs_fit = [&](const char* what, const LayerTransitionFit& f) {
-    q.progress(fmt::format("{} {}: {:.2f} us per copy in a chain; its ops {:.2f} us by the tables, {} transitions "
-                           "{:+.2f} us before the fit of the pairs only it has, {:+.2f} us {}",
-                           what, f.where, f.measured_us, f.ops_us, f.pairs, f.pairs_us, f.fitted_us,
-                           f.fitted ? "fitted" : "(not fitted: not measured, or an op outside the tables)"));
-  };
-  for (const LayerTransitionFit& f : fit_transitions_to_stripped_layers(q, m, topo)) say_own_pairs_fit("layer", f);
-  std::set<std::string> reduced_keys;
-  for (const LayerTransitionFit& f : fit_transitions_to_kind_reduced_layers(q, m, topo, reduced_keys))
-    say_own_pairs_fit("compute layer", f);
-  {
-    std::string line;
-    for (const KindTransition& k : kind_transitions_from_shapes(topo.calibration.transition_us, reduced_keys))
-      line += fmt::format("{}{} {:+.2f} ({} shape pair{}{})", line.empty() ? "" : ", ", k.key, k.after_us, k.shapes,
-                          k.shapes == 1 ? "" : "s",
-                          std::isnan(k.before_us) ? "" : fmt::format("; pair chains {:+.2f}", k.before_us));
-    if (!line.empty())
-      q.progress("kernel transitions per kind pair (shapes outside the calibration): the mean of the fitted shape "
-                 "entries: " + line);
-  }
-  if (a.fit_sequence) {
-    SequenceFitOptions so;
-    so.ranks = ranks;
-    so.iters = a.iters;
-    so.timeout_s = a.timeout_s;
-    so.fuse_add_norm = q.fuse_add_norm;
-    so.progress = q.progress;
-    const SequenceFit fit = fit_sequence_overhead(traces, topo, so);
-    topo.calibration.sequence_overhead_us = fit.overhead_us;
-    q.progress(fmt::format("sequence overhead: {:+.3f} us per compute op (least squares over {} verify steps)",
-                           fit.overhead_us, fit.cases.size()));
-  }
-  write_topology(topo, a.output);
+  check_base_gpus(*base, ranks);
+  return std::move(*base);
+}
+
+void print_calibrate_summary(const std::string& output, const CalibrationRun& run) {
+  const Topology& topo = run.topology;
   const Calibration& c = topo.calibration;
   fmt::print("wrote {} ({}): {} GEMM points, {} attention tables, {} elementwise tables, {} allreduce tables on {} "
              "ranks, launch gap {:.2f} us, sequence overhead {:+.3f} us per op, measured in {:.0f} s\n",
-             a.output, topo.name, c.gemm.size(), c.attention.size(), c.elementwise.size(), c.allreduce.size(),
-             c.ranks, c.launch_gap_us.value_or(0.0), c.sequence_overhead_us.value_or(0.0), m.seconds);
+             output, topo.name, c.gemm.size(), c.attention.size(), c.elementwise.size(), c.allreduce.size(),
+             c.ranks, c.launch_gap_us.value_or(0.0), c.sequence_overhead_us.value_or(0.0), run.measured_s);
   // The keyed tables on one line each: "key value, key value, ..." (`sign`: show + on positives).
   auto print_keyed = [](const char* title, const std::map<std::string, double>& table, bool sign) {
     if (table.empty()) return;
@@ -300,6 +214,43 @@ void run_calibrate_command(const CalibrateArgs& a) {
   };
   print_keyed("allreduces in their trace context (us per call)", c.allreduce_context_us, false);
   print_keyed("kernel transitions (us per op)", c.transition_us, true);
+}
+
+void run_calibrate_command(const CalibrateArgs& a) {
+  check_calibrate_flags(a);
+  const std::vector<Trace> traces = load_traces(a);
+  const int ranks = measured_ranks(a, traces);
+  CalibrationRunOptions o;
+  o.plan.ranks = ranks;
+  if (ranks > 1) o.plan.strategies = parse_strategy_list(a.strategies);
+  std::optional<Topology> base = read_base_and_check_output(a);
+  set_fit_and_grid_options(a, traces, o);
+  o.iters = a.iters;
+  o.chain_us = a.chain_us;
+  o.timeout_s = a.timeout_s;
+  o.fuse_add_norm = !a.no_fused_add_norm;
+  o.fit_sequence = a.fit_sequence;
+  o.progress = [](const std::string& line) {
+    fmt::print(stderr, "calibrate: {}\n", line);
+    std::fflush(stderr);
+  };
+  const CalibrationRequest q = plan_calibration_request(traces, o);
+  if (a.dry_run) {
+    check_base_gpus(*base, ranks);
+    report_calibration_plan(q, traces.size(), base->gpu.name + " (--dry-run: nothing measured, nothing written)",
+                            *base, a.grid);
+    return;
+  }
+
+  // GPU from here on (DeviceError, exit 3, without the CUDA part or a GPU).
+  const GpuInventory inv = run_gpu_inventory();
+  if (ranks > inv.count)
+    throw InputError(fmt::format("--ranks {}: this machine has {} GPU(s)", ranks, inv.count));
+  const Topology base_topo = resolve_base(std::move(base), inv, ranks);
+  report_calibration_plan(q, traces.size(), inv.gpu_name, base_topo, a.grid);
+  const CalibrationRun run = calibrate_topology(q, traces, base_topo, o);
+  write_topology(run.topology, a.output);
+  print_calibrate_summary(a.output, run);
 }
 
 }  // namespace
