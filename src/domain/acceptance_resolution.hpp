@@ -9,8 +9,8 @@
 
 #include "domain/acceptance_table.hpp"
 #include "domain/report.hpp"
-#include "domain/spec_config.hpp"
 #include "domain/tree_acceptance.hpp"
+#include "trace/spec_config.hpp"
 
 namespace eaglesim {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "domain/spec_config.hpp"
+#include "trace/spec_config.hpp"
 
 namespace eaglesim {
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "domain/spec_config.hpp"
+#include "trace/spec_config.hpp"
 
 namespace eaglesim {
 

@@ -9,6 +9,7 @@
 
 #include "core/errors.hpp"
 #include "domain/rate_bisection.hpp"
+#include "trace/eagle_tree.hpp"
 #include "trace/eagle_tree_selection.hpp"
 
 namespace eaglesim {
@@ -69,8 +70,8 @@ DraftTree select_draft_tree(const SpecConfig& config, const RankAcceptance& q) {
   const int S = config.num_steps, K = config.eagle_topk, D = config.num_draft_tokens;
   if (S < 0) throw InputError(fmt::format("num_steps: expected >= 0, got {}", S));
   if (K < 1) throw InputError(fmt::format("eagle_topk: expected >= 1, got {}", K));
-  if (D < 1 || D > 1 + candidate_count(config))
-    throw InputError(fmt::format("num_draft_tokens: expected 1 to {} for {}, got {}", 1 + candidate_count(config),
+  if (D < 1 || D > 1 + draft_candidates(S, K))
+    throw InputError(fmt::format("num_draft_tokens: expected 1 to {} for {}, got {}", 1 + draft_candidates(S, K),
                                  describe(config), D));
 
   // SGLang's selection as trace/eagle_tree_selection.hpp writes it for the trace's derived tree

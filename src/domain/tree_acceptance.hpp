@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "domain/spec_config.hpp"
+#include "trace/spec_config.hpp"
 
 namespace eaglesim {
 
@@ -51,7 +51,7 @@ struct DraftTree {
 // of the previous depth; of all those candidates the D - 1 with the highest path probability
 // (ties to the earlier candidate, so a parent always precedes its children and the selection
 // is a tree). InputError unless num_steps >= 0, eagle_topk >= 1 and
-// 1 <= num_draft_tokens <= 1 + candidate_count.
+// 1 <= num_draft_tokens <= 1 + draft_candidates (trace/eagle_tree.hpp).
 DraftTree select_draft_tree(const SpecConfig& config, const RankAcceptance& q);
 
 // E = 1 + sum over the tree's draft tokens of P(path to the token accepted): siblings are

@@ -246,6 +246,7 @@ SpeculativeConfig resolved_speculative(const GenOptions& o) {
   SpeculativeConfig c;
   if (o.tokens < 2) {
     c.method = SpecMethod::none;
+    c.num_steps = c.eagle_topk = c.num_draft_tokens = 0;  // no drafts: none of the three
     return c;
   }
   c.num_steps = o.tokens - 1;

@@ -1,14 +1,14 @@
 #pragma once
 // The sweep's speculative-configuration axis: every (num_steps, eagle_topk, num_draft_tokens)
 // the SGLang flags' comma lists combine to, plus the chains of --draft-tokens, each held to
-// SGLang's rules (engine_config_problem, domain/spec_config.hpp). A combination SGLang would
+// SGLang's rules (engine_config_problem, trace/spec_config.hpp). A combination SGLang would
 // not run is skipped and kept with its reason, so the output can say what was left out; only a
 // list of which no combination is valid is an error.
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "domain/spec_config.hpp"
+#include "trace/spec_config.hpp"
 
 namespace eaglesim {
 

@@ -13,8 +13,8 @@
 #include "core/dtype.hpp"
 #include "domain/timeline.hpp"
 #include "domain/report.hpp"
-#include "domain/spec_config.hpp"
 #include "sweep/spec_axis.hpp"
+#include "trace/spec_config.hpp"
 
 namespace eaglesim {
 

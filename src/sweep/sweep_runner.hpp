@@ -20,12 +20,12 @@
 
 #include "domain/acceptance_table.hpp"
 #include "domain/report.hpp"
-#include "domain/spec_config.hpp"
 #include "domain/tree_acceptance.hpp"
 #include "model/model_config.hpp"
 #include "sweep/spec_axis.hpp"
 #include "sweep/sweep_result.hpp"
 #include "topology/topology.hpp"
+#include "trace/spec_config.hpp"
 
 namespace eaglesim {
 

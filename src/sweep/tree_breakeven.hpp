@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include "domain/spec_config.hpp"
+#include "trace/spec_config.hpp"
 
 namespace eaglesim {
 

@@ -1,6 +1,5 @@
 #include "trace/eagle_tree.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -27,8 +26,9 @@ struct PathRanks {
 }  // namespace
 
 std::int64_t draft_candidates(int num_steps, int eagle_topk) {
+  if (num_steps < 1 || eagle_topk < 1) return 0;
   const std::int64_t k = eagle_topk;
-  return k + static_cast<std::int64_t>(std::max(0, num_steps - 1)) * k * k;
+  return k + static_cast<std::int64_t>(num_steps - 1) * k * k;
 }
 
 std::vector<int> derive_eagle_tree(int num_steps, int eagle_topk, int num_draft_tokens) {

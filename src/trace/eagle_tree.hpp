@@ -12,7 +12,8 @@ namespace eaglesim {
 
 // The drafts SGLang scores per request and cycle before choosing the tree: eagle_topk at the
 // first level (the draft-extend pass's top-k), eagle_topk^2 at each of the num_steps - 1 further
-// ones (each of the topk branches kept at a level proposes topk children).
+// ones (each of the topk branches kept at a level proposes topk children), K + (S - 1) K^2; 0
+// without a level or a branch (num_steps or eagle_topk below 1).
 std::int64_t draft_candidates(int num_steps, int eagle_topk);
 
 // The probability the draft head is assumed to give its r-th most likely token at every node,

@@ -24,47 +24,45 @@ SpecProblem problem(SpecField field, std::string expected, std::string got) {
   return p;
 }
 
-}  // namespace
+// Method none: no drafts, so none of the three numbers and no tree.
+std::optional<SpecProblem> find_no_drafts_problem(const SpeculativeConfig& c) {
+  if (c.num_steps != 0) return problem(SpecField::num_steps, "no num_steps with method none", std::to_string(c.num_steps));
+  if (c.eagle_topk != 0) return problem(SpecField::eagle_topk, "no eagle_topk with method none", std::to_string(c.eagle_topk));
+  if (c.num_draft_tokens != 0)
+    return problem(SpecField::num_draft_tokens, "no num_draft_tokens with method none", std::to_string(c.num_draft_tokens));
+  if (c.mask == VerifyMask::tree) return problem(SpecField::mask, "no tree with method none", "tree");
+  return std::nullopt;
+}
 
-std::optional<SpecProblem> find_speculative_problem(const SpeculativeConfig& c) {
-  if (c.method == SpecMethod::none) {
-    if (c.num_steps != 0) return problem(SpecField::num_steps, "no num_steps with method none", std::to_string(c.num_steps));
-    if (c.eagle_topk != 0) return problem(SpecField::eagle_topk, "no eagle_topk with method none", std::to_string(c.eagle_topk));
-    if (c.num_draft_tokens != 0)
-      return problem(SpecField::num_draft_tokens, "no num_draft_tokens with method none", std::to_string(c.num_draft_tokens));
-    if (c.mask == VerifyMask::tree) return problem(SpecField::mask, "no tree with method none", "tree");
-    return std::nullopt;
-  }
-  // SGLang's draft loop (eagle_worker.py draft_forward) scores at least one level.
-  if (c.num_steps < 1 || c.num_steps > kMaxSpecSteps)
-    return problem(SpecField::num_steps, fmt::format("an integer in [1, {}]", kMaxSpecSteps), std::to_string(c.num_steps));
-  // Each draft level keeps at least one branch per request.
-  if (c.eagle_topk < 1 || c.eagle_topk > kMaxSpecTopk)
-    return problem(SpecField::eagle_topk, fmt::format("an integer in [1, {}]", kMaxSpecTopk), std::to_string(c.eagle_topk));
-  if (c.eagle_topk == 1) {
-    // server_args.py: speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when
-    // speculative_eagle_topk == 1.
-    if (c.num_draft_tokens != c.num_steps + 1)
+// A rule of the three numbers, worded as the trace reader and gen name it.
+SpecProblem broken_rule_problem(const BrokenSpecRule& b, const SpeculativeConfig& c) {
+  const std::string got = std::to_string(b.got);
+  switch (b.rule) {
+    case SpecRule::num_steps:
+      return problem(SpecField::num_steps, fmt::format("an integer in [{}, {}]", b.least, b.most), got);
+    case SpecRule::eagle_topk:
+      return problem(SpecField::eagle_topk, fmt::format("an integer in [{}, {}]", b.least, b.most), got);
+    case SpecRule::chain_num_draft_tokens:
       return problem(SpecField::num_draft_tokens,
                      fmt::format("num_steps + 1 = {} (SGLang verifies the chain of num_steps drafts and the root when "
                                  "eagle_topk is 1)",
-                                 c.num_steps + 1),
-                     std::to_string(c.num_draft_tokens));
-  } else {
-    // eagle_utils.py organize_draft_results: torch.topk over the candidates' scores picks
-    // num_draft_tokens - 1 of them.
-    const std::int64_t candidates = draft_candidates(c.num_steps, c.eagle_topk);
-    const std::int64_t most = std::min<std::int64_t>(kMaxSpecDraftTokens, 1 + candidates);
-    if (c.num_draft_tokens < 1 || c.num_draft_tokens > most)
-      return problem(SpecField::num_draft_tokens,
-                     fmt::format("an integer in [1, {}] (the root and at most the {} candidates that {} steps of top-{} "
-                                 "drafting score{})",
-                                 most, candidates, c.num_steps, c.eagle_topk,
-                                 most < 1 + candidates ? fmt::format(", at most {}", kMaxSpecDraftTokens) : ""),
-                     std::to_string(c.num_draft_tokens));
-    if (c.mask != VerifyMask::tree)
-      return problem(SpecField::mask, "tree (eagle_topk > 1 drafts a tree)", to_string(c.mask));
+                                 b.most),
+                     got);
+    case SpecRule::tree_num_draft_tokens: break;
   }
+  const std::int64_t candidates = draft_candidates(c.num_steps, c.eagle_topk);
+  return problem(SpecField::num_draft_tokens,
+                 fmt::format("an integer in [{}, {}] (the root and at most the {} candidates that {} steps of top-{} "
+                             "drafting score{})",
+                             b.least, b.most, candidates, c.num_steps, c.eagle_topk,
+                             b.most < 1 + candidates ? fmt::format(", at most {}", kMaxSpecDraftTokens) : ""),
+                 got);
+}
+
+// The mask and parent list the (valid) three numbers call for.
+std::optional<SpecProblem> find_verify_tree_problem(const SpeculativeConfig& c) {
+  if (c.eagle_topk > 1 && c.mask != VerifyMask::tree)
+    return problem(SpecField::mask, "tree (eagle_topk > 1 drafts a tree)", to_string(c.mask));
   if (c.mask == VerifyMask::tree) {
     if (auto t = find_tree_problem(c.parents, c.num_steps, c.eagle_topk, c.num_draft_tokens)) {
       SpecProblem p = problem(SpecField::parents, t->expected, t->got);
@@ -75,6 +73,15 @@ std::optional<SpecProblem> find_speculative_problem(const SpeculativeConfig& c) 
     return problem(SpecField::parents, "no parent list with the chain mask", fmt::format("{} parents", c.parents.size()));
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<SpecProblem> find_speculative_problem(const SpeculativeConfig& c) {
+  if (c.method == SpecMethod::none) return find_no_drafts_problem(c);
+  if (auto broken = find_broken_spec_rule(c, SpecBounds{kMaxSpecSteps, kMaxSpecTopk, kMaxSpecDraftTokens}))
+    return broken_rule_problem(*broken, c);
+  return find_verify_tree_problem(c);
 }
 
 }  // namespace eaglesim

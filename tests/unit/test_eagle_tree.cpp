@@ -108,7 +108,7 @@ TEST(SpeculativeConfig, SglangRulesAreCheckedInOrder) {
     auto p = find_speculative_problem(c);
     return p ? static_cast<int>(p->field) : -1;
   };
-  SpeculativeConfig chain{SpecMethod::eagle3, 3, 1, 4, VerifyMask::chain, {}};
+  SpeculativeConfig chain{{3, 1, 4}, SpecMethod::eagle3, VerifyMask::chain, {}};
   EXPECT_EQ(field(chain), -1);
   SpeculativeConfig c = chain;
   c.num_draft_tokens = 6;  // topk 1: SGLang verifies steps + 1
@@ -119,7 +119,7 @@ TEST(SpeculativeConfig, SglangRulesAreCheckedInOrder) {
   c = chain;
   c.num_steps = 0;
   EXPECT_EQ(field(c), static_cast<int>(SpecField::num_steps));
-  SpeculativeConfig tree{SpecMethod::eagle3, 5, 4, 8, VerifyMask::tree, derive_eagle_tree(5, 4, 8)};
+  SpeculativeConfig tree{{5, 4, 8}, SpecMethod::eagle3, VerifyMask::tree, derive_eagle_tree(5, 4, 8)};
   EXPECT_EQ(field(tree), -1);
   c = tree;
   c.mask = VerifyMask::chain;
@@ -131,8 +131,32 @@ TEST(SpeculativeConfig, SglangRulesAreCheckedInOrder) {
   c.num_draft_tokens = 69;
   c.parents = derive_eagle_tree(5, 4, 69);
   EXPECT_EQ(field(c), -1);
-  SpeculativeConfig none{SpecMethod::none, 0, 0, 0, VerifyMask::chain, {}};
+  c.num_draft_tokens = 1;  // the root alone: a tree verifies at least one draft
+  c.parents = {-1};
+  EXPECT_EQ(field(c), static_cast<int>(SpecField::num_draft_tokens));
+  SpeculativeConfig none{{0, 0, 0}, SpecMethod::none, VerifyMask::chain, {}};
   EXPECT_EQ(field(none), -1);
   none.num_steps = 2;
   EXPECT_EQ(field(none), static_cast<int>(SpecField::num_steps));
+}
+
+// The trace reader and the sweep / acceptance table hold the three numbers to one rule set: within
+// the trace format's limits they reject the same configurations, naming the same field.
+TEST(SpeculativeConfig, TraceAndEngineRulesAgree) {
+  for (int steps = -1; steps <= 4; ++steps)
+    for (int topk = -1; topk <= 4; ++topk)
+      for (int tokens = -1; tokens <= 40; ++tokens) {
+        SpeculativeConfig c{{steps, topk, tokens}, SpecMethod::eagle3, VerifyMask::chain, {}};
+        const auto engine = engine_config_problem(c);
+        if (topk > 1) c.mask = VerifyMask::tree;
+        if (topk > 1 && !engine) c.parents = derive_eagle_tree(steps, topk, tokens);
+        SCOPED_TRACE(::testing::Message() << steps << "," << topk << "," << tokens);
+        const auto trace = find_speculative_problem(c);
+        ASSERT_EQ(trace.has_value(), engine.has_value()) << (trace ? trace->expected : engine->message);
+        if (!engine) continue;
+        const SpecField field = engine->field == "num_steps"    ? SpecField::num_steps
+                                : engine->field == "eagle_topk" ? SpecField::eagle_topk
+                                                                : SpecField::num_draft_tokens;
+        EXPECT_EQ(static_cast<int>(trace->field), static_cast<int>(field)) << engine->field;
+      }
 }

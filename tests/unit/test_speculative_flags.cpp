@@ -74,8 +74,11 @@ TEST(SpeculativeFlags, RejectionsNameTheFlag) {
   EXPECT_EQ(error_of(flags(0, 1, std::nullopt)), "--speculative-num-steps: expected an integer in [1, 256], got 0");
   EXPECT_EQ(error_of(flags(1000, 1, std::nullopt)), "--speculative-num-steps: expected an integer in [1, 256], got 1000");
   EXPECT_EQ(error_of(flags(2, 2, 8)),
-            "--speculative-num-draft-tokens: expected an integer in [1, 7] (the root and at most the 6 candidates "
+            "--speculative-num-draft-tokens: expected an integer in [2, 7] (the root and at most the 6 candidates "
             "that 2 steps of top-2 drafting score), got 8");
-  EXPECT_EQ(error_of(flags(2, 2, 0)).rfind("--speculative-num-draft-tokens: expected an integer in [1, 7]", 0), 0u);
+  EXPECT_EQ(error_of(flags(2, 2, 0)).rfind("--speculative-num-draft-tokens: expected an integer in [2, 7]", 0), 0u);
+  // The root alone verifies no draft: a tree is at least one draft token, as for the sweep.
+  EXPECT_EQ(error_of(flags(2, 2, 1)).rfind("--speculative-num-draft-tokens: expected an integer in [2, 7]", 0), 0u);
+  EXPECT_EQ(error_of(flags(2, 2, 2)), "(accepted)");
   EXPECT_EQ(error_of(flags(2, 2, 7)), "(accepted)");
 }

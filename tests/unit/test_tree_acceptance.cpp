@@ -186,9 +186,11 @@ TEST(SpecConfig, EngineRules) {
   EXPECT_EQ(engine_config_problem({3, 1, 5})->field, "num_draft_tokens");
   EXPECT_EQ(engine_config_problem({0, 1, 1})->field, "num_steps");
   EXPECT_EQ(engine_config_problem({3, 0, 4})->field, "eagle_topk");
+  EXPECT_EQ(engine_config_problem({5, 4, 1})->field, "num_draft_tokens");  // a tree verifies at least one draft
   EXPECT_EQ(max_tokens_per_cycle({5, 4, 8}), 6);
   EXPECT_EQ(max_tokens_per_cycle({5, 4, 4}), 4);
-  EXPECT_EQ(candidate_count({6, 8, 32}), 8 + 5 * 64);
+  EXPECT_EQ(draft_candidates(6, 8), 8 + 5 * 64);
+  EXPECT_EQ(draft_candidates(0, 8), 0);  // no draft step, no candidates
   EXPECT_TRUE(is_chain(chain_config(3)));
   EXPECT_EQ(describe(SpecConfig{5, 4, 8}), "num_steps 5, eagle_topk 4, num_draft_tokens 8");
 }
