@@ -8,7 +8,7 @@
 // shows in the outputs. Blocks run one after another (the kernel never waits on another block).
 // A block in which no thread can move is reported as a deadlock (e.g. a wrong tx count).
 //
-// Not a CMake target; build and run by hand (about a minute):
+// A CMake target (ctest runs its --quick cases, label emulator); by hand (about a minute):
 //   g++ -std=c++17 -O2 -Isrc -Ikernels -I/usr/local/cuda/include tools/moe_gemm_emulate.cpp \
 //       src/cuda/ops/moe_gemm_plan.cpp src/cost/low_bit_gemm_kernel.cpp -lfmt -o /tmp/moe_emulate && /tmp/moe_emulate [--quick]
 #include <ucontext.h>
@@ -560,85 +560,133 @@ Outcome compare(const std::vector<__nv_bfloat16>& y, const std::vector<double>& 
 
 int g_failures = 0;
 
-// One case: random logical weights, host packer, the kernel through the emulator with `grid`
-// CTAs (small, so items split across CTAs), the double reference.
-// extremes: int4 nibbles only 0 and 15 (the decode's ends: -8 and +7) and scales of both signs;
-// fp8 bytes only zero, subnormals and +-448.
-void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t seed, int grid, int rows_hint = 0,
-              bool dense = false, bool with_reference = false, int variant = 0, bool extremes = false) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f), pos(0.5f, 1.5f);
-  const int E = static_cast<int>(counts.size());
-  std::vector<int> off(E + 1, 0);
-  for (int e = 0; e < E; ++e) off[e + 1] = off[e] + counts[e];
-  const int rows = off[E];
+// One case's GEMM: format, shape, routing (expert e's rows are off[e] .. off[e + 1]; dense: one
+// expert, no offsets), the emulated grid and whether the weights take only extreme values.
+struct CaseShape {
+  F f;
+  int n, k;
+  int E;
+  std::vector<int> off;
+  int rows;
+  int grid;
+  bool dense, extremes;
+};
+
+// The kernel's plan for the case, with the emulated grid.
+GroupedGemmPlan case_plan(const CaseShape& cs, const std::vector<int>& counts, int rows_hint, int variant) {
   const int busiest = *std::max_element(counts.begin(), counts.end());
   eaglesim::cuda::GroupedGemmShape shape;
-  shape.format = f;
-  shape.experts = E;
-  shape.n = n;
-  shape.k = k;
-  shape.max_rows = std::max(rows, 1);
+  shape.format = cs.f;
+  shape.experts = cs.E;
+  shape.n = cs.n;
+  shape.k = cs.k;
+  shape.max_rows = std::max(cs.rows, 1);
   shape.rows_per_expert = rows_hint > 0 ? rows_hint : std::max(busiest, 1);
   shape.variant = variant;
-  GroupedGemmPlan plan = eaglesim::cuda::plan_grouped_gemm(shape, (grid + 1) / 2);  // partials for >= grid CTAs
-  if (plan.grid < grid) emu::die("plan grid below the emulated grid");
-  plan.grid = grid;
+  GroupedGemmPlan plan = eaglesim::cuda::plan_grouped_gemm(shape, (cs.grid + 1) / 2);  // partials for >= grid CTAs
+  if (plan.grid < cs.grid) emu::die("plan grid below the emulated grid");
+  plan.grid = cs.grid;
+  return plan;
+}
 
-  // logical weights and their exact values
-  const std::int64_t count = static_cast<std::int64_t>(E) * n * k;
+// Logical weights (what the host packer takes: weights, scales) and their exact values.
+struct LogicalWeights {
   std::vector<std::uint8_t> lw, ls;
-  std::vector<double> wv(count);
-  const int g = f == F::int4_g32 ? 32 : 128;
+  std::vector<double> wv;
+};
+
+void random_bf16_weights(std::int64_t count, std::mt19937_64& rng, std::uniform_real_distribution<float>& u,
+                         LogicalWeights& w) {
+  auto& lw = w.lw;
+  auto& wv = w.wv;
+  lw.resize(count * 2);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::uint16_t h = to_bf16(0.05f * u(rng));
+    std::memcpy(lw.data() + 2 * i, &h, 2);
+    wv[i] = emu::bf(h);
+  }
+}
+
+void random_fp8_weights(const CaseShape& cs, std::int64_t count, std::mt19937_64& rng,
+                        std::uniform_real_distribution<float>& pos, LogicalWeights& w) {
+  const F f = cs.f;
+  const int E = cs.E, n = cs.n, k = cs.k;
+  const bool extremes = cs.extremes;
+  auto& lw = w.lw;
+  auto& ls = w.ls;
+  auto& wv = w.wv;
   const std::int64_t nb = (n + 127) / 128, kb = (k + 127) / 128;
-  if (f == F::bf16) {
-    lw.resize(count * 2);
-    for (std::int64_t i = 0; i < count; ++i) {
-      const std::uint16_t h = to_bf16(0.05f * u(rng));
-      std::memcpy(lw.data() + 2 * i, &h, 2);
-      wv[i] = emu::bf(h);
-    }
-  } else if (f == F::fp8_channel || f == F::fp8_block) {
-    lw.resize(count);
-    for (auto& b : lw) {
-      if (extremes) {
-        const std::uint8_t ends[] = {0x00, 0x80, 0x01, 0x07, 0x85, 0x7e, 0xfe};
-        b = ends[rng() % 7];
-      } else {
-        do b = static_cast<std::uint8_t>(rng() >> 56);
-        while ((b & 0x7f) == 0x7f);
-      }
-    }
-    std::vector<float> sc(f == F::fp8_channel ? E * n : E * nb * kb);
-    for (auto& c : sc) c = 1e-3f * pos(rng);
-    ls.resize(sc.size() * 4);
-    std::memcpy(ls.data(), sc.data(), ls.size());
-    for (int e = 0; e < E; ++e)
-      for (int r = 0; r < n; ++r)
-        for (int c = 0; c < k; ++c) {
-          const std::int64_t i = (static_cast<std::int64_t>(e) * n + r) * k + c;
-          const float s = f == F::fp8_channel ? sc[e * n + r] : sc[(e * nb + r / 128) * kb + c / 128];
-          wv[i] = static_cast<double>(km::e4m3_to_float(lw[i])) * s;
-        }
-  } else {
-    lw.resize(count / 2);
-    for (auto& b : lw) {
-      b = static_cast<std::uint8_t>(rng() >> 56);
-      if (extremes) b = static_cast<std::uint8_t>(((b & 1) ? 0x0f : 0x00) | ((b & 2) ? 0xf0 : 0x00));
-    }
-    std::vector<std::uint16_t> sc(count / g);
-    for (auto& c : sc) c = to_bf16(0.01f * pos(rng) * (extremes && (rng() & 1) ? -1.f : 1.f));
-    ls.resize(sc.size() * 2);
-    std::memcpy(ls.data(), sc.data(), ls.size());
-    for (std::int64_t i = 0; i < count; ++i) {
-      const int nib = (i % 2) ? (lw[i / 2] >> 4) : (lw[i / 2] & 15);
-      wv[i] = (nib - 8) * static_cast<double>(emu::bf(sc[i / g]));
+  lw.resize(count);
+  for (auto& b : lw) {
+    if (extremes) {
+      const std::uint8_t ends[] = {0x00, 0x80, 0x01, 0x07, 0x85, 0x7e, 0xfe};
+      b = ends[rng() % 7];
+    } else {
+      do b = static_cast<std::uint8_t>(rng() >> 56);
+      while ((b & 0x7f) == 0x7f);
     }
   }
-  const auto packed = eaglesim::cuda::pack_grouped_weights(f, E, n, k, lw.data(), ls.empty() ? nullptr : ls.data());
-  std::vector<__nv_bfloat16> x(static_cast<std::size_t>(rows) * k), y(static_cast<std::size_t>(rows) * n);
-  for (auto& v : x) v = __float2bfloat16(u(rng));
-  std::vector<double> ref(y.size());
+  std::vector<float> sc(f == F::fp8_channel ? E * n : E * nb * kb);
+  for (auto& c : sc) c = 1e-3f * pos(rng);
+  ls.resize(sc.size() * 4);
+  std::memcpy(ls.data(), sc.data(), ls.size());
+  for (int e = 0; e < E; ++e)
+    for (int r = 0; r < n; ++r)
+      for (int c = 0; c < k; ++c) {
+        const std::int64_t i = (static_cast<std::int64_t>(e) * n + r) * k + c;
+        const float s = f == F::fp8_channel ? sc[e * n + r] : sc[(e * nb + r / 128) * kb + c / 128];
+        wv[i] = static_cast<double>(km::e4m3_to_float(lw[i])) * s;
+      }
+}
+
+void random_int4_weights(const CaseShape& cs, std::int64_t count, std::mt19937_64& rng,
+                         std::uniform_real_distribution<float>& pos, LogicalWeights& w) {
+  const bool extremes = cs.extremes;
+  auto& lw = w.lw;
+  auto& ls = w.ls;
+  auto& wv = w.wv;
+  const int g = cs.f == F::int4_g32 ? 32 : 128;
+  lw.resize(count / 2);
+  for (auto& b : lw) {
+    b = static_cast<std::uint8_t>(rng() >> 56);
+    if (extremes) b = static_cast<std::uint8_t>(((b & 1) ? 0x0f : 0x00) | ((b & 2) ? 0xf0 : 0x00));
+  }
+  std::vector<std::uint16_t> sc(count / g);
+  for (auto& c : sc) c = to_bf16(0.01f * pos(rng) * (extremes && (rng() & 1) ? -1.f : 1.f));
+  ls.resize(sc.size() * 2);
+  std::memcpy(ls.data(), sc.data(), ls.size());
+  for (std::int64_t i = 0; i < count; ++i) {
+    const int nib = (i % 2) ? (lw[i / 2] >> 4) : (lw[i / 2] & 15);
+    wv[i] = (nib - 8) * static_cast<double>(emu::bf(sc[i / g]));
+  }
+}
+
+// extremes: int4 nibbles only 0 and 15 (the decode's ends: -8 and +7) and scales of both signs;
+// fp8 bytes only zero, subnormals and +-448.
+LogicalWeights random_logical_weights(const CaseShape& cs, std::mt19937_64& rng,
+                                      std::uniform_real_distribution<float>& u,
+                                      std::uniform_real_distribution<float>& pos) {
+  const F f = cs.f;
+  const std::int64_t count = static_cast<std::int64_t>(cs.E) * cs.n * cs.k;
+  LogicalWeights w;
+  w.wv.resize(count);
+  if (f == F::bf16) {
+    random_bf16_weights(count, rng, u, w);
+  } else if (f == F::fp8_channel || f == F::fp8_block) {
+    random_fp8_weights(cs, count, rng, pos, w);
+  } else {
+    random_int4_weights(cs, count, rng, pos, w);
+  }
+  return w;
+}
+
+// The double reference of y: each row against its expert's exact weights.
+std::vector<double> reference_output(const CaseShape& cs, const std::vector<__nv_bfloat16>& x,
+                                     const std::vector<double>& wv) {
+  const F f = cs.f;
+  const int E = cs.E, n = cs.n, k = cs.k;
+  const std::vector<int>& off = cs.off;
+  std::vector<double> ref(static_cast<std::size_t>(cs.rows) * n);
   for (int e = 0; e < E; ++e)
     for (int r = off[e]; r < off[e + 1]; ++r)
       for (int c = 0; c < n; ++c) {
@@ -650,54 +698,107 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
         }  // the channel scale is in wv already
         ref[static_cast<std::size_t>(r) * n + c] = acc;
       }
-  std::vector<unsigned char> ws(plan.workspace_bytes, 0);
-  std::vector<unsigned char> scales = packed.scales;
-  scales.resize(std::max<std::size_t>(scales.size(), 16));
-  emu::g_global = {{reinterpret_cast<const unsigned char*>(x.data()), x.size() * 2},
-                   {packed.weights.data(), packed.weights.size()},
-                   {scales.data(), scales.size()}};
+  return ref;
+}
+
+// The kernel's arguments over the case's host buffers.
+km::GemmParams kernel_params(const CaseShape& cs, const GroupedGemmPlan& plan, const std::vector<__nv_bfloat16>& x,
+                             std::vector<__nv_bfloat16>& y, const eaglesim::cuda::PackedGemmWeights& packed,
+                             const std::vector<unsigned char>& scales, std::vector<unsigned char>& ws) {
   // 16-byte alignment of the vectors' storage is what the kernel needs for its bulk copies
   km::GemmParams p;
   p.x = x.data();
-  p.expert_offsets = dense ? nullptr : off.data();
-  p.dense_rows = rows;
+  p.expert_offsets = cs.dense ? nullptr : cs.off.data();
+  p.dense_rows = cs.rows;
   p.w = packed.weights.data();
-  p.scales = f == F::bf16 ? nullptr : scales.data();
+  p.scales = cs.f == F::bf16 ? nullptr : scales.data();
   p.y = y.data();
-  p.experts = E;
-  p.n = n;
-  p.k = k;
+  p.experts = cs.E;
+  p.n = cs.n;
+  p.k = cs.k;
   p.w_expert_bytes = plan.weight_bytes_per_expert;
   p.s_expert_bytes = plan.scale_bytes_per_expert;
   p.counters = reinterpret_cast<int*>(ws.data());
   p.partials = reinterpret_cast<float*>(ws.data() + plan.counter_bytes);
   p.max_items = plan.max_items;
+  return p;
+}
+
+// The kernel twice into a NaN-poisoned y: both outputs near the reference and bit-identical.
+// Prints the case's line (after the second run, or the first that fails).
+bool fast_kernel_ok(const CaseShape& cs, const GroupedGemmPlan& plan, const km::GemmParams& p,
+                    std::vector<__nv_bfloat16>& y, const std::vector<double>& ref) {
+  const F f = cs.f;
   std::vector<__nv_bfloat16> first;
   bool ok = true;
   for (int rep = 0; rep < 2; ++rep) {
     for (auto& v : y) v.x = 0xffff;
-    launch_any(f, plan.row_tile, plan.kernel_variant, p, grid, plan.smem_bytes);
+    launch_any(f, plan.row_tile, plan.kernel_variant, p, cs.grid, plan.smem_bytes);
     const Outcome o = compare(y, ref);
     if (o.nan || !(o.rel < 1e-2)) ok = false;
     if (rep == 0) first = y;
     else if (std::memcmp(first.data(), y.data(), y.size() * 2) != 0) ok = false;
     if (rep == 1 || !ok)
       std::printf("%-4s %-12s %-7s n=%5d k=%5d E=%2d rows=%4d grid=%3d %-22s rel=%.2e nan=%ld%s\n", ok ? "ok" : "FAIL",
-                  eaglesim::cuda::to_string(f), dense ? "dense" : "grouped", n, k, E, rows, grid, plan.variant.c_str(),
-                  o.rel, o.nan, extremes ? " (extremes)" : "");
+                  eaglesim::cuda::to_string(f), cs.dense ? "dense" : "grouped", cs.n, cs.k, cs.E, cs.rows, cs.grid,
+                  plan.variant.c_str(), o.rel, o.nan, cs.extremes ? " (extremes)" : "");
   }
+  return ok;
+}
+
+// The kernel leaves its work-item counters at zero for the next launch.
+bool counters_left_zero(const GroupedGemmPlan& plan, const std::vector<unsigned char>& ws) {
   for (std::size_t i = 0; i < plan.counter_bytes; ++i)
     if (ws[i]) {
-      ok = false;
       std::printf("FAIL counters not left zero\n");
-      break;
+      return false;
     }
+  return true;
+}
+
+// The plain reference kernel into a NaN-poisoned y, against the double reference.
+bool reference_kernel_ok(const CaseShape& cs, const km::GemmParams& p, std::vector<__nv_bfloat16>& y,
+                         const std::vector<double>& ref) {
+  for (auto& v : y) v.x = 0xffff;
+  launch_ref(cs.f, p, cs.rows);
+  const Outcome o = compare(y, ref);
+  const bool rok = o.nan == 0 && o.rel < 1e-2;
+  std::printf("%-4s   reference kernel rel=%.2e nan=%ld\n", rok ? "ok" : "FAIL", o.rel, o.nan);
+  return rok;
+}
+
+// One case: random logical weights, host packer, the kernel through the emulator with `grid`
+// CTAs (small, so items split across CTAs), the double reference.
+// extremes: see random_logical_weights.
+void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t seed, int grid, int rows_hint = 0,
+              bool dense = false, bool with_reference = false, int variant = 0, bool extremes = false) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f), pos(0.5f, 1.5f);
+  const int E = static_cast<int>(counts.size());
+  std::vector<int> off(E + 1, 0);
+  for (int e = 0; e < E; ++e) off[e + 1] = off[e] + counts[e];
+  const int rows = off[E];
+  const CaseShape cs{f, n, k, E, off, rows, grid, dense, extremes};
+  const GroupedGemmPlan plan = case_plan(cs, counts, rows_hint, variant);
+
+  const LogicalWeights w = random_logical_weights(cs, rng, u, pos);
+  const auto packed =
+      eaglesim::cuda::pack_grouped_weights(f, E, n, k, w.lw.data(), w.ls.empty() ? nullptr : w.ls.data());
+  std::vector<__nv_bfloat16> x(static_cast<std::size_t>(rows) * k), y(static_cast<std::size_t>(rows) * n);
+  for (auto& v : x) v = __float2bfloat16(u(rng));
+  const std::vector<double> ref = reference_output(cs, x, w.wv);
+  std::vector<unsigned char> ws(plan.workspace_bytes, 0);
+  std::vector<unsigned char> scales = packed.scales;
+  scales.resize(std::max<std::size_t>(scales.size(), 16));
+  emu::g_global = {{reinterpret_cast<const unsigned char*>(x.data()), x.size() * 2},
+                   {packed.weights.data(), packed.weights.size()},
+                   {scales.data(), scales.size()}};
+  const km::GemmParams p = kernel_params(cs, plan, x, y, packed, scales, ws);
+
+  bool ok = fast_kernel_ok(cs, plan, p, y, ref);
+  if (!counters_left_zero(plan, ws)) ok = false;
   if (with_reference) {
-    for (auto& v : y) v.x = 0xffff;
-    launch_ref(f, p, rows);
-    const Outcome o = compare(y, ref);
-    const bool rok = o.nan == 0 && o.rel < 1e-2;
-    std::printf("%-4s   reference kernel rel=%.2e nan=%ld\n", rok ? "ok" : "FAIL", o.rel, o.nan);
+    const bool rok = reference_kernel_ok(cs, p, y, ref);
     ok = ok && rok;
   }
   if (!ok) ++g_failures;

@@ -526,6 +526,165 @@ bool counters_zero(const eaglesim::cuda::GroupedGemmPlan& plan, const void* ws) 
   return std::all_of(c.begin(), c.end(), [](unsigned char b) { return b == 0; });
 }
 
+// The output every variant of shape `s` is held to: the plain reference kernel's, unless that
+// would be too slow; else empty, and variant 0's output once it ran. `against` names it.
+std::vector<std::uint16_t> variants_reference(const Shape& s, const Inputs& in, int sms, std::string& against) {
+  using namespace eaglesim::cuda;
+  std::vector<std::uint16_t> ref;
+  against = "base";
+  if (in.macs <= kReferenceMaxMacs) {
+    EAGLESIM_BENCH_CHECK(cudaMemset(in.xb + in.yoff, 0xff, in.ybytes));
+    launch_grouped_gemm_reference(plan_for(s, in, sms, 0), in.args(s, 0), nullptr);
+    EAGLESIM_BENCH_CHECK(cudaDeviceSynchronize());
+    ref = read_y(in);
+    against = "reference kernel";
+  }
+  return ref;
+}
+
+// Kernel variant v of shape `s` (its plan `plan`): its output checked against `ref` (which
+// becomes its output when empty), then timed in a graph if it captures into one.
+VariantRow measure_variant(const Shape& s, const Inputs& in, const eaglesim::cuda::GroupedGemmPlan& plan, int v,
+                           const std::string& against, std::vector<std::uint16_t>& ref, DevPool& wspool) {
+  using namespace eaglesim::cuda;
+  VariantRow r;
+  r.cls = s.kernel;
+  r.shape = s.label;
+  r.plan = plan.variant;
+  r.variant = v;
+  r.row_tile = plan.row_tile;
+  r.bytes = in.bytes;
+  r.floor_us = in.floor_us;
+  r.against = against;
+  try {
+    prepare_grouped_gemm(plan);
+    void* ws = wspool.get(plan.workspace_bytes);
+    EAGLESIM_BENCH_CHECK(cudaMemset(ws, 0, plan.workspace_bytes));
+    const std::vector<std::uint16_t> y = poisoned_run(s, in, plan, ws);
+    if (ref.empty()) {
+      ref = y;  // variant 0 runs first: the others are held to it
+      r.against = "itself (GPU tests check it against the CPU)";
+    }
+    r.rel = rel_error(y, ref, r.nan);
+    r.ok = r.nan == 0 && r.rel < kVariantMaxRel && counters_zero(plan, ws);
+    const int resident = grouped_gemm_resident_ctas(plan);
+    if (resident < plan.ctas_per_sm) {
+      r.note = " [only " + std::to_string(resident) + " CTAs per SM resident]";
+      r.plan += r.note;
+    }
+    std::string why;
+    if (capturable(s, in, plan, ws, why)) {
+      r.us = time_plan(s, in, plan, ws, 7);
+    } else {
+      r.ok = false;
+      r.against += "; not capturable: " + why;
+    }
+  } catch (const std::exception& e) {
+    // a launch that fails is a wrong variant, not the end of the sweep (a kernel fault would
+    // end it: the context is lost)
+    r.ok = false;
+    r.against += std::string("; failed: ") + e.what();
+    cudaGetLastError();
+  }
+  if (r.us <= 0) r.us = 1e9;  // never a winner, never in a median that matters
+  return r;
+}
+
+// One variant row: on stdout, and as a JSON line to `jf` if given.
+void print_variant_row(const VariantRow& r, std::FILE* jf) {
+  using namespace eaglesim::cuda;
+  const int v = r.variant;
+  std::printf("%-16s %-44s %-22s %9.2f %9.2f %6.1f%% %9.2e %s\n", r.cls.c_str(), r.shape.c_str(),
+              grouped_gemm_variant_name(v), r.us, r.floor_us, 100.0 * r.floor_us / r.us, r.rel,
+              ((r.ok ? std::string("ok") : "WRONG (vs " + r.against + ")") + r.note).c_str());
+  std::fflush(stdout);
+  if (jf) {
+    std::fprintf(jf,
+                 "{\"kernel\": \"%s\", \"shape\": \"%s\", \"variant\": \"%s\", \"row_tile\": %d, \"plan\": \"%s\", "
+                 "\"bytes\": %.0f, \"us\": %.3f, \"floor_us\": %.3f, \"pct_floor\": %.2f, \"rel_err\": %.3e, "
+                 "\"nan\": %ld, \"ok\": %s, \"checked_against\": \"%s\"}\n",
+                 r.cls.c_str(), r.shape.c_str(), grouped_gemm_variant_name(v), r.row_tile, r.plan.c_str(), r.bytes,
+                 r.us,
+                 r.floor_us, 100.0 * r.floor_us / r.us, r.rel, r.nan, r.ok ? "true" : "false",
+                 json_escaped(r.against).c_str());
+    std::fflush(jf);
+  }
+}
+
+// Per class and variant: % of floor over the rows where the variant is its own kernel, and the
+// paired speed-up over base on exactly those rows (the fair comparison: same shapes).
+struct VariantStats {
+  std::size_t rows = 0;
+  double median_pct = 0, min_pct = 0, median_speedup = 0;
+  int wrong = 0;
+};
+
+using BaseUs = std::map<std::pair<std::string, std::string>, double>;  // (class, shape) -> base's µs
+
+BaseUs base_us_of(const std::vector<VariantRow>& rows) {
+  BaseUs base_us;
+  for (const VariantRow& r : rows)
+    if (r.variant == 0) base_us[{r.cls, r.shape}] = r.us;
+  return base_us;
+}
+
+VariantStats stats_of(const std::vector<const VariantRow*>& rs, const BaseUs& base_us) {
+  VariantStats st;
+  std::vector<double> pct, speedup;
+  for (const VariantRow* r : rs) {
+    pct.push_back(100.0 * r->floor_us / r->us);
+    const auto b = base_us.find({r->cls, r->shape});
+    if (b != base_us.end()) speedup.push_back(b->second / r->us);
+    st.wrong += !r->ok;
+  }
+  st.rows = rs.size();
+  st.median_pct = eb::median_of(pct);
+  st.min_pct = *std::min_element(pct.begin(), pct.end());
+  st.median_speedup = speedup.empty() ? 0.0 : eb::median_of(speedup);
+  return st;
+}
+
+void print_variants_summary(const std::vector<VariantRow>& rows, const BaseUs& base_us) {
+  using namespace eaglesim::cuda;
+  std::printf("\nvariants summary (ops >= 16 MB): class, variant, rows, median %%floor, min %%floor, "
+              "median speed-up over base on the same rows, wrong rows\n");
+  std::map<std::string, std::map<int, std::vector<const VariantRow*>>> by_class;
+  for (const VariantRow& r : rows) by_class[r.cls][r.variant].push_back(&r);
+  for (auto& [cls, per_v] : by_class)
+    for (auto& [v, rs] : per_v) {
+      const VariantStats st = stats_of(rs, base_us);
+      std::printf("  %-18s %-22s %4zu  %6.1f%%  %6.1f%%  %6.3fx  %d%s\n", cls.c_str(), grouped_gemm_variant_name(v),
+                  st.rows, st.median_pct, st.min_pct, st.median_speedup, st.wrong,
+                  st.wrong ? "  WRONG: never the default" : "");
+    }
+}
+
+// The winner per class and row tile (what default_grouped_gemm_variant picks by): the correct
+// variant with the largest median paired speed-up, if that beats base by more than the noise.
+void print_variant_winners(const std::vector<VariantRow>& rows, const BaseUs& base_us) {
+  using namespace eaglesim::cuda;
+  std::map<std::pair<std::string, int>, std::map<int, std::vector<const VariantRow*>>> by_tile;
+  for (const VariantRow& r : rows) by_tile[{r.cls, r.row_tile}][r.variant].push_back(&r);
+  std::printf("\nwinners (class, row tile: variant, median speed-up over base, rows; base where none wins by > %.0f%%)\n",
+              100.0 * (kVariantWinMargin - 1.0));
+  for (auto& [key, per_v] : by_tile) {
+    int best = 0;
+    double best_speedup = kVariantWinMargin;
+    std::size_t best_rows = per_v.count(0) ? per_v.at(0).size() : 0;
+    for (auto& [v, rs] : per_v) {
+      const VariantStats st = stats_of(rs, base_us);
+      if (v != 0 && st.wrong == 0 && st.median_speedup > best_speedup) {
+        best = v;
+        best_speedup = st.median_speedup;
+        best_rows = st.rows;
+      }
+    }
+    std::printf("  %-18s r%-3d %-22s", key.first.c_str(), key.second, grouped_gemm_variant_name(best));
+    if (best != 0) std::printf(" %6.3fx on %zu rows (variant %d)", best_speedup, best_rows, best);
+    std::printf("\n");
+  }
+}
+
 void run_variants(const std::vector<Shape>& shapes, const std::string& filter, double gbps, int sms,
                   const std::vector<int>& variants, std::FILE* jf) {
   using namespace eaglesim::cuda;
@@ -538,137 +697,20 @@ void run_variants(const std::vector<Shape>& shapes, const std::string& filter, d
     Inputs in = size_inputs(s, gbps, sms);
     if (in.bytes < kVariantMinBytes) continue;
     fill_inputs(s, in, wpool, xpool);
-    std::vector<std::uint16_t> ref;
-    std::string against = "base";
-    if (in.macs <= kReferenceMaxMacs) {
-      EAGLESIM_BENCH_CHECK(cudaMemset(in.xb + in.yoff, 0xff, in.ybytes));
-      launch_grouped_gemm_reference(plan_for(s, in, sms, 0), in.args(s, 0), nullptr);
-      EAGLESIM_BENCH_CHECK(cudaDeviceSynchronize());
-      ref = read_y(in);
-      against = "reference kernel";
-    }
+    std::string against;
+    std::vector<std::uint16_t> ref = variants_reference(s, in, sms, against);
     for (int v : variants) {
       const GroupedGemmPlan plan = plan_for(s, in, sms, v);
       if (plan.kernel_variant != v) continue;  // not a kernel of its own for this format and row tile
-      VariantRow r;
-      r.cls = s.kernel;
-      r.shape = s.label;
-      r.plan = plan.variant;
-      r.variant = v;
-      r.row_tile = plan.row_tile;
-      r.bytes = in.bytes;
-      r.floor_us = in.floor_us;
-      r.against = against;
-      try {
-        prepare_grouped_gemm(plan);
-        void* ws = wspool.get(plan.workspace_bytes);
-        EAGLESIM_BENCH_CHECK(cudaMemset(ws, 0, plan.workspace_bytes));
-        const std::vector<std::uint16_t> y = poisoned_run(s, in, plan, ws);
-        if (ref.empty()) {
-          ref = y;  // variant 0 runs first: the others are held to it
-          r.against = "itself (GPU tests check it against the CPU)";
-        }
-        r.rel = rel_error(y, ref, r.nan);
-        r.ok = r.nan == 0 && r.rel < kVariantMaxRel && counters_zero(plan, ws);
-        const int resident = grouped_gemm_resident_ctas(plan);
-        if (resident < plan.ctas_per_sm) {
-          r.note = " [only " + std::to_string(resident) + " CTAs per SM resident]";
-          r.plan += r.note;
-        }
-        std::string why;
-        if (capturable(s, in, plan, ws, why)) {
-          r.us = time_plan(s, in, plan, ws, 7);
-        } else {
-          r.ok = false;
-          r.against += "; not capturable: " + why;
-        }
-      } catch (const std::exception& e) {
-        // a launch that fails is a wrong variant, not the end of the sweep (a kernel fault would
-        // end it: the context is lost)
-        r.ok = false;
-        r.against += std::string("; failed: ") + e.what();
-        cudaGetLastError();
-      }
-      if (r.us <= 0) r.us = 1e9;  // never a winner, never in a median that matters
-      std::printf("%-16s %-44s %-22s %9.2f %9.2f %6.1f%% %9.2e %s\n", r.cls.c_str(), r.shape.c_str(),
-                  grouped_gemm_variant_name(v), r.us, r.floor_us, 100.0 * r.floor_us / r.us, r.rel,
-                  ((r.ok ? std::string("ok") : "WRONG (vs " + r.against + ")") + r.note).c_str());
-      std::fflush(stdout);
-      if (jf) {
-        std::fprintf(jf,
-                     "{\"kernel\": \"%s\", \"shape\": \"%s\", \"variant\": \"%s\", \"row_tile\": %d, \"plan\": \"%s\", "
-                     "\"bytes\": %.0f, \"us\": %.3f, \"floor_us\": %.3f, \"pct_floor\": %.2f, \"rel_err\": %.3e, "
-                     "\"nan\": %ld, \"ok\": %s, \"checked_against\": \"%s\"}\n",
-                     r.cls.c_str(), r.shape.c_str(), grouped_gemm_variant_name(v), r.row_tile, r.plan.c_str(), r.bytes,
-                     r.us,
-                     r.floor_us, 100.0 * r.floor_us / r.us, r.rel, r.nan, r.ok ? "true" : "false",
-                     json_escaped(r.against).c_str());
-        std::fflush(jf);
-      }
+      const VariantRow r = measure_variant(s, in, plan, v, against, ref, wspool);
+      print_variant_row(r, jf);
       rows.push_back(r);
     }
   }
 
-  // Per class and variant: % of floor over the rows where the variant is its own kernel, and the
-  // paired speed-up over base on exactly those rows (the fair comparison: same shapes).
-  struct Stats {
-    std::size_t rows = 0;
-    double median_pct = 0, min_pct = 0, median_speedup = 0;
-    int wrong = 0;
-  };
-  std::map<std::pair<std::string, std::string>, double> base_us;
-  for (const VariantRow& r : rows)
-    if (r.variant == 0) base_us[{r.cls, r.shape}] = r.us;
-  auto stats_of = [&](const std::vector<const VariantRow*>& rs) {
-    Stats st;
-    std::vector<double> pct, speedup;
-    for (const VariantRow* r : rs) {
-      pct.push_back(100.0 * r->floor_us / r->us);
-      const auto b = base_us.find({r->cls, r->shape});
-      if (b != base_us.end()) speedup.push_back(b->second / r->us);
-      st.wrong += !r->ok;
-    }
-    st.rows = rs.size();
-    st.median_pct = eb::median_of(pct);
-    st.min_pct = *std::min_element(pct.begin(), pct.end());
-    st.median_speedup = speedup.empty() ? 0.0 : eb::median_of(speedup);
-    return st;
-  };
-  std::printf("\nvariants summary (ops >= 16 MB): class, variant, rows, median %%floor, min %%floor, "
-              "median speed-up over base on the same rows, wrong rows\n");
-  std::map<std::string, std::map<int, std::vector<const VariantRow*>>> by_class;
-  std::map<std::pair<std::string, int>, std::map<int, std::vector<const VariantRow*>>> by_tile;
-  for (const VariantRow& r : rows) {
-    by_class[r.cls][r.variant].push_back(&r);
-    by_tile[{r.cls, r.row_tile}][r.variant].push_back(&r);
-  }
-  for (auto& [cls, per_v] : by_class)
-    for (auto& [v, rs] : per_v) {
-      const Stats st = stats_of(rs);
-      std::printf("  %-18s %-22s %4zu  %6.1f%%  %6.1f%%  %6.3fx  %d%s\n", cls.c_str(), grouped_gemm_variant_name(v),
-                  st.rows, st.median_pct, st.min_pct, st.median_speedup, st.wrong,
-                  st.wrong ? "  WRONG: never the default" : "");
-    }
-  // The winner per class and row tile (what default_grouped_gemm_variant picks by): the correct
-  // variant with the largest median paired speed-up, if that beats base by more than the noise.
-  std::printf("\nwinners (class, row tile: variant, median speed-up over base, rows; base where none wins by > %.0f%%)\n",
-              100.0 * (kVariantWinMargin - 1.0));
-  for (auto& [key, per_v] : by_tile) {
-    int best = 0;
-    double best_speedup = kVariantWinMargin;
-    std::size_t best_rows = per_v.count(0) ? per_v.at(0).size() : 0;
-    for (auto& [v, rs] : per_v) {
-      const Stats st = stats_of(rs);
-      if (v != 0 && st.wrong == 0 && st.median_speedup > best_speedup) {
-        best = v;
-        best_speedup = st.median_speedup;
-        best_rows = st.rows;
-      }
-    }
-    std::printf("  %-18s r%-3d %-22s", key.first.c_str(), key.second, grouped_gemm_variant_name(best));
-    if (best != 0) std::printf(" %6.3fx on %zu rows (variant %d)", best_speedup, best_rows, best);
-    std::printf("\n");
-  }
+  const BaseUs base_us = base_us_of(rows);
+  print_variants_summary(rows, base_us);
+  print_variant_winners(rows, base_us);
 }
 
 // ---------------------------------------------------------------- --gemv-sweep

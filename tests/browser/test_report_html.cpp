@@ -145,6 +145,16 @@ void expect_clean_render(const Rendered& page, std::size_t min_charts) {
     EXPECT_TRUE(dom.with_attr("", attr).empty()) << "an element with " << attr << "=";
 }
 
+// The report at `html_path` rendered, its render clean with at least `min_charts` charts, and the
+// data it embeds `expected`, the JSON document of the same run.
+Rendered render_checked(const std::string& html_path, const std::string& screenshot_name, const json& expected,
+                        std::size_t min_charts) {
+  Rendered page = render(html_path, screenshot_name);
+  expect_clean_render(page, min_charts);
+  EXPECT_EQ(page.data, expected);
+  return page;
+}
+
 bool row_matches_selection(const json& row, const DomElement& sel) {
   // A sweep's explorer also selects a batch and an eagle_topk (a run has one of each).
   if (sel.has("data-batch") && std::to_string(row["batch"].get<int>()) != sel.attr("data-batch")) return false;
@@ -293,30 +303,29 @@ TEST(BrowserHarness, SeesUncaughtErrors) {
   for (const std::string& l : lines) EXPECT_NE(l.find("Uncaught"), std::string::npos) << l;
 }
 
-TEST(BrowserReport, SweepReportDrawsEveryChartFromTheJsonOfTheSameRun) {
-  const json expected = json::parse(slurp(reports().sweep_json));
-  const Rendered page = render(reports().sweep_html, "sweep-report.png");
-  const Dom& dom = page.dom;
-  expect_clean_render(page, 6);
-  EXPECT_EQ(page.data, expected);
-  const json& rows = expected["rows"];
+namespace {
 
-  // Headline: one verdict per model, naming EAGLE-3's outcome.
-  EXPECT_EQ(dom.with_attr("div", "data-verdict").size(), expected["axes"]["models"].size());
-  EXPECT_EQ(dom.find("p", "id", "summary").size(), 1u);
+// A rendered sweep report, the JSON document of the same run and the fastest configuration that
+// runs in it (where the explorer opens).
+struct SweepPage {
+  const json& expected;
+  const json& rows;  // expected["rows"]
+  const Rendered& page;
+  const json& best;
+};
 
-  // The explorer opens on the fastest configuration that runs (not a lower bound).
-  const json best = fastest_runnable(expected);
-  ASSERT_FALSE(best.is_null());
-  const auto explorer = dom.find("section", "id", "explorer");
-  ASSERT_EQ(explorer.size(), 1u);
-  EXPECT_EQ(dom.at(explorer[0]).attr("data-start-row"), std::to_string(best["index"].get<int>()));
-
-  // tok/s against draft tokens: one series per strategy that can run at the selection, each
-  // point the tok/s of the row it names, and every runnable row of the selection drawn.
+// tok/s against draft tokens: one series per strategy that can run at the selection, each
+// point the tok/s of the row it names, and every runnable row of the selection drawn.
+// `selection`: the chart's element, which carries the explorer's selection.
+void check_tokps_vs_draft_chart(const SweepPage& sp, const DomElement*& selection) {
+  const json& expected = sp.expected;
+  const json& rows = sp.rows;
+  const Dom& dom = sp.page.dom;
+  const json& best = sp.best;
   const int lines = chart(dom, "tokps-vs-draft");
   ASSERT_GE(lines, 0);
   const DomElement& sel = dom.at(lines);
+  selection = &sel;
   EXPECT_TRUE(row_matches_selection(best, sel)) << "the explorer does not show the fastest configuration";
   std::size_t expected_points = 0;
   std::set<std::string> expected_series;
@@ -349,17 +358,21 @@ TEST(BrowserReport, SweepReportDrawsEveryChartFromTheJsonOfTheSameRun) {
   EXPECT_EQ(points, expected_points);
   ASSERT_TRUE(plain.has_value());
   EXPECT_EQ(*plain, best_plain) << "the fastest plain decoding of the selection, lower bounds left out";
+}
 
-  // Cycle breakdown: four stacked segments per strategy, each the row's value, at the fastest
-  // configuration's N.
+// Cycle breakdown: four stacked segments per strategy, each the row's value, at the fastest
+// configuration's N. `n`: that N; `runnable_at_n`: the strategies that run at it.
+void check_cycle_breakdown_chart(const SweepPage& sp, int& n, std::set<std::string>& runnable_at_n) {
+  const json& rows = sp.rows;
+  const Dom& dom = sp.page.dom;
+  const json& best = sp.best;
   const int bars = chart(dom, "cycle-breakdown");
   ASSERT_GE(bars, 0);
   const DomElement& bsel = dom.at(bars);
-  const int n = static_cast<int>(num(bsel.attr("data-draft-tokens")));
+  n = static_cast<int>(num(bsel.attr("data-draft-tokens")));
   EXPECT_EQ(n, best["draft_tokens"].get<int>());
   const std::map<std::string, std::string> field = {{"compute", "verify_compute_us"}, {"allreduce", "verify_allreduce_us"},
                                                     {"other", "verify_other_us"}, {"draft", "draft_us"}};
-  std::set<std::string> runnable_at_n;
   for (const json& r : rows)
     if (r["status"] == "ok" && row_matches_selection(r, bsel) && r["draft_tokens"] == n)
       runnable_at_n.insert(r["strategy"].get<std::string>());
@@ -373,9 +386,13 @@ TEST(BrowserReport, SweepReportDrawsEveryChartFromTheJsonOfTheSameRun) {
     ++segments;
   }
   EXPECT_EQ(segments, 4 * runnable_at_n.size());
+}
 
-  // Acceptance curves: one per strategy that runs at N, each tok/s = E(a, N) / cycle with
-  // E = 1 + a + ... + a^N, and its break-even the row's.
+// Acceptance curves: one per strategy that runs at N, each tok/s = E(a, N) / cycle with
+// E = 1 + a + ... + a^N, and its break-even the row's.
+void check_acceptance_curves_chart(const SweepPage& sp, int n, const std::set<std::string>& runnable_at_n) {
+  const json& rows = sp.rows;
+  const Dom& dom = sp.page.dom;
   const int curves = chart(dom, "tokps-vs-accept");
   ASSERT_GE(curves, 0);
   const std::vector<double> rates = numbers_list(dom.at(curves).attr("data-rates"));
@@ -411,11 +428,18 @@ TEST(BrowserReport, SweepReportDrawsEveryChartFromTheJsonOfTheSameRun) {
     ++curve_series;
   }
   EXPECT_EQ(curve_series, runnable_at_n.size());
+}
 
-  // Break-even per topology: the lowest break-even over the runnable, deployable rows of each.
+// Break-even per topology: the lowest break-even over the runnable, deployable rows of each.
+// `model`: the chart's model.
+void check_breakeven_chart(const SweepPage& sp, std::string& model) {
+  const json& expected = sp.expected;
+  const json& rows = sp.rows;
+  const Dom& dom = sp.page.dom;
+  const json& best = sp.best;
   const int be = chart(dom, "breakeven");
   ASSERT_GE(be, 0);
-  const std::string model = dom.at(be).attr("data-model");
+  model = dom.at(be).attr("data-model");
   EXPECT_EQ(model, best["model"]);
   std::size_t categories = 0;
   for (const DomElement* c : numbers(dom, be)) {
@@ -433,8 +457,13 @@ TEST(BrowserReport, SweepReportDrawsEveryChartFromTheJsonOfTheSameRun) {
     ++categories;
   }
   EXPECT_EQ(categories, expected["axes"]["topologies"].size());
+}
 
-  // Waterfall: the model's fastest configuration, every span of its timeline drawn.
+// Waterfall: the model's fastest configuration, every span of its timeline drawn.
+void check_waterfall_charts(const SweepPage& sp, const std::string& model) {
+  const Rendered& page = sp.page;
+  const Dom& dom = page.dom;
+  const json& best = sp.best;
   const int wf = chart(dom, "waterfall");
   ASSERT_GE(wf, 0);
   ASSERT_FALSE(page.timelines.empty());
@@ -449,8 +478,13 @@ TEST(BrowserReport, SweepReportDrawsEveryChartFromTheJsonOfTheSameRun) {
   ASSERT_GE(zoom, 0);
   EXPECT_GT(num(dom.at(zoom).attr("data-spans")), 0);
   EXPECT_LT(num(dom.at(zoom).attr("data-spans")), static_cast<double>((*tl)["spans"].size()));
+}
 
-  // Results table: the runnable rows of the selected model and topology, the best one marked.
+// Results table: the runnable rows of the selected model and topology, the best one marked.
+void check_results_table(const SweepPage& sp, const DomElement& sel) {
+  const json& rows = sp.rows;
+  const Dom& dom = sp.page.dom;
+  const json& best = sp.best;
   const auto table = dom.find("table", "id", "results-table");
   ASSERT_EQ(table.size(), 1u);
   std::size_t ok_rows = 0;
@@ -462,7 +496,12 @@ TEST(BrowserReport, SweepReportDrawsEveryChartFromTheJsonOfTheSameRun) {
   EXPECT_EQ(dom.at(marked[0]).attr("data-index"), std::to_string(best["index"].get<int>()));
   // Unfit combinations are listed (TP 3 cannot shard these models' heads).
   EXPECT_FALSE(dom.find("tr", "data-status", "tp_sharding").empty());
-  // The strategy facts, in the sweep's order.
+}
+
+// The strategy facts, in the sweep's order.
+void check_strategies_table(const SweepPage& sp) {
+  const json& expected = sp.expected;
+  const Dom& dom = sp.page.dom;
   const auto facts_table = dom.find("table", "id", "strategies-table");
   ASSERT_EQ(facts_table.size(), 1u);
   std::vector<int> facts;
@@ -474,6 +513,40 @@ TEST(BrowserReport, SweepReportDrawsEveryChartFromTheJsonOfTheSameRun) {
     EXPECT_EQ(f.attr("data-strategy"), expected["axes"]["strategies"][i]);
     EXPECT_EQ(f.attr("data-lower-bound") == "true", excluded(expected, {{"strategy", f.attr("data-strategy")}}));
   }
+}
+
+}  // namespace
+
+// Each stage's fatal failure ends the test, as the checks that follow read what it checked.
+TEST(BrowserReport, SweepReportDrawsEveryChartFromTheJsonOfTheSameRun) {
+  const json expected = json::parse(slurp(reports().sweep_json));
+  const Rendered page = render_checked(reports().sweep_html, "sweep-report.png", expected, 6);
+  const Dom& dom = page.dom;
+  const json& rows = expected["rows"];
+
+  // Headline: one verdict per model, naming EAGLE-3's outcome.
+  EXPECT_EQ(dom.with_attr("div", "data-verdict").size(), expected["axes"]["models"].size());
+  EXPECT_EQ(dom.find("p", "id", "summary").size(), 1u);
+
+  // The explorer opens on the fastest configuration that runs (not a lower bound).
+  const json best = fastest_runnable(expected);
+  ASSERT_FALSE(best.is_null());
+  const auto explorer = dom.find("section", "id", "explorer");
+  ASSERT_EQ(explorer.size(), 1u);
+  EXPECT_EQ(dom.at(explorer[0]).attr("data-start-row"), std::to_string(best["index"].get<int>()));
+
+  const SweepPage sweep{expected, rows, page, best};
+  const DomElement* sel = nullptr;
+  ASSERT_NO_FATAL_FAILURE(check_tokps_vs_draft_chart(sweep, sel));
+  int n = 0;
+  std::set<std::string> runnable_at_n;
+  ASSERT_NO_FATAL_FAILURE(check_cycle_breakdown_chart(sweep, n, runnable_at_n));
+  ASSERT_NO_FATAL_FAILURE(check_acceptance_curves_chart(sweep, n, runnable_at_n));
+  std::string model;
+  ASSERT_NO_FATAL_FAILURE(check_breakeven_chart(sweep, model));
+  ASSERT_NO_FATAL_FAILURE(check_waterfall_charts(sweep, model));
+  ASSERT_NO_FATAL_FAILURE(check_results_table(sweep, *sel));
+  check_strategies_table(sweep);
 }
 
 // Every control of the explorer redraws without an error (a TP that cannot run included), and
@@ -549,10 +622,8 @@ TEST(BrowserReport, SweepBatchChartIsTheBestPerBatchOfTheJson) {
 
 TEST(BrowserReport, RunReportDrawsTheStrategiesOfOneScenario) {
   const json expected = json::parse(slurp(reports().run_json));
-  const Rendered page = render(reports().run_html, "run-report.png");
+  const Rendered page = render_checked(reports().run_html, "run-report.png", expected, 3);
   const Dom& dom = page.dom;
-  expect_clean_render(page, 3);
-  EXPECT_EQ(page.data, expected);
   EXPECT_EQ(dom.with_attr("div", "data-verdict").size(), 1u);
   const json& results = expected["results"];
   auto result_of = [&](const std::string& strategy) -> const json& {

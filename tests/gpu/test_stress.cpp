@@ -615,131 +615,155 @@ TEST(Stress, RandomSizes) {
   }
 }
 
+// The stall tests' timeout (CommGroupConfig::timeout_s, the watchdog's) and the elements of the allreduce
+// rank 1 never joins.
+constexpr double kStallTimeout = 1.0;
+constexpr std::size_t kStallCount = 2048;
+
+// A stall test's group of both GPUs, whose peers time out after kStallTimeout.
+CommGroupConfig stall_config(const char* strategy) {
+  CommGroupConfig cfg;
+  cfg.strategy = strategy;
+  cfg.ranks = kRanks;
+  cfg.devices = {0, 1};
+  cfg.timeout_s = kStallTimeout;
+  return cfg;
+}
+
+// oneshot: the waiting kernel gives up by itself after CommGroupConfig::timeout_s, records
+// the failure in the group, and returns (the stream stays usable).
+void check_oneshot_stall_aborts() {
+  CommGroupConfig cfg = stall_config("oneshot");
+  cfg.max_bytes = kMaxMessageBytes;
+  std::unique_ptr<CommGroup> group = create_comm_group(cfg);
+  auto* custom = dynamic_cast<CustomCommGroup*>(group.get());
+  ASSERT_NE(custom, nullptr);
+  DeviceBytes buf(0, 2 * kStallCount);
+  Stream stream(0);
+  cudaError_t sync_rc = cudaErrorUnknown;
+  double waited = -1;
+  std::string error;
+  std::thread rank0([&] {  // rank 1's thread never calls
+    try {
+      cuda_check(cudaSetDevice(0), "cudaSetDevice");
+      cuda_check(cudaMemset(buf.p, 0, 2 * kStallCount), "cudaMemset");
+      const auto start = Clock::now();
+      group->rank(0).allreduce(buf.p, buf.p, kStallCount, DType::bf16, stream.s);
+      sync_rc = cudaStreamSynchronize(stream.s);
+      waited = seconds_since(start);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  rank0.join();
+  ASSERT_EQ(error, "");
+  fmt::print("STALL strategy=oneshot aborted_after_s={:.3f}\n", waited);
+  std::fflush(stdout);
+  EXPECT_EQ(sync_rc, cudaSuccess) << cudaGetErrorString(sync_rc);
+  EXPECT_GE(waited, 0.5 * kStallTimeout);  // it did wait for the peer
+  EXPECT_LT(waited, kStallTimeout + 10.0);
+  EXPECT_NE(custom->failure().find("rank 0"), std::string::npos) << custom->failure();
+  EXPECT_NE(custom->failure().find("timed out"), std::string::npos) << custom->failure();
+  EXPECT_THROW(custom->throw_if_failed(), DeviceError);
+  cuda_check(cudaSetDevice(0), "cudaSetDevice");
+  EXPECT_THROW(group->rank(0).allreduce(buf.p, buf.p, kStallCount, DType::bf16, stream.s), DeviceError);
+}
+
+// Warm-up on both ranks with the stalled call's size: NCCL sets up its connections here, so
+// the stalled call below only enqueues its kernel (its host side never waits for rank 1).
+void warm_up_both_ranks(CommGroup& group, const std::vector<std::unique_ptr<DeviceBytes>>& bufs,
+                        const std::vector<std::unique_ptr<Stream>>& streams) {
+  std::vector<std::string> errors(kRanks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        cuda_check(cudaSetDevice(r), "cudaSetDevice");
+        cuda_check(cudaMemset(bufs[r]->p, 0, 2 * kStallCount), "cudaMemset");
+        group.rank(r).allreduce(bufs[r]->p, bufs[r]->p, kStallCount, DType::bf16, streams[r]->s);
+        cuda_check(cudaStreamSynchronize(streams[r]->s), "cudaStreamSynchronize (warm-up)");
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int r = 0; r < kRanks; ++r) ASSERT_EQ(errors[r], "") << "warm-up, rank " << r;
+}
+
+// What rank 0's stalled nccl allreduce saw: how long it waited, its error, and how its stream
+// came back after the abort (cudaErrorNotReady: not within 20 s).
+struct StalledCall {
+  double waited = -1;
+  std::string error;
+  cudaError_t drained = cudaErrorNotReady;
+};
+
+// Rank 0 alone allreduces under the watchdog, then waits (bounded) for its stream.
+StalledCall stall_rank0(CommGroup& group, Watchdog& watchdog, DeviceBytes& buf, Stream& stream) {
+  StalledCall call;
+  std::thread rank0([&] {
+    cudaEvent_t done = nullptr;
+    try {
+      cuda_check(cudaSetDevice(0), "cudaSetDevice");
+      cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+      watchdog.arm(0, 0, {WatchedOp{done, "the stalled nccl allreduce"}}, "the stall test", 0);
+      const auto start = Clock::now();
+      try {
+        group.rank(0).allreduce(buf.p, buf.p, kStallCount, DType::bf16, stream.s);
+        cuda_check(cudaEventRecord(done, stream.s), "cudaEventRecord");
+        watchdog.progress(0, 1);
+        watchdog.wait(0, done);
+      } catch (const std::exception& e) {
+        call.error = e.what();
+      }
+      call.waited = seconds_since(start);
+      // The aborted kernel must hand the stream back; poll (bounded) rather than block.
+      const auto drain_start = Clock::now();
+      while ((call.drained = cudaStreamQuery(stream.s)) == cudaErrorNotReady && seconds_since(drain_start) < 20)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } catch (const std::exception& e) {
+      call.error = std::string("test setup: ") + e.what();
+    }
+    if (done != nullptr) cudaEventDestroy(done);
+  });
+  rank0.join();
+  return call;
+}
+
+// nccl: NCCL has no timeout of its own; the backend's Watchdog (as the replay runs it) aborts
+// the communicator after the timeout, which makes the stuck NCCL kernel return.
+void check_nccl_stall_aborts() {
+  std::unique_ptr<CommGroup> group = create_comm_group(stall_config("nccl"));
+  auto* nccl = dynamic_cast<NcclCommGroup*>(group.get());
+  ASSERT_NE(nccl, nullptr);
+  std::vector<std::unique_ptr<DeviceBytes>> bufs;
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int r = 0; r < kRanks; ++r) {
+    bufs.push_back(std::make_unique<DeviceBytes>(r, 2 * kStallCount));
+    streams.push_back(std::make_unique<Stream>(r));
+  }
+  ASSERT_NO_FATAL_FAILURE(warm_up_both_ranks(*group, bufs, streams));
+
+  Watchdog watchdog(kRanks, kStallTimeout, [&group] { group->abort(); }, [nccl] { return nccl->async_error(); });
+  const StalledCall call = stall_rank0(*group, watchdog, *bufs[0], *streams[0]);
+  fmt::print("STALL strategy=nccl aborted_after_s={:.3f}\n", call.waited);
+  fmt::print("STALL strategy=nccl stream returned after the abort: {}\n", cudaGetErrorName(call.drained));
+  std::fflush(stdout);
+  EXPECT_NE(call.error, "") << "rank 0's stalled allreduce reported no error";
+  EXPECT_TRUE(watchdog.fired());
+  const std::string why = watchdog.message();
+  EXPECT_NE(why.find("did not complete within"), std::string::npos) << why << " / " << call.error;
+  EXPECT_NE(why.find("rank 0"), std::string::npos) << why;
+  EXPECT_GE(call.waited, 0.5 * kStallTimeout);
+  EXPECT_LT(call.waited, kStallTimeout + 20.0);
+  EXPECT_NE(call.drained, cudaErrorNotReady) << "the aborted NCCL kernel did not return within 20 s";
+}
+
+// A fatal failure of the oneshot part ends the test before the nccl part.
 TEST(Stress, StalledRankAbortsWithinTimeout) {
   if (gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
-  constexpr double kTimeout = 1.0;
-  constexpr std::size_t kCount = 2048;
-
-  // oneshot: the waiting kernel gives up by itself after CommGroupConfig::timeout_s, records
-  // the failure in the group, and returns (the stream stays usable).
-  {
-    CommGroupConfig cfg;
-    cfg.strategy = "oneshot";
-    cfg.ranks = kRanks;
-    cfg.devices = {0, 1};
-    cfg.max_bytes = kMaxMessageBytes;
-    cfg.timeout_s = kTimeout;
-    std::unique_ptr<CommGroup> group = create_comm_group(cfg);
-    auto* custom = dynamic_cast<CustomCommGroup*>(group.get());
-    ASSERT_NE(custom, nullptr);
-    DeviceBytes buf(0, 2 * kCount);
-    Stream stream(0);
-    cudaError_t sync_rc = cudaErrorUnknown;
-    double waited = -1;
-    std::string error;
-    std::thread rank0([&] {  // rank 1's thread never calls
-      try {
-        cuda_check(cudaSetDevice(0), "cudaSetDevice");
-        cuda_check(cudaMemset(buf.p, 0, 2 * kCount), "cudaMemset");
-        const auto start = Clock::now();
-        group->rank(0).allreduce(buf.p, buf.p, kCount, DType::bf16, stream.s);
-        sync_rc = cudaStreamSynchronize(stream.s);
-        waited = seconds_since(start);
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-    });
-    rank0.join();
-    ASSERT_EQ(error, "");
-    fmt::print("STALL strategy=oneshot aborted_after_s={:.3f}\n", waited);
-    std::fflush(stdout);
-    EXPECT_EQ(sync_rc, cudaSuccess) << cudaGetErrorString(sync_rc);
-    EXPECT_GE(waited, 0.5 * kTimeout);  // it did wait for the peer
-    EXPECT_LT(waited, kTimeout + 10.0);
-    EXPECT_NE(custom->failure().find("rank 0"), std::string::npos) << custom->failure();
-    EXPECT_NE(custom->failure().find("timed out"), std::string::npos) << custom->failure();
-    EXPECT_THROW(custom->throw_if_failed(), DeviceError);
-    cuda_check(cudaSetDevice(0), "cudaSetDevice");
-    EXPECT_THROW(group->rank(0).allreduce(buf.p, buf.p, kCount, DType::bf16, stream.s), DeviceError);
-  }
-
-  // nccl: NCCL has no timeout of its own; the backend's Watchdog (as the replay runs it) aborts
-  // the communicator after the timeout, which makes the stuck NCCL kernel return.
-  {
-    CommGroupConfig cfg;
-    cfg.strategy = "nccl";
-    cfg.ranks = kRanks;
-    cfg.devices = {0, 1};
-    cfg.timeout_s = kTimeout;
-    std::unique_ptr<CommGroup> group = create_comm_group(cfg);
-    auto* nccl = dynamic_cast<NcclCommGroup*>(group.get());
-    ASSERT_NE(nccl, nullptr);
-    std::vector<std::unique_ptr<DeviceBytes>> bufs;
-    std::vector<std::unique_ptr<Stream>> streams;
-    for (int r = 0; r < kRanks; ++r) {
-      bufs.push_back(std::make_unique<DeviceBytes>(r, 2 * kCount));
-      streams.push_back(std::make_unique<Stream>(r));
-    }
-    // Warm-up on both ranks with the stalled call's size: NCCL sets up its connections here, so
-    // the stalled call below only enqueues its kernel (its host side never waits for rank 1).
-    std::vector<std::string> errors(kRanks);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < kRanks; ++r)
-      threads.emplace_back([&, r] {
-        try {
-          cuda_check(cudaSetDevice(r), "cudaSetDevice");
-          cuda_check(cudaMemset(bufs[r]->p, 0, 2 * kCount), "cudaMemset");
-          group->rank(r).allreduce(bufs[r]->p, bufs[r]->p, kCount, DType::bf16, streams[r]->s);
-          cuda_check(cudaStreamSynchronize(streams[r]->s), "cudaStreamSynchronize (warm-up)");
-        } catch (const std::exception& e) {
-          errors[r] = e.what();
-        }
-      });
-    for (auto& th : threads) th.join();
-    for (int r = 0; r < kRanks; ++r) ASSERT_EQ(errors[r], "") << "warm-up, rank " << r;
-
-    Watchdog watchdog(kRanks, kTimeout, [&group] { group->abort(); }, [nccl] { return nccl->async_error(); });
-    double waited = -1;
-    std::string error;
-    cudaError_t drained = cudaErrorNotReady;
-    std::thread rank0([&] {
-      cudaEvent_t done = nullptr;
-      try {
-        cuda_check(cudaSetDevice(0), "cudaSetDevice");
-        cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
-        watchdog.arm(0, 0, {WatchedOp{done, "the stalled nccl allreduce"}}, "the stall test", 0);
-        const auto start = Clock::now();
-        try {
-          group->rank(0).allreduce(bufs[0]->p, bufs[0]->p, kCount, DType::bf16, streams[0]->s);
-          cuda_check(cudaEventRecord(done, streams[0]->s), "cudaEventRecord");
-          watchdog.progress(0, 1);
-          watchdog.wait(0, done);
-        } catch (const std::exception& e) {
-          error = e.what();
-        }
-        waited = seconds_since(start);
-        // The aborted kernel must hand the stream back; poll (bounded) rather than block.
-        const auto drain_start = Clock::now();
-        while ((drained = cudaStreamQuery(streams[0]->s)) == cudaErrorNotReady && seconds_since(drain_start) < 20)
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      } catch (const std::exception& e) {
-        error = std::string("test setup: ") + e.what();
-      }
-      if (done != nullptr) cudaEventDestroy(done);
-    });
-    rank0.join();
-    fmt::print("STALL strategy=nccl aborted_after_s={:.3f}\n", waited);
-    fmt::print("STALL strategy=nccl stream returned after the abort: {}\n", cudaGetErrorName(drained));
-    std::fflush(stdout);
-    EXPECT_NE(error, "") << "rank 0's stalled allreduce reported no error";
-    EXPECT_TRUE(watchdog.fired());
-    const std::string why = watchdog.message();
-    EXPECT_NE(why.find("did not complete within"), std::string::npos) << why << " / " << error;
-    EXPECT_NE(why.find("rank 0"), std::string::npos) << why;
-    EXPECT_GE(waited, 0.5 * kTimeout);
-    EXPECT_LT(waited, kTimeout + 20.0);
-    EXPECT_NE(drained, cudaErrorNotReady) << "the aborted NCCL kernel did not return within 20 s";
-  }
+  ASSERT_NO_FATAL_FAILURE(check_oneshot_stall_aborts());
+  check_nccl_stall_aborts();
 }
 
 }  // namespace

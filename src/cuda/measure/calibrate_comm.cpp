@@ -114,6 +114,194 @@ struct LayoutResult {
   bool ran = false;                 // false: the strategy cannot run on this machine (noted)
 };
 
+// The communicators of `strategy` on q.ranks GPUs; null (with a note) when this machine cannot
+// run it.
+std::unique_ptr<CommGroup> open_comm_group(const CalibrationRequest& q, const std::string& strategy,
+                                           std::int64_t max_bytes, std::vector<std::string>& notes) {
+  CommGroupConfig cc;
+  cc.strategy = strategy;
+  cc.ranks = q.ranks;
+  cc.devices.resize(static_cast<std::size_t>(q.ranks));
+  std::iota(cc.devices.begin(), cc.devices.end(), 0);
+  cc.timeout_s = q.timeout_s;
+  if (!is_nccl(strategy)) cc.max_bytes = static_cast<std::size_t>(max_bytes) + 256;
+  try {
+    return create_comm_group(cc);
+  } catch (const std::exception& e) {
+    // A strategy this machine cannot run (world size, no P2P, not built): no table for it.
+    notes.push_back(fmt::format("{}: not measured ({})", strategy, e.what()));
+    if (q.progress) q.progress(fmt::format("allreduce {}: skipped: {}", strategy, e.what()));
+    return nullptr;
+  }
+}
+
+// The graphs of a layout: per case its `with` chain (graph c), then per baseline id its
+// `without` chain.
+struct LayoutGraphs {
+  std::size_t n_cases = 0;
+  std::map<int, std::size_t> baseline_graph;  // baseline id -> its graph
+  std::size_t n_graphs = 0;
+};
+
+LayoutGraphs layout_graphs(const Layout& layout) {
+  LayoutGraphs lg;
+  lg.n_cases = layout.cases.size();
+  for (const ChainCase& cs : layout.cases) lg.baseline_graph.emplace(cs.baseline, 0);
+  {
+    std::size_t g = lg.n_cases;
+    for (auto& [id, graph] : lg.baseline_graph) graph = g++;
+  }
+  lg.n_graphs = lg.n_cases + lg.baseline_graph.size();
+  return lg;
+}
+
+// What the rank threads of one layout's measurement share.
+struct LayoutRun {
+  LayoutRun(const CalibrationRequest& q_, const Layout& layout_, const LayoutGraphs& lg_, CommGroup& group_,
+            bool fuse_add_norm_, int warmup_, int iters_)
+      : q(q_),
+        layout(layout_),
+        lg(lg_),
+        group(group_),
+        fuse_add_norm(fuse_add_norm_),
+        warmup(warmup_),
+        iters(iters_),
+        barrier(q_.ranks),
+        samples(q_.ranks, std::vector<std::vector<double>>(lg_.n_graphs)),
+        fused_ok(q_.ranks, std::vector<bool>(lg_.n_cases, true)) {}
+
+  const CalibrationRequest& q;
+  const Layout& layout;
+  const LayoutGraphs& lg;
+  CommGroup& group;
+  const bool fuse_add_norm;
+  const int warmup, iters;
+  HostBarrier barrier;
+  std::mutex mu;
+  std::exception_ptr first_error;
+  // [rank][graph][round]: µs of each timed replay.
+  std::vector<std::vector<std::vector<double>>> samples;
+  std::vector<std::vector<bool>> fused_ok;
+  std::size_t checked_shapes = 0;  // rank 0's self-check
+
+  void sync() {
+    if (!barrier.wait()) throw DeviceError("calibrate: another rank failed");
+  }
+  const char* what(std::size_t g) const { return g < lg.n_cases ? "an allreduce chain" : "a baseline chain"; }
+};
+
+// Runs rank r's self-check of the collectives about to be timed (all ranks together).
+void self_check_rank(LayoutRun& run, int r, AllreduceSelfCheck& check, GraphTimer& timer, cudaStream_t stream) {
+  if (!check.empty()) {
+    run.sync();
+    timer.launch_eager([&check](cudaStream_t s) { check.enqueue(s); }, stream);
+    timer.finish("the allreduce self-check");
+    (void)check.verify();
+    if (r == 0) run.checked_shapes = check.checked_shapes();
+  }
+}
+
+// Rank r's graph of every chain (and whether the program fused what each case must absorb).
+std::vector<CudaGraph> capture_rank_graphs(LayoutRun& run, int r, RankProgram& program, GraphTimer& timer,
+                                           cudaStream_t stream) {
+  std::vector<const std::vector<std::size_t>*> chain_of(run.lg.n_graphs);
+  for (std::size_t c = 0; c < run.lg.n_cases; ++c) {
+    const ChainCase& cs = run.layout.cases[c];
+    for (std::size_t a : cs.must_absorb)
+      if (a >= program.size() || !program.absorbed(a)) run.fused_ok[r][c] = false;
+    chain_of[c] = &cs.with;
+    chain_of[run.lg.baseline_graph.at(cs.baseline)] = &cs.without;
+  }
+  std::vector<CudaGraph> graphs;
+  for (std::size_t g = 0; g < run.lg.n_graphs; ++g) {
+    const auto body = [&program, ops = chain_of[g]](cudaStream_t s) {
+      for (std::size_t i : *ops) program.enqueue(i, s);
+    };
+    // One eager run first (all ranks together): NCCL connects lazily, per algorithm and
+    // protocol, and cannot do that inside a capture.
+    run.sync();
+    timer.launch_eager(body, stream);
+    timer.finish(run.what(g));
+    // Capture is per rank; NCCL captures need every rank to capture the same calls.
+    graphs.push_back(CudaGraph::capture(stream, body));
+  }
+  return graphs;
+}
+
+// Rounds of every graph once, all ranks together: a slow drift of the GPUs' speed over
+// the seconds a layout takes (clocks, temperature) reaches every graph alike, instead of
+// the graphs measured last, and each round's with - without difference cancels it.
+void time_rank_rounds(LayoutRun& run, int r, const std::vector<CudaGraph>& graphs, GraphTimer& timer,
+                      cudaStream_t stream) {
+  for (int round = 0; round < run.warmup + run.iters; ++round)
+    for (std::size_t g = 0; g < run.lg.n_graphs; ++g) {
+      run.sync();
+      timer.launch(graphs[g], stream);
+      const double us = timer.finish(run.what(g));
+      if (round >= run.warmup) run.samples[r][g].push_back(us);
+    }
+}
+
+// Rank r's thread: its program of the layout's step, checked, captured and timed.
+void measure_rank(LayoutRun& run, int r) {
+  try {
+    EAGLESIM_CUDA_CHECK(cudaSetDevice(r));
+    const Stream stream_owner;
+    const cudaStream_t stream = stream_owner.get();
+    ProgramOptions popts;
+    popts.seed = 101 + static_cast<std::uint64_t>(r);
+    popts.verify_trees = run.q.verify_trees;
+    popts.fuse_add_norm = run.fuse_add_norm;
+    RankProgram program(run.layout.step, r, run.group.rank(r), nullptr, popts);
+    GraphTimer timer("calibrate", kChainPreRollUs, run.q.timeout_s, [&run] { run.group.abort(); });
+    // The allreduces about to be timed first give the right sums (allreduce_self_check.hpp):
+    // a strategy that is fast but wrong on this machine stops the calibration, no table.
+    AllreduceSelfCheck check(program.collectives(), r);
+    self_check_rank(run, r, check, timer, stream);
+    const std::vector<CudaGraph> graphs = capture_rank_graphs(run, r, program, timer, stream);
+    time_rank_rounds(run, r, graphs, timer, stream);
+    run.sync();
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(run.mu);
+      if (!run.first_error) run.first_error = std::current_exception();
+    }
+    run.barrier.abort();
+    run.group.abort();
+  }
+}
+
+// Case c's results from the rounds' samples: the slowest rank's median difference (or the median
+// difference of the slowest ranks) per divisor, and the baseline's median of the slowest rank.
+void summarise_case(const LayoutRun& run, std::size_t c, LayoutResult& result) {
+  const int ranks = run.q.ranks;
+  const auto& samples = run.samples;
+  // Per round: the slowest rank's time of graph g.
+  auto slowest = [&](std::size_t g, std::size_t round) {
+    double worst = -std::numeric_limits<double>::infinity();
+    for (int r = 0; r < ranks; ++r) worst = std::max(worst, samples[r][g][round]);
+    return worst;
+  };
+  const ChainCase& cs = run.layout.cases[c];
+  const std::size_t base = run.lg.baseline_graph.at(cs.baseline);
+  bool ok = true;
+  for (int r = 0; r < ranks; ++r) ok = ok && run.fused_ok[r][c];
+  std::vector<double> step_diff, base_us;
+  for (std::size_t k = 0; k < static_cast<std::size_t>(run.iters); ++k) {
+    step_diff.push_back(slowest(c, k) - slowest(base, k));
+    base_us.push_back(slowest(base, k));
+  }
+  double worst = -std::numeric_limits<double>::infinity();
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<double> diff;
+    for (std::size_t k = 0; k < static_cast<std::size_t>(run.iters); ++k)
+      diff.push_back(samples[r][c][k] - samples[r][base][k]);
+    worst = std::max(worst, median(diff));
+  }
+  if (ok) result.us[c] = (cs.step_difference ? median(step_diff) : worst) / cs.divisor;
+  result.baseline_us[c] = median(base_us);
+}
+
 // Measures every case of `layout` with `strategy` on q.ranks GPUs: per case the slowest rank's
 // (chain with the allreduce - baseline chain) / divisor (ChainCase::step_difference: the
 // difference of the slowest ranks), as the median over rounds of that round's difference.
@@ -129,140 +317,21 @@ LayoutResult measure_layout(const CalibrationRequest& q, const std::string& stra
   LayoutResult result;
   result.us.assign(n_cases, std::numeric_limits<double>::quiet_NaN());
   result.baseline_us.assign(n_cases, std::numeric_limits<double>::quiet_NaN());
-  CommGroupConfig cc;
-  cc.strategy = strategy;
-  cc.ranks = q.ranks;
-  cc.devices.resize(static_cast<std::size_t>(q.ranks));
-  std::iota(cc.devices.begin(), cc.devices.end(), 0);
-  cc.timeout_s = q.timeout_s;
-  if (!is_nccl(strategy)) cc.max_bytes = static_cast<std::size_t>(max_bytes) + 256;
-  std::unique_ptr<CommGroup> group;
-  try {
-    group = create_comm_group(cc);
-  } catch (const std::exception& e) {
-    // A strategy this machine cannot run (world size, no P2P, not built): no table for it.
-    notes.push_back(fmt::format("{}: not measured ({})", strategy, e.what()));
-    if (q.progress) q.progress(fmt::format("allreduce {}: skipped: {}", strategy, e.what()));
-    return result;
-  }
+  const std::unique_ptr<CommGroup> group = open_comm_group(q, strategy, max_bytes, notes);
+  if (!group) return result;
 
-  HostBarrier barrier(q.ranks);
-  std::mutex mu;
-  std::exception_ptr first_error;
-  // The graphs: per case its `with` chain, then per baseline id its `without` chain.
-  std::map<int, std::size_t> baseline_graph;
-  for (const ChainCase& cs : layout.cases) baseline_graph.emplace(cs.baseline, 0);
-  {
-    std::size_t g = n_cases;
-    for (auto& [id, graph] : baseline_graph) graph = g++;
-  }
-  const std::size_t n_graphs = n_cases + baseline_graph.size();
-  // [rank][graph][round]: µs of each timed replay.
-  std::vector<std::vector<std::vector<double>>> samples(q.ranks, std::vector<std::vector<double>>(n_graphs));
-  std::vector<std::vector<bool>> fused_ok(q.ranks, std::vector<bool>(n_cases, true));
-  std::size_t checked_shapes = 0;  // rank 0's self-check
+  const LayoutGraphs lg = layout_graphs(layout);
+  LayoutRun run(q, layout, lg, *group, fuse_add_norm, warmup, iters);
   std::vector<std::thread> threads;
-  for (int r = 0; r < q.ranks; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        EAGLESIM_CUDA_CHECK(cudaSetDevice(r));
-        const Stream stream_owner;
-        const cudaStream_t stream = stream_owner.get();
-        ProgramOptions popts;
-        popts.seed = 101 + static_cast<std::uint64_t>(r);
-        popts.verify_trees = q.verify_trees;
-        popts.fuse_add_norm = fuse_add_norm;
-        RankProgram program(layout.step, r, group->rank(r), nullptr, popts);
-        GraphTimer timer("calibrate", kChainPreRollUs, q.timeout_s, [&group] { group->abort(); });
-        auto sync = [&] {
-          if (!barrier.wait()) throw DeviceError("calibrate: another rank failed");
-        };
-        // The allreduces about to be timed first give the right sums (allreduce_self_check.hpp):
-        // a strategy that is fast but wrong on this machine stops the calibration, no table.
-        AllreduceSelfCheck check(program.collectives(), r);
-        if (!check.empty()) {
-          sync();
-          timer.launch_eager([&check](cudaStream_t s) { check.enqueue(s); }, stream);
-          timer.finish("the allreduce self-check");
-          (void)check.verify();
-          if (r == 0) checked_shapes = check.checked_shapes();
-        }
-        std::vector<const std::vector<std::size_t>*> chain_of(n_graphs);
-        for (std::size_t c = 0; c < n_cases; ++c) {
-          const ChainCase& cs = layout.cases[c];
-          for (std::size_t a : cs.must_absorb)
-            if (a >= program.size() || !program.absorbed(a)) fused_ok[r][c] = false;
-          chain_of[c] = &cs.with;
-          chain_of[baseline_graph.at(cs.baseline)] = &cs.without;
-        }
-        auto what = [n_cases](std::size_t g) { return g < n_cases ? "an allreduce chain" : "a baseline chain"; };
-        std::vector<CudaGraph> graphs;
-        for (std::size_t g = 0; g < n_graphs; ++g) {
-          const auto body = [&program, ops = chain_of[g]](cudaStream_t s) {
-            for (std::size_t i : *ops) program.enqueue(i, s);
-          };
-          // One eager run first (all ranks together): NCCL connects lazily, per algorithm and
-          // protocol, and cannot do that inside a capture.
-          sync();
-          timer.launch_eager(body, stream);
-          timer.finish(what(g));
-          // Capture is per rank; NCCL captures need every rank to capture the same calls.
-          graphs.push_back(CudaGraph::capture(stream, body));
-        }
-        // Rounds of every graph once, all ranks together: a slow drift of the GPUs' speed over
-        // the seconds a layout takes (clocks, temperature) reaches every graph alike, instead of
-        // the graphs measured last, and each round's with - without difference cancels it.
-        for (int round = 0; round < warmup + iters; ++round)
-          for (std::size_t g = 0; g < n_graphs; ++g) {
-            sync();
-            timer.launch(graphs[g], stream);
-            const double us = timer.finish(what(g));
-            if (round >= warmup) samples[r][g].push_back(us);
-          }
-        sync();
-      } catch (...) {
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          if (!first_error) first_error = std::current_exception();
-        }
-        barrier.abort();
-        group->abort();
-      }
-    });
-  }
+  for (int r = 0; r < q.ranks; ++r) threads.emplace_back([&run, r] { measure_rank(run, r); });
   for (auto& t : threads) t.join();
-  if (first_error) std::rethrow_exception(first_error);
-  if (checked_shapes > 0)
+  if (run.first_error) std::rethrow_exception(run.first_error);
+  if (run.checked_shapes > 0)
     notes.push_back(fmt::format("{} ({}): self-check of {} collective shape(s) on {} ranks matched the host reference "
                                 "before timing",
-                                strategy, layout.step.name, checked_shapes, q.ranks));
+                                strategy, layout.step.name, run.checked_shapes, q.ranks));
 
-  // Per round: the slowest rank's time of graph g.
-  auto slowest = [&](std::size_t g, std::size_t round) {
-    double worst = -std::numeric_limits<double>::infinity();
-    for (int r = 0; r < q.ranks; ++r) worst = std::max(worst, samples[r][g][round]);
-    return worst;
-  };
-  for (std::size_t c = 0; c < n_cases; ++c) {
-    const ChainCase& cs = layout.cases[c];
-    const std::size_t base = baseline_graph.at(cs.baseline);
-    bool ok = true;
-    for (int r = 0; r < q.ranks; ++r) ok = ok && fused_ok[r][c];
-    std::vector<double> step_diff, base_us;
-    for (std::size_t k = 0; k < static_cast<std::size_t>(iters); ++k) {
-      step_diff.push_back(slowest(c, k) - slowest(base, k));
-      base_us.push_back(slowest(base, k));
-    }
-    double worst = -std::numeric_limits<double>::infinity();
-    for (int r = 0; r < q.ranks; ++r) {
-      std::vector<double> diff;
-      for (std::size_t k = 0; k < static_cast<std::size_t>(iters); ++k)
-        diff.push_back(samples[r][c][k] - samples[r][base][k]);
-      worst = std::max(worst, median(diff));
-    }
-    if (ok) result.us[c] = (cs.step_difference ? median(step_diff) : worst) / cs.divisor;
-    result.baseline_us[c] = median(base_us);
-  }
+  for (std::size_t c = 0; c < n_cases; ++c) summarise_case(run, c, result);
   result.ran = true;
   return result;
 }

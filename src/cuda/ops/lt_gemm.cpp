@@ -63,6 +63,180 @@ std::map<ShapeKey, GemmCandidate>& remembered_choices() {
 
 bool fits_int(std::int64_t v) { return v > 0 && v <= INT_MAX; }
 
+// The buffers tune() runs every candidate on.
+struct GemmOperands {
+  const void* weight;
+  const void* x;
+  void* y;
+  void* workspace;
+};
+
+// Weights of more than twice the L2 flush it themselves: each call streams them through the
+// cache and finds none of them left from the call before. No flush then, and nothing to
+// subtract (the flush kernel's time varies a little; leaving it out leaves out its noise).
+std::optional<L2ReadFlush> flush_unless_streamed(double weight_bytes) {
+  if (weight_bytes <= 2.0 * static_cast<double>(current_l2_bytes())) return std::optional<L2ReadFlush>(std::in_place);
+  return std::nullopt;
+}
+
+// What one tune() times the candidates with: a stream of its own, the fingerprint's scratch, the
+// L2 flush before each call (if any) and the flush's own time.
+struct TuningBench {
+  TuningBench(const LtGemm& gemm_, const GemmOperands& io_, double weight_bytes)
+      : gemm(gemm_),
+        io(io_),
+        scratch(5 * sizeof(double)),
+        flush(flush_unless_streamed(weight_bytes)),
+        timer("GEMM tuning", kPreRollUs, kNoDeadline) {}
+
+  // kCallsPerGraph calls of candidate c, each after the flush; c < 0: the L2 flushes alone.
+  std::optional<CudaGraph> capture(int c) {
+    try {
+      return CudaGraph::capture(stream.get(), [&](cudaStream_t s) {
+        for (int r = 0; r < kCallsPerGraph; ++r) {
+          if (flush) flush->launch(s);
+          if (c >= 0) EAGLESIM_CUBLAS_CHECK(gemm.run_candidate(c, io.weight, io.x, io.y, io.workspace, s));
+        }
+      });
+    } catch (const DeviceError&) {
+      (void)cudaGetLastError();
+      return std::nullopt;
+    }
+  }
+  double replay_us(const CudaGraph& g) {
+    timer.launch(g, stream.get());
+    return timer.finish("a GEMM candidate's graph");
+  }
+  // The flushes' graph and its fastest of kScreenRuns replays (none without a flush).
+  void time_flush_alone() {
+    if (!flush) return;
+    flush_only = capture(-1);
+    if (!flush_only) throw DeviceError("GEMM tuning: cannot capture the L2 flush in a graph");
+    flush_us = std::numeric_limits<double>::infinity();
+    for (int r = 0; r < kScreenRuns; ++r) flush_us = std::min(flush_us, replay_us(*flush_only));
+  }
+
+  const LtGemm& gemm;
+  const GemmOperands io;
+  Stream stream;
+  const DeviceBuffer scratch;
+  std::optional<L2ReadFlush> flush;
+  GraphTimer timer;
+  std::optional<CudaGraph> flush_only;
+  double flush_us = 0;
+};
+
+// The candidates screened so far: the reference's output, and per candidate its graph (none:
+// rejected or not reached) and screening time.
+struct Screening {
+  explicit Screening(int n) : graphs(n), screen_us(n, std::numeric_limits<double>::infinity()) {}
+  int reference = -1;
+  GemmFingerprint reference_print;
+  std::vector<std::optional<CudaGraph>> graphs;
+  std::vector<double> screen_us;
+  double best_screen_us = std::numeric_limits<double>::infinity();
+};
+
+void reject(GemmTuning& tuning, const LtGemm& gemm, int c, const std::string& why) {
+  tuning.rejected.push_back(gemm.candidate(c).name + ": " + why);
+}
+
+// 1. Once outside a graph (which also loads its kernels, as a capture cannot), into a
+// poisoned output (NaN: an algorithm that leaves elements unwritten fails), the output
+// compared with the reference's. False: rejected.
+bool check_output(TuningBench& bench, Screening& s, int c, std::size_t y_count, GemmTuning& tuning) {
+  EAGLESIM_CUDA_CHECK(cudaMemsetAsync(bench.io.y, 0xff, y_count * 2, bench.stream.get()));
+  const cublasStatus_t st =
+      bench.gemm.run_candidate(c, bench.io.weight, bench.io.x, bench.io.y, bench.io.workspace, bench.stream.get());
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    (void)cudaGetLastError();  // a refused launch leaves its error for the next check to find
+    reject(tuning, bench.gemm, c, fmt::format("does not run ({})", cublasLtGetStatusName(st)));
+    return false;
+  }
+  const GemmFingerprint print = fingerprint_bf16(bench.io.y, y_count, bench.scratch.as<double>(), bench.stream.get());
+  if (s.reference < 0) {
+    if (!std::isfinite(print.sum_squares)) {
+      reject(tuning, bench.gemm, c, "output not finite");
+      return false;
+    }
+    s.reference = c;
+    s.reference_print = print;
+  } else if (const std::string why = fingerprint_mismatch(print, s.reference_print); !why.empty()) {
+    reject(tuning, bench.gemm, c,
+           fmt::format("output differs from {}'s: {}", bench.gemm.candidate(s.reference).name, why));
+    return false;
+  }
+  return true;
+}
+
+// 2. Screening, in its graph. False: rejected.
+bool screen_in_graph(TuningBench& bench, Screening& s, int c, GemmTuning& tuning) {
+  s.graphs[c] = bench.capture(c);
+  if (!s.graphs[c]) {
+    reject(tuning, bench.gemm, c, "cannot be captured in a graph");
+    return false;
+  }
+  for (int r = 0; r < kScreenRuns; ++r) {
+    s.screen_us[c] =
+        std::min(s.screen_us[c], std::max(0.0, bench.replay_us(*s.graphs[c]) - bench.flush_us) / kCallsPerGraph);
+    if (s.best_screen_us > 0 && s.screen_us[c] > kClearlySlower * s.best_screen_us) break;  // no finalist either way
+  }
+  s.best_screen_us = std::min(s.best_screen_us, s.screen_us[c]);
+  return true;
+}
+
+// Checks and screens the candidates in `order` until the shape's time budget runs out.
+Screening screen_candidates(TuningBench& bench, const std::vector<int>& order, int n, std::size_t y_count,
+                            std::chrono::steady_clock::time_point start, GemmTuning& tuning) {
+  Screening s(n);
+  for (int c : order) {
+    if (tuning.timed >= 2 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > kScreenBudgetS) {
+      ++tuning.skipped;
+      continue;
+    }
+    if (!check_output(bench, s, c, y_count, tuning)) continue;
+    if (!screen_in_graph(bench, s, c, tuning)) continue;
+    ++tuning.timed;
+  }
+  return s;
+}
+
+// The candidates within kFinalistMargin (+ kFinalistSlackUs) of the fastest screened, at most
+// kFinalists, plus cuBLAS's default; `ranked`: the screened ones, fastest first.
+std::vector<int> pick_finalists(const LtGemm& gemm, const std::vector<int>& ranked,
+                                const std::vector<double>& screen_us) {
+  const double bound = screen_us[ranked[0]] * (1 + kFinalistMargin) + kFinalistSlackUs;
+  std::vector<int> finalists;
+  for (int c : ranked)
+    if (static_cast<int>(finalists.size()) < kFinalists && screen_us[c] <= bound) finalists.push_back(c);
+  for (int c : ranked)
+    if (gemm.candidate(c).source == GemmSource::cublas_default &&
+        std::find(finalists.begin(), finalists.end(), c) == finalists.end())
+      finalists.push_back(c);
+  return finalists;
+}
+
+// The finalist with the lowest median of kFinalRuns interleaved replays, and its µs per call
+// less the flush's median.
+struct FinalChoice {
+  int candidate = 0;
+  double us = 0;
+};
+
+FinalChoice time_finalists(TuningBench& bench, const Screening& s, const std::vector<int>& finalists) {
+  std::vector<std::vector<double>> samples(finalists.size());
+  std::vector<double> flush_samples;
+  for (int r = 0; r < kFinalRuns; ++r) {
+    flush_samples.push_back(bench.flush_only ? bench.replay_us(*bench.flush_only) : 0.0);
+    for (std::size_t f = 0; f < finalists.size(); ++f) samples[f].push_back(bench.replay_us(*s.graphs[finalists[f]]));
+  }
+  std::size_t best = 0;
+  for (std::size_t f = 1; f < finalists.size(); ++f)
+    if (median(samples[f]) < median(samples[best])) best = f;
+  return {finalists[best], std::max(0.0, (median(samples[best]) - median(flush_samples)) / kCallsPerGraph)};
+}
+
 }  // namespace
 
 UnitFp8Scales::UnitFp8Scales() : buffer_(2 * kLtScaleAlignment) {
@@ -199,122 +373,30 @@ void LtGemm::time_candidates(const void* weight, const void* x, void* y, void* w
   const auto start = std::chrono::steady_clock::now();
   const int n = candidate_count();
   const std::size_t y_count = static_cast<std::size_t>(m_) * static_cast<std::size_t>(n_);
-  Stream stream;
-  const DeviceBuffer scratch(5 * sizeof(double));
-  // Weights of more than twice the L2 flush it themselves: each call streams them through the
-  // cache and finds none of them left from the call before. No flush then, and nothing to
-  // subtract (the flush kernel's time varies a little; leaving it out leaves out its noise).
   const double weight_bytes = static_cast<double>(n_) * static_cast<double>(k_) * bytes_per_element(dtype_);
-  std::optional<L2ReadFlush> flush;
-  if (weight_bytes <= 2.0 * static_cast<double>(current_l2_bytes())) flush.emplace();
-  auto reject = [&](int c, const std::string& why) { tuning_.rejected.push_back(candidates_[c].name + ": " + why); };
-  auto capture = [&](int c) -> std::optional<CudaGraph> {  // c < 0: the L2 flushes alone
-    try {
-      return CudaGraph::capture(stream.get(), [&](cudaStream_t s) {
-        for (int r = 0; r < kCallsPerGraph; ++r) {
-          if (flush) flush->launch(s);
-          if (c >= 0) EAGLESIM_CUBLAS_CHECK(run_candidate(c, weight, x, y, workspace, s));
-        }
-      });
-    } catch (const DeviceError&) {
-      (void)cudaGetLastError();
-      return std::nullopt;
-    }
-  };
-  GraphTimer timer("GEMM tuning", kPreRollUs, kNoDeadline);
-  auto replay_us = [&](const CudaGraph& g) {
-    timer.launch(g, stream.get());
-    return timer.finish("a GEMM candidate's graph");
-  };
-  std::optional<CudaGraph> flush_only;
-  double flush_us = 0;
-  if (flush) {
-    flush_only = capture(-1);
-    if (!flush_only) throw DeviceError("GEMM tuning: cannot capture the L2 flush in a graph");
-    flush_us = std::numeric_limits<double>::infinity();
-    for (int r = 0; r < kScreenRuns; ++r) flush_us = std::min(flush_us, replay_us(*flush_only));
-  }
+  TuningBench bench(*this, GemmOperands{weight, x, y, workspace}, weight_bytes);
+  bench.time_flush_alone();
 
   // The reference first, then the rest in the order of the list (the heuristic's best first).
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_partition(order.begin(), order.end(), [ref = reference_candidate()](int c) { return c == ref; });
-  int reference = -1;
-  GemmFingerprint reference_print;
-  std::vector<std::optional<CudaGraph>> graphs(n);
-  std::vector<double> screen_us(n, std::numeric_limits<double>::infinity());
-  double best_screen_us = std::numeric_limits<double>::infinity();
-  for (int c : order) {
-    if (tuning_.timed >= 2 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > kScreenBudgetS) {
-      ++tuning_.skipped;
-      continue;
-    }
-    // 1. Once outside a graph (which also loads its kernels, as a capture cannot), into a
-    // poisoned output (NaN: an algorithm that leaves elements unwritten fails), the output
-    // compared with the reference's.
-    EAGLESIM_CUDA_CHECK(cudaMemsetAsync(y, 0xff, y_count * 2, stream.get()));
-    const cublasStatus_t st = run_candidate(c, weight, x, y, workspace, stream.get());
-    if (st != CUBLAS_STATUS_SUCCESS) {
-      (void)cudaGetLastError();  // a refused launch leaves its error for the next check to find
-      reject(c, fmt::format("does not run ({})", cublasLtGetStatusName(st)));
-      continue;
-    }
-    const GemmFingerprint print = fingerprint_bf16(y, y_count, scratch.as<double>(), stream.get());
-    if (reference < 0) {
-      if (!std::isfinite(print.sum_squares)) {
-        reject(c, "output not finite");
-        continue;
-      }
-      reference = c;
-      reference_print = print;
-    } else if (const std::string why = fingerprint_mismatch(print, reference_print); !why.empty()) {
-      reject(c, fmt::format("output differs from {}'s: {}", candidates_[reference].name, why));
-      continue;
-    }
-    // 2. Screening, in its graph.
-    graphs[c] = capture(c);
-    if (!graphs[c]) {
-      reject(c, "cannot be captured in a graph");
-      continue;
-    }
-    for (int r = 0; r < kScreenRuns; ++r) {
-      screen_us[c] = std::min(screen_us[c], std::max(0.0, replay_us(*graphs[c]) - flush_us) / kCallsPerGraph);
-      if (best_screen_us > 0 && screen_us[c] > kClearlySlower * best_screen_us) break;  // no finalist either way
-    }
-    best_screen_us = std::min(best_screen_us, screen_us[c]);
-    ++tuning_.timed;
-  }
-  if (reference < 0)
+  const Screening screened = screen_candidates(bench, order, n, y_count, start, tuning_);
+  if (screened.reference < 0)
     throw DeviceError(fmt::format("GEMM m={} n={} k={} {}: no algorithm runs ({})", m_, n_, k_, to_string(dtype_),
                                   tuning_.rejected.empty() ? "none proposed" : tuning_.rejected.front()));
 
   // 3. The finalists, timed against each other.
   std::vector<int> ranked;
   for (int c = 0; c < n; ++c)
-    if (graphs[c]) ranked.push_back(c);
+    if (screened.graphs[c]) ranked.push_back(c);
   if (ranked.empty()) throw DeviceError(fmt::format("GEMM m={} n={} k={}: no algorithm runs in a graph", m_, n_, k_));
-  std::stable_sort(ranked.begin(), ranked.end(), [&](int a, int b) { return screen_us[a] < screen_us[b]; });
-  const double bound = screen_us[ranked[0]] * (1 + kFinalistMargin) + kFinalistSlackUs;
-  std::vector<int> finalists;
-  for (int c : ranked)
-    if (static_cast<int>(finalists.size()) < kFinalists && screen_us[c] <= bound) finalists.push_back(c);
-  for (int c : ranked)
-    if (candidates_[c].source == GemmSource::cublas_default &&
-        std::find(finalists.begin(), finalists.end(), c) == finalists.end())
-      finalists.push_back(c);
-  std::vector<std::vector<double>> samples(finalists.size());
-  std::vector<double> flush_samples;
-  for (int r = 0; r < kFinalRuns; ++r) {
-    flush_samples.push_back(flush_only ? replay_us(*flush_only) : 0.0);
-    for (std::size_t f = 0; f < finalists.size(); ++f) samples[f].push_back(replay_us(*graphs[finalists[f]]));
-  }
-  std::size_t best = 0;
-  for (std::size_t f = 1; f < finalists.size(); ++f)
-    if (median(samples[f]) < median(samples[best])) best = f;
-  chosen_ = finalists[best];
-  tuning_.us = std::max(0.0, (median(samples[best]) - median(flush_samples)) / kCallsPerGraph);
-  EAGLESIM_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](int a, int b) { return screened.screen_us[a] < screened.screen_us[b]; });
+  const FinalChoice choice = time_finalists(bench, screened, pick_finalists(*this, ranked, screened.screen_us));
+  chosen_ = choice.candidate;
+  tuning_.us = choice.us;
+  EAGLESIM_CUDA_CHECK(cudaStreamSynchronize(bench.stream.get()));
 }
 
 std::string LtGemm::describe() const {
