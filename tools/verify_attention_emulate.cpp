@@ -8,7 +8,7 @@
 // shared memory is NaN). A warp whose lanes reach different collectives, or a block whose
 // threads reach different barriers, is reported as divergence.
 //
-// Not a CMake target (it needs no CUDA toolkit and is slow); build and run by hand:
+// A CMake target (ctest runs its --quick cases, label emulator); by hand:
 //   g++ -std=c++17 -O2 -DEAGLESIM_VA_EMULATE -Isrc -Ikernels tools/verify_attention_emulate.cpp \
 //       src/cost/verify_attention_plan.cpp src/cuda/ops/verify_attention_launch.cpp -o /tmp/va_emulate && /tmp/va_emulate [--quick]
 #include <math.h>
