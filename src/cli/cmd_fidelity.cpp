@@ -16,6 +16,7 @@
 #include "cli/add_norm_flag.hpp"
 #include "cli/replay_flags.hpp"
 #include "comm/communicator.hpp"
+#include "comm/strategy_facts.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "engine/backend.hpp"
@@ -97,10 +98,10 @@ void run_fidelity_command(const FidelityArgs& a) {
     // an H200, 2 % of a Kimi-K2 TP8 rank's step).
     const bool has_allreduce = std::any_of(trace.verify().ops.begin(), trace.verify().ops.end(),
                                            [](const Op& op) { return op.kind == OpKind::allreduce; });
-    if (ft.ranks == 1 && has_allreduce && run_strategies.front() != "ideal")
+    if (ft.ranks == 1 && has_allreduce && !is_lower_bound(run_strategies.front()))
       ft.notes.push_back(fmt::format("1 rank of a tp={} trace: the simulator prices its allreduces as free, the replay "
-                                     "runs them through a one-rank {} communicator; --strategy ideal compares the "
-                                     "compute alone", trace.meta.tp, run_strategies.front()));
+                                     "runs them through a one-rank {} communicator; --strategy {} compares the "
+                                     "compute alone", trace.meta.tp, run_strategies.front(), lower_bound_strategy()));
     for (const auto& s : run_strategies) {
       FidelityStrategy r;
       r.strategy = s;
