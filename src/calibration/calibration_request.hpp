@@ -1,7 +1,7 @@
 #pragma once
 // What `eaglesim calibrate` asks the GPUs to measure and what comes back. The host side
 // (engine/calibration_plan.hpp) turns traces into a request and measurements into topology
-// tables; the CUDA part (src/cuda/calibrate_*.cpp) measures. Every compute op is measured the
+// tables; the CUDA part (src/cuda/measure/calibrate_*.cpp) measures. Every compute op is measured the
 // way the replay backend runs it (same kernels, same cuBLASLt algorithm choice), as the
 // steady-state time per op in a CUDA graph of many back-to-back copies of it with rotating
 // weights, so the inter-kernel gap a real step pays is inside each op's time and L2 does not

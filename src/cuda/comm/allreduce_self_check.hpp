@@ -10,7 +10,7 @@
 //    the final rounding.
 //    Collective: every rank of the group builds the same list (same step) and enqueues it at the
 //    same point, from its own thread (threads mode) or process (MPI).
-//  * bench-comm's #wrong column (comm_bench.cpp): random inputs, every element counted, with the
+//  * bench-comm's #wrong column (measure/bench_comm_gpu.cpp): random inputs, every element counted, with the
 //    tolerances of random data; built on the same reference and comparisons below.
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 #pragma once
-// bench-comm's implementation on real GPUs (see engine/gpu_tools.hpp for the request/result).
+// bench-comm's implementation on real GPUs (see calibration/gpu_tools.hpp for the request/result).
 namespace eaglesim::cuda {
 
 // Registers the implementation with set_comm_bench_impl; called from register_cuda_part().
