@@ -19,9 +19,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine/event_engine.hpp"
-#include "engine/op_pricing.hpp"
-#include "engine/sim_backend.hpp"
+#include "backend/event_simulator.hpp"
+#include "backend/op_pricing.hpp"
+#include "backend/sim_backend.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "model/speculative_flags.hpp"
@@ -32,7 +32,7 @@ namespace {
 
 using namespace eaglesim;
 
-class FixedComm : public Communicator {
+class FixedComm : public CommCostModel {
  public:
   std::string name() const override { return "fixed"; }
   CommSupport supports(const Topology&, int, std::int64_t) const override { return {}; }
@@ -93,7 +93,7 @@ Step repeated_step(int times) {
   return s;
 }
 
-PricingOptions pricing(const Communicator& comm) {
+PricingOptions pricing(const CommCostModel& comm) {
   PricingOptions po;
   po.comm = &comm;
   po.query.ranks = 8;
@@ -109,7 +109,7 @@ void BM_Simulate(benchmark::State& state) {
   FixedComm comm;
   const Step step = repeated_step(static_cast<int>(state.range(0)));
   const StepPlan plan = plan_step(step, pricing(comm));
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = kRanks;
   eo.start_offset_us = {0, 1, 2, 3, 4, 5, 6, 7};
   for (auto _ : state) benchmark::DoNotOptimize(simulate_step(step, plan, eo).step_us);
@@ -122,7 +122,7 @@ void BM_Simulate(benchmark::State& state) {
 void BM_PlanAndRun(benchmark::State& state) {
   FixedComm comm;
   const Step step = repeated_step(static_cast<int>(state.range(0)));
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = kRanks;
   for (auto _ : state) {
     StepPlan plan = plan_step(step, pricing(comm));
@@ -138,7 +138,7 @@ void BM_Timeline(benchmark::State& state) {
   FixedComm comm;
   const Step step = repeated_step(static_cast<int>(state.range(0)));
   const StepPlan plan = plan_step(step, pricing(comm));
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = kRanks;
   eo.want_timeline = true;
   for (auto _ : state) benchmark::DoNotOptimize(simulate_step(step, plan, eo).timeline.spans.size());

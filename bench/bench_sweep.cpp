@@ -11,8 +11,8 @@
 #include <ctime>
 #include <string>
 
-#include "comm/communicator.hpp"
-#include "engine/sim_backend.hpp"
+#include "comm/cost_model.hpp"
+#include "backend/sim_backend.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "sweep/spec_axis.hpp"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's best scaled_dot_product_attention on the shapes of bench_attention.
 
-For every shape of bench/gpu/attention_bench.cu (same list, same keys) this times
+For every shape of bench/gpu/bench_attention.cu (same list, same keys) this times
 torch.nn.functional.scaled_dot_product_attention under each backend (FLASH_ATTENTION,
 EFFICIENT_ATTENTION, CUDNN_ATTENTION, MATH, one at a time through torch.nn.attention.sdpa_kernel)
 and each way a PyTorch user batches ragged requests: one padded batch with a boolean mask

@@ -15,7 +15,7 @@
 // shape's output is compared with the plain kernel's on the same inputs.
 //
 // Build (the CUDA part of the repo is not needed): nvcc -std=c++17 -O3 -arch=sm_90 -Isrc -Ikernels \
-//   bench/gpu/attention_bench.cu src/cuda/ops/verify_attention_launch.cpp -o bench_attention
+//   bench/gpu/bench_attention.cu src/cuda/ops/verify_attention_launch.cpp -o bench_attention
 // Run: bench_attention [--torch FILE] [--json FILE] [--filter TEXT] [--no-plain] [--quick] [--budget-s S]
 // (--budget-s: no new shape starts after S seconds; the summary says how many were left)
 #include <algorithm>

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "calibration/calibration_request.hpp"
-#include "cost/calibration.hpp"
+#include "cost/table_interpolation.hpp"
 #include "topology/topology.hpp"
 
 namespace eaglesim {

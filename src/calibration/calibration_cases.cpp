@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "comm/strategy_facts.hpp"
-#include "engine/op_pricing.hpp"
+#include "backend/op_pricing.hpp"
 #include "topology/calibration_keys.hpp"
 
 namespace eaglesim {

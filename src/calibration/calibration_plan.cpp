@@ -12,6 +12,7 @@
 #include "calibration/trace_shapes.hpp"
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
+#include "core/rounding.hpp"
 
 namespace eaglesim {
 
@@ -175,7 +176,7 @@ void add_other_points(CalibrationRequest& q, const TraceShapes& s, int ranks) {
     Op e;
     e.kind = OpKind::other;
     e.name = "calibrate_other";
-    e.us = std::round(us * 1000.0) / 1000.0;  // whole nanoseconds: the table's size unit
+    e.us = round_to(us, 3);  // whole nanoseconds: the table's size unit
     add_compute(q, e, s.other_tp, ranks);
   }
 }

@@ -1,6 +1,6 @@
 #pragma once
 // What `eaglesim calibrate` asks the GPUs to measure and what comes back. The host side
-// (engine/calibration_plan.hpp) turns traces into a request and measurements into topology
+// (calibration/calibration_plan.hpp) turns traces into a request and measurements into topology
 // tables; the CUDA part (src/cuda/measure/calibrate_*.cpp) measures. Every compute op is measured the
 // way the replay backend runs it (same kernels, same cuBLASLt algorithm choice), as the
 // steady-state time per op in a CUDA graph of many back-to-back copies of it with rotating
@@ -94,7 +94,7 @@ struct CalibrationRequest {
   // their own chains: the kernel-transition cost (Calibration::transition_us).
   std::vector<std::pair<Op, Op>> transitions;
   // A residual_add followed by an rmsnorm of the same shape runs as one fused kernel
-  // (engine/op_pricing.hpp, fusable_add_norm), in the chains measured and in the fits that price
+  // (backend/op_pricing.hpp, fusable_add_norm), in the chains measured and in the fits that price
   // them (the `add_rmsnorm` elementwise table); false: as two (--no-fused-add-norm). The chains
   // it applies to are the decoder layers' (compute_layers, allreduce_layers); single ops,
   // transitions and allreduce contexts are measured as separate kernels either way, and the

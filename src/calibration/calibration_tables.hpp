@@ -1,6 +1,6 @@
 #pragma once
 // How calibrate's measurements become the topology's calibration tables, keyed exactly as the
-// simulator looks them up (cost/compute_model.cpp, comm/modelled_communicator.cpp):
+// simulator looks them up (cost/compute_model.cpp, comm/modelled_cost_model.cpp):
 //   gemm        (n, k, dtype) points interpolated in m (lm_head uses the same table)
 //   attention   "gqa:H:KV:D:qQ" (layout + query tokens) interpolated in kv_len
 //   elementwise rmsnorm | residual_add | act | embedding by tokens x hidden; other by requested ns;
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "calibration/calibration_request.hpp"
-#include "cost/calibration.hpp"
+#include "cost/table_interpolation.hpp"
 #include "trace/trace.hpp"
 
 namespace eaglesim {

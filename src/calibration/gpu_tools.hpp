@@ -9,12 +9,12 @@
 
 #include "calibration/calibration_request.hpp"
 #include "core/dtype.hpp"
-#include "domain/comm_bench.hpp"
+#include "domain/bench_comm_results.hpp"
 
 namespace eaglesim {
 
 // bench-comm on GPUs: allreduce latency/bandwidth of each strategy over a range of message sizes
-// (the result types are domain/comm_bench.hpp's).
+// (the result types are domain/bench_comm_results.hpp's).
 struct CommBenchRequest {
   std::vector<std::string> strategies;  // nccl, oneshot, oneshot_push, twoshot, fused, quant, reference
   std::vector<std::int64_t> sizes;      // bytes, each a multiple of the element size

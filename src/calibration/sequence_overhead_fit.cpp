@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "comm/strategy_facts.hpp"
-#include "engine/backend.hpp"
-#include "engine/op_pricing.hpp"
+#include "backend/backend.hpp"
+#include "backend/op_pricing.hpp"
 
 namespace eaglesim {
 
@@ -35,7 +35,7 @@ SequenceFit fit_sequence_overhead(const std::vector<Trace>& traces, const Topolo
     ro.iters = opts.iters;
     ro.warmup = 3;
     ro.timeout_s = opts.timeout_s;
-    ro.op_times = "model";  // the tables, as fidelity prices it
+    ro.op_times = OpTimes::model;  // the tables, as fidelity prices it
     ro.fuse_add_norm = opts.fuse_add_norm;
     SequenceFitCase c;
     c.trace = trace.meta.model;

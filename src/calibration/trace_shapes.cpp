@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/op_pricing.hpp"
+#include "backend/op_pricing.hpp"
 #include "topology/calibration_keys.hpp"
 
 namespace eaglesim {

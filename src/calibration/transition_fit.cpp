@@ -10,7 +10,7 @@
 #include "calibration/layer_chain.hpp"
 #include "cost/compute_model.hpp"
 #include "domain/kind_marginals.hpp"
-#include "engine/op_pricing.hpp"
+#include "backend/op_pricing.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology_limits.hpp"
 

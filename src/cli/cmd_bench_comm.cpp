@@ -1,7 +1,7 @@
 // eaglesim bench-comm: allreduce latency and bandwidth of each strategy over message sizes,
 // in the style of nccl-tests (bytes, count, dtype, time, algBW, busBW, #wrong), measured by the
 // CUDA part (registered through calibration/gpu_tools.hpp) or, with --backend sim, predicted by
-// the cost models on a topology (engine/comm_bench_prediction.hpp); report/comm_bench_printer.hpp
+// the cost models on a topology (backend/comm_bench_prediction.hpp); report/comm_bench_printer.hpp
 // prints both.
 #include <algorithm>
 #include <cctype>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "calibration/gpu_tools.hpp"
@@ -22,7 +23,7 @@
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
-#include "engine/comm_bench_prediction.hpp"
+#include "backend/comm_bench_prediction.hpp"
 #include "io/atomic_file.hpp"
 #include "report/comm_bench_printer.hpp"
 #include "topology/topology.hpp"
@@ -37,9 +38,7 @@ const std::vector<std::string>& bench_strategies() {
 }
 
 std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& s : names) out += (out.empty() ? "" : ", ") + s;
-  return out;
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 // `known`: the names the backend runs; `all`: what `all` expands to.

@@ -17,7 +17,7 @@
 #include "cli/add_norm_flag.hpp"
 #include "cli/commands.hpp"
 #include "cli/replay_flags.hpp"
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "calibration/base_preset.hpp"

@@ -14,12 +14,13 @@
 
 #include "cli/commands.hpp"
 #include "cli/add_norm_flag.hpp"
+#include "cli/op_times_flag.hpp"
 #include "cli/replay_flags.hpp"
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "comm/strategy_facts.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
-#include "engine/backend.hpp"
+#include "backend/backend.hpp"
 #include "io/atomic_file.hpp"
 #include "report/fidelity_printer.hpp"
 #include "report/fitted_models_printer.hpp"
@@ -57,8 +58,7 @@ std::optional<StepResult> simulate(Backend& sim, const Trace& trace, const std::
 void run_fidelity_command(const FidelityArgs& a) {
   if (a.ranks < 0) throw InputError("--ranks: expected 1 or more (0: each trace's tp)");
   if (!(a.max_error_pct > 0)) throw InputError("--max-error: expected a positive percentage");
-  if (a.op_times != "model" && a.op_times != "auto" && a.op_times != "measured")
-    throw InputError("--op-times: expected model, auto or measured, got '" + a.op_times + "'");
+  const OpTimes op_times = op_times_flag(a.op_times);
   const std::vector<std::string> strategies = parse_strategy_list(a.strategies);
   const Topology topo = read_topology(resolve_topology_path(a.topology));
   if (topo.calibration.empty())
@@ -84,7 +84,7 @@ void run_fidelity_command(const FidelityArgs& a) {
     RunOptions opts;
     opts.ranks = ft.ranks;
     apply_replay_flags(a.replay, opts);
-    opts.op_times = a.op_times;
+    opts.op_times = op_times;
     opts.fuse_add_norm = !a.no_fused_add_norm;
     opts.kind_marginals = true;  // the per-kind comparison (domain/kind_marginals.hpp)
     std::vector<std::string> run_strategies = strategies;

@@ -11,7 +11,7 @@
 #include "import/kineto_import.hpp"
 #include "io/atomic_file.hpp"
 #include "model/model_config.hpp"
-#include "model/rank_layer_shape.hpp"
+#include "model/sharded_layer_shape.hpp"
 #include "sweep/sweep_inputs.hpp"
 #include "trace/trace_json.hpp"
 

@@ -13,14 +13,15 @@
 #include "cli/add_norm_flag.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_flags.hpp"
+#include "cli/op_times_flag.hpp"
 #include "cli/replay_flags.hpp"
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
 #include "domain/acceptance_resolution.hpp"
-#include "engine/backend.hpp"
-#include "engine/evaluate.hpp"
+#include "backend/backend.hpp"
+#include "backend/evaluate.hpp"
 #include "io/atomic_file.hpp"
 #include "io/data_paths.hpp"
 #include "report/html_report.hpp"
@@ -160,7 +161,7 @@ void run(const RunArgs& a) {
   req.options.nccl.channels = a.nccl_channels;
   if (!a.skew_us.empty()) req.options.rank_skew_us = parse_per_rank(a.skew_us, "--skew-us");
   if (!a.rank_slowdown.empty()) req.options.rank_compute_scale = parse_per_rank(a.rank_slowdown, "--rank-slowdown");
-  req.options.op_times = a.op_times;
+  req.options.op_times = op_times_flag(a.op_times);
   req.options.engine = resolve_engine_options(a.engine_options, strategies, trace.meta.model);
   req.options.fuse_add_norm = !a.no_fused_add_norm;
   apply_replay_flags(a.replay, req.options);

@@ -16,7 +16,7 @@
 #include "cli/accept_probs_flag.hpp"
 #include "cli/add_norm_flag.hpp"
 #include "cli/commands.hpp"
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"

@@ -4,7 +4,7 @@
 // billion replays or a timeout of 1e30 s is a typo, not a request.
 #include <CLI/CLI.hpp>
 
-#include "engine/backend.hpp"
+#include "backend/backend.hpp"
 
 namespace eaglesim::cli {
 

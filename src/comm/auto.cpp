@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/modelled_communicator.hpp"
+#include "comm/modelled_cost_model.hpp"
 #include "comm/strategies.hpp"
 #include "comm/strategy_facts.hpp"
 
@@ -15,7 +15,7 @@ namespace eaglesim {
 namespace {
 
 // The candidates: every runnable, exact strategy that neither fuses other ops, bounds, nor selects
-// (nccl, oneshot, twoshot), in table order. Named strings, not temporaries: find_communicator
+// (nccl, oneshot, twoshot), in table order. Named strings, not temporaries: find_cost_model
 // takes a const std::string&, and GCC 13's -Wdangling-reference flags a reference bound from a
 // temporary (a false alarm, as the registry owns the communicator).
 const std::vector<std::string>& candidates() {
@@ -28,7 +28,7 @@ const std::vector<std::string>& candidates() {
   return names;
 }
 
-class AutoCommunicator final : public ModelledCommunicator {
+class AutoCostModel final : public ModelledCostModel {
  public:
   std::string name() const override { return "auto"; }
 
@@ -36,7 +36,7 @@ class AutoCommunicator final : public ModelledCommunicator {
   CommSupport strategy_supports(const Topology& t, int ranks, std::int64_t bytes) const override {
     std::string reasons;
     for (const std::string& c : candidates()) {
-      CommSupport s = find_communicator(c).supports(t, ranks, bytes);
+      CommSupport s = find_cost_model(c).supports(t, ranks, bytes);
       if (s.ok) return {};
       reasons += (reasons.empty() ? "" : "; ") + c + ": " + s.reason;
     }
@@ -47,7 +47,7 @@ class AutoCommunicator final : public ModelledCommunicator {
     best.us = std::numeric_limits<double>::infinity();
     std::string chosen;
     for (const std::string& c : candidates()) {
-      const Communicator& comm = find_communicator(c);
+      const CommCostModel& comm = find_cost_model(c);
       if (!comm.supports(*q.topo, q.ranks, q.bytes).ok) continue;
       CommCost cost = comm.cost(q);
       if (cost.us < best.us) { best = cost; chosen = c; }
@@ -62,7 +62,7 @@ class AutoCommunicator final : public ModelledCommunicator {
 const StrategySpec& auto_spec() {
   static const StrategySpec spec{no_kernel_facts("auto", kSelector),
                                  "picks one of the other strategies per message size",
-                                 make_cost_model<AutoCommunicator>};
+                                 make_cost_model<AutoCostModel>};
   return spec;
 }
 

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "comm/engine_rules.hpp"
-#include "comm/modelled_communicator.hpp"
+#include "comm/modelled_cost_model.hpp"
 #include "comm/strategy_facts.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"

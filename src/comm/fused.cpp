@@ -3,7 +3,7 @@
 // of the norm inside the same kernel (read the residual, write the new residual and the normed
 // output: 3 x size) and a block-wide reduction for the row's mean square; no extra launch.
 // The engine drops the trace's residual_add + rmsnorm after each allreduce it absorbs.
-#include "comm/modelled_communicator.hpp"
+#include "comm/modelled_cost_model.hpp"
 #include "comm/p2p_kernel_model.hpp"
 #include "comm/strategies.hpp"
 
@@ -15,7 +15,7 @@ namespace {
 // kernel, a fraction of a microsecond (an assumption, not a measured figure).
 constexpr double kRowReductionUs = 0.3;
 
-class FusedCommunicator final : public ModelledCommunicator {
+class FusedCostModel final : public ModelledCostModel {
  public:
   std::string name() const override { return "fused"; }
 
@@ -35,7 +35,7 @@ class FusedCommunicator final : public ModelledCommunicator {
 
 const StrategySpec& fused_spec() {
   static const StrategySpec spec{own_kernel_facts("fused", kCalibratable | kFusesResidualNorm), "one-shot over P2P",
-                                 make_cost_model<FusedCommunicator>};
+                                 make_cost_model<FusedCostModel>};
   return spec;
 }
 

@@ -1,13 +1,13 @@
 // The zero-cost lower bound: what the step would take if allreduces were free. Always
 // supported, never calibrated.
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "comm/strategies.hpp"
 
 namespace eaglesim {
 
 namespace {
 
-class IdealCommunicator final : public Communicator {
+class IdealCostModel final : public CommCostModel {
  public:
   std::string name() const override { return "ideal"; }
   CommSupport supports(const Topology&, int, std::int64_t) const override { return {}; }
@@ -20,7 +20,7 @@ const StrategySpec& ideal_spec() {
   static const StrategySpec spec{no_kernel_facts("ideal", kLowerBound),
                                  "every allreduce is free: a lower bound that shows what communication costs, "
                                  "not deployable",
-                                 make_cost_model<IdealCommunicator>};
+                                 make_cost_model<IdealCostModel>};
   return spec;
 }
 

@@ -23,7 +23,7 @@
 
 #include <fmt/format.h>
 
-#include "comm/modelled_communicator.hpp"
+#include "comm/modelled_cost_model.hpp"
 #include "comm/nccl_channels.hpp"
 #include "comm/nccl_constants.hpp"
 #include "comm/strategies.hpp"
@@ -172,7 +172,7 @@ Estimate estimate(const CommQuery& q, const Ring& ring, const std::optional<Ring
   return e;
 }
 
-class NcclCommunicator final : public ModelledCommunicator {
+class NcclCostModel final : public ModelledCostModel {
  public:
   std::string name() const override { return "nccl"; }
 
@@ -223,7 +223,7 @@ class NcclCommunicator final : public ModelledCommunicator {
 
 const StrategySpec& nccl_spec() {
   static const StrategySpec spec{nccl_facts("nccl", kCalibratable), "ncclAllReduce, the baseline",
-                                 make_cost_model<NcclCommunicator>};
+                                 make_cost_model<NcclCostModel>};
   return spec;
 }
 

@@ -5,7 +5,7 @@
 //   oneshot       oneshot_pull: each rank loads its peers' slots (remote reads)
 //   oneshot_push  oneshot_push: each rank stores its input into every peer's receive area (posted
 //                 writes), then sums locally; a bench-comm variant, priced by --backend sim
-#include "comm/modelled_communicator.hpp"
+#include "comm/modelled_cost_model.hpp"
 #include "comm/p2p_kernel_model.hpp"
 #include "comm/strategies.hpp"
 
@@ -13,9 +13,9 @@ namespace eaglesim {
 
 namespace {
 
-class OneshotCommunicator final : public ModelledCommunicator {
+class OneshotCostModel final : public ModelledCostModel {
  public:
-  explicit OneshotCommunicator(P2pAccess access) : access_(access) {}
+  explicit OneshotCostModel(P2pAccess access) : access_(access) {}
   std::string name() const override { return access_ == P2pAccess::pull ? "oneshot" : "oneshot_push"; }
 
  protected:
@@ -37,7 +37,7 @@ class OneshotCommunicator final : public ModelledCommunicator {
 const StrategySpec& oneshot_spec() {
   static const StrategySpec spec{own_kernel_facts("oneshot", kCalibratable),
                                  "one-shot over P2P: every rank reads all peers' inputs and reduces",
-                                 [] { return make_cost_model_of<OneshotCommunicator>(P2pAccess::pull); }};
+                                 [] { return make_cost_model_of<OneshotCostModel>(P2pAccess::pull); }};
   return spec;
 }
 
@@ -46,7 +46,7 @@ const StrategySpec& oneshot_spec() {
 const StrategySpec& oneshot_push_spec() {
   static const StrategySpec spec{own_kernel_facts("oneshot_push", kBenchCommOnly),
                                  "one-shot over P2P: every rank writes its input to all peers, then reduces",
-                                 [] { return make_cost_model_of<OneshotCommunicator>(P2pAccess::push); }};
+                                 [] { return make_cost_model_of<OneshotCostModel>(P2pAccess::push); }};
   return spec;
 }
 

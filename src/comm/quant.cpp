@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "comm/modelled_communicator.hpp"
+#include "comm/modelled_cost_model.hpp"
 #include "comm/p2p_kernel_model.hpp"
 #include "comm/strategies.hpp"
 
@@ -21,7 +21,7 @@ constexpr double kScaleBytes = 4;
 // of one extra synchronisation round of a small kernel.
 constexpr double kQuantOverheadUs = 0.5;
 
-class QuantCommunicator final : public ModelledCommunicator {
+class QuantCostModel final : public ModelledCostModel {
  public:
   std::string name() const override { return "quant"; }
 
@@ -48,7 +48,7 @@ class QuantCommunicator final : public ModelledCommunicator {
 const StrategySpec& quant_spec() {
   static const StrategySpec spec{own_kernel_facts("quant", kCalibratable | kLossy),
                                  "one-shot over P2P with fp8 (e4m3) on the wire, per-128-element scales",
-                                 make_cost_model<QuantCommunicator>};
+                                 make_cost_model<QuantCostModel>};
   return spec;
 }
 

@@ -3,6 +3,7 @@
 #include "comm/strategy_facts.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "comm/strategy_spec.hpp"
 #include "core/errors.hpp"
@@ -54,9 +55,7 @@ bool fact(std::string_view name, bool StrategyFacts::*flag) {
 
 const StrategyFacts& strategy_facts(std::string_view name) {
   if (const StrategyFacts* f = find_strategy_facts(name)) return *f;
-  std::string known;
-  for (const std::string& n : runnable_strategy_names()) known += (known.empty() ? "" : ", ") + n;
-  throw InputError(fmt::format("unknown strategy \"{}\" (known: {})", name, known));
+  throw InputError(fmt::format("unknown strategy \"{}\" (known: {})", name, fmt::join(runnable_strategy_names(), ", ")));
 }
 
 bool is_lower_bound(std::string_view name) { return fact(name, &StrategyFacts::lower_bound); }

@@ -15,7 +15,7 @@ namespace eaglesim {
 enum class StrategyRuntime {
   nccl,        // ncclAllReduce
   own_kernel,  // one of our kernels (kernels/), registered under the strategy's name by the CUDA
-               // part (cuda/comm/p2p_allreduce_kernel.hpp)
+               // part (cuda/comm/p2p_allreduce_kernel.cuh)
   none,        // no kernel: ideal (free), or a selector over the others (auto, the engines)
 };
 

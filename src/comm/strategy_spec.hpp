@@ -3,7 +3,7 @@
 // and its cost model. A strategy's cost-model file defines its spec; comm/strategy_list.cpp puts
 // the built-in specs in report order; register_strategy adds one from outside the library (a
 // test, a plug-in) before the table is first read. The CUDA part registers the kernel that runs
-// a strategy against the same name (cuda/comm/p2p_allreduce_kernel.hpp). docs/strategies.md
+// a strategy against the same name (cuda/comm/p2p_allreduce_kernel.cuh). docs/strategies.md
 // shows how to add one.
 #include <memory>
 #include <string>
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "comm/strategy_facts.hpp"
 
 namespace eaglesim {
@@ -24,7 +24,7 @@ struct StrategySpec {
   std::string_view description;
   // Its cost model (the simulator's price of one allreduce); null for an entry that is measured
   // but not priced (bench-comm's correctness baseline). The model's name() is the spec's name.
-  std::unique_ptr<Communicator> (*make_cost_model)() = nullptr;
+  std::unique_ptr<CommCostModel> (*make_cost_model)() = nullptr;
 };
 
 // What a spec's facts say beyond the defaults (runs as a --strategy, exact, no fusion), as flags.
@@ -48,11 +48,11 @@ StrategyFacts no_kernel_facts(std::string_view name, unsigned flags);
 // A spec's cost-model factory for a model built without arguments, and the model built with some
 // (inside a capture-less lambda).
 template <class Model>
-std::unique_ptr<Communicator> make_cost_model() {
+std::unique_ptr<CommCostModel> make_cost_model() {
   return std::make_unique<Model>();
 }
 template <class Model, class... Args>
-std::unique_ptr<Communicator> make_cost_model_of(Args&&... args) {
+std::unique_ptr<CommCostModel> make_cost_model_of(Args&&... args) {
   return std::make_unique<Model>(std::forward<Args>(args)...);
 }
 

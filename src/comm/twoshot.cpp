@@ -1,7 +1,7 @@
 // Two-shot allreduce: reduce-scatter (each rank reduces its 1/n slice from all peers) then
 // all-gather of the reduced slices. Moves 2 (n-1)/n x size per GPU instead of (n-1) x size,
 // at the price of a second phase and one more barrier. Model: p2p_kernel_model.hpp.
-#include "comm/modelled_communicator.hpp"
+#include "comm/modelled_cost_model.hpp"
 #include "comm/p2p_kernel_model.hpp"
 #include "comm/strategies.hpp"
 
@@ -13,7 +13,7 @@ namespace {
 // chunks.
 constexpr P2pAccess kAccess = P2pAccess::pull;
 
-class TwoshotCommunicator final : public ModelledCommunicator {
+class TwoshotCostModel final : public ModelledCostModel {
  public:
   std::string name() const override { return "twoshot"; }
 
@@ -33,7 +33,7 @@ class TwoshotCommunicator final : public ModelledCommunicator {
 const StrategySpec& twoshot_spec() {
   static const StrategySpec spec{own_kernel_facts("twoshot", kCalibratable),
                                  "two-shot over P2P: reduce-scatter, then all-gather",
-                                 make_cost_model<TwoshotCommunicator>};
+                                 make_cost_model<TwoshotCostModel>};
   return spec;
 }
 

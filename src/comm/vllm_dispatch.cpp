@@ -108,7 +108,7 @@ Decision fusion_setting(const MachineFacts& m, int ranks, const EngineSettings& 
                             "installed ({})", cc.to_string(), kVllmConfig)};
 }
 
-// Torch symmetric memory comes up (SymmMemCommunicator not disabled), or why not.
+// Torch symmetric memory comes up (SymmMemCostModel not disabled), or why not.
 Decision symm_mem_setting(const MachineFacts& m, int ranks, const EngineSettings& s) {
   const std::string cc = m.capability.to_string();
   if (!s.flag("VLLM_ALLREDUCE_USE_SYMM_MEM")) return {false, "torch symmetric memory off: VLLM_ALLREDUCE_USE_SYMM_MEM=0"};

@@ -30,7 +30,7 @@
 #include <functional>
 #include <stdexcept>
 
-#include "cost/calibration.hpp"
+#include "cost/table_interpolation.hpp"
 #include "cost/fitted_model.hpp"
 #include "cost/local_correction.hpp"
 #include "topology/calibration_keys.hpp"

@@ -58,8 +58,7 @@ std::vector<int> select_steps(const RankOps& r0, const KinetoImportOptions& opt)
   std::vector<int> complete;
   for (std::size_t i = 0; i < sp.steps.size(); ++i)
     if (sp.complete[i]) complete.push_back(static_cast<int>(i));
-  std::string list;
-  for (int i : complete) list += (list.empty() ? "" : ", ") + std::to_string(i);
+  const std::string list = fmt::format("{}", fmt::join(complete, ", "));
   if (complete.empty())
     throw InputError(fmt::format("{}: no complete step among the {} found ({})", r0.trace.file, sp.steps.size(), sp.method));
   if (opt.all_steps) return complete;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/errors.hpp"
 #include "io/atomic_file.hpp"
@@ -134,10 +135,8 @@ void JsonCursor::only_keys(const std::vector<std::string>& allowed) const {
     bool ok = false;
     for (const auto& a : allowed) ok = ok || it.key() == a;
     if (!ok) {
-      std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
       throw InputError::at(file_, child_path(it.key()),
-                           fmt::format("unknown field (allowed here: {})", list));
+                           fmt::format("unknown field (allowed here: {})", fmt::join(allowed, ", ")));
     }
   }
 }
@@ -195,8 +194,7 @@ std::string JsonCursor::as_string_allow_empty() const {
 }
 
 std::string JsonCursor::as_enum(const std::vector<std::string>& choices) const {
-  std::string list;
-  for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+  const std::string list = fmt::format("{}", fmt::join(choices, ", "));
   if (!node_->is_string()) fail("one of " + list);
   const auto& s = node_->get_ref<const std::string&>();
   for (const auto& c : choices)

@@ -6,11 +6,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/rounding.hpp"
+
 namespace eaglesim {
 
 namespace {
 // Chrome-trace timestamps are µs; keep nanosecond resolution and print short numbers.
-double us3(double us) { return std::round(us * 1000.0) / 1000.0; }
+double us3(double us) { return round_to(us, 3); }
 }  // namespace
 
 std::string timelines_to_chrome_json(const std::vector<Timeline>& timelines, const std::vector<std::string>& labels) {

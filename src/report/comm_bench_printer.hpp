@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "domain/comm_bench.hpp"
+#include "domain/bench_comm_results.hpp"
 
 namespace eaglesim {
 

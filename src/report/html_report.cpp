@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/rounding.hpp"
 #include "report/html_assets.hpp"
 #include "report/html_view.hpp"
 #include "report/html_view_rows.hpp"
@@ -21,7 +22,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-double round_us(double v) { return std::round(v * 1000.0) / 1000.0; }
+double round_us(double v) { return round_to(v, 3); }
 
 // A timeline as compact arrays (a whole Kimi-K2 step at TP8 is ~8,000 spans):
 // spans are [rank, kind index, start µs, end µs, wait µs, layer, name index]. `row` is the row of

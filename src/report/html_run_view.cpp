@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/rounding.hpp"
 #include "domain/cycle_parts.hpp"
 #include "domain/ranking.hpp"
 #include "domain/speculation_verdict.hpp"
@@ -47,10 +48,7 @@ std::vector<SweepRow> run_rows(const Report& report) {
 // What a run adds to the sweep's row shape, per supported strategy: the throughput at the batch
 // (all requests, per GPU, plain decoding of all requests) and, for a trace of the engine's cycle,
 // what each part of the cycle costs (domain/cycle_parts.hpp), rounded as the rows are.
-double round_us(double v) {
-  const double r = std::round(v * 1000.0) / 1000.0;
-  return r == 0 ? 0.0 : r;
-}
+double round_us(double v) { return round_to(v, 3); }
 
 void add_run_fields(json& row, const StrategyResult& r, bool engine_cycle) {
   if (!r.supported) return;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/rounding.hpp"
 #include "report/html_view.hpp"
 #include "report/html_view_rows.hpp"
 #include "sweep/sweep_output.hpp"
@@ -153,7 +154,7 @@ json model_breakeven(const SweepResults& res, const std::string& model) {
 }
 
 // tok/s as the JSON rounds them, so the chart's values equal the --json output's.
-double thousandths(double v) { return std::round(v * 1000.0) / 1000.0; }
+double thousandths(double v) { return round_to(v, 3); }
 
 // Per model, topology and acceptance: the best configuration's total tok/s at each batch (the
 // point labelled with its configuration) and the fastest plain decoding there, with the batch

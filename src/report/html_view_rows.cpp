@@ -10,7 +10,8 @@
 
 #include "comm/strategy_facts.hpp"
 #include "comm/strategy_spec.hpp"
-#include "domain/speculative.hpp"
+#include "core/rounding.hpp"
+#include "domain/spec_decode_metrics.hpp"
 #include "sweep/sweep_output.hpp"
 #include "sweep/tree_breakeven.hpp"
 
@@ -21,12 +22,6 @@ namespace {
 // Points of the acceptance curves: fine enough that straight segments look like the curve.
 constexpr int kCurvePoints = 41;
 
-// As the sweep's JSON rounds (sweep_output.cpp), so that values shown here equal the rows' values.
-double round_to(double v, int digits) {
-  const double scale = std::pow(10.0, digits);
-  const double r = std::round(v * scale) / scale;
-  return r == 0 ? 0.0 : r;
-}
 
 json strategy_json(const std::string& name, const StrategyFacts& f, const StrategySpec* spec) {
   json j;

@@ -57,6 +57,20 @@ std::size_t SweepGrid::fit(std::size_t m, std::size_t t, std::size_t d, std::siz
   return (((m * topologies + t) * dtypes + d) * tps + p) * batches + b;
 }
 
+GridPoint SweepGrid::fit_point(std::size_t fit) const {
+  GridPoint g;
+  std::size_t rest = fit;
+  g.batch = rest % batches;
+  rest /= batches;
+  g.tp = rest % tps;
+  rest /= tps;
+  g.dtype = rest % dtypes;
+  rest /= dtypes;
+  g.topology = rest % topologies;
+  g.model = rest / topologies;
+  return g;
+}
+
 std::size_t SweepGrid::traces() const { return models * dtypes * tps * batches * specs; }
 
 std::size_t SweepGrid::trace(std::size_t m, std::size_t d, std::size_t p, std::size_t b, std::size_t c) const {

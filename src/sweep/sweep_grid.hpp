@@ -32,6 +32,8 @@ class SweepGrid {
 
   std::size_t fits() const;
   std::size_t fit(std::size_t model, std::size_t topology, std::size_t dtype, std::size_t tp, std::size_t batch) const;
+  // The (model, topology, dtype, TP, batch) of a fit index; the other coordinates 0.
+  GridPoint fit_point(std::size_t fit) const;
   std::size_t traces() const;
   std::size_t trace(std::size_t model, std::size_t dtype, std::size_t tp, std::size_t batch, std::size_t spec) const;
 

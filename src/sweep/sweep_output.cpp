@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "comm/strategy_facts.hpp"
+#include "core/rounding.hpp"
 
 namespace eaglesim {
 
@@ -15,11 +16,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-double round_to(double v, int digits) {
-  const double scale = std::pow(10.0, digits);
-  const double r = std::round(v * scale) / scale;
-  return r == 0 ? 0.0 : r;  // no "-0"
-}
 double us(double v) { return round_to(v, 3); }
 double rate(double v) { return round_to(v, 6); }
 double gb(double v) { return round_to(v, 3); }

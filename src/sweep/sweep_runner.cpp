@@ -8,14 +8,14 @@
 
 #include <fmt/format.h>
 
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "domain/acceptance_resolution.hpp"
-#include "domain/speculative.hpp"
-#include "engine/evaluate.hpp"
-#include "engine/op_pricing.hpp"
-#include "engine/sim_backend.hpp"
+#include "domain/spec_decode_metrics.hpp"
+#include "backend/evaluate.hpp"
+#include "backend/op_pricing.hpp"
+#include "backend/sim_backend.hpp"
 #include "model/generator.hpp"
 #include "model/speculative_flags.hpp"
 #include "sweep/batch_best.hpp"
@@ -92,7 +92,7 @@ void check_request(const SweepRequest& rq) {
        "the speculative configuration list (--draft-tokens or --speculative-num-steps)");
   need(!rq.acceptances.empty() || rq.accept_probs, "the acceptance list (--accept-rate / --accept-len / --accept-probs)");
   need(!rq.strategies.empty(), "the strategy list (--strategy)");
-  for (const std::string& s : rq.strategies) find_communicator(s);  // InputError on unknown names
+  for (const std::string& s : rq.strategies) find_cost_model(s);  // InputError on unknown names
   for (int b : rq.batches)
     if (b < 1 || b > kMaxGenBatch)
       throw InputError(fmt::format("--batch: expected values in [1, {}], got {}", kMaxGenBatch, b));
@@ -470,16 +470,7 @@ void Sweep::build_rows() {
   const SweepAxes& ax = out_.axes;
   out_.rows.resize(grid_.rows());
   pool_.run(grid_.fits(), [&](std::size_t fit_index) {
-    GridPoint g;
-    std::size_t rest = fit_index;
-    g.batch = rest % grid_.batches;
-    rest /= grid_.batches;
-    g.tp = rest % grid_.tps;
-    rest /= grid_.tps;
-    g.dtype = rest % grid_.dtypes;
-    rest /= grid_.dtypes;
-    g.topology = rest % grid_.topologies;
-    g.model = rest / grid_.topologies;
+    GridPoint g = grid_.fit_point(fit_index);
     const Fit& fit = fits_[fit_index];
     const int batch = rq_.batches[g.batch], tp = rq_.tps[g.tp];
     for (g.spec = 0; g.spec < grid_.specs; ++g.spec) {

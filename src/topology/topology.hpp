@@ -75,7 +75,7 @@ struct LinkSpec {
   bool present() const { return bw_gbs > 0; }  // bw 0: the topology has no such link
 };
 
-// Measured tables that override the models where present (interpolated; see cost/calibration.hpp).
+// Measured tables that override the models where present (interpolated; see cost/table_interpolation.hpp).
 struct GemmCalPoint { std::int64_t m, n, k; DType dtype; double us; };
 struct SizeCalPoint { std::int64_t size; double us; };  // size: bytes (allreduce) or kv_len / tokens
 // One op kind's fitted cost model (cost/fitted_model.hpp):

@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/errors.hpp"
 #include "io/data_paths.hpp"
@@ -53,8 +54,7 @@ std::string resolve_topology_path(const std::string& name_or_path) {
     fs::path candidate = d / (stem + ".json");
     if (fs::is_regular_file(candidate, ec)) return candidate.string();
   }
-  std::string list;
-  for (const auto& n : preset_names(dirs)) list += (list.empty() ? "" : ", ") + n;
+  std::string list = fmt::format("{}", fmt::join(preset_names(dirs), ", "));
   if (list.empty()) list = "(none found: models/topologies/ is missing)";
   throw InputError(fmt::format("unknown topology \"{}\" (not a file, not a preset); presets: {}", name_or_path, list));
 }

@@ -1,7 +1,7 @@
 #pragma once
 // What one decoder layer of a model computes on one tensor-parallel rank: the widths its GEMMs,
 // attention, norms and allreduces have there. The model module derives it from a config
-// (model/rank_layer_shape.hpp); the importer reads kernels that carry no shapes against it.
+// (model/sharded_layer_shape.hpp); the importer reads kernels that carry no shapes against it.
 #include <cstdint>
 #include <string>
 

@@ -655,7 +655,7 @@ TEST(CudaReplay, RecordedComputeRunsTheRecordedDurations) {
   }
   auto backend = make_cuda_backend();
   RunOptions opts = ten_replays();
-  opts.op_times = "auto";
+  opts.op_times = OpTimes::automatic;
   const StepResult r = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
   const auto noted = [](const StepResult& res, const char* text) {
     return std::any_of(res.notes.begin(), res.notes.end(),
@@ -667,13 +667,13 @@ TEST(CudaReplay, RecordedComputeRunsTheRecordedDurations) {
   for (const Span& span : r.timeline.spans)
     if (span.kind != OpKind::allreduce) EXPECT_NE(span.detail.find("recorded"), std::string::npos) << span.name;
 
-  opts.op_times = "model";
+  opts.op_times = OpTimes::model;
   const StepResult ours = backend->run_step(t, t.steps[0], "nccl", nullptr, opts);
   EXPECT_TRUE(noted(ours, "eaglesim's kernels"));
   EXPECT_LT(ours.compute_us, recorded_sum * 0.5) << "the tiny trace's own kernels take a few us each";
 
   Trace generated = tiny_trace(1);
-  opts.op_times = "measured";
+  opts.op_times = OpTimes::measured;
   EXPECT_THROW(backend->run_step(generated, generated.steps[0], "nccl", nullptr, opts), InputError);
 }
 

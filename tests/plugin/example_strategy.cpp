@@ -4,7 +4,7 @@
 // name) and prices it as the one-shot pull.
 #include <memory>
 
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "comm/strategy_spec.hpp"
 
 namespace eaglesim::example {
@@ -13,7 +13,7 @@ namespace {
 
 // Priced as the one-shot pull, whose support rules and calibration tables it takes: the two-pass
 // kernel reads every peer's whole buffer as the pull does.
-class ExampleReferenceModel final : public Communicator {
+class ExampleReferenceModel final : public CommCostModel {
  public:
   std::string name() const override { return "example_reference"; }
   CommSupport supports(const Topology& topo, int ranks, std::int64_t bytes) const override {
@@ -26,7 +26,7 @@ class ExampleReferenceModel final : public Communicator {
   }
 
  private:
-  static const Communicator& oneshot() { return find_communicator("oneshot"); }
+  static const CommCostModel& oneshot() { return find_cost_model("oneshot"); }
 };
 
 StrategySpec example_reference_spec() {

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "comm/strategy_facts.hpp"
 #include "comm/strategy_spec.hpp"
 #include "report/html_view_rows.hpp"
@@ -42,7 +42,7 @@ TEST(StrategyPlugin, StrategyListsFindIt) {
   EXPECT_EQ(parse_strategy_list("nccl," + kName), (std::vector<std::string>{"nccl", kName}));
   const std::vector<std::string> all = parse_strategy_list("all");
   EXPECT_EQ(all.back(), kName);
-  EXPECT_EQ(find_communicator(kName).name(), kName);
+  EXPECT_EQ(find_cost_model(kName).name(), kName);
 }
 
 TEST(StrategyPlugin, TheSimulatorPricesItWithItsModel) {
@@ -60,7 +60,7 @@ TEST(StrategyPlugin, TheSimulatorPricesItWithItsModel) {
   q.topo = &topo;
   q.ranks = 2;
   q.bytes = kMaxCustomBytes + kCustomByteMultiple;
-  EXPECT_FALSE(find_communicator(kName).supports(topo, q.ranks, q.bytes).ok);
+  EXPECT_FALSE(find_cost_model(kName).supports(topo, q.ranks, q.bytes).ok);
 }
 
 TEST(StrategyPlugin, TheReportDescribesItFromItsSpec) {

@@ -6,7 +6,7 @@
 
 #include "core/errors.hpp"
 #include "domain/acceptance_resolution.hpp"
-#include "domain/speculative.hpp"
+#include "domain/spec_decode_metrics.hpp"
 
 namespace eaglesim {
 namespace {

@@ -7,11 +7,11 @@
 
 #include <gtest/gtest.h>
 
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "cost/compute_model.hpp"
-#include "engine/backend.hpp"
+#include "backend/backend.hpp"
 #include "calibration/calibration_plan.hpp"
 #include "calibration/calibration_tables.hpp"
 #include "calibration/base_preset.hpp"

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "topology/calibration_keys.hpp"
@@ -23,7 +23,7 @@ CommCost cost(const std::string& strategy, const Topology& t, int ranks, std::in
   q.ranks = ranks;
   q.bytes = bytes;
   q.nccl = o;
-  return find_communicator(strategy).cost(q);
+  return find_cost_model(strategy).cost(q);
 }
 
 constexpr std::int64_t k32K = 32768;
@@ -34,7 +34,7 @@ constexpr std::int64_t k42K = 43008;  // Kimi-K2: 3 tokens x 7168 x 2 B
 TEST(CommRegistry, EveryCalibratableStrategyIsRegisteredAndModelled) {
   // A topology may carry tables only for strategies the registry prices, and never for the
   // bound or the selector.
-  const std::vector<std::string> known = communicator_names();
+  const std::vector<std::string> known = cost_model_names();
   for (const auto& s : calibratable_strategy_names()) {
     EXPECT_NE(std::find(known.begin(), known.end(), s), known.end()) << s;
     EXPECT_NE(s, "ideal");
@@ -66,13 +66,13 @@ TEST(StrategyFacts, OneTableAnswersEveryQuestion) {
   // Each table entry that runs has a cost model, and the model agrees with the table.
   for (const StrategyFacts& f : strategy_table()) {
     if (!f.runs) continue;
-    const Communicator& c = find_communicator(std::string(f.name));
+    const CommCostModel& c = find_cost_model(std::string(f.name));
     EXPECT_EQ(c.fuses_residual_norm(), f.fuses_residual_norm) << f.name;
   }
 }
 
 TEST(CommRegistry, NamesAndLists) {
-  EXPECT_EQ(communicator_names(), (std::vector<std::string>{"nccl", "oneshot", "twoshot", "fused", "quant", "ideal",
+  EXPECT_EQ(cost_model_names(), (std::vector<std::string>{"nccl", "oneshot", "twoshot", "fused", "quant", "ideal",
                                                             "auto", "sglang", "vllm"}));
   // `all` is eaglesim's own strategies; the engines' dispatch is asked for by name.
   EXPECT_EQ(parse_strategy_list("all"),
@@ -92,10 +92,10 @@ TEST(CommRegistry, NamesAndLists) {
   }
   EXPECT_THROW(parse_strategy_list(""), InputError);
   EXPECT_THROW(parse_strategy_list("nccl,,oneshot"), InputError);
-  EXPECT_THROW(find_communicator("NCCL"), InputError);
-  EXPECT_TRUE(find_communicator("fused").fuses_residual_norm());
-  EXPECT_FALSE(find_communicator("oneshot").fuses_residual_norm());
-  EXPECT_FALSE(find_communicator("auto").fuses_residual_norm());
+  EXPECT_THROW(find_cost_model("NCCL"), InputError);
+  EXPECT_TRUE(find_cost_model("fused").fuses_residual_norm());
+  EXPECT_FALSE(find_cost_model("oneshot").fuses_residual_norm());
+  EXPECT_FALSE(find_cost_model("auto").fuses_residual_norm());
 }
 
 // NCCL's ring of `steps` hops with its transfer overlapping the hops (comm/nccl.cpp, pipelined_us).
@@ -256,26 +256,26 @@ TEST(P2pKernelModels, QuantHalvesTheWire) {
 TEST(CommSupport, Rules) {
   Topology nop2p = preset("8x-rtx-pro-6000-pcie5-nop2p");
   for (const char* s : {"oneshot", "twoshot", "fused", "quant"}) {
-    CommSupport r = find_communicator(s).supports(nop2p, 8, k42K);
+    CommSupport r = find_cost_model(s).supports(nop2p, 8, k42K);
     EXPECT_FALSE(r.ok) << s;
     EXPECT_EQ(r.reason, "needs P2P between GPUs; this topology has P2P off");
   }
-  EXPECT_TRUE(find_communicator("nccl").supports(nop2p, 8, k42K).ok);
-  EXPECT_TRUE(find_communicator("auto").supports(nop2p, 8, k42K).ok);
-  EXPECT_TRUE(find_communicator("ideal").supports(nop2p, 8, k42K).ok);
+  EXPECT_TRUE(find_cost_model("nccl").supports(nop2p, 8, k42K).ok);
+  EXPECT_TRUE(find_cost_model("auto").supports(nop2p, 8, k42K).ok);
+  EXPECT_TRUE(find_cost_model("ideal").supports(nop2p, 8, k42K).ok);
 
   Topology h = preset("8x-h200-nvswitch");
-  EXPECT_FALSE(find_communicator("oneshot").supports(h, 6, k42K).ok);
-  EXPECT_EQ(find_communicator("oneshot").supports(h, 6, k42K).reason,
+  EXPECT_FALSE(find_cost_model("oneshot").supports(h, 6, k42K).ok);
+  EXPECT_EQ(find_cost_model("oneshot").supports(h, 6, k42K).reason,
             "custom P2P kernels are built for 2, 4 or 8 ranks, not 6");
-  EXPECT_TRUE(find_communicator("nccl").supports(h, 6, k42K).ok);
-  EXPECT_TRUE(find_communicator("oneshot").supports(h, 8, 8 << 20).ok);
-  EXPECT_FALSE(find_communicator("oneshot").supports(h, 8, (8 << 20) + 16).ok);
-  EXPECT_FALSE(find_communicator("twoshot").supports(h, 8, 43000).ok);  // not a multiple of 16 B
-  CommSupport too_many = find_communicator("nccl").supports(preset("2x-h200-nvlink"), 4, k42K);
+  EXPECT_TRUE(find_cost_model("nccl").supports(h, 6, k42K).ok);
+  EXPECT_TRUE(find_cost_model("oneshot").supports(h, 8, 8 << 20).ok);
+  EXPECT_FALSE(find_cost_model("oneshot").supports(h, 8, (8 << 20) + 16).ok);
+  EXPECT_FALSE(find_cost_model("twoshot").supports(h, 8, 43000).ok);  // not a multiple of 16 B
+  CommSupport too_many = find_cost_model("nccl").supports(preset("2x-h200-nvlink"), 4, k42K);
   EXPECT_FALSE(too_many.ok);
   EXPECT_EQ(too_many.reason, "needs 4 GPUs; topology 2x-h200-nvlink has 2");
-  EXPECT_FALSE(find_communicator("nccl").supports(h, 8, 0).ok);
+  EXPECT_FALSE(find_cost_model("nccl").supports(h, 8, 0).ok);
 
   // Asking for the cost of something unsupported is an input error naming the reason.
   try {
@@ -291,8 +291,8 @@ TEST(CommSupport, Rules) {
 
 TEST(CommSupport, OneRankCostsNothing) {
   Topology nop2p = preset("8x-rtx-pro-6000-pcie5-nop2p");
-  for (const auto& s : communicator_names()) {
-    EXPECT_TRUE(find_communicator(s).supports(nop2p, 1, k42K).ok) << s;
+  for (const auto& s : cost_model_names()) {
+    EXPECT_TRUE(find_cost_model(s).supports(nop2p, 1, k42K).ok) << s;
     EXPECT_EQ(cost(s, nop2p, 1, k42K).us, 0.0) << s;
   }
   EXPECT_EQ(cost("ideal", preset("8x-h100-nvswitch"), 8, k42K).us, 0.0);
@@ -308,7 +308,7 @@ TEST(AutoStrategy, PicksTheCheapestExactStrategy) {
       double best = 1e300;
       std::string best_name;
       for (const char* s : {"nccl", "oneshot", "twoshot"}) {
-        if (!find_communicator(s).supports(t, ranks, b).ok) continue;
+        if (!find_cost_model(s).supports(t, ranks, b).ok) continue;
         double us = cost(s, t, ranks, b).us;
         if (us < best) { best = us; best_name = s; }
       }

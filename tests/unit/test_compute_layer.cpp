@@ -14,7 +14,7 @@
 #include "calibration/transition_fit.hpp"
 #include "calibration/base_preset.hpp"
 #include "calibration/layer_chain.hpp"
-#include "engine/op_pricing.hpp"
+#include "backend/op_pricing.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"

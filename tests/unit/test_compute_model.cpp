@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cost/calibration.hpp"
+#include "cost/table_interpolation.hpp"
 #include "cost/compute_model.hpp"
 #include "topology/topology.hpp"
 #include "trace/op_traffic.hpp"

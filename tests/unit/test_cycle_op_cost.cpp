@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "cost/compute_model.hpp"
-#include "engine/op_pricing.hpp"
+#include "backend/op_pricing.hpp"
 #include "topology/topology.hpp"
 
 using namespace eaglesim;

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "domain/cycle_parts.hpp"
-#include "domain/speculative.hpp"
+#include "domain/spec_decode_metrics.hpp"
 
 namespace eaglesim {
 namespace {

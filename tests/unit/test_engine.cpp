@@ -3,14 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
-#include "engine/event_engine.hpp"
-#include "engine/op_pricing.hpp"
+#include "backend/event_simulator.hpp"
+#include "backend/op_pricing.hpp"
 
 namespace eaglesim {
 namespace {
 
 // Prices every allreduce at 10 us (+ 1 us per MB), optionally fusing residual_add + rmsnorm.
-class FakeComm : public Communicator {
+class FakeComm : public CommCostModel {
  public:
   explicit FakeComm(bool fuses = false) : fuses_(fuses) {}
   std::string name() const override { return fuses_ ? "fake-fused" : "fake"; }
@@ -69,7 +69,7 @@ OpCost fused_add_norm_cost(const Op& norm) {
 }
 
 // The tests worked out by hand on separate ops run them unfused; the fusion tests turn it on.
-StepPlan plan(const Step& s, const Communicator& comm, OpTimes times = OpTimes::model, bool imported = false,
+StepPlan plan(const Step& s, const CommCostModel& comm, OpTimes times = OpTimes::model, bool imported = false,
               bool fuse_add_norm = false) {
   PricingOptions po;
   po.comm = &comm;
@@ -82,14 +82,14 @@ StepPlan plan(const Step& s, const Communicator& comm, OpTimes times = OpTimes::
   return plan_step(s, po);
 }
 
-StepPlan fused_plan(const Step& s, const Communicator& comm, OpTimes times = OpTimes::model, bool imported = false) {
+StepPlan fused_plan(const Step& s, const CommCostModel& comm, OpTimes times = OpTimes::model, bool imported = false) {
   return plan(s, comm, times, imported, true);
 }
 
 TEST(Engine, NoSkewIsSumOfOps) {
   FakeComm comm;
   Step s = two_layer_step();
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = 2;
   StepResult r = simulate_step(s, plan(s, comm), eo);
   // 5 + 10.032768 + 0.5 + 1 + 5 + 10.032768 + 0.5 + 1
@@ -126,7 +126,7 @@ TEST(Engine, RendezvousWithStartSkew) {
   FakeComm comm;
   Step s = two_layer_step();
   for (Op& op : s.ops) op.bytes = 0;  // AR = exactly 10 us
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = 2;
   eo.start_offset_us = {0, 3};
   eo.want_timeline = true;
@@ -159,12 +159,12 @@ TEST(Engine, RendezvousWithStartSkew) {
 TEST(Engine, RanksThatStartTogetherMatchTheirPeers) {
   FakeComm comm;
   Step s = two_layer_step();
-  EngineOptions two;
+  SimulationOptions two;
   two.ranks = 2;
   two.start_offset_us = {3, 0};
   two.compute_scale = {1, 1.5};
   two.want_timeline = true;
-  EngineOptions four = two;
+  SimulationOptions four = two;
   four.ranks = 4;
   four.start_offset_us = {3, 0, 3, 0};
   four.compute_scale = {1, 1.5, 1, 1.5};
@@ -189,7 +189,7 @@ TEST(Engine, RanksThatStartTogetherMatchTheirPeers) {
     EXPECT_EQ(x.end_us, y.end_us) << "span " << i;
     EXPECT_EQ(x.wait_us, y.wait_us) << "span " << i;
   }
-  EngineOptions one_differs = four;
+  SimulationOptions one_differs = four;
   one_differs.compute_scale = {1, 1.5, 1, 1.25};
   EXPECT_NE(simulate_step(s, p, one_differs).rank_wait_us[3], b.rank_wait_us[3]) << "a rank of its own";
 }
@@ -198,7 +198,7 @@ TEST(Engine, OffsetsAreRelativeToTheEarliestRank) {
   FakeComm comm;
   Step s = two_layer_step();
   for (Op& op : s.ops) op.bytes = 0;
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = 2;
   eo.start_offset_us = {100, 103};
   EXPECT_DOUBLE_EQ(simulate_step(s, plan(s, comm), eo).step_us, 36.0);
@@ -208,7 +208,7 @@ TEST(Engine, ComputeSlowdownMakesTheSlowRankCritical) {
   FakeComm comm;
   Step s = two_layer_step();
   for (Op& op : s.ops) op.bytes = 0;
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = 2;
   eo.compute_scale = {1, 2};
   StepResult r = simulate_step(s, plan(s, comm), eo);
@@ -229,7 +229,7 @@ TEST(Engine, FusedStrategyAbsorbsResidualAndNorm) {
   ASSERT_EQ(p.ops.size(), 4u);
   EXPECT_EQ(p.ops[1].absorbed, 2);
   EXPECT_EQ(p.ops[3].absorbed, 2);
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = 2;
   eo.want_timeline = true;
   StepResult r = simulate_step(s, p, eo);
@@ -269,7 +269,7 @@ TEST(Engine, NonFusingStrategyKeepsEveryOp) {
 TEST(Engine, Deterministic) {
   FakeComm comm;
   Step s = two_layer_step();
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = 4;
   eo.start_offset_us = {1.5, 0, 7.25, 3};
   eo.compute_scale = {1, 1.1, 0.9, 1.3};
@@ -332,7 +332,7 @@ TEST(Engine, ResidualAddAndNormRunAsOneKernel) {
             std::string::npos) << p.notes.back();
   EXPECT_NE(p.notes.back().find("--no-fused-add-norm"), std::string::npos);
 
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = 2;
   eo.want_timeline = true;
   const StepResult r = simulate_step(s, p, eo);
@@ -411,7 +411,7 @@ TEST(Engine, NoFusedAddNormRunsThePairAsTwoKernels) {
   EXPECT_EQ(apart.ops.size(), s.ops.size());
   for (const PricedOp& p : apart.ops) EXPECT_EQ(p.absorbed, 0);
   for (const auto& n : apart.notes) EXPECT_EQ(n.find("residual_add + rmsnorm"), std::string::npos) << n;
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = 2;
   EXPECT_DOUBLE_EQ(simulate_step(s, apart, eo).step_us, 33.0);
   EXPECT_NEAR(simulate_step(s, fused_plan(s, comm), eo).step_us, 32.4, 1e-12);
@@ -448,16 +448,17 @@ TEST(Engine, AFusedPairNeedsTheFusedKernelsCost) {
   EXPECT_EQ(plan_step(s, po).ops.size(), s.ops.size());
 }
 
-TEST(Engine, ParseOpTimes) {
-  EXPECT_EQ(parse_op_times("auto"), OpTimes::automatic);
-  EXPECT_EQ(parse_op_times("measured"), OpTimes::measured);
-  EXPECT_THROW(parse_op_times("fast"), InputError);
+TEST(Engine, OpTimesByName) {
+  EXPECT_EQ(op_times_named("auto"), OpTimes::automatic);
+  EXPECT_EQ(op_times_named("measured"), OpTimes::measured);
+  EXPECT_EQ(op_times_named("fast"), std::nullopt);
+  for (OpTimes t : {OpTimes::automatic, OpTimes::model, OpTimes::measured}) EXPECT_EQ(op_times_named(to_string(t)), t);
 }
 
 TEST(Engine, RejectsPerRankVectorsOfTheWrongLength) {
   FakeComm comm;
   Step s = two_layer_step();
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = 2;
   eo.start_offset_us = {0, 1, 2};
   EXPECT_THROW(simulate_step(s, plan(s, comm), eo), InputError);
@@ -494,7 +495,7 @@ TEST(Engine, SecondStreamOverlapsAndDependenciesOrder) {
   p.ops[2].us = 2; p.ops[2].stream = 1;   // stream 1, waits for op 0: 5..7
   p.ops[2].depends_on = 0;
   p.has_dependencies = true;
-  EngineOptions eo;
+  SimulationOptions eo;
   eo.ranks = 1;
   eo.want_timeline = true;
   StepResult r = simulate_step(s, p, eo);

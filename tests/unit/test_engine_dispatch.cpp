@@ -289,7 +289,7 @@ TEST(EngineDispatch, OneRankHasNothingToReduce) {
 
 // ---------------------------------------------------------------- --engine-option
 
-TEST(EngineOptions, ParsesPrefixedAndBareOptions) {
+TEST(SimulationOptions, ParsesPrefixedAndBareOptions) {
   ServingEngineOptions o = parse_engine_options(
       "disable_custom_all_reduce=1,vllm.fuse_allreduce_rms=auto,sglang.enable_symm_mem=true", {"nccl", "sglang", "vllm"});
   EXPECT_EQ(*o.find("sglang", "disable_custom_all_reduce"), "true");  // both engines have it
@@ -305,7 +305,7 @@ TEST(EngineOptions, ParsesPrefixedAndBareOptions) {
   EXPECT_EQ(*parse_engine_options("sglang.version=" + v, {"sglang"}).find("sglang", "version"), v);
 }
 
-TEST(EngineOptions, RefusesWhatTheEngineDoesNotHave) {
+TEST(SimulationOptions, RefusesWhatTheEngineDoesNotHave) {
   auto message = [](const std::string& list, std::vector<std::string> strategies) {
     try {
       parse_engine_options(list, strategies);

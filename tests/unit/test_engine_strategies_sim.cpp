@@ -7,15 +7,15 @@
 
 #include <gtest/gtest.h>
 
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "comm/engine_dispatch.hpp"
 #include "comm/machine_facts.hpp"
-#include "cost/calibration.hpp"
-#include "engine/allreduce_routes.hpp"
-#include "engine/comm_bench_prediction.hpp"
-#include "engine/evaluate.hpp"
+#include "cost/table_interpolation.hpp"
+#include "backend/allreduce_routes.hpp"
+#include "backend/comm_bench_prediction.hpp"
+#include "backend/evaluate.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
 
@@ -164,10 +164,10 @@ TEST(EngineStrategiesSim, EagerSglangPaysForTheCopyIntoTheRegisteredBuffer) {
   call.query.topo = &topo;
   call.query.ranks = 2;
   call.query.bytes = 32768;
-  const Communicator& sglang = find_communicator("sglang");
+  const CommCostModel& sglang = find_cost_model("sglang");
   const CommPlan graph = sglang.plan(call);
   EXPECT_EQ(graph.model, "oneshot");
-  EXPECT_DOUBLE_EQ(graph.cost.us, find_communicator("oneshot").cost(call.query).us);
+  EXPECT_DOUBLE_EQ(graph.cost.us, find_cost_model("oneshot").cost(call.query).us);
   ServingEngineOptions eager = parse_engine_options("disable_cuda_graph=true", {"sglang"});
   call.query.engine = &eager;
   const CommPlan copy = sglang.plan(call);
@@ -184,7 +184,7 @@ TEST(EngineStrategiesSim, CalibratedTopologyPricesEachPathByItsStrategysTable) {
   call.query.topo = &topo;
   call.query.ranks = 2;
   call.query.bytes = 32768;
-  const CommPlan p = find_communicator("sglang").plan(call);
+  const CommPlan p = find_cost_model("sglang").plan(call);
   EXPECT_TRUE(p.cost.calibrated);
   EXPECT_NEAR(p.cost.us, interpolate_table(topo.calibration.allreduce["oneshot"], 32768.0).us, 1e-9);
   EXPECT_NEAR(p.cost.us, std::sqrt(3.0 * 5.0), 1e-9);  // halfway in log-log
@@ -237,8 +237,8 @@ TEST(CommBenchPrediction, EveryBenchCommKernelWithAModelIsPredicted) {
   EXPECT_NEAR(bench_us(nvlink, "oneshot", 43008) - bench_us(nvlink, "oneshot_push", 43008), nvlink.nvlink.latency_us,
               1e-9);
   // Still not a strategy of run.
-  EXPECT_THROW(find_communicator("oneshot_push"), InputError);
-  EXPECT_EQ(find_priced_communicator("oneshot_push").name(), "oneshot_push");
+  EXPECT_THROW(find_cost_model("oneshot_push"), InputError);
+  EXPECT_EQ(find_priced_cost_model("oneshot_push").name(), "oneshot_push");
 }
 
 }  // namespace

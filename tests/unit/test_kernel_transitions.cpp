@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
-#include "engine/backend.hpp"
+#include "backend/backend.hpp"
 #include "calibration/calibration_plan.hpp"
 #include "calibration/calibration_tables.hpp"
-#include "engine/op_pricing.hpp"
+#include "backend/op_pricing.hpp"
 #include "calibration_table_rejects.hpp"
 #include "sim_step.hpp"
 #include "topology/calibration_keys.hpp"
@@ -49,7 +49,7 @@ Step verify_step(std::vector<Op> ops) {
 // nccl on 2 ranks, compute ops (the fused residual add + norm kernel too) priced by `topo`'s model.
 PricingOptions nccl_pricing(const Topology& topo) {
   PricingOptions po;
-  po.comm = &find_communicator("nccl");
+  po.comm = &find_cost_model("nccl");
   po.query.topo = &topo;
   po.query.ranks = 2;
   po.compute_cost = [&topo](const Op& op) { return compute_cost(op, topo); };

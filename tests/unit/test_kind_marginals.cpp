@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "domain/kind_marginals.hpp"
-#include "engine/backend.hpp"
+#include "backend/backend.hpp"
 #include "op_builders.hpp"
 #include "topology/calibration_keys.hpp"
 #include "topology/topology.hpp"

@@ -12,7 +12,7 @@
 #include "import/kineto_reader.hpp"
 #include "import/recorded_strategy.hpp"
 #include "model/model_config.hpp"
-#include "model/rank_layer_shape.hpp"
+#include "model/sharded_layer_shape.hpp"
 #include "trace/trace_stats.hpp"
 
 using namespace eaglesim;

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <fstream>
 
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "comm/nccl_channels.hpp"
 #include "core/errors.hpp"
 #include "topology/topology.hpp"
@@ -30,7 +30,7 @@ double nccl_bus_gbs(const Topology& t, std::int64_t bytes, int channels = 0) {
   q.ranks = 8;
   q.bytes = bytes;
   q.nccl.channels = channels;
-  const double us = find_communicator("nccl").cost(q).us;
+  const double us = find_cost_model("nccl").cost(q).us;
   return bytes / (us * 1e3) * 2.0 * 7 / 8;
 }
 

@@ -2,7 +2,7 @@
 // every field a cost depends on tells shapes apart.
 #include <gtest/gtest.h>
 
-#include "engine/op_shape_ids.hpp"
+#include "backend/op_shape_ids.hpp"
 
 namespace eaglesim {
 namespace {

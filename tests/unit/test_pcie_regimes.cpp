@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "comm/p2p_kernel_model.hpp"
 #include "core/errors.hpp"
 #include "topology/paths.hpp"
@@ -24,7 +24,7 @@ double cost_us(const std::string& strategy, const Topology& t, int ranks, std::i
   q.topo = &t;
   q.ranks = ranks;
   q.bytes = bytes;
-  return find_communicator(strategy).cost(q).us;
+  return find_cost_model(strategy).cost(q).us;
 }
 
 constexpr std::int64_t k42K = 43008;  // Kimi-K2: 3 tokens x 7168 x 2 B
@@ -92,8 +92,8 @@ TEST(PcieRegimes, OurKernelsStateThatTheyPull) {
   q.topo = &t;
   q.ranks = 8;
   q.bytes = k42K;
-  EXPECT_EQ(find_communicator("oneshot").cost(q).detail, "oneshot pull");
-  EXPECT_EQ(find_communicator("twoshot").cost(q).detail, "twoshot pull");
+  EXPECT_EQ(find_cost_model("oneshot").cost(q).detail, "oneshot pull");
+  EXPECT_EQ(find_cost_model("twoshot").cost(q).detail, "twoshot pull");
 }
 
 TEST(PcieRegimes, AcsRoutesEveryPairThroughTheRootComplex) {
@@ -123,7 +123,7 @@ TEST(PcieRegimes, P2pOffSendsNcclThroughHostMemoryAtAboutTwoHundredMicroseconds)
   EXPECT_GE(us, 170.0);
   EXPECT_LE(us, 260.0);
   // The custom kernels cannot run at all.
-  EXPECT_FALSE(find_communicator("oneshot").supports(t, 8, k42K).ok);
+  EXPECT_FALSE(find_cost_model("oneshot").supports(t, 8, k42K).ok);
 }
 
 TEST(PcieRegimes, AcsFieldIsValidated) {

@@ -1,8 +1,8 @@
-// Which compute ops a replay runs as their recorded durations (engine/recorded_compute.hpp).
+// Which compute ops a replay runs as their recorded durations (backend/recorded_compute.hpp).
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
-#include "engine/recorded_compute.hpp"
+#include "backend/recorded_compute.hpp"
 
 using namespace eaglesim;
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "engine/recorded_step_note.hpp"
+#include "backend/recorded_step_note.hpp"
 
 using namespace eaglesim;
 

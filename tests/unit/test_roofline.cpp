@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "domain/roofline.hpp"
-#include "domain/speculative.hpp"
-#include "engine/evaluate.hpp"
+#include "domain/spec_decode_metrics.hpp"
+#include "backend/evaluate.hpp"
 #include "report/printers.hpp"
 #include "trace/op_traffic.hpp"
 

@@ -5,8 +5,8 @@
 
 #include "core/errors.hpp"
 #include "cost/compute_model.hpp"
-#include "engine/backend.hpp"
-#include "engine/op_pricing.hpp"
+#include "backend/backend.hpp"
+#include "backend/op_pricing.hpp"
 #include "calibration/sequence_overhead_fit.hpp"
 #include "sim_step.hpp"
 #include "topology/topology.hpp"

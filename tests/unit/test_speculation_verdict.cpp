@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "domain/speculation_verdict.hpp"
-#include "domain/speculative.hpp"
+#include "domain/spec_decode_metrics.hpp"
 
 namespace eaglesim {
 namespace {

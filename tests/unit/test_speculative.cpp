@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
-#include "domain/speculative.hpp"
+#include "domain/spec_decode_metrics.hpp"
 
 namespace eaglesim {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "domain/cycle_parts.hpp"
-#include "engine/evaluate.hpp"
+#include "backend/evaluate.hpp"
 #include "model/generator.hpp"
 #include "model/speculative_flags.hpp"
 #include "topology/topology.hpp"

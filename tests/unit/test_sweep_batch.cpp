@@ -123,6 +123,18 @@ SweepRow priced(double total, double plain_total, int batch) {
 
 }  // namespace
 
+TEST(SweepBatchGrid, FitIndicesAndFitPointsAreInverse) {
+  const SweepGrid g(2, 3, 2, 4, 5, 6, 7, 3);
+  for (std::size_t f = 0; f < g.fits(); ++f) {
+    const GridPoint p = g.fit_point(f);
+    ASSERT_EQ(g.fit(p.model, p.topology, p.dtype, p.tp, p.batch), f);
+    EXPECT_EQ(p.spec + p.strategy + p.acceptance, 0u);
+  }
+  // The first row of a fit's block is the fit's point with every later coordinate 0.
+  const GridPoint last = g.fit_point(g.fits() - 1);
+  EXPECT_EQ(g.row(last), g.rows() - 6u * 7 * 3);
+}
+
 TEST(SweepBatchBest, PicksTheHighestTotalPerBatchAndWhereSpeculationStopsPaying) {
   // One model, one topology, TP, dtype; batches 1, 8, 64; two configurations; strategies
   // fast + lower bound; one acceptance.

@@ -4,10 +4,10 @@
 #include <string>
 
 #include "core/errors.hpp"
-#include "engine/sim_backend.hpp"
+#include "backend/sim_backend.hpp"
 #include "model/generator.hpp"
-#include "engine/evaluate.hpp"
-#include "domain/speculative.hpp"
+#include "backend/evaluate.hpp"
+#include "domain/spec_decode_metrics.hpp"
 #include "sweep/sweep_inputs.hpp"
 #include "sweep/sweep_output.hpp"
 #include "sweep/sweep_runner.hpp"

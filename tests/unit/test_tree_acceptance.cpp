@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "domain/speculative.hpp"
+#include "domain/spec_decode_metrics.hpp"
 #include "domain/tree_acceptance.hpp"
 #include "trace/eagle_tree.hpp"
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
@@ -151,9 +152,7 @@ std::string AllreduceSelfCheck::verify() const {
   std::string note = fmt::format("allreduce self-check on {} ranks before timing: {} matched the reference", ranks_,
                                  shapes.empty() ? "nothing to check" : shapes);
   if (!unchecked_.empty()) {
-    std::string list;
-    for (const auto& s : unchecked_) list += (list.empty() ? "" : ", ") + s;
-    note += "; not checked (no exact host reference for the dtype): " + list;
+    note += fmt::format("; not checked (no exact host reference for the dtype): {}", fmt::join(unchecked_, ", "));
   }
   return note;
 }

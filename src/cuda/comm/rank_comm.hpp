@@ -10,7 +10,7 @@
 
 #include <cuda_runtime.h>
 
-#include "comm/communicator.hpp"
+#include "comm/cost_model.hpp"
 #include "comm/fused_split_plan.hpp"
 #include "core/dtype.hpp"
 

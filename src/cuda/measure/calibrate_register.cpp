@@ -1,7 +1,7 @@
 // calibrate on real GPUs: inventory (name and count of the visible GPUs), then compute ops and
 // compute layers on each of the first `ranks` GPUs at once (the table keeps the slowest time among
 // the GPUs the op's steps run on: a tensor-parallel step waits for it at every allreduce,
-// engine/slowest_gpu.hpp), kernel transitions on the first GPU, and allreduces in context on the
+// calibration/slowest_gpu.hpp), kernel transitions on the first GPU, and allreduces in context on the
 // first `ranks` GPUs.
 #include "cuda/measure/calibrate_register.hpp"
 

@@ -16,8 +16,8 @@
 #include "cuda/replay/machine_probe.hpp"
 #include "cuda/runtime/mpi_world.hpp"
 #include "cuda/replay/step_replay.hpp"
-#include "engine/allreduce_routes.hpp"
-#include "engine/recorded_compute.hpp"
+#include "backend/allreduce_routes.hpp"
+#include "backend/recorded_compute.hpp"
 
 namespace eaglesim::cuda {
 
@@ -71,7 +71,7 @@ class CudaBackend final : public Backend {
     config.batch = trace.meta.batch_size();
     config.speculative = trace.meta.speculative;
     config.recorded_compute =
-        replay_runs_recorded_compute(step, parse_op_times(opts.op_times), trace.meta.source == "imported");
+        replay_runs_recorded_compute(step, opts.op_times, trace.meta.source == "imported");
     std::vector<std::string> notes;
 
     if (launched_by_mpi()) {

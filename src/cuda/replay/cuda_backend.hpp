@@ -3,7 +3,7 @@
 // Rank count: RunOptions.ranks, else the trace's tp; under mpirun, one rank per process.
 #include <memory>
 
-#include "engine/backend.hpp"
+#include "backend/backend.hpp"
 
 namespace eaglesim::cuda {
 

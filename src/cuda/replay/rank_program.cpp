@@ -21,7 +21,7 @@
 #include "cuda/ops/replay_kernels.hpp"
 #include "cuda/runtime/stream.hpp"
 #include "cuda/ops/verify_attention_launch.hpp"
-#include "engine/op_pricing.hpp"
+#include "backend/op_pricing.hpp"
 
 namespace eaglesim::cuda {
 

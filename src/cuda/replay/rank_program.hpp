@@ -56,7 +56,7 @@ struct ProgramOptions {
 
 // The communicators of a step's allreduces on one rank: one per op (nullptr for the other ops),
 // the same for every allreduce under one strategy, the path's under an engine strategy
-// (engine/allreduce_routes.hpp); NCCL for allreduces larger than their communicator takes
+// (backend/allreduce_routes.hpp); NCCL for allreduces larger than their communicator takes
 // (nullptr when none are).
 struct AllreduceComms {
   std::vector<RankComm*> per_op;
@@ -112,7 +112,7 @@ class RankProgram {
   bool absorbed(std::size_t i) const { return absorbed_[i]; }
   // The kind op i's time is reported under: its own, except a fused add + RMSNorm kernel (run by
   // the residual add), which reports as rmsnorm, as the simulator prices it and as the roofline
-  // counts its traffic (engine/evaluate.cpp).
+  // counts its traffic (backend/evaluate.cpp).
   OpKind reported_kind(std::size_t i) const { return reported_kinds_[i]; }
   const std::string& label(std::size_t i) const { return labels_[i]; }
   const std::string& detail(std::size_t i) const { return details_[i]; }

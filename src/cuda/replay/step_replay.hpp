@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "comm/strategy_facts.hpp"
-#include "engine/backend.hpp"
+#include "backend/backend.hpp"
 #include "domain/step_result.hpp"
 #include "trace/trace.hpp"
 
@@ -26,9 +26,9 @@ struct ReplayConfig {
   RunOptions opts;
   bool mpi = false;                // one local rank; the world is MpiWorld (devices.size() == 1)
   int skip_allreduces_rank = -1;   // fault injection for tests: this global rank never joins
-  bool recorded_compute = false;   // engine/recorded_compute.hpp: compute ops as their recorded durations
+  bool recorded_compute = false;   // backend/recorded_compute.hpp: compute ops as their recorded durations
   // Per op of the step, the strategy its allreduce runs as (an engine strategy's paths,
-  // engine/allreduce_routes.hpp); empty: `strategy` for every allreduce. Threads mode only.
+  // backend/allreduce_routes.hpp); empty: `strategy` for every allreduce. Threads mode only.
   std::vector<std::string> op_strategy;
   // The trace's batch and speculative configuration (TraceMeta), which the program's tree masks,
   // tree building, acceptance and host synchronisation follow.

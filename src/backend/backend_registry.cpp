@@ -1,0 +1,42 @@
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/errors.hpp"
+#include "backend/backend.hpp"
+
+namespace eaglesim {
+
+namespace {
+std::map<std::string, BackendFactory>& registry() {
+  static std::map<std::string, BackendFactory> r;
+  return r;
+}
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
+void register_backend(const std::string& name, BackendFactory factory) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry()[name] = std::move(factory);
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& name) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  auto it = registry().find(name);
+  if (it != registry().end()) return it->second();
+  if (name == "cuda")
+    throw DeviceError("--backend cuda: this eaglesim was built without the CUDA part "
+                      "(configure with -DEAGLESIM_CUDA=ON on a machine with the CUDA toolkit and NCCL)");
+  // Always name the cuda backend: in a build without it the user should still learn it exists.
+  std::vector<std::string> names{"sim", "cuda"};
+  for (const auto& [n, f] : registry())
+    if (n != "sim" && n != "cuda") names.push_back(n);
+  throw InputError(fmt::format("--backend: unknown backend '{}' (known: {})", name, fmt::join(names, ", ")));
+}
+
+}  // namespace eaglesim

@@ -1,0 +1,163 @@
+#include "backend/evaluate.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "comm/strategy_facts.hpp"
+#include "core/errors.hpp"
+#include "domain/spec_decode_metrics.hpp"
+#include "backend/op_pricing.hpp"
+#include "backend/recorded_step_note.hpp"
+#include "trace/op_traffic.hpp"
+
+namespace eaglesim {
+
+namespace {
+
+// The traffic behind each kind's time: the residual adds and RMSNorms a fusing strategy runs
+// inside its allreduce kernel are the allreduce's time, so they are not counted for their kinds;
+// a residual add run with its RMSNorm as one kernel (fuse_add_norm) is that kernel's traffic,
+// under rmsnorm, where its time is reported.
+KindTraffic step_kind_traffic(const Step& step, bool fuses, bool fuse_add_norm) {
+  KindTraffic t{};
+  for (std::size_t i = 0; i < step.ops.size(); ++i) {
+    if (fuse_add_norm && fusable_add_norm(step.ops, i)) {
+      const OpTraffic f = add_rmsnorm_traffic(step.ops[i + 1]);
+      t[static_cast<std::size_t>(OpKind::rmsnorm)].bytes += f.bytes;
+      t[static_cast<std::size_t>(OpKind::rmsnorm)].flops += f.flops;
+      ++i;
+      continue;
+    }
+    add_traffic(t, step.ops[i]);
+    if (fuses && step.ops[i].is_comm()) i += static_cast<std::size_t>(fusable_followers(step.ops, i));
+  }
+  return t;
+}
+
+// The experts a step's MoE layers touch (the most in any of them) and the expert weights they read.
+struct ExpertReads {
+  std::int64_t experts = 0;
+  double weight_bytes = 0;
+};
+ExpertReads expert_reads(const Step& step) {
+  ExpertReads r;
+  for (const Op& op : step.ops)
+    if (op.kind == OpKind::grouped_gemm) {
+      r.experts = std::max(r.experts, op.experts);
+      r.weight_bytes += op.weight_bytes();
+    }
+  return r;
+}
+
+// A MoE verify of T tokens per request touches up to T times the experts of a decode of the same
+// batch and reads their weights, which a decode does not: why speculation can lose on a
+// small-active MoE. Empty for a dense model, or when both steps touch the same experts.
+std::string moe_experts_note(const Step& verify, const Step* decode) {
+  if (!decode) return "";
+  const ExpertReads v = expert_reads(verify), d = expert_reads(*decode);
+  if (v.experts == 0 || d.experts == 0 || v.experts == d.experts || d.weight_bytes <= 0) return "";
+  return fmt::format("MoE: the verify step's layers touch up to {} experts each against {} in a decode step of the "
+                     "same batch, reading {:.1f}x the expert weights",
+                     v.experts, d.experts, v.weight_bytes / d.weight_bytes);
+}
+
+}  // namespace
+
+int scenario_draft_tokens(const Trace& trace, int requested) {
+  if (requested > 0) return requested;
+  return trace.meta.draft_tokens ? *trace.meta.draft_tokens : trace.meta.tokens - 1;
+}
+
+Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
+  if (!req.trace) throw std::logic_error("evaluate_strategies: no trace");
+  if (req.strategies.empty()) throw InputError("--strategy: no strategies given");
+  const Trace& trace = *req.trace;
+  const Step& verify = trace.verify();
+  const Step* draft = trace.find_step("draft");
+  const Step* decode = trace.find_step("decode");
+  const Step* draft_extend = trace.find_step("draft_extend");
+
+  Report report;
+  Scenario& sc = report.scenario;
+  sc.trace_file = req.trace_file;
+  sc.model = trace.meta.model;
+  sc.topology = !req.topology_label.empty() ? req.topology_label : req.topo ? req.topo->name : "this machine";
+  sc.backend = backend.name();
+  sc.tp = trace.meta.tp;
+  sc.ranks = req.options.ranks > 0 ? req.options.ranks : trace.meta.tp;
+  sc.batch = trace.meta.batch_size();
+  sc.draft_tokens = scenario_draft_tokens(trace, req.draft_tokens);
+  if (sc.draft_tokens < 0) throw InputError(fmt::format("draft tokens: expected >= 0, got {}", sc.draft_tokens));
+  sc.acceptance = req.acceptance;
+  sc.acceptance.tokens_per_cycle(sc.draft_tokens);  // validates --accept-len against N before any work
+
+  if (req.draft_tokens > 0 && req.draft_tokens != trace.meta.tokens - 1)
+    sc.notes.push_back(fmt::format("--draft-tokens {} differs from the {} tokens the verify step was traced for: "
+                                   "the verify step is not re-shaped, only the acceptance arithmetic and the number "
+                                   "of draft forwards change",
+                                   req.draft_tokens, trace.meta.tokens));
+  if (sc.ranks != trace.meta.tp)
+    sc.notes.push_back(fmt::format("trace made for tp={}, run on {} ranks: op shapes are the trace's, only the "
+                                   "collectives see the different world size",
+                                   trace.meta.tp, sc.ranks));
+  sc.fused_add_norm = req.options.fuse_add_norm;
+  if (!sc.fused_add_norm)
+    sc.notes.push_back(kUnfusedAddNormNote);
+  if (!draft && !draft_extend) sc.notes.push_back("the trace has no draft step: draft cost is not included in the cycle (tok/s is optimistic)");
+  if (!decode) sc.notes.push_back("the trace has no decode step: speedup vs plain decoding and break-even are n/a");
+  if (const std::string moe = moe_experts_note(verify, decode); !moe.empty()) sc.notes.push_back(moe);
+
+  RunOptions quiet = req.options;
+  quiet.want_timeline = false;
+  for (const std::string& name : req.strategies) {
+    // Draft and decode are priced only when the verify step could run, as the report needs all
+    // three or none.
+    const PricedStep v = price_step(backend, trace, verify, name, req.topo, req.options);
+    std::optional<PricedStep> d, e, p;
+    if (v.supported && draft) d = price_step(backend, trace, *draft, name, req.topo, quiet);
+    if (v.supported && (!d || d->supported) && draft_extend)
+      e = price_step(backend, trace, *draft_extend, name, req.topo, quiet);
+    if (v.supported && (!d || d->supported) && (!e || e->supported) && decode)
+      p = price_step(backend, trace, *decode, name, req.topo, quiet);
+    StrategyResult r = assemble_result(name, v, d ? &*d : nullptr, p ? &*p : nullptr, e ? &*e : nullptr);
+    derive_strategy_metrics(r, sc.acceptance, sc.draft_tokens, sc.batch, sc.tp);
+    report.results.push_back(std::move(r));
+  }
+  if (auto note = recorded_step_note(verify, report.results)) sc.notes.push_back(*note);
+  return report;
+}
+
+PricedStep price_step(Backend& backend, const Trace& trace, const Step& step, const std::string& strategy,
+                      const Topology* topo, const RunOptions& options) {
+  PricedStep p;
+  try {
+    p.result = backend.run_step(trace, step, strategy, topo, options);
+    if (p.result.ceilings)
+      p.result.kind_traffic = step_kind_traffic(step, fuses_residual_norm(strategy), options.fuse_add_norm);
+  } catch (const StrategyUnsupported& e) {
+    p.supported = false;
+    p.reason = e.what();
+  }
+  return p;
+}
+
+StrategyResult assemble_result(const std::string& strategy, const PricedStep& verify, const PricedStep* draft,
+                               const PricedStep* decode, const PricedStep* draft_extend) {
+  StrategyResult r;
+  r.strategy = strategy;
+  for (const PricedStep* p : {&verify, draft, decode, draft_extend})
+    if (p && !p->supported) {
+      r.supported = false;
+      r.reason = p->reason;
+      return r;
+    }
+  r.verify = verify.result;
+  if (draft) r.draft = draft->result;
+  if (decode) r.decode = decode->result;
+  if (draft_extend) r.draft_extend = draft_extend->result;
+  return r;
+}
+
+}  // namespace eaglesim

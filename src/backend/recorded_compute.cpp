@@ -1,0 +1,29 @@
+#include "backend/recorded_compute.hpp"
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace eaglesim {
+
+void require_recorded_us(const Step& step, std::size_t i) {
+  const Op& op = step.ops[i];
+  if (!op.us)
+    throw InputError(fmt::format("--op-times measured: step {} op {} ('{}', {}) has no recorded 'us'; use "
+                                 "--op-times auto or model",
+                                 step.name, i, op.name, to_string(op.kind)));
+}
+
+bool replay_runs_recorded_compute(const Step& step, OpTimes op_times, bool trace_imported) {
+  switch (op_times) {
+    case OpTimes::model: return false;
+    case OpTimes::automatic: return trace_imported;
+    case OpTimes::measured:
+      for (std::size_t i = 0; i < step.ops.size(); ++i)
+        if (!step.ops[i].is_comm()) require_recorded_us(step, i);
+      return true;
+  }
+  return false;
+}
+
+}  // namespace eaglesim
