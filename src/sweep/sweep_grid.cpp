@@ -27,17 +27,13 @@ GridPoint SweepGrid::point(std::size_t row) const {
   row /= acceptances;
   g.strategy = row % strategies;
   row /= strategies;
-  g.spec = row % specs;
-  row /= specs;
-  g.batch = row % batches;
-  row /= batches;
-  g.tp = row % tps;
-  row /= tps;
-  g.dtype = row % dtypes;
-  row /= dtypes;
-  g.topology = row % topologies;
-  g.model = row / topologies;
-  return g;
+  const std::size_t spec = row % specs;
+  // What is left is the fit index of the row's (model, topology, dtype, TP, batch).
+  GridPoint p = fit_point(row / specs);
+  p.spec = spec;
+  p.strategy = g.strategy;
+  p.acceptance = g.acceptance;
+  return p;
 }
 
 RowRange SweepGrid::model_rows(std::size_t model) const {
