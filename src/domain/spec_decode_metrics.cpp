@@ -48,6 +48,10 @@ std::string Acceptance::describe(int draft_tokens) const {
   return fmt::format("{} (given, N={})", describe(), draft_tokens);
 }
 
+double tokens_per_second(double tokens_per_cycle, double cycle_us) {
+  return cycle_us > 0 ? tokens_per_cycle / cycle_us * 1e6 : 0.0;
+}
+
 void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, int draft_tokens, int batch, int gpus) {
   if (batch < 1 || gpus < 1)
     throw InputError(fmt::format("cycle metrics: batch {} and gpus {} must both be at least 1", batch, gpus));
@@ -66,7 +70,7 @@ void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, in
   r.decode_us = r.decode ? r.decode->step_us : 0.0;
   r.cycle_us = r.draft_us + r.verify_us;
   r.tokens_per_cycle = acceptance.tokens_per_cycle(draft_tokens);
-  r.tokens_per_s = r.cycle_us > 0 ? r.tokens_per_cycle / r.cycle_us * 1e6 : 0.0;
+  r.tokens_per_s = tokens_per_second(r.tokens_per_cycle, r.cycle_us);
   r.decode_tokens_per_s = r.decode_us > 0 ? 1e6 / r.decode_us : 0.0;
   r.speedup_vs_decode = r.decode_tokens_per_s > 0 ? r.tokens_per_s / r.decode_tokens_per_s : 0.0;
   r.batch = batch;

@@ -18,6 +18,10 @@ double chain_tokens_per_cycle(double a, int draft_tokens);
 // tokens > N + 1 (not even full acceptance pays off).
 std::optional<double> accept_rate_for_tokens(double tokens, int draft_tokens);
 
+// Tokens per second of one request at `tokens_per_cycle` per cycle of `cycle_us` (0 without a cycle):
+// every tok/s figure, the report's acceptance curves included, is this one.
+double tokens_per_second(double tokens_per_cycle, double cycle_us);
+
 // Fills the derived fields of `r` (verify/compute/comm split, draft and decode time, cycle,
 // tokens per cycle, tok/s, speedup, break-even) from its StepResults. Unsupported results are
 // left untouched. The draft step runs N times per cycle; without a draft step draft_us is 0,

@@ -127,7 +127,7 @@ json curves_json(const std::vector<SweepRow>& rows) {
       json tps = json::array();
       for (const json& a : rates) {
         const double e = tree ? tree->tokens_at(a.get<double>()) : chain_tokens_per_cycle(a.get<double>(), r.draft_tokens);
-        tps.push_back(round_to(e * 1e6 / r.cycle_us, 1));
+        tps.push_back(round_to(tokens_per_second(e, r.cycle_us), 1));
       }
       json point = nullptr;
       // At break-even the curve meets this row's own plain decoding.
