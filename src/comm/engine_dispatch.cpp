@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "comm/engine_rules.hpp"
 #include "comm/modelled_cost_model.hpp"
@@ -38,11 +39,16 @@ const Engine* find_engine(const std::string& name) {
   return nullptr;
 }
 
+// "sglang, vllm": the engines, for messages.
+std::string engine_names() {
+  std::vector<std::string> names;
+  for (const Engine& e : engines()) names.push_back(e.model().name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
 const Engine& engine(const std::string& name) {
   if (const Engine* e = find_engine(name)) return *e;
-  std::string known;
-  for (const Engine& e : engines()) known += (known.empty() ? "" : ", ") + e.model().name;
-  throw InputError(fmt::format("unknown engine \"{}\" (known: {})", name, known));
+  throw InputError(fmt::format("unknown engine \"{}\" (known: {})", name, engine_names()));
 }
 
 constexpr const char* kFlag = "--engine-option";
@@ -129,11 +135,9 @@ ServingEngineOptions parse_engine_options(const std::string& list, const std::ve
   std::vector<const EngineModel*> in_run;
   for (const std::string& s : strategies)
     if (const Engine* e = find_engine(s)) in_run.push_back(&e->model());
-  std::string names;
-  for (const Engine& e : engines()) names += (names.empty() ? "" : ", ") + e.model().name;
   if (in_run.empty())
     throw InputError(fmt::format("{}: the options are the engine strategies' ({}), and --strategy has none of them",
-                                 kFlag, names));
+                                 kFlag, engine_names()));
   for (const std::string& item : split_comma_list(kFlag, list)) {
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
