@@ -60,8 +60,7 @@ class AutoCostModel final : public ModelledCostModel {
 }  // namespace
 
 const StrategySpec& auto_spec() {
-  static const StrategySpec spec{no_kernel_facts("auto", kSelector),
-                                 "picks one of the other strategies per message size",
+  static const StrategySpec spec{no_kernel_facts("auto", kSelector), kSelectorDescription,
                                  make_cost_model<AutoCostModel>};
   return spec;
 }

@@ -54,19 +54,17 @@ class EngineDispatchCostModel final : public CommCostModel {
   std::string nccl_name_ = nccl_strategy();
 };
 
-constexpr std::string_view kEngineDispatchDescription = "picks one of the other strategies per message size";
-
 }  // namespace
 
 // The serving engines' own dispatch: per allreduce one of nccl, oneshot, twoshot, fused
 // (comm/engine_dispatch.hpp). Exact: every path they pick is. Not part of `all`: asked for by name.
 const StrategySpec& sglang_spec() {
-  static const StrategySpec spec{no_kernel_facts("sglang", kEngineDispatch), kEngineDispatchDescription,
+  static const StrategySpec spec{no_kernel_facts("sglang", kEngineDispatch), kSelectorDescription,
                                  [] { return make_cost_model_of<EngineDispatchCostModel>("sglang"); }};
   return spec;
 }
 const StrategySpec& vllm_spec() {
-  static const StrategySpec spec{no_kernel_facts("vllm", kEngineDispatch), kEngineDispatchDescription,
+  static const StrategySpec spec{no_kernel_facts("vllm", kEngineDispatch), kSelectorDescription,
                                  [] { return make_cost_model_of<EngineDispatchCostModel>("vllm"); }};
   return spec;
 }

@@ -45,6 +45,10 @@ StrategyFacts nccl_facts(std::string_view name, unsigned flags);
 StrategyFacts own_kernel_facts(std::string_view name, unsigned flags);
 StrategyFacts no_kernel_facts(std::string_view name, unsigned flags);
 
+// The description of every selector (auto and the serving engines' dispatch): the report shows it
+// alone (describe_strategy), the facts of the strategies picked say the rest.
+inline constexpr std::string_view kSelectorDescription = "picks one of the other strategies per message size";
+
 // A spec's cost-model factory for a model built without arguments, and the model built with some
 // (inside a capture-less lambda).
 template <class Model>

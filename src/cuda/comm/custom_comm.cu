@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <optional>
 #include <string>
 
 #include "comm/strategy_facts.hpp"
@@ -97,16 +96,14 @@ class Group final : public CustomCommGroup {
       : config_(config), kernel_(kernel), words_(1 + group_ranks(config)) {
     if (config.processes) require_one_node(config.strategy);
     if (fuses_norm()) {
-      fused_chunk_units_ = config.fused.chunk_units;
-      fused_push_ = config.fused.push;
-      fused_cluster_ = config.fused.cluster;
+      fused_ = config.fused;
       // Every rank must run the same fused kernel: in processes mode, rank 0's options.
       if (config.processes) {
-        std::uint64_t settings[3] = {fused_chunk_units_, fused_push_ ? 1u : 0u, fused_cluster_ ? 1u : 0u};
+        std::uint64_t settings[3] = {fused_.chunk_units, fused_.push ? 1u : 0u, fused_.cluster ? 1u : 0u};
         MpiWorld::get().broadcast(settings, sizeof(settings), 0);
-        fused_chunk_units_ = static_cast<std::size_t>(settings[0]);
-        fused_push_ = settings[1] != 0;
-        fused_cluster_ = settings[2] != 0;
+        fused_.chunk_units = static_cast<std::size_t>(settings[0]);
+        fused_.push = settings[1] != 0;
+        fused_.cluster = settings[2] != 0;
       }
     }
     const int n = config_.ranks = group_ranks(config);
@@ -139,20 +136,20 @@ class Group final : public CustomCommGroup {
     }
     if (config.processes) limit_ = static_cast<int>(fewest_over_processes(limit_));
     if (fuses_norm()) {
-      std::string why = fused_cluster_ ? "" : "cluster row sync not asked for";
+      std::string why = fused_.cluster ? "" : "cluster row sync not asked for";
       for (int d : devices_)
-        if (fused_cluster_ && !(kernel_.runs_row_clusters && kernel_.runs_row_clusters(d))) {
-          fused_cluster_ = false;
+        if (fused_.cluster && !(kernel_.runs_row_clusters && kernel_.runs_row_clusters(d))) {
+          fused_.cluster = false;
           why = "GPU " + std::to_string(d) + " is below sm_90 or the build holds no sm_90 code for it";
         }
       // Every rank must launch the same kernel: clusters only when every process can.
-      if (config.processes && fewest_over_processes(fused_cluster_ ? 1 : 0) == 0 && fused_cluster_) {
+      if (config.processes && fewest_over_processes(fused_.cluster ? 1 : 0) == 0 && fused_.cluster) {
         why = "a GPU of another process is below sm_90 or has no sm_90 code";
-        fused_cluster_ = false;
+        fused_.cluster = false;
       }
-      note_fused_row_sync(fused_push_, fused_cluster_, why);
+      note_fused_row_sync(fused_.push, fused_.cluster, why);
     }
-    slot_bytes_ = kernel_.slot_bytes(n, config.max_bytes, fused_push_);
+    slot_bytes_ = kernel_.slot_bytes(n, config.max_bytes, fused_.push);
     for (int d : devices_) {
       data_.push_back(DeviceBuffer::zeroed(d, 2 * slot_bytes_));
       signals_.push_back(DeviceBuffer::zeroed(d, sizeof(kernels::Signal)));
@@ -233,9 +230,9 @@ class Group final : public CustomCommGroup {
   int device(int local) const { return devices_[local]; }
   const RankArgs& args(int local) const { return args_[local]; }
   int limit() const { return limit_; }
-  FusedKernelOptions fused_options() const { return {fused_chunk_units_, fused_push_, fused_cluster_}; }
-  bool fused_row_clusters() const override { return fuses_norm() && fused_cluster_; }
-  bool fused_push() const override { return fuses_norm() && fused_push_; }
+  const FusedKernelOptions& fused_options() const { return fused_; }
+  bool fused_row_clusters() const override { return fuses_norm() && fused_.cluster; }
+  bool fused_push() const override { return fuses_norm() && fused_.push; }
   ncclComm_t nccl(int local) const { return nccl_->at(local); }
   // Largest row-padded fused message / plain message the slots take.
   std::size_t capacity() const { return config_.max_bytes; }
@@ -284,9 +281,8 @@ class Group final : public CustomCommGroup {
   std::vector<std::unique_ptr<Rank>> ranks_;
   int limit_ = 1;
   std::size_t slot_bytes_ = 0;
-  std::size_t fused_chunk_units_ = kFusedChunkUnits;
-  bool fused_push_ = false;     // split rows pushed (no row sync); else pulled, then a row sync:
-  bool fused_cluster_ = false;  // through clusters (else the rendezvous)
+  // The fused kernel's options, as every rank runs them (cluster off where a GPU cannot).
+  FusedKernelOptions fused_;
 };
 
 std::string Rank::strategy() const { return group_.config().strategy; }

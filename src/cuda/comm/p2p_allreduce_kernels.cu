@@ -257,11 +257,12 @@ const P2pAllreduceKernel* find_p2p_allreduce_kernel(std::string_view strategy) {
 void register_p2p_allreduce_kernel(const P2pAllreduceKernel& kernel) {
   if (kernel.strategy.empty() || !kernel.slot_bytes || !kernel.allreduce)
     throw std::logic_error("register_p2p_allreduce_kernel: a kernel needs a strategy name, slot_bytes and allreduce");
-  if (find_p2p_allreduce_kernel(kernel.strategy))
-    throw std::logic_error("register_p2p_allreduce_kernel(\"" + std::string(kernel.strategy) +
-                           "\"): the name is taken");
   KernelRegistry& r = kernel_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
+  for (const P2pAllreduceKernel& k : r.kernels)
+    if (k.strategy == kernel.strategy)
+      throw std::logic_error("register_p2p_allreduce_kernel(\"" + std::string(kernel.strategy) +
+                             "\"): the name is taken");
   r.kernels.push_back(kernel);
 }
 
