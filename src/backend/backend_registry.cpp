@@ -30,13 +30,14 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
   auto it = registry().find(name);
   if (it != registry().end()) return it->second();
   if (name == "cuda")
-    throw DeviceError("--backend cuda: this eaglesim was built without the CUDA part "
-                      "(configure with -DEAGLESIM_CUDA=ON on a machine with the CUDA toolkit and NCCL)");
+    throw DeviceError(setting_name(Setting::backend) +
+                      " cuda: this eaglesim was built without the CUDA part (configure with -DEAGLESIM_CUDA=ON on a "
+                      "machine with the CUDA toolkit and NCCL)");
   // Always name the cuda backend: in a build without it the user should still learn it exists.
   std::vector<std::string> names{"sim", "cuda"};
   for (const auto& [n, f] : registry())
     if (n != "sim" && n != "cuda") names.push_back(n);
-  throw InputError(fmt::format("--backend: unknown backend '{}' (known: {})", name, fmt::join(names, ", ")));
+  throw SettingError(Setting::backend, fmt::format("unknown backend '{}' (known: {})", name, fmt::join(names, ", ")));
 }
 
 }  // namespace eaglesim

@@ -19,8 +19,8 @@ CommBenchResult predict_comm_bench(const CommBenchPrediction& p) {
   const Topology& topo = *p.topo;
   const int ranks = p.ranks > 0 ? p.ranks : topo.gpu_count;
   if (ranks < 2 || ranks > topo.gpu_count)
-    throw InputError(fmt::format("--ranks: topology {} has {} GPUs; expected 2..{}, got {}", topo.name,
-                                 topo.gpu_count, topo.gpu_count, ranks));
+    throw SettingError(Setting::ranks, fmt::format("topology {} has {} GPUs; expected 2..{}, got {}", topo.name,
+                                                   topo.gpu_count, topo.gpu_count, ranks));
   Topology uncalibrated = topo;
   uncalibrated.calibration = Calibration{};
 

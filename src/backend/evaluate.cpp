@@ -72,7 +72,7 @@ int scenario_draft_tokens(const Trace& trace, int requested) {
 
 Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   if (!req.trace) throw std::logic_error("evaluate_strategies: no trace");
-  if (req.strategies.empty()) throw InputError("--strategy: no strategies given");
+  if (req.strategies.empty()) throw SettingError(Setting::strategy, "no strategies given");
   const Trace& trace = *req.trace;
   const Step& verify = trace.verify();
   const Step* draft = trace.find_step("draft");
@@ -91,20 +91,20 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   sc.draft_tokens = scenario_draft_tokens(trace, req.draft_tokens);
   if (sc.draft_tokens < 0) throw InputError(fmt::format("draft tokens: expected >= 0, got {}", sc.draft_tokens));
   sc.acceptance = req.acceptance;
-  sc.acceptance.tokens_per_cycle(sc.draft_tokens);  // validates --accept-len against N before any work
+  sc.acceptance.tokens_per_cycle(sc.draft_tokens);  // validates accept_len against N before any work
 
   if (req.draft_tokens > 0 && req.draft_tokens != trace.meta.tokens - 1)
-    sc.notes.push_back(fmt::format("--draft-tokens {} differs from the {} tokens the verify step was traced for: "
+    sc.notes.push_back(fmt::format("{} {} differs from the {} tokens the verify step was traced for: "
                                    "the verify step is not re-shaped, only the acceptance arithmetic and the number "
                                    "of draft forwards change",
-                                   req.draft_tokens, trace.meta.tokens));
+                                   setting_name(Setting::draft_tokens), req.draft_tokens, trace.meta.tokens));
   if (sc.ranks != trace.meta.tp)
     sc.notes.push_back(fmt::format("trace made for tp={}, run on {} ranks: op shapes are the trace's, only the "
                                    "collectives see the different world size",
                                    trace.meta.tp, sc.ranks));
   sc.fused_add_norm = req.options.fuse_add_norm;
   if (!sc.fused_add_norm)
-    sc.notes.push_back(kUnfusedAddNormNote);
+    sc.notes.push_back(unfused_add_norm_note());
   if (!draft && !draft_extend) sc.notes.push_back("the trace has no draft step: draft cost is not included in the cycle (tok/s is optimistic)");
   if (!decode) sc.notes.push_back("the trace has no decode step: speedup vs plain decoding and break-even are n/a");
   if (const std::string moe = moe_experts_note(verify, decode); !moe.empty()) sc.notes.push_back(moe);

@@ -63,9 +63,11 @@ const Op* compute_from(const std::vector<Op>& ops, std::size_t from) {
   return nullptr;
 }
 
-const char* const kUnfusedAddNormNote =
-    "--no-fused-add-norm: every residual_add and rmsnorm runs as its own kernel (SGLang and vLLM run a residual add "
-    "and the norm after it as one fused kernel)";
+std::string unfused_add_norm_note() {
+  return setting_name(Setting::unfused_add_norm) +
+         ": every residual_add and rmsnorm runs as its own kernel (SGLang and vLLM run a residual add and the norm "
+         "after it as one fused kernel)";
+}
 
 bool fusable_add_norm(const std::vector<Op>& ops, std::size_t i) {
   if (i + 1 >= ops.size()) return false;

@@ -93,7 +93,7 @@ int fusable_followers(const std::vector<Op>& ops, std::size_t i);
 // norm) included.
 bool fusable_add_norm(const std::vector<Op>& ops, std::size_t i);
 // What a run or a sweep with fuse_add_norm off says once about it (the plans say nothing then).
-extern const char* const kUnfusedAddNormNote;
+std::string unfused_add_norm_note();
 
 // The compute op nearest to an allreduce at ops[i] on either side (allreduces skipped), or
 // nullptr: before it, and at or after index `from` (i + 1, or past the ops a fused strategy

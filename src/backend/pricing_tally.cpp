@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/setting.hpp"
+
 namespace eaglesim {
 
 namespace {
@@ -28,7 +30,7 @@ const TallyNote kTallyNotes[] = {
     {&PricingTally::transitions, "kernel transitions from the calibration added to {n} ops ({transition_us:+.1f} us in all)"},
     {&PricingTally::fused, "{n} allreduce{s} fused with the {absorbed} residual_add/rmsnorm ops after them"},
     {&PricingTally::add_norm,
-     "{n} residual_add + rmsnorm pair{s} run as one fused kernel each (reported as rmsnorm; --no-fused-add-norm runs "
+     "{n} residual_add + rmsnorm pair{s} run as one fused kernel each (reported as rmsnorm; {unfused_flag} runs "
      "them as two)"},
     {&PricingTally::unfused, "{n} allreduce{s} not followed by an rmsnorm: run unfused"},
 };
@@ -62,7 +64,8 @@ void PricingTally::append_notes(const std::string& step, int ranks, std::vector<
                     fmt::format(fmt::runtime(note.text), fmt::arg("n", n), fmt::arg("s", n == 1 ? "" : "s"),
                                 fmt::arg("model", model), fmt::arg("absorbed", absorbed),
                                 fmt::arg("models", untabled_models), fmt::arg("ranks", ranks),
-                                fmt::arg("transition_us", transition_us)));
+                                fmt::arg("transition_us", transition_us),
+                                fmt::arg("unfused_flag", setting_name(Setting::unfused_add_norm))));
   }
 }
 

@@ -9,9 +9,8 @@ namespace eaglesim {
 void require_recorded_us(const Step& step, std::size_t i) {
   const Op& op = step.ops[i];
   if (!op.us)
-    throw InputError(fmt::format("--op-times measured: step {} op {} ('{}', {}) has no recorded 'us'; use "
-                                 "--op-times auto or model",
-                                 step.name, i, op.name, to_string(op.kind)));
+    throw InputError(fmt::format("{0} measured: step {1} op {2} ('{3}', {4}) has no recorded 'us'; use {0} auto or model",
+                                 setting_name(Setting::op_times), step.name, i, op.name, to_string(op.kind)));
 }
 
 bool replay_runs_recorded_compute(const Step& step, OpTimes op_times, bool trace_imported) {

@@ -44,11 +44,12 @@ void add_kind_marginals(const Step& step, const StepPlan& plan, const PricingOpt
 
 StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std::string& strategy,
                                 const Topology* topo, const RunOptions& opts) {
-  if (!topo) throw InputError("--backend sim needs a topology (--topology NAME or FILE)");
+  if (!topo) throw InputError(fmt::format("{} sim needs a topology ({} NAME or FILE)", setting_name(Setting::backend),
+                                           setting_name(Setting::topology)));
   const int ranks = opts.ranks > 0 ? opts.ranks : trace.meta.tp;
   if (ranks > topo->gpu_count)
-    throw InputError(fmt::format("{} ranks (--ranks, or the trace's meta.tp when not given): topology '{}' has only {} GPUs",
-                                 ranks, topo->name, topo->gpu_count));
+    throw InputError(fmt::format("{} ranks ({}, or the trace's meta.tp when not given): topology '{}' has only {} GPUs",
+                                 ranks, setting_name(Setting::ranks), topo->name, topo->gpu_count));
 
   const CommCostModel& comm = find_cost_model(strategy);
   std::set<std::int64_t> sizes;

@@ -71,11 +71,11 @@ namespace {
 
 // Fewer than one rank and strategies calibrate cannot measure are input errors.
 void check_plan_options(const CalibrationPlanOptions& o) {
-  if (o.ranks < 1) throw InputError(fmt::format("--ranks: expected at least 1, got {}", o.ranks));
+  if (o.ranks < 1) throw SettingError(Setting::ranks, fmt::format("expected at least 1, got {}", o.ranks));
   for (const auto& s : o.strategies)
     if (!is_calibratable(s))
-      throw InputError(fmt::format("--strategy: calibrate cannot measure '{}' (it measures {})", s,
-                                   fmt::join(calibratable_strategy_names(), ", ")));
+      throw SettingError(Setting::strategy, fmt::format("calibrate cannot measure '{}' (it measures {})", s,
+                                                        fmt::join(calibratable_strategy_names(), ", ")));
 }
 
 // So are traces with nothing to measure.

@@ -4,11 +4,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cli/setting_flags.hpp"
 #include "core/errors.hpp"
 
 namespace eaglesim::cli {
 
 int run_with_exit_code(CLI::App& app, const std::function<void()>& work) {
+  install_setting_namer(&flag_of);  // the library's messages name flags from here on
   try {
     work();
   } catch (const CLI::ParseError& e) {

@@ -66,7 +66,7 @@ const CommCostModel& find_cost_model(const std::string& name) {
 
 std::vector<std::string> parse_strategy_list(const std::string& list) {
   std::vector<std::string> out;
-  for (const std::string& item : split_comma_list("--strategy", list)) {
+  for (const std::string& item : split_comma_list(setting_name(Setting::strategy), list)) {
     if (item == "all") {
       for (const auto& n : all_strategy_names())
         if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);

@@ -51,7 +51,7 @@ const Engine& engine(const std::string& name) {
   throw InputError(fmt::format("unknown engine \"{}\" (known: {})", name, engine_names()));
 }
 
-constexpr const char* kFlag = "--engine-option";
+std::string option_flag() { return setting_name(Setting::engine_option); }
 constexpr const char* kVersion = "version";
 
 std::string option_list(const EngineModel& m) {
@@ -76,14 +76,14 @@ std::string checked_value(const EngineModel& m, const std::string& option, const
     if (value != m.version)
       throw InputError(fmt::format("{}: '{}': {} version '{}' is not modelled; eaglesim models {} {} "
                                    "(docs/engine-dispatch.md names the source files read)",
-                                   kFlag, item, m.display, value, m.display, m.version));
+                                   option_flag(), item, m.display, value, m.display, m.version));
     return value;
   }
   const EngineOptionSpec& o = *find_option(m, option);
   if (value == "true" || value == "1") return "true";
   if (value == "false" || value == "0") return "false";
   if (o.tristate && value == "auto") return "auto";
-  throw InputError(fmt::format("{}: '{}': {} option {} expects {}, got '{}'", kFlag, item, m.display, option,
+  throw InputError(fmt::format("{}: '{}': {} option {} expects {}, got '{}'", option_flag(), item, m.display, option,
                                o.tristate ? "auto, true or false" : "true or false", value));
 }
 
@@ -91,8 +91,8 @@ std::string checked_value(const EngineModel& m, const std::string& option, const
   if (std::find(m.unmodelled.begin(), m.unmodelled.end(), option) != m.unmodelled.end())
     throw InputError(fmt::format("{}: '{}': {} has the option {}, but eaglesim does not model it (it does not "
                                  "change the paths modelled); modelled: {}",
-                                 kFlag, item, m.display, option, option_list(m)));
-  throw InputError(fmt::format("{}: '{}': {} has no option {} (modelled: {})", kFlag, item, m.display, option,
+                                 option_flag(), item, m.display, option, option_list(m)));
+  throw InputError(fmt::format("{}: '{}': {} has no option {} (modelled: {})", option_flag(), item, m.display, option,
                                option_list(m)));
 }
 
@@ -136,12 +136,12 @@ ServingEngineOptions parse_engine_options(const std::string& list, const std::ve
   for (const std::string& s : strategies)
     if (const Engine* e = find_engine(s)) in_run.push_back(&e->model());
   if (in_run.empty())
-    throw InputError(fmt::format("{}: the options are the engine strategies' ({}), and --strategy has none of them",
-                                 kFlag, engine_names()));
-  for (const std::string& item : split_comma_list(kFlag, list)) {
+    throw InputError(fmt::format("{}: the options are the engine strategies' ({}), and {} has none of them",
+                                 option_flag(), engine_names(), setting_name(Setting::strategy)));
+  for (const std::string& item : split_comma_list(option_flag(), list)) {
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
-      throw InputError(fmt::format("{}: expected ENGINE.OPTION=VALUE or OPTION=VALUE, got '{}'", kFlag, item));
+      throw InputError(fmt::format("{}: expected ENGINE.OPTION=VALUE or OPTION=VALUE, got '{}'", option_flag(), item));
     std::string key = item.substr(0, eq);
     const std::string value = item.substr(eq + 1);
     const std::size_t dot = key.find('.');
@@ -149,7 +149,8 @@ ServingEngineOptions parse_engine_options(const std::string& list, const std::ve
       const std::string engine_name = key.substr(0, dot), option = key.substr(dot + 1);
       const EngineModel& m = engine_model(engine_name);
       if (std::find(in_run.begin(), in_run.end(), &m) == in_run.end())
-        throw InputError(fmt::format("{}: '{}': {} is not among --strategy", kFlag, item, engine_name));
+        throw InputError(fmt::format("{}: '{}': {} is not among {}", option_flag(), item, engine_name,
+                                     setting_name(Setting::strategy)));
       if (!has_option(m, option)) no_such_option(m, option, item);
       out.values[m.name][option] = checked_value(m, option, value, item);
       continue;
@@ -164,7 +165,7 @@ ServingEngineOptions parse_engine_options(const std::string& list, const std::ve
       if (in_run.size() == 1) no_such_option(*in_run[0], key, item);
       std::string each;
       for (const EngineModel* m : in_run) each += fmt::format("; {}: {}", m->name, option_list(*m));
-      throw InputError(fmt::format("{}: '{}': no engine of the run has the option {} (modelled{})", kFlag, item, key,
+      throw InputError(fmt::format("{}: '{}': no engine of the run has the option {} (modelled{})", option_flag(), item, key,
                                    each));
     }
   }

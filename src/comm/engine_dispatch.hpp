@@ -62,7 +62,7 @@ DispatchChoice dispatch_allreduce(const std::string& engine, const MachineFacts&
 std::string engine_setup(const std::string& engine, const MachineFacts& machine, int ranks,
                          const ServingEngineOptions* options);
 
-// Parses --engine-option "disable_custom_all_reduce=true,vllm.fuse_allreduce_rms=false" for a run
+// Parses an engine_option list "disable_custom_all_reduce=true,vllm.fuse_allreduce_rms=false" for a run
 // of `strategies`: ENGINE.OPTION applies to that engine, a bare OPTION to every engine of the run
 // that has it. InputError (exit 2) naming the flag, the option and what was expected when no
 // engine strategy is in the run, an engine is not in it, no engine of the run has the option,

@@ -186,7 +186,7 @@ class NcclCostModel final : public ModelledCostModel {
       std::string a = lower(q.nccl.algo);
       if (a == "ring") algos = {kRing};
       else if (a == "tree") algos = {kTree};
-      else throw InputError(fmt::format("--nccl-algo: expected ring or tree, got \"{}\"", q.nccl.algo));
+      else throw SettingError(Setting::nccl_algo, fmt::format("expected ring or tree, got \"{}\"", q.nccl.algo));
     }
     bool forced_proto = !q.nccl.proto.empty();
     if (forced_proto) {
@@ -194,10 +194,10 @@ class NcclCostModel final : public ModelledCostModel {
       if (p == "ll") protos = {kLL};
       else if (p == "ll128") protos = {kLL128};
       else if (p == "simple") protos = {kSimple};
-      else throw InputError(fmt::format("--nccl-proto: expected LL, LL128 or Simple, got \"{}\"", q.nccl.proto));
+      else throw SettingError(Setting::nccl_proto, fmt::format("expected LL, LL128 or Simple, got \"{}\"", q.nccl.proto));
     }
     if (q.nccl.channels < 0 || q.nccl.channels > 64)
-      throw InputError(fmt::format("--nccl-channels: expected 0 (automatic) to 64, got {}", q.nccl.channels));
+      throw SettingError(Setting::nccl_channels, fmt::format("expected 0 (automatic) to 64, got {}", q.nccl.channels));
     // NCCL enables LL128 by default only when the ring runs over NVLink; over PCIe or host
     // memory it is off unless forced (NCCL_PROTO=LL128).
     const bool ll128_default = uses_nvlink(*q.topo) && q.topo->p2p;

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/setting.hpp"
+
 namespace eaglesim {
 
 class InputError : public std::runtime_error {
@@ -19,6 +21,18 @@ class InputError : public std::runtime_error {
     msg += ": " + what;
     return InputError(msg);
   }
+};
+
+// An InputError about one setting: "SETTING: problem", the setting spelled by setting_name (the
+// CLI's flags under the CLI, the library's names elsewhere).
+class SettingError : public InputError {
+ public:
+  SettingError(Setting setting, const std::string& problem)
+      : InputError(setting_name(setting) + ": " + problem), setting_(setting) {}
+  Setting setting() const { return setting_; }
+
+ private:
+  Setting setting_;
 };
 
 class DeviceError : public std::runtime_error {

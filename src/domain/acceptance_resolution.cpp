@@ -71,18 +71,20 @@ ResolvedAcceptance resolve_acceptance(const SpecConfig& config, const Acceptance
   if (in.accept_len) {
     const double e = *in.accept_len;
     if (is_chain(config)) {
-      // The chain's own check and message, as for a plain --accept-len.
+      // The chain's own check and message, as for a plain accept_len.
       Acceptance{Acceptance::Mode::length, e}.tokens_per_cycle(config.num_steps);
     } else if (!(e >= 1.0 && e <= max_tokens_per_cycle(config))) {
-      throw InputError(fmt::format("--accept-len: expected a mean accepted length in [1, 1 + min(num_steps, "
-                                   "num_draft_tokens - 1)] = [1, {}] for {}, got {}",
-                                   max_tokens_per_cycle(config), describe(config), e));
+      throw SettingError(Setting::accept_len,
+                         fmt::format("expected a mean accepted length in [1, 1 + min(num_steps, num_draft_tokens - 1)] "
+                                     "= [1, {}] for {}, got {}",
+                                     max_tokens_per_cycle(config), describe(config), e));
     }
     out.source.kind = AcceptanceSource::Kind::measured_flag;
     out.source.tokens_per_cycle = out.tokens_per_cycle = e;
     out.source.description = is_chain(config)
                                  ? Acceptance{Acceptance::Mode::length, e}.describe(config.num_steps)
-                                 : fmt::format("measured accept len E={:.2f} (--accept-len) for {}", e, describe(config));
+                                 : fmt::format("measured accept len E={:.2f} ({}) for {}", e,
+                                               setting_name(Setting::accept_len), describe(config));
     return out;
   }
 
@@ -97,7 +99,8 @@ ResolvedAcceptance resolve_acceptance(const SpecConfig& config, const Acceptance
   if (in.rank_probabilities) {
     out.source.rank_probabilities = in.rank_probabilities->describe();
     from_tree_model(out, config, *in.rank_probabilities,
-                    fmt::format("per-rank acceptance {} (--accept-probs)", out.source.rank_probabilities));
+                    fmt::format("per-rank acceptance {} ({})", out.source.rank_probabilities,
+                                setting_name(Setting::accept_probs)));
   } else {
     const double a = in.accept_rate ? *in.accept_rate : in.default_rate;
     out.default_rate = !in.accept_rate;

@@ -12,7 +12,7 @@
 namespace eaglesim {
 
 double chain_tokens_per_cycle(double a, int draft_tokens) {
-  if (!(a >= 0.0 && a <= 1.0)) throw InputError(fmt::format("--accept-rate: expected a number in [0, 1], got {}", a));
+  if (!(a >= 0.0 && a <= 1.0)) throw SettingError(Setting::accept_rate, fmt::format("expected a number in [0, 1], got {}", a));
   if (draft_tokens < 0) throw InputError(fmt::format("draft tokens: expected >= 0, got {}", draft_tokens));
   // sum_{i=0..N} a^i by Horner: equal to (1 - a^(N+1)) / (1 - a) but without its cancellation
   // near a = 1 (which would make the break-even bisection imprecise there) and exact at a = 1.
@@ -29,9 +29,9 @@ double Acceptance::tokens_per_cycle(int draft_tokens) const {
   if (source) return value;  // checked against its configuration when it was resolved
   if (mode == Mode::rate) return chain_tokens_per_cycle(value, draft_tokens);
   if (!(value >= 1.0 && value <= draft_tokens + 1.0))
-    throw InputError(fmt::format("--accept-len: expected a mean accepted length in [1, N+1] = [1, {}] for N={} "
-                                 "draft tokens, got {}",
-                                 draft_tokens + 1, draft_tokens, value));
+    throw SettingError(Setting::accept_len,
+                       fmt::format("expected a mean accepted length in [1, N+1] = [1, {}] for N={} draft tokens, got {}",
+                                   draft_tokens + 1, draft_tokens, value));
   return value;
 }
 

@@ -20,7 +20,7 @@ namespace {
 constexpr double kSumSlack = 1e-9;
 
 void check_rate(double a) {
-  if (!(a >= 0.0 && a <= 1.0)) throw InputError(fmt::format("--accept-rate: expected a number in [0, 1], got {}", a));
+  if (!(a >= 0.0 && a <= 1.0)) throw SettingError(Setting::accept_rate, fmt::format("expected a number in [0, 1], got {}", a));
 }
 
 }  // namespace
@@ -52,7 +52,7 @@ RankAcceptance RankAcceptance::from_chain_rate(double a, int ranks) {
     row.push_back(p);
     p *= 1.0 - a;
   }
-  return RankAcceptance({row}, "--accept-rate");
+  return RankAcceptance({row}, setting_name(Setting::accept_rate));
 }
 
 double RankAcceptance::at(int depth, int rank) const {

@@ -107,9 +107,9 @@ std::vector<std::string> role_keys(const std::vector<ImportedOp>& ops, const std
 void check_layer_count(const Run& r, const RankLayerShape& cfg, std::size_t step_ops, const std::string& file) {
   if (r.repeats < cfg.layers || r.repeats > cfg.layers)
     throw InputError(fmt::format(
-        "{}: --config {}: num_hidden_layers is {}, but the step's {} kernels hold {} (the longest run of identical "
+        "{}: {} {}: num_hidden_layers is {}, but the step's {} kernels hold {} (the longest run of identical "
         "layer patterns is {} x {} ops): the config does not describe the traced model",
-        file, cfg.config_file, cfg.layers, step_ops,
+        file, setting_name(Setting::config), cfg.config_file, cfg.layers, step_ops,
         r.repeats < cfg.layers ? fmt::format("no run of {} repeating layers", cfg.layers)
                                : fmt::format("{} repeating layers", r.repeats),
         r.repeats, r.period));
@@ -125,15 +125,16 @@ void check_layer_template(const std::vector<std::string>& keys, const Run& r, co
     allreduces += keys[j] == "allreduce";
   }
   const std::string expect = fmt::format(
-      "--config {} ({}, dense) expects per layer 4 GEMMs (qkv_proj, o_proj, gate_up_proj, down_proj) and 1 attention",
-      cfg.config_file, cfg.model_type);
+      "{} {} ({}, dense) expects per layer 4 GEMMs (qkv_proj, o_proj, gate_up_proj, down_proj) and 1 attention",
+      setting_name(Setting::config), cfg.config_file, cfg.model_type);
   if (gemms != 4 || attentions != 1)
     throw InputError(fmt::format("{}: each of the {} repeating layers ({} ops) has {} GEMM(s) and {} attention "
                                  "kernel group(s); {}: the config does not describe the traced model",
                                  file, cfg.layers, r.period, gemms, attentions, expect));
   if (allreduces > 0 && run.tp == 1)
     throw InputError(fmt::format("{}: each layer has {} allreduce(s), so the run was tensor-parallel, but the tp "
-                                 "is 1: pass --tp (the engine's tensor-parallel size)", file, allreduces));
+                                 "is 1: pass {} (the engine's tensor-parallel size)",
+                                 file, allreduces, setting_name(Setting::tp)));
 }
 
 // What typing an op reads: the step's role keys (the lm_head search marks them), where the

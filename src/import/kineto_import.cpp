@@ -47,10 +47,12 @@ T mode_of(const std::vector<T>& v, T fallback) {
 
 void check_options(const std::vector<std::string>& files, const KinetoImportOptions& opt) {
   if (files.empty()) throw InputError("import kineto: no trace files given (one Chrome-trace JSON per rank)");
-  if (opt.step && opt.all_steps) throw InputError("import kineto: --step and --all-steps exclude each other");
-  if (opt.step && *opt.step < 0) throw InputError(fmt::format("--step {}: expected a step index >= 0", *opt.step));
+  if (opt.step && opt.all_steps) throw InputError(fmt::format("import kineto: {} and {} exclude each other", setting_name(Setting::step),
+                                                          setting_name(Setting::all_steps)));
+  if (opt.step && *opt.step < 0) throw InputError(fmt::format("{} {}: expected a step index >= 0", setting_name(Setting::step), *opt.step));
   if (opt.layers_per_step && *opt.layers_per_step <= 0)
-    throw InputError(fmt::format("--layers {}: expected a positive number of layers", *opt.layers_per_step));
+    throw InputError(
+        fmt::format("{} {}: expected a positive number of layers", setting_name(Setting::layers), *opt.layers_per_step));
 }
 
 std::vector<int> select_steps(const RankOps& r0, const KinetoImportOptions& opt) {
@@ -64,8 +66,8 @@ std::vector<int> select_steps(const RankOps& r0, const KinetoImportOptions& opt)
   if (opt.all_steps) return complete;
   if (opt.step) {
     if (std::find(complete.begin(), complete.end(), *opt.step) == complete.end())
-      throw InputError(fmt::format("--step {}: not a complete step of {} (complete steps: {})", *opt.step,
-                                   r0.trace.file, list));
+      throw InputError(fmt::format("{} {}: not a complete step of {} (complete steps: {})", setting_name(Setting::step),
+                                   *opt.step, r0.trace.file, list));
     return {*opt.step};
   }
   // Default: the last complete step. The first steps of a profile carry one-time costs (cuBLAS
@@ -97,11 +99,13 @@ ConfigShapes match_shapeless_kernels(std::vector<RankOps>& ranks, const std::vec
   c.any_shapeless = std::any_of(selected.begin(), selected.end(), [&](int s) { return shapeless(r0, s) > 0; });
   c.graph_mode = std::any_of(r0.ops.begin(), r0.ops.end(), [](const ImportedOp& o) { return o.graph_launch >= 0; });
   if (!c.any_shapeless || !opt.layer_shape) return c;
-  const std::string why = fmt::format("{} has kernels without shapes{}, which take theirs from --config", r0.trace.file,
-                                      c.graph_mode ? " (CUDA graph replays)" : "");
-  if (!opt.tokens) throw InputError(fmt::format("--tokens: required: {}; give the query tokens per request of the "
-                                                "recorded step (1 + draft tokens for a verify step)", why));
-  if (!opt.kv_len) throw InputError(fmt::format("--kv-len: required: {}; give the KV length each request attended over", why));
+  const std::string why = fmt::format("{} has kernels without shapes{}, which take theirs from {}", r0.trace.file,
+                                      c.graph_mode ? " (CUDA graph replays)" : "", setting_name(Setting::config));
+  if (!opt.tokens)
+    throw SettingError(Setting::tokens, fmt::format("required: {}; give the query tokens per request of the recorded "
+                                                    "step (1 + draft tokens for a verify step)", why));
+  if (!opt.kv_len)
+    throw SettingError(Setting::kv_len, fmt::format("required: {}; give the KV length each request attended over", why));
   c.run.tp = tp;
   c.run.tokens = *opt.tokens;
   c.run.batch = opt.batch.value_or(1);
@@ -295,14 +299,15 @@ void summarise_config_match(ImportSummary& sum, const std::vector<Op>& ops, cons
     ++kept_names[op.name];
   }
   sum.shape_source = fmt::format(
-      "from --config {} ({}, tp {}, {} token(s) x {} request(s), kv {}): {} layers of {} ops from op {}, {} ops "
-      "typed{}", layer.model_name, layer.model_type, run.tp, run.tokens, run.batch, run.kv_len, m.layers,
+      "from {} {} ({}, tp {}, {} token(s) x {} request(s), kv {}): {} layers of {} ops from op {}, {} ops "
+      "typed{}", setting_name(Setting::config), layer.model_name, layer.model_type, run.tp, run.tokens, run.batch, run.kv_len, m.layers,
       m.period, m.first, m.typed, m.shapes ? "" : " (no layer template for this architecture: layers numbered, ops measured)");
   if (kept > 0) {
     std::string names;
     for (const auto& [n, c] : kept_names) names += fmt::format("{}{} x{}", names.empty() ? "" : ", ", n, c);
-    sum.warnings.push_back(fmt::format("{} op(s) per step ({:.1f} us) fit no role of the --config layer and keep "
-                                       "their measured us as `other`: {}", kept, kept_us, names));
+    sum.warnings.push_back(fmt::format("{} op(s) per step ({:.1f} us) fit no role of the {} layer and keep "
+                                       "their measured us as `other`: {}",
+                                       kept, kept_us, setting_name(Setting::config), names));
   }
 }
 
@@ -367,8 +372,10 @@ void add_import_warnings(ImportSummary& sum, const RankedRun& in, const KernelTa
       sum.warnings.push_back(fmt::format("{} {} op(s) per step had no CPU op with a usable shape: imported as "
                                          "`other` (measured us only)", n, kind));
   if (config.any_shapeless && !opt.layer_shape && config.graph_mode)
-    sum.warnings.push_back(fmt::format("{}: the kernels replayed from CUDA graphs carry no shapes: pass --config, "
-                                       "--tokens and --kv-len to type them and number the layers", r0.trace.file));
+    sum.warnings.push_back(fmt::format("{}: the kernels replayed from CUDA graphs carry no shapes: pass {}, {} and {} "
+                                       "to type them and number the layers",
+                                       r0.trace.file, setting_name(Setting::config), setting_name(Setting::tokens),
+                                       setting_name(Setting::kv_len)));
   if (tally.unrecognised_ops > 0)
     sum.warnings.push_back(fmt::format("{} op(s) per step ({:.1f} us) from unrecognised kernels: imported as "
                                        "`other` with their measured us", tally.unrecognised_ops, tally.unrecognised_us));

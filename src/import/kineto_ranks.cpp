@@ -46,7 +46,7 @@ int resolve_tp(const std::vector<RankOps>& ranks, std::optional<int> requested) 
   }
   if (requested) {
     if (*requested < static_cast<int>(ranks.size()) || (world && *world != *requested))
-      throw InputError(fmt::format("--tp {}: expected {}", *requested,
+      throw InputError(fmt::format("{} {}: expected {}", setting_name(Setting::tp), *requested,
                                    world ? fmt::format("{} (distributedInfo.world_size of {})", *world, ranks[0].trace.file)
                                          : fmt::format("at least the {} rank file(s) given", ranks.size())));
     tp = *requested;

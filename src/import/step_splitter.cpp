@@ -92,7 +92,8 @@ StepSplit split_steps(const RankTrace& rank, const std::vector<ImportedOp>& ops,
   int per_step = 0;
   if (layers_per_step) {
     per_step = *layers_per_step * markers_per_layer;
-    s.method = fmt::format("{} layers per step (--layers), {} {} per step", *layers_per_step, per_step, marker_name);
+    s.method = fmt::format("{} layers per step ({}), {} {} per step", *layers_per_step, setting_name(Setting::layers),
+                           per_step, marker_name);
   } else if (period == ops.size()) {
     s.steps.push_back({});
     for (std::size_t i = 0; i < ops.size(); ++i) s.steps.back().push_back(i);
@@ -103,8 +104,8 @@ StepSplit split_steps(const RankTrace& rank, const std::vector<ImportedOp>& ops,
     throw InputError::at(
         rank.file, "traceEvents",
         fmt::format("no ProfilerStep#N marks, and the ops repeat one decoder layer ({} ops, {} {}) {} times with "
-                    "nothing between steps, so where a step ends is ambiguous; pass --layers N (decoder layers per step)",
-                    period, markers_in_period, marker_name, ops.size() / period));
+                    "nothing between steps, so where a step ends is ambiguous; pass {} N (decoder layers per step)",
+                    period, markers_in_period, marker_name, ops.size() / period, setting_name(Setting::layers)));
   } else {
     per_step = markers_in_period;
     s.method = fmt::format("repeating op pattern: {} ops and {} {} per step", period, per_step, marker_name);

@@ -266,44 +266,48 @@ std::vector<std::int64_t> ragged_kv_lens(const GenOptions& o) {
 
 void check_options(const ModelConfig& m, const GenOptions& o) {
   if (o.tp < 1 || o.tp > kMaxTp)
-    throw InputError(fmt::format("--tp: expected an integer in [1, {}], got {}", kMaxTp, o.tp));
+    throw SettingError(Setting::tp, fmt::format("expected an integer in [1, {}], got {}", kMaxTp, o.tp));
   if (!o.speculative && (o.tokens < 1 || o.tokens > kMaxGenTokens))
-    throw InputError(fmt::format("--tokens: expected an integer in [1, {}], got {}", kMaxGenTokens, o.tokens));
+    throw SettingError(Setting::tokens, fmt::format("expected an integer in [1, {}], got {}", kMaxGenTokens, o.tokens));
   if (o.kv_len < 1 || o.kv_len > kMaxKvLen)
-    throw InputError(fmt::format("--kv-len: expected an integer in [1, {}], got {}", kMaxKvLen, o.kv_len));
+    throw SettingError(Setting::kv_len, fmt::format("expected an integer in [1, {}], got {}", kMaxKvLen, o.kv_len));
   if (o.batch < 1 || o.batch > kMaxGenBatch)
-    throw InputError(fmt::format("--batch: expected an integer in [1, {}] (concurrent requests), got {}", kMaxGenBatch,
-                                 o.batch));
+    throw SettingError(Setting::batch, fmt::format("expected an integer in [1, {}] (concurrent requests), got {}",
+                                                   kMaxGenBatch, o.batch));
   if (!o.kv_lens.empty()) {
     if (o.kv_lens.size() != static_cast<std::size_t>(o.batch))
-      throw InputError(fmt::format("--kv-lens: expected one KV length per request (--batch {}), got {} value{}", o.batch,
-                                   o.kv_lens.size(), o.kv_lens.size() == 1 ? "" : "s"));
+      throw SettingError(Setting::kv_lens, fmt::format("expected one KV length per request ({} {}), got {} value{}",
+                                                       setting_name(Setting::batch), o.batch, o.kv_lens.size(),
+                                                       o.kv_lens.size() == 1 ? "" : "s"));
     for (std::size_t r = 0; r < o.kv_lens.size(); ++r)
       if (o.kv_lens[r] < 1 || o.kv_lens[r] > kMaxKvLen)
-        throw InputError(fmt::format("--kv-lens: expected lengths in [1, {}], got {} (request {})", kMaxKvLen,
-                                     o.kv_lens[r], r));
+        throw SettingError(Setting::kv_lens, fmt::format("expected lengths in [1, {}], got {} (request {})", kMaxKvLen,
+                                                         o.kv_lens[r], r));
   }
   if (o.speculative) throw_if_speculative_problem(*o.speculative);
   const std::int64_t rows = static_cast<std::int64_t>(o.batch) * verify_tokens(resolved_speculative(o));
   if (rows > kMaxTokens)
-    throw InputError(fmt::format("--batch: {} requests x {} verify tokens = {} rows per step, expected at most {}", o.batch,
-                                 verify_tokens(resolved_speculative(o)), rows, kMaxTokens));
+    throw SettingError(Setting::batch, fmt::format("{} requests x {} verify tokens = {} rows per step, expected at most {}",
+                                                   o.batch, verify_tokens(resolved_speculative(o)), rows, kMaxTokens));
   if (o.weight_dtype != DType::bf16 && o.weight_dtype != DType::fp8 && o.weight_dtype != DType::int4)
-    throw InputError(fmt::format("--weight-dtype: expected bf16, fp8 or int4, got {}", to_string(o.weight_dtype)));
+    throw SettingError(Setting::weight_dtype, fmt::format("expected bf16, fp8 or int4, got {}", to_string(o.weight_dtype)));
   if (m.is_draft())
     throw InputError::at(m.file, "architectures",
-                         "this is an EAGLE-3 draft head; pass it with --draft and give the target model with --model");
+                         fmt::format("this is an EAGLE-3 draft head; pass it with {} and give the target model with {}",
+                                     setting_name(Setting::draft), setting_name(Setting::model)));
   check_tp(m, o.tp);
   if (o.draft) {
     const ModelConfig& d = *o.draft;
     if (!d.is_draft())
       throw InputError::at(d.file, "architectures",
-                           "expected an EAGLE-3 draft head (e.g. LlamaForCausalLMEagle3) for --draft");
+                           fmt::format("expected an EAGLE-3 draft head (e.g. LlamaForCausalLMEagle3) for {}",
+                                       setting_name(Setting::draft)));
     if (d.hidden != m.hidden)
       throw InputError::at(d.file, "hidden_size",
                            fmt::format("expected the target's hidden_size ({}), got {}", m.hidden, d.hidden));
     if (resolved_speculative(o).method == SpecMethod::none)
-      throw InputError("--tokens: with --draft the verify step needs at least 2 tokens (1 + draft tokens)");
+      throw SettingError(Setting::tokens, fmt::format("with {} the verify step needs at least 2 tokens (1 + draft tokens)",
+                                                       setting_name(Setting::draft)));
     check_tp(d, o.tp);
   }
 }

@@ -202,7 +202,7 @@ std::int64_t vocab_per_rank(std::int64_t vocab, int tp) { return (vocab + tp - 1
 
 void check_tp(const ModelConfig& m, int tp) {
   auto bad = [&](const std::string& what) {
-    throw InputError::at(m.file, "", fmt::format("cannot shard over --tp {}: {}", tp, what));
+    throw InputError::at(m.file, "", fmt::format("cannot shard over {} {}: {}", setting_name(Setting::tp), tp, what));
   };
   if (tp < 1) bad("tp must be at least 1");
   if (m.heads % tp != 0)

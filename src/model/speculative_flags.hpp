@@ -1,12 +1,13 @@
 #pragma once
-// gen's SGLang flags, --speculative-num-steps, --speculative-eagle-topk and
-// --speculative-num-draft-tokens, turned into the configuration a trace describes, by the rules
-// SGLang's python/sglang/srt/server_args.py applies to them (docs/trace-format.md lists them).
-// Problems are InputErrors naming the flag.
+// SGLang's three speculative settings (speculative_num_steps, speculative_eagle_topk,
+// speculative_num_draft_tokens; gen's flags of the same names) turned into the configuration a trace
+// describes, by the rules SGLang's python/sglang/srt/server_args.py applies to them
+// (docs/trace-format.md lists them). Problems are SettingErrors naming the setting.
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/setting.hpp"
 #include "trace/speculative.hpp"
 
 namespace eaglesim {
@@ -23,14 +24,13 @@ struct ResolvedSpeculative {
   std::vector<std::string> notes;   // what was adjusted as SGLang adjusts it
 };
 
-// Without --speculative-eagle-topk the topk is 1; without --speculative-num-draft-tokens at
-// topk 1 the draft tokens are steps + 1. --speculative-num-steps is required with either of the
-// others (SGLang picks all three itself only when none is given). At topk 1 a draft-token count
+// Without eagle_topk the topk is 1; without num_draft_tokens at topk 1 the draft tokens are
+// steps + 1. num_steps is required with either of the others (SGLang picks all three itself only when none is given). At topk 1 a draft-token count
 // other than steps + 1 is set to steps + 1, with a note, as SGLang does.
 ResolvedSpeculative resolve_speculative_flags(const SpeculativeFlags& flags);
 
-const char* speculative_flag(SpecField field);
-// InputError "--flag: expected X, got Y" for the first rule `config` breaks.
+Setting speculative_setting(SpecField field);
+// SettingError "SETTING: expected X, got Y" for the first rule `config` breaks.
 void throw_if_speculative_problem(const SpeculativeConfig& config);
 
 }  // namespace eaglesim

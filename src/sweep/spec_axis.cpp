@@ -30,15 +30,17 @@ std::optional<std::string> problem(const SpecConfig& c) {
 
 SpecAxis build_spec_axis(const SpecAxisLists& in) {
   if (in.num_steps.empty() && (!in.eagle_topk.empty() || !in.num_draft_tokens.empty()))
-    throw InputError(fmt::format("--speculative-num-steps: required with {} (the draft forwards per cycle)",
-                                 in.eagle_topk.empty() ? "--speculative-num-draft-tokens" : "--speculative-eagle-topk"));
+    throw SettingError(Setting::speculative_num_steps,
+                       fmt::format("required with {} (the draft forwards per cycle)",
+                                   setting_name(in.eagle_topk.empty() ? Setting::speculative_num_draft_tokens
+                                                                      : Setting::speculative_eagle_topk)));
   const std::vector<int> topks = in.eagle_topk.empty() ? std::vector<int>{1} : in.eagle_topk;
   if (in.num_draft_tokens.empty() && !in.num_steps.empty())
     for (int k : topks)
       if (k > 1)
-        throw InputError(fmt::format("--speculative-num-draft-tokens: required with --speculative-eagle-topk {} (the "
-                                     "tokens of the tree each request verifies)",
-                                     k));
+        throw SettingError(Setting::speculative_num_draft_tokens,
+                           fmt::format("required with {} {} (the tokens of the tree each request verifies)",
+                                       setting_name(Setting::speculative_eagle_topk), k));
   SpecAxis axis;
   std::vector<SpecConfig> all;
   for (int n : in.chain_draft_tokens) all.push_back(chain_config(n));
@@ -67,9 +69,10 @@ SpecAxis build_spec_axis(const SpecAxisLists& in) {
     std::vector<std::string> first;
     for (std::size_t i = 0; i < axis.skipped.size() && i < 3; ++i)
       first.push_back(fmt::format("({}) {}", short_spec(axis.skipped[i].config), axis.skipped[i].reason));
-    throw InputError(fmt::format("--speculative-num-draft-tokens: no valid (num_steps, eagle_topk, num_draft_tokens) "
-                                 "among the {} combinations of the lists: {}{}",
-                                 axis.skipped.size(), fmt::join(first, "; "), axis.skipped.size() > 3 ? "; ..." : ""));
+    throw SettingError(Setting::speculative_num_draft_tokens,
+                       fmt::format("no valid (num_steps, eagle_topk, num_draft_tokens) among the {} combinations of "
+                                   "the lists: {}{}",
+                                   axis.skipped.size(), fmt::join(first, "; "), axis.skipped.size() > 3 ? "; ..." : ""));
   }
   return axis;
 }

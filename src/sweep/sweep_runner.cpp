@@ -80,24 +80,27 @@ struct UniqueStep {
 constexpr std::size_t kTraceChunk = 64;
 
 void check_request(const SweepRequest& rq) {
-  auto need = [](bool ok, const char* what) {
+  auto need = [](bool ok, const std::string& what) {
     if (!ok) throw InputError(fmt::format("sweep: {} is empty", what));
   };
-  need(!rq.models.empty(), "the model list (--model)");
-  need(!rq.topologies.empty(), "the topology list (--topology)");
-  need(!rq.weight_dtypes.empty(), "the weight dtype list (--weight-dtype)");
-  need(!rq.tps.empty(), "the TP list (--tp)");
-  need(!rq.batches.empty(), "the batch list (--batch)");
+  need(!rq.models.empty(), fmt::format("the model list ({})", setting_name(Setting::model)));
+  need(!rq.topologies.empty(), fmt::format("the topology list ({})", setting_name(Setting::topology)));
+  need(!rq.weight_dtypes.empty(), fmt::format("the weight dtype list ({})", setting_name(Setting::weight_dtype)));
+  need(!rq.tps.empty(), fmt::format("the TP list ({})", setting_name(Setting::tp)));
+  need(!rq.batches.empty(), fmt::format("the batch list ({})", setting_name(Setting::batch)));
   need(!rq.draft_tokens.empty() || !rq.spec_configs.empty(),
-       "the speculative configuration list (--draft-tokens or --speculative-num-steps)");
-  need(!rq.acceptances.empty() || rq.accept_probs, "the acceptance list (--accept-rate / --accept-len / --accept-probs)");
-  need(!rq.strategies.empty(), "the strategy list (--strategy)");
+       fmt::format("the speculative configuration list ({} or {})", setting_name(Setting::draft_tokens),
+                   setting_name(Setting::speculative_num_steps)));
+  need(!rq.acceptances.empty() || rq.accept_probs,
+       fmt::format("the acceptance list ({} / {} / {})", setting_name(Setting::accept_rate),
+                   setting_name(Setting::accept_len), setting_name(Setting::accept_probs)));
+  need(!rq.strategies.empty(), fmt::format("the strategy list ({})", setting_name(Setting::strategy)));
   for (const std::string& s : rq.strategies) find_cost_model(s);  // InputError on unknown names
   for (int b : rq.batches)
     if (b < 1 || b > kMaxGenBatch)
-      throw InputError(fmt::format("--batch: expected values in [1, {}], got {}", kMaxGenBatch, b));
+      throw SettingError(Setting::batch, fmt::format("expected values in [1, {}], got {}", kMaxGenBatch, b));
   if (!(rq.gpu_mem_util > 0 && rq.gpu_mem_util <= 1))
-    throw InputError(fmt::format("--gpu-mem-util: expected a fraction in (0, 1], got {}", rq.gpu_mem_util));
+    throw SettingError(Setting::gpu_mem_util, fmt::format("expected a fraction in (0, 1], got {}", rq.gpu_mem_util));
 }
 
 // The chains of --draft-tokens and the given configurations, sorted, without duplicates.
@@ -111,14 +114,14 @@ std::vector<SpecConfig> spec_configs_of(const SweepRequest& rq) {
   return out;
 }
 
-// The acceptance axis: the rates and lengths as given, then the --accept-probs entry.
+// The acceptance axis: the rates and lengths as given, then the accept_probs entry.
 std::vector<Acceptance> acceptance_axis(const SweepRequest& rq) {
   std::vector<Acceptance> out = rq.acceptances;
   if (rq.accept_probs) {
     AcceptanceSource s;
     s.kind = AcceptanceSource::Kind::tree_model;
     s.rank_probabilities = rq.accept_probs->describe();
-    s.description = "per-rank acceptance " + s.rank_probabilities + " (--accept-probs)";
+    s.description = fmt::format("per-rank acceptance {} ({})", s.rank_probabilities, setting_name(Setting::accept_probs));
     out.push_back({Acceptance::Mode::length, 0.0, s});
   }
   return out;
@@ -230,7 +233,7 @@ void Sweep::describe_axes() {
   ax.kv_len = rq_.kv_len;
   ax.gpu_mem_util = rq_.gpu_mem_util;
   ax.fused_add_norm = rq_.fuse_add_norm;
-  if (!rq_.fuse_add_norm) out_.notes.push_back(kUnfusedAddNormNote);
+  if (!rq_.fuse_add_norm) out_.notes.push_back(unfused_add_norm_note());
   for (const std::string& s : rq_.strategies) deployable_.push_back(!is_lower_bound(s));
 }
 

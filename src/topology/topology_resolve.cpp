@@ -1,4 +1,4 @@
-// Turns "--topology NAME" into a file. A value with a '/' or an existing file is a path; anything
+// Turns a topology setting (a preset NAME or a file) into a file. A value with a '/' or an existing file is a path; anything
 // else is a preset name looked up in models/topologies/ under the data roots (io/data_paths.hpp).
 #include <algorithm>
 #include <filesystem>
@@ -39,7 +39,7 @@ std::vector<std::string> preset_names(const std::vector<fs::path>& dirs) {
 }  // namespace
 
 std::string resolve_topology_path(const std::string& name_or_path) {
-  if (name_or_path.empty()) throw InputError("--topology: expected a preset name or a file path, got \"\"");
+  if (name_or_path.empty()) throw SettingError(Setting::topology, "expected a preset name or a file path, got \"\"");
   std::error_code ec;
   bool looks_like_path = name_or_path.find('/') != std::string::npos;
   if (looks_like_path || fs::is_regular_file(name_or_path, ec)) {

@@ -50,7 +50,7 @@ TEST(AcceptanceResolution, PlainLengthOnAChain) {
     resolve_acceptance(chain_config(3), in);
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_TRUE(contains(e.what(), "--accept-len: expected a mean accepted length in [1, N+1] = [1, 4] for N=3")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "accept_len: expected a mean accepted length in [1, N+1] = [1, 4] for N=3")) << e.what();
   }
 }
 
@@ -58,7 +58,7 @@ TEST(AcceptanceResolution, LengthOnATreeIsBoundedByItsDepth) {
   AcceptanceInputs in;
   in.accept_len = 3.4;
   const ResolvedAcceptance r = resolve_acceptance({5, 4, 8}, in);
-  EXPECT_EQ(r.source.description, "measured accept len E=3.40 (--accept-len) for num_steps 5, eagle_topk 4, num_draft_tokens 8");
+  EXPECT_EQ(r.source.description, "measured accept len E=3.40 (accept_len) for num_steps 5, eagle_topk 4, num_draft_tokens 8");
   ASSERT_TRUE(r.report_acceptance().source);
   in.accept_len = 3.5;
   EXPECT_THROW(resolve_acceptance({2, 4, 8}, in), InputError) << "two steps deep: at most 3 tokens a cycle";
@@ -135,7 +135,7 @@ TEST(AcceptanceResolution, PerRankProbabilities) {
   EXPECT_NEAR(r.tokens_per_cycle, 1 + 0.6 + 0.36 + 0.216, 1e-15);
   EXPECT_EQ(r.source.rank_probabilities, "0.6");
   EXPECT_FALSE(r.source.rate);
-  EXPECT_TRUE(contains(r.source.description, "tree model from per-rank acceptance 0.6 (--accept-probs)"));
+  EXPECT_TRUE(contains(r.source.description, "tree model from per-rank acceptance 0.6 (accept_probs)"));
   EXPECT_TRUE(r.report_acceptance().source);
 }
 

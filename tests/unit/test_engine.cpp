@@ -330,7 +330,7 @@ TEST(Engine, ResidualAddAndNormRunAsOneKernel) {
   ASSERT_FALSE(p.notes.empty());
   EXPECT_NE(p.notes.back().find("verify: 2 residual_add + rmsnorm pairs run as one fused kernel each"),
             std::string::npos) << p.notes.back();
-  EXPECT_NE(p.notes.back().find("--no-fused-add-norm"), std::string::npos);
+  EXPECT_NE(p.notes.back().find("unfused_add_norm"), std::string::npos);
 
   SimulationOptions eo;
   eo.ranks = 2;

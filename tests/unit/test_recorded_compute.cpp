@@ -49,7 +49,7 @@ TEST(RecordedCompute, MeasuredNamesTheFirstOpWithoutATime) {
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("--op-times measured"), std::string::npos) << what;
+    EXPECT_NE(what.find("op_times measured"), std::string::npos) << what;
     EXPECT_NE(what.find("op 2 ('post_attention_norm', rmsnorm)"), std::string::npos) << what;
   }
 }

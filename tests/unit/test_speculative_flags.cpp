@@ -46,7 +46,7 @@ TEST(SpeculativeFlags, TopkOneAdjustsTheDraftTokensWithANote) {
   const ResolvedSpeculative r = resolve_speculative_flags(flags(3, 1, 6));
   EXPECT_EQ(r.config.num_draft_tokens, 4);
   ASSERT_EQ(r.notes.size(), 1u);
-  EXPECT_NE(r.notes[0].find("--speculative-num-draft-tokens 6 adjusted to --speculative-num-steps + 1 = 4"),
+  EXPECT_NE(r.notes[0].find("speculative_num_draft_tokens 6 adjusted to speculative_num_steps + 1 = 4"),
             std::string::npos)
       << r.notes[0];
   EXPECT_TRUE(resolve_speculative_flags(flags(3, 1, 4)).notes.empty());
@@ -61,24 +61,24 @@ TEST(SpeculativeFlags, TopkAboveOneDerivesTheTree) {
 
 TEST(SpeculativeFlags, RejectionsNameTheFlag) {
   EXPECT_EQ(error_of(flags(std::nullopt, 4, 8)),
-            "--speculative-num-steps: required with --speculative-eagle-topk (SGLang chooses the three itself only "
+            "speculative_num_steps: required with speculative_eagle_topk (SGLang chooses the three itself only "
             "when none of them is given)");
-  EXPECT_EQ(error_of(flags(std::nullopt, std::nullopt, 8)).rfind("--speculative-num-steps: required with "
-                                                                 "--speculative-num-draft-tokens", 0),
+  EXPECT_EQ(error_of(flags(std::nullopt, std::nullopt, 8)).rfind("speculative_num_steps: required with "
+                                                                 "speculative_num_draft_tokens", 0),
             0u);
   EXPECT_EQ(error_of(flags(5, 4, std::nullopt)),
-            "--speculative-num-draft-tokens: required with --speculative-eagle-topk 4 (the tokens of the tree each "
+            "speculative_num_draft_tokens: required with speculative_eagle_topk 4 (the tokens of the tree each "
             "request verifies)");
-  EXPECT_EQ(error_of(flags(3, 0, 4)), "--speculative-eagle-topk: expected an integer in [1, 256], got 0");
-  EXPECT_EQ(error_of(flags(3, -2, 4)), "--speculative-eagle-topk: expected an integer in [1, 256], got -2");
-  EXPECT_EQ(error_of(flags(0, 1, std::nullopt)), "--speculative-num-steps: expected an integer in [1, 256], got 0");
-  EXPECT_EQ(error_of(flags(1000, 1, std::nullopt)), "--speculative-num-steps: expected an integer in [1, 256], got 1000");
+  EXPECT_EQ(error_of(flags(3, 0, 4)), "speculative_eagle_topk: expected an integer in [1, 256], got 0");
+  EXPECT_EQ(error_of(flags(3, -2, 4)), "speculative_eagle_topk: expected an integer in [1, 256], got -2");
+  EXPECT_EQ(error_of(flags(0, 1, std::nullopt)), "speculative_num_steps: expected an integer in [1, 256], got 0");
+  EXPECT_EQ(error_of(flags(1000, 1, std::nullopt)), "speculative_num_steps: expected an integer in [1, 256], got 1000");
   EXPECT_EQ(error_of(flags(2, 2, 8)),
-            "--speculative-num-draft-tokens: expected an integer in [2, 7] (the root and at most the 6 candidates "
+            "speculative_num_draft_tokens: expected an integer in [2, 7] (the root and at most the 6 candidates "
             "that 2 steps of top-2 drafting score), got 8");
-  EXPECT_EQ(error_of(flags(2, 2, 0)).rfind("--speculative-num-draft-tokens: expected an integer in [2, 7]", 0), 0u);
+  EXPECT_EQ(error_of(flags(2, 2, 0)).rfind("speculative_num_draft_tokens: expected an integer in [2, 7]", 0), 0u);
   // The root alone verifies no draft: a tree is at least one draft token, as for the sweep.
-  EXPECT_EQ(error_of(flags(2, 2, 1)).rfind("--speculative-num-draft-tokens: expected an integer in [2, 7]", 0), 0u);
+  EXPECT_EQ(error_of(flags(2, 2, 1)).rfind("speculative_num_draft_tokens: expected an integer in [2, 7]", 0), 0u);
   EXPECT_EQ(error_of(flags(2, 2, 2)), "(accepted)");
   EXPECT_EQ(error_of(flags(2, 2, 7)), "(accepted)");
 }

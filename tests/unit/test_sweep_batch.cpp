@@ -92,7 +92,7 @@ TEST(SweepSpecAxis, NothingValidOrMissingListsAreInputErrorsNamingTheFlag) {
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     const std::string m = e.what();
-    EXPECT_EQ(m.rfind("--speculative-num-draft-tokens: no valid", 0), 0u) << m;
+    EXPECT_EQ(m.rfind("speculative_num_draft_tokens: no valid", 0), 0u) << m;
     EXPECT_NE(m.find("1/8/16"), std::string::npos) << m;
   }
   SpecAxisLists no_steps;
@@ -105,7 +105,7 @@ TEST(SweepSpecAxis, NothingValidOrMissingListsAreInputErrorsNamingTheFlag) {
     build_spec_axis(no_tokens);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("--speculative-num-draft-tokens: required", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("speculative_num_draft_tokens: required", 0), 0u) << e.what();
   }
 }
 

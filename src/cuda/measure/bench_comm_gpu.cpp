@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <cublas_v2.h>
+#include <fmt/format.h>
 
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
@@ -104,8 +105,8 @@ class Bench {
     n_ = q.ranks == 0 ? have : q.ranks;
     if (n_ < 2) throw DeviceError("bench-comm: needs at least 2 GPUs, " + std::to_string(have) + " visible");
     if (n_ > have)
-      throw DeviceError("bench-comm: --ranks " + std::to_string(n_) + " but only " + std::to_string(have) +
-                        " GPUs visible");
+      throw DeviceError(fmt::format("bench-comm: {} {} but only {} GPUs visible", setting_name(Setting::ranks), n_,
+                                    have));
     for (int r = 0; r < n_; ++r) devices_.push_back(r);
     cudaDeviceProp prop{};
     EAGLESIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));

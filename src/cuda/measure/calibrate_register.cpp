@@ -141,7 +141,8 @@ CalibrationMeasurements measure(const CalibrationRequest& q) {
   const auto start = std::chrono::steady_clock::now();
   const GpuInventory inv = inventory();
   if (q.ranks > inv.count)
-    throw InputError(fmt::format("--ranks {}: this machine has only {} GPU(s)", q.ranks, inv.count));
+    throw InputError(fmt::format("{} {}: this machine has only {} GPU(s)", setting_name(Setting::ranks), q.ranks,
+                                 inv.count));
   CalibrationMeasurements m;
   m.gpu_name = inv.gpu_name;
   m.ranks = q.ranks;

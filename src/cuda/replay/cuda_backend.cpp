@@ -28,12 +28,13 @@ int visible_gpus() {
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver || (err == cudaSuccess && count == 0)) {
     (void)cudaGetLastError();
-    throw DeviceError("--backend cuda: no CUDA GPU is visible on this machine (check nvidia-smi and "
-                      "CUDA_VISIBLE_DEVICES), or use --backend sim");
+    throw DeviceError(fmt::format("{0} cuda: no CUDA GPU is visible on this machine (check nvidia-smi and "
+                                  "CUDA_VISIBLE_DEVICES), or use {0} sim",
+                                  setting_name(Setting::backend)));
   }
   if (err != cudaSuccess)
-    throw DeviceError(fmt::format("--backend cuda: cannot query GPUs: {} ({})", cudaGetErrorName(err),
-                                  cudaGetErrorString(err)));
+    throw DeviceError(fmt::format("{} cuda: cannot query GPUs: {} ({})", setting_name(Setting::backend),
+                                  cudaGetErrorName(err), cudaGetErrorString(err)));
   return count;
 }
 
@@ -46,7 +47,8 @@ void require_distinct_gpus(int device, int visible) {
   cudaDeviceProp prop{};
   const cudaError_t err = cudaGetDeviceProperties(&prop, device);
   if (err != cudaSuccess)
-    throw DeviceError(fmt::format("--backend cuda: cannot query GPU {}: {}", device, cudaGetErrorString(err)));
+    throw DeviceError(fmt::format("{} cuda: cannot query GPU {}: {}", setting_name(Setting::backend), device,
+                                  cudaGetErrorString(err)));
   auto& world = MpiWorld::get();
   const std::vector<char> all = world.allgather_bytes(&prop.uuid, sizeof(prop.uuid));
   for (int a = 0; a < world.size(); ++a)
@@ -76,12 +78,13 @@ class CudaBackend final : public Backend {
 
     if (launched_by_mpi()) {
       if (!mpi_built())
-        throw InputError("started under mpirun, but this eaglesim was built without MPI: rebuild with an MPI "
-                         "library installed, or run a single process with --ranks K");
+        throw InputError(fmt::format("started under mpirun, but this eaglesim was built without MPI: rebuild with an "
+                                     "MPI library installed, or run a single process with {} K",
+                                     setting_name(Setting::ranks)));
       auto& world = MpiWorld::get();
       if (opts.ranks > 0 && opts.ranks != world.size())
-        throw InputError(fmt::format("--ranks {} does not match the {} MPI processes (mpirun -np)", opts.ranks,
-                                     world.size()));
+        throw InputError(fmt::format("{} {} does not match the {} MPI processes (mpirun -np)",
+                                     setting_name(Setting::ranks), opts.ranks, world.size()));
       config.mpi = true;
       config.devices = {world.local_rank() % gpus};
       if (!placement_checked_) {  // a process's GPU cannot change between its steps
@@ -96,13 +99,13 @@ class CudaBackend final : public Backend {
       int ranks = opts.ranks;
       if (ranks <= 0) {
         if (tp > gpus)
-          throw InputError(fmt::format("the trace is for tp={} but this machine has {} GPU(s): pass --ranks K "
+          throw InputError(fmt::format("the trace is for tp={} but this machine has {} GPU(s): pass {} K "
                                        "(K <= {}) to replay the per-rank shapes with allreduces over K GPUs, or "
-                                       "use --backend sim",
-                                       tp, gpus, gpus));
+                                       "use {} sim",
+                                       tp, gpus, setting_name(Setting::ranks), gpus, setting_name(Setting::backend)));
         ranks = tp;
       } else if (ranks > gpus) {
-        throw InputError(fmt::format("--ranks {}: this machine has only {} GPU(s)", ranks, gpus));
+        throw InputError(fmt::format("{} {}: this machine has only {} GPU(s)", setting_name(Setting::ranks), ranks, gpus));
       }
       config.devices.resize(ranks);
       std::iota(config.devices.begin(), config.devices.end(), 0);
@@ -139,7 +142,8 @@ class CudaBackend final : public Backend {
       prime.opts.iters = 1;
       prime.opts.warmup = 1;
       (void)replay_step(step, prime);
-      notes.push_back("NCCL: the step was replayed once, untimed, before the measured replay (--no-nccl-prime: not)");
+      notes.push_back(fmt::format("NCCL: the step was replayed once, untimed, before the measured replay ({}: not)",
+                                  setting_name(Setting::no_nccl_prime)));
     }
     StepResult r = replay_step(step, config);
     // The critical rank's GPU (under MPI, this process's: the ranks' GPUs are alike), measured

@@ -836,12 +836,14 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, const All
     note(fmt::format("{} residual add + RMSNorm pairs ran as one fused add + RMSNorm kernel each (SGLang's and "
                      "vLLM's fused_add_rmsnorm)", fused_norms));
   if (recorded > 0)
-    note(fmt::format("compute: {} ops ran as timed kernels of their recorded durations{} (--op-times), each "
+    note(fmt::format("compute: {} ops ran as timed kernels of their recorded durations{} ({}), each "
                      "shortened by the {:.2f} us a kernel boundary costs on this GPU so that they add up to the "
                      "recording's; only the allreduces ran for real",
-                     recorded, ours > 0 ? fmt::format(", {} as eaglesim's kernels", ours) : "", spin_boundary_us_));
+                     recorded, ours > 0 ? fmt::format(", {} as eaglesim's kernels", ours) : "",
+                     setting_name(Setting::op_times), spin_boundary_us_));
   else if (ours > 0)
-    note("compute: eaglesim's kernels (--op-times measured runs an imported trace's recorded durations instead)");
+    note(fmt::format("compute: eaglesim's kernels ({} measured runs an imported trace's recorded durations instead)",
+                     setting_name(Setting::op_times)));
 }
 
 // A compute op replayed as its recorded duration: the engine's kernel as the profile saw it.

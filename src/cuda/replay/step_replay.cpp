@@ -422,9 +422,9 @@ StepResult assemble(const Step& step, const ReplayConfig& config, const std::vec
 
 StepResult replay_step(const Step& step, const ReplayConfig& config) {
   const RunOptions& opts = config.opts;
-  if (opts.iters < 1) throw InputError("--iters: expected at least 1");
-  if (opts.warmup < 0) throw InputError("--warmup: expected 0 or more");
-  if (!(opts.timeout_s > 0)) throw InputError("--timeout: expected a positive number of seconds");
+  if (opts.iters < 1) throw SettingError(Setting::iters, "expected at least 1");
+  if (opts.warmup < 0) throw SettingError(Setting::warmup, "expected 0 or more");
+  if (!(opts.timeout_s > 0)) throw SettingError(Setting::timeout_s, "expected a positive number of seconds");
   if (config.devices.empty()) throw InputError("cuda backend: no device to run on");
   if (config.mpi && config.devices.size() != 1) throw InputError("cuda backend (MPI): one GPU per process");
 

@@ -93,7 +93,8 @@ std::vector<char> MpiWorld::allgather_bytes(const void* mine, std::size_t bytes)
 
 bool mpi_built() { return false; }
 MpiWorld::MpiWorld() {
-  throw DeviceError("this eaglesim was built without MPI: run one process per node and pick GPUs with --ranks");
+  throw DeviceError("this eaglesim was built without MPI: run one process per node and pick GPUs with " +
+                    setting_name(Setting::ranks));
 }
 MpiWorld& MpiWorld::get() {
   static MpiWorld world;
