@@ -79,6 +79,7 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="eaglesim-validate-")
+    os.makedirs(work, exist_ok=True)
     rows = read_rows(a.table)
     out = []
     for r in rows:
