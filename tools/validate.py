@@ -10,26 +10,26 @@ speculative settings and draft head; plain-only rows use 3,1,4 only to have the 
 `eaglesim run --backend sim` on the row's topology preset with the engine's allreduce dispatch
 (sglang or vllm; nccl for engines without one) at the published accept length. Plain decoding is the
 run's decode step at the same batch."""
-import argparse, csv, json, os, subprocess, sys, tempfile
+import argparse, json, os, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENGINE_STRATEGY = {"sglang": "sglang", "vllm": "vllm"}  # others: plain NCCL
 
 
 def read_rows(path):
-    lines = [l for l in open(path) if l.strip() and not l.startswith("#")]
-    header = None
+    header, rows = None, []
     for l in open(path):
         if l.startswith("# id\t"):
             header = l[2:].rstrip("\n").split("\t")
+        elif l.strip() and not l.startswith("#"):
+            if not header:
+                sys.exit(f"{path}: a row before the '# id<TAB>...' header line")
+            cells = l.rstrip("\n").split("\t")
+            if len(cells) != len(header):
+                sys.exit(f"{path}: row {len(rows) + 1}: {len(cells)} cells, expected {len(header)}")
+            rows.append(dict(zip(header, cells)))
     if not header:
         sys.exit(f"{path}: no '# id<TAB>...' header line")
-    rows = []
-    for n, l in enumerate(lines, 1):
-        cells = l.rstrip("\n").split("\t")
-        if len(cells) != len(header):
-            sys.exit(f"{path}: row {n}: {len(cells)} cells, expected {len(header)}")
-        rows.append(dict(zip(header, cells)))
     return rows
 
 
