@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks that the presets are on one basis: a GPU at least as fast in every resource (BF16 and FP8
-TFLOP/s, memory bandwidth; at TP > 1 also the link bandwidth of the same interconnect) is never
-predicted slower. Prices dense, MoE and MLA models in bf16, fp8 and int4 at batches 1-64 with
+TFLOP/s, memory bandwidth, SMs; at TP > 1 also the link bandwidth of the same interconnect) is never
+predicted slower. SMs count because latency-bound kernels (the engines' fused-MoE grid at decode
+sizes) finish in waves over them. Prices dense, MoE and MLA models in bf16, fp8 and int4 at batches 1-64 with
 `eaglesim sweep` (NCCL, chain of 3 drafts, a = 0.7) on every preset and lists every inverted pair.
 
 usage: tools/preset_order.py [--eaglesim build/eaglesim] [--verbose]
@@ -24,13 +25,13 @@ def presets():
         g = d["gpu"]
         links = d.get("links", {})
         link_bw = max((l.get("bw_gbs", 0) for l in links.values() if isinstance(l, dict)), default=0)
-        out[d["name"]] = dict(bf16=g["bf16_tflops"], fp8=g["fp8_tflops"], bw=g["mem_bw_gbs"], gpus=d["gpu_count"],
+        out[d["name"]] = dict(bf16=g["bf16_tflops"], fp8=g["fp8_tflops"], bw=g["mem_bw_gbs"], sms=g["sms"], gpus=d["gpu_count"],
                               interconnect=d["interconnect"], link=link_bw, p2p=d.get("p2p", True))
     return out
 
 
 def dominates(a, b, tp):
-    keys = ["bf16", "fp8", "bw"] + (["link"] if tp > 1 else [])
+    keys = ["bf16", "fp8", "bw", "sms"] + (["link"] if tp > 1 else [])
     if tp > 1 and (a["interconnect"] != b["interconnect"] or a["p2p"] != b["p2p"]):
         return False
     return all(a[k] >= b[k] for k in keys) and any(a[k] > b[k] for k in keys)

@@ -44,13 +44,13 @@ def run(cmd):
     return p.stdout
 
 
-def predict(exe, work, r):
+def predict(exe, work, r, engine_option=""):
     spec = r["spec"] if r["spec"] != "none" else "3,1,4"
     steps, topk, ndt = spec.split(",")
     trace = os.path.join(work, f"{r['id']}.json")
     gen = [exe, "gen", "--model", f"models/llm/{r['model']}.json", "--tp", r["tp"], "--batch", r["batch"],
            "--kv-len", r["kv"], "--weight-dtype", r["weights"], "--speculative-num-steps", steps,
-           "--speculative-eagle-topk", topk, "--speculative-num-draft-tokens", ndt, "--engine-cycle", "-o", trace]
+           "--speculative-eagle-topk", topk, "--speculative-num-draft-tokens", ndt, "--engine-cycle", "--engine", r["engine"], "-o", trace]
     if r["draft"]:
         gen += ["--draft", f"models/llm/{r['draft']}.json"]
     run(gen)
@@ -59,6 +59,8 @@ def predict(exe, work, r):
            "--json", report]
     if r["accept_len"]:
         cmd += ["--accept-len", r["accept_len"]]
+    if engine_option:
+        cmd += ["--engine-option", engine_option]
     run(cmd)
     res = json.load(open(report))["results"][0]
     total = r["metric"] == "total"
@@ -77,13 +79,14 @@ def main():
     ap.add_argument("--table", default=os.path.join(ROOT, "validation", "published.tsv"))
     ap.add_argument("--work", default=None)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--engine-option", default="", help="passed to every eaglesim run (engine profile overrides)")
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="eaglesim-validate-")
     os.makedirs(work, exist_ok=True)
     rows = read_rows(a.table)
     out = []
     for r in rows:
-        plain, eagle = predict(a.eaglesim, work, r)
+        plain, eagle = predict(a.eaglesim, work, r, a.engine_option)
         pub_plain, pub_eagle = num(r["plain_tok_s"]), num(r["eagle_tok_s"])
         pub_speedup = num(r["speedup"]) or (pub_eagle / pub_plain if pub_eagle and pub_plain else None)
         has_spec = r["spec"] != "none" and r["accept_len"] != ""

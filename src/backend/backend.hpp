@@ -30,6 +30,9 @@ struct RunOptions {
   double timeout_s = 30;             // cuda: an allreduce not done by then aborts the run (exit 3)
   bool nccl_prime = true;            // cuda: replay an NCCL step once, untimed, before measuring it
   bool want_timeline = false;
+  // sim: price eaglesim's replay kernels (what `fidelity` compares a calibration with), not the
+  // kernels of the trace's serving engine (meta.engine; cost/compute_model.hpp).
+  bool replay_kernels = false;
   bool kind_marginals = false;       // also time the step without each compute kind's ops
                                      // (StepResult::kind_marginal_us; fidelity's per-kind comparison)
 };

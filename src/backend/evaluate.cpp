@@ -8,6 +8,7 @@
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "domain/spec_decode_metrics.hpp"
+#include "backend/engine_costs.hpp"
 #include "backend/op_pricing.hpp"
 #include "backend/recorded_step_note.hpp"
 #include "trace/op_traffic.hpp"
@@ -111,6 +112,10 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
 
   RunOptions quiet = req.options;
   quiet.want_timeline = false;
+  // The engine's host work is a model of what the engine adds: the simulator's, not a replay's.
+  const std::optional<ServingEngine> host_engine =
+      backend.name() == "sim" ? host_cost_engine(trace) : std::optional<ServingEngine>();
+  std::string host_note;
   for (const std::string& name : req.strategies) {
     // Draft and decode are priced only when the verify step could run, as the report needs all
     // three or none.
@@ -122,10 +127,16 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     if (v.supported && (!d || d->supported) && (!e || e->supported) && decode)
       p = price_step(backend, trace, *decode, name, req.topo, quiet);
     StrategyResult r = assemble_result(name, v, d ? &*d : nullptr, p ? &*p : nullptr, e ? &*e : nullptr);
+    if (host_engine) {
+      const std::string note =
+          add_engine_host_costs(r, engine_profile(*host_engine, req.options.engine), draft_forwards_per_cycle(trace));
+      if (host_note.empty()) host_note = note;
+    }
     derive_strategy_metrics(r, sc.acceptance, sc.draft_tokens, sc.batch, sc.tp);
     report.results.push_back(std::move(r));
   }
   if (auto note = recorded_step_note(verify, report.results)) sc.notes.push_back(*note);
+  if (!host_note.empty()) report.scenario.notes.push_back(host_note);
   return report;
 }
 

@@ -8,6 +8,7 @@
 #include "core/errors.hpp"
 #include "cost/compute_model.hpp"
 #include "domain/kind_marginals.hpp"
+#include "backend/engine_costs.hpp"
 #include "backend/event_simulator.hpp"
 #include "backend/op_pricing.hpp"
 
@@ -66,7 +67,15 @@ StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std:
   po.query.ranks = ranks;
   po.query.nccl = opts.nccl;
   po.query.engine = &opts.engine;
-  po.compute_cost = [topo](const Op& op) { return compute_cost(op, *topo); };
+  // A serving engine's kernels (cost/compute_model.hpp); the torch reference step's are what a
+  // topology fitted to its recordings describes, and are priced by the topology as it is.
+  if (!opts.replay_kernels && trace.meta.engine && *trace.meta.engine != ServingEngine::torch &&
+      trace.meta.source == "generated") {
+    const EngineProfile engine = engine_profile(*trace.meta.engine, opts.engine);
+    po.compute_cost = [topo, engine](const Op& op) { return compute_cost(op, *topo, engine); };
+  } else {
+    po.compute_cost = [topo](const Op& op) { return compute_cost(op, *topo); };
+  }
   po.fuse_add_norm = opts.fuse_add_norm;
   po.add_norm_cost = [topo](const Op& norm) { return add_rmsnorm_cost(norm, *topo); };
   po.op_times = opts.op_times;

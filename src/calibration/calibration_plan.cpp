@@ -131,6 +131,7 @@ void add_elementwise_points(CalibrationRequest& q, const TraceShapes& s, int ran
       e.name = "calibrate_" + std::string(to_string(e.kind));
       e.tokens = t;
       e.hidden = kh.second;
+      if (e.kind == OpKind::elementwise) e.operands = 1;  // the width holds the operands (elementwise_table_width)
       add_compute(q, e, use.tp, ranks);
     }
   }

@@ -145,9 +145,9 @@ void add_compute_point(PendingTables& t, const Op& op, double us, const TraceSha
       break;
     default:
       if (is_elementwise(op.kind)) {
-        const std::int64_t elements = op.tokens * op.hidden;
+        const std::int64_t elements = op.tokens * elementwise_table_width(op);
         // Exact: this very (tokens, hidden) occurs in a trace, not merely its element count.
-        auto used = s.elementwise.find({static_cast<int>(op.kind), op.hidden});
+        auto used = s.elementwise.find({static_cast<int>(op.kind), elementwise_table_width(op)});
         add_point(t.elementwise[to_string(op.kind)], elements, us,
                   used != s.elementwise.end() && used->second.tokens.count(op.tokens) > 0);
       }

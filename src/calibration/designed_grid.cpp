@@ -118,7 +118,7 @@ DesignedGrid designed_grid(const std::vector<Trace>& family_traces, GridDensity 
         else if (op.kind == OpKind::attention)
           layouts.emplace(attention_calibration_key(op), op);
         else if (is_elementwise(op.kind))
-          elementwise.insert({static_cast<int>(op.kind), op.hidden});
+          elementwise.insert({static_cast<int>(op.kind), elementwise_table_width(op)});
         if (op.kind == OpKind::rmsnorm) norm_widths.insert(op.hidden);
       }
     }

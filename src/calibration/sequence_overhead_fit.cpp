@@ -36,6 +36,7 @@ SequenceFit fit_sequence_overhead(const std::vector<Trace>& traces, const Topolo
     ro.warmup = 3;
     ro.timeout_s = opts.timeout_s;
     ro.op_times = OpTimes::model;  // the tables, as fidelity prices it
+    ro.replay_kernels = true;
     ro.fuse_add_norm = opts.fuse_add_norm;
     SequenceFitCase c;
     c.trace = trace.meta.model;

@@ -8,7 +8,12 @@
 namespace eaglesim {
 
 bool is_elementwise(OpKind k) {
-  return k == OpKind::rmsnorm || k == OpKind::residual_add || k == OpKind::act || k == OpKind::embedding;
+  return k == OpKind::rmsnorm || k == OpKind::residual_add || k == OpKind::act || k == OpKind::embedding ||
+         k == OpKind::elementwise;
+}
+
+std::int64_t elementwise_table_width(const Op& op) {
+  return op.kind == OpKind::elementwise ? op.hidden * std::max<std::int32_t>(1, op.operands) : op.hidden;
 }
 
 TraceShapes collect_trace_shapes(const std::vector<Trace>& traces) {
@@ -61,7 +66,7 @@ TraceShapes collect_trace_shapes(const std::vector<Trace>& traces) {
             break;  // no table in the simulator: priced by its model (see docs/fidelity.md)
           default:
             if (is_elementwise(op.kind)) {
-              TraceShapes::ElementwiseUse& use = s.elementwise[{static_cast<int>(op.kind), op.hidden}];
+              TraceShapes::ElementwiseUse& use = s.elementwise[{static_cast<int>(op.kind), elementwise_table_width(op)}];
               use.tokens.insert(op.tokens);
               use.tp = std::max(use.tp, tp);
             }

@@ -17,6 +17,10 @@ namespace eaglesim {
 
 // The kinds priced by the elementwise tables (tokens x hidden).
 bool is_elementwise(OpKind k);
+// The width an element-wise op's table is kept at: its hidden, or for an engine's `elementwise`
+// kernel hidden x operands (the kernel streams operands tensors of tokens x hidden; calibrate
+// measures it as one op of that width and one operand, the same bytes through the same kernel).
+std::int64_t elementwise_table_width(const Op& op);
 
 // What the traces contain, deduplicated.
 struct TraceShapes {

@@ -24,6 +24,8 @@
 #include "calibration/calibration_pipeline.hpp"
 #include "calibration/designed_grid.hpp"
 #include "calibration/gpu_tools.hpp"
+#include "calibration/model_fit.hpp"
+#include "calibration/recorded_fit.hpp"
 #include "io/atomic_file.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
@@ -54,6 +56,7 @@ struct CalibrateArgs {
   std::string grid_tp;  // empty: the calibration traces' tp
   bool dry_run = false;
   std::string attention_fit = "geometry";
+  std::string from_recordings;
 };
 
 // --grid-tp: the tensor-parallel degrees whose per-rank widths and head layouts the designed grid
@@ -216,7 +219,44 @@ void print_calibrate_summary(const std::string& output, const CalibrationRun& ru
   print_keyed("kernel transitions (us per op)", c.transition_us, true);
 }
 
+// --from-recordings: no GPU; the models fitted to recorded steps on --base's GPU.
+void run_recorded_fit(const CalibrateArgs& a) {
+  if (a.base.empty())
+    throw InputError("--base: required with --from-recordings (the preset or topology of the GPU the steps were "
+                     "recorded on)");
+  if (a.output.empty()) throw InputError("--output: required with --from-recordings (the topology to write)");
+  if (!a.traces.empty() || !a.models.empty())
+    throw InputError("--from-recordings: fits recorded steps; --traces and --model (shapes to measure) do not apply");
+  check_writable(a.output);
+  const Topology base = read_topology(resolve_topology_path(a.base));
+  std::vector<Trace> traces;
+  const std::vector<std::string> files = split_comma_list("--from-recordings", a.from_recordings);
+  for (const std::string& f : files) traces.push_back(read_trace(f));
+  const RecordedFit fit = fit_recorded_ops(traces, files, base.gpu);
+  if (fit.fitted.empty())
+    throw InputError(fmt::format("--from-recordings: no kind has {} distinct recorded shapes to fit (record more "
+                                 "shapes)", kMinFitPoints));
+  const std::string source =
+      fmt::format("fitted by eaglesim calibrate --from-recordings to {} recorded step file(s) on {}", files.size(), base.gpu.name);
+  write_topology(topology_from_recorded_fit(base, fit, source), a.output);
+  fmt::print("wrote {}: {} models fitted to {} recorded ops\n", a.output, fit.fitted.size(), fit.ops);
+  for (const auto& [key, n] : fit.points) {
+    auto it = fit.fitted.find(key);
+    if (it == fit.fitted.end()) {
+      fmt::print("  {:<28} {:>3} shapes: too few to fit (priced by the base's model)\n", key, n);
+      continue;
+    }
+    const FittedModel& m = it->second;
+    fmt::print("  {:<28} {:>3} shapes: fixed {:.2f} us, {:.0f} GB/s, {:.0f} TFLOP/s, rms residual {:.1f} %, max {:.1f} %\n",
+               key, n, m.fixed_us, m.bw_gbs, m.tflops, 100 * m.rms_residual, 100 * m.max_residual);
+  }
+}
+
 void run_calibrate_command(const CalibrateArgs& a) {
+  if (!a.from_recordings.empty()) {
+    run_recorded_fit(a);
+    return;
+  }
   check_calibrate_flags(a);
   const std::vector<Trace> traces = load_traces(a);
   const int ranks = measured_ranks(a, traces);
@@ -301,6 +341,9 @@ void add_calibrate(CLI::App& app) {
                   "Tensor-parallel degrees whose per-rank widths and head layouts the grid covers, e.g. 1,8 (default: "
                   "the traces' tp): one rank of TP8 has 1-8 KV heads, layouts no TP1 model has");
   add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
+  cmd->add_option("--from-recordings", a->from_recordings,
+                  "Comma-separated imported traces (eaglesim import kineto) of an engine's recorded steps: fit the "
+                  "models to their ops instead of measuring (no GPU; needs --base and -o)");
   cmd->callback([a] { run_calibrate_command(*a); });
 }
 

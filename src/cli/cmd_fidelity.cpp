@@ -87,6 +87,7 @@ void run_fidelity_command(const FidelityArgs& a) {
     opts.op_times = op_times;
     opts.fuse_add_norm = !a.no_fused_add_norm;
     opts.kind_marginals = true;  // the per-kind comparison (domain/kind_marginals.hpp)
+    opts.replay_kernels = true;  // the calibration describes the replay's kernels, which it is held against
     std::vector<std::string> run_strategies = strategies;
     if (ft.ranks == 1 && run_strategies.size() > 1) {
       ft.notes.push_back(fmt::format("1 rank: no allreduce has a peer, every strategy is the same step; ran {} only",

@@ -1,6 +1,6 @@
 // eaglesim gen --model CONFIG --tp N (--tokens T | --speculative-num-steps S [--speculative-eagle-topk K]
 //   [--speculative-num-draft-tokens D]) [--batch B] [--kv-len L | --kv-lens a,b,...] [--draft DRAFT]
-//   [--engine-cycle] [--weight-dtype D] -o OUT:
+//   [--engine-cycle] [--engine sglang|vllm|trtllm|torch] [--weight-dtype D] -o OUT:
 // a per-rank trace of one verify step (and the draft and plain-decode steps) from an HF config.json.
 #include <cerrno>
 #include <cstdlib>
@@ -37,6 +37,7 @@ struct GenArgs {
   int batch = 1;
   std::int64_t kv_len = 4096;
   bool engine_cycle = false;
+  std::string engine = "sglang";
   SpeculativeFlags speculative;
 };
 
@@ -63,6 +64,7 @@ void run_gen(const GenArgs& a, bool tokens_given) {
   opt.kv_len = a.kv_len;
   opt.batch = a.batch;
   opt.engine_cycle = a.engine_cycle;
+  opt.engine = *parse_serving_engine(a.engine);  // CLI11 already restricted it to the engines' names
   if (!a.kv_lens.empty()) opt.kv_lens = parse_kv_lens(a.kv_lens);
   if (a.speculative.any()) {
     ResolvedSpeculative r = resolve_speculative_flags(a.speculative);
@@ -116,6 +118,11 @@ void add_gen(CLI::App& app) {
   kv_len->excludes(kv_lens);
   cmd->add_flag("--engine-cycle", a->engine_cycle,
                 "The cycle as SGLang runs it: draft-extend step, top-k selection, tree building, sampling, host sync");
+  cmd->add_option("--engine", a->engine,
+                  "Whose kernels the steps list: sglang, vllm, trtllm, or torch (the PyTorch reference step, "
+                  "one GPU, bf16; docs/engine-steps.md)")
+      ->check(CLI::IsMember(serving_engine_names()))
+      ->capture_default_str();
   cmd->add_option("--weight-dtype", a->weight_dtype, "Target linear-layer weights: bf16, fp8 or int4 (weight-only)")
       ->check(CLI::IsMember({"bf16", "fp8", "int4"}))
       ->capture_default_str();

@@ -6,7 +6,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
+#include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
 #include "import/kineto_import.hpp"
 #include "io/atomic_file.hpp"
@@ -27,6 +30,7 @@ struct KinetoArgs {
   int layers = 0;
   std::string model;
   std::string config;
+  std::string like;
   int tp = 0;
   std::int64_t tokens = 0, batch = 0, kv_len = -1;
   bool quiet = false;
@@ -52,6 +56,11 @@ void add_kineto(CLI::App& import) {
                   "splits the steps, its name becomes meta.model, and kernels without shapes (CUDA graph "
                   "replays) take theirs from it")
       ->excludes(layers);
+  cmd->add_option("--like", a->like,
+                  "A trace generated for the recorded engine and shape (eaglesim gen --engine ...): each recorded op "
+                  "takes the kind, shape and layer of the op at the same place in its verify step, keeping its "
+                  "measured us (docs/engine-steps.md)")
+      ->excludes("--config");
   // What the engine ran, which a graph replay does not record: its kernels have no shapes.
   cmd->add_option("--tp", a->tp, "Tensor-parallel size of the recorded run (default: distributedInfo.world_size, "
                                  "else the number of files)")->check(CLI::Range(1, 1024));
@@ -75,6 +84,13 @@ void add_kineto(CLI::App& import) {
       opt.layers_per_step = cfg.layers;
       if (opt.model.empty()) opt.model = cfg.name;
       opt.layer_shape = [cfg](int tp) { return rank_layer_shape(cfg, tp); };
+    }
+    if (!a->like.empty()) {
+      opt.like = read_trace(a->like);
+      opt.like_file = a->like;
+      if (opt.like->meta.source != "generated")
+        throw InputError(fmt::format("--like {}: meta.source: expected a generated trace (eaglesim gen), got {}", a->like,
+                                     opt.like->meta.source));
     }
     if (a->tp > 0) opt.tp = a->tp;
     if (a->tokens > 0) opt.tokens = a->tokens;

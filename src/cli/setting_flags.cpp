@@ -38,6 +38,8 @@ std::string flag_of(Setting s) {
     case Setting::step: return "--step";
     case Setting::all_steps: return "--all-steps";
     case Setting::layers: return "--layers";
+    case Setting::engine: return "--engine";
+    case Setting::engine_cycle: return "--engine-cycle";
   }
   return std::string(library_name(s));
 }

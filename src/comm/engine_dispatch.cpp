@@ -13,6 +13,7 @@
 #include "comm/strategy_facts.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
+#include "cost/engine_profile.hpp"
 
 namespace eaglesim {
 
@@ -135,9 +136,6 @@ ServingEngineOptions parse_engine_options(const std::string& list, const std::ve
   std::vector<const EngineModel*> in_run;
   for (const std::string& s : strategies)
     if (const Engine* e = find_engine(s)) in_run.push_back(&e->model());
-  if (in_run.empty())
-    throw InputError(fmt::format("{}: the options are the engine strategies' ({}), and {} has none of them",
-                                 option_flag(), engine_names(), setting_name(Setting::strategy)));
   for (const std::string& item : split_comma_list(option_flag(), list)) {
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
@@ -145,6 +143,23 @@ ServingEngineOptions parse_engine_options(const std::string& list, const std::ve
     std::string key = item.substr(0, eq);
     const std::string value = item.substr(eq + 1);
     const std::size_t dot = key.find('.');
+    // The engine profile's options (cost/engine_profile.hpp) apply to the trace's engine, whatever
+    // the strategies: ENGINE.OPTION for one engine, OPTION for every engine.
+    {
+      const std::string engine = dot == std::string::npos ? std::string() : key.substr(0, dot);
+      const std::string option = dot == std::string::npos ? key : key.substr(dot + 1);
+      if (is_engine_profile_option(option) && (engine.empty() || parse_serving_engine(engine))) {
+        EngineProfile check;
+        set_engine_profile_option(check, option, value, item);
+        out.values[engine.empty() ? std::string(kEveryEngine) : engine][option] = value;
+        continue;
+      }
+    }
+    if (in_run.empty())
+      throw InputError(fmt::format("{}: '{}': the allreduce options are the engine strategies' ({}), and {} has none of "
+                                   "them (the engine profile's options are {})",
+                                   option_flag(), item, engine_names(), setting_name(Setting::strategy),
+                                   fmt::format("{}", fmt::join(engine_profile_option_names(), ", "))));
     if (dot != std::string::npos && find_engine(key.substr(0, dot))) {
       const std::string engine_name = key.substr(0, dot), option = key.substr(dot + 1);
       const EngineModel& m = engine_model(engine_name);

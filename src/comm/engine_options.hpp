@@ -8,6 +8,10 @@
 
 namespace eaglesim {
 
+// The key of ServingEngineOptions::values under which an engine-profile option given without an
+// engine (`--engine-option cycle_host_us=2000`) is kept: it applies to every engine.
+inline constexpr const char* kEveryEngine = "*";
+
 struct ServingEngineOptions {
   // engine name -> option name -> value as given ("true", "false", "auto", a version label)
   std::map<std::string, std::map<std::string, std::string>> values;

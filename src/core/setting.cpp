@@ -40,6 +40,8 @@ std::string_view library_name(Setting s) {
     case Setting::step: return "step";
     case Setting::all_steps: return "all_steps";
     case Setting::layers: return "layers";
+    case Setting::engine: return "engine";
+    case Setting::engine_cycle: return "engine_cycle";
   }
   return "?";
 }

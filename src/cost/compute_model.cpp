@@ -65,8 +65,8 @@ double launch_gap(const Topology& t) {
 }
 
 // Memory-bound time of a tiled kernel (GEMM, attention) streaming `bytes`, ramp included.
-double tiled_memory_us(const Topology& t, double bytes) {
-  return kBwRampUs + bytes / (t.gpu.mem_bw_gbs * 1e3 * kMaxBwEfficiency);
+double tiled_memory_us(const Topology& t, double bytes, double bw_efficiency = kMaxBwEfficiency) {
+  return kBwRampUs + bytes / (t.gpu.mem_bw_gbs * 1e3 * bw_efficiency);
 }
 
 // Element-wise kernels have no tile pipeline to fill: bytes at the bandwidth ceiling.
@@ -87,7 +87,8 @@ double tensor_tflops(const Topology& t, DType weights) {
 double padded(double rows) { return std::ceil(rows / kMmaRows) * kMmaRows; }
 
 // Shared by gemm, lm_head and grouped_gemm. `rows_per_group`: rows one weight matrix sees.
-double matmul_us(const Topology& t, const Op& op, double rows_per_group, double groups) {
+double matmul_us(const Topology& t, const Op& op, double rows_per_group, double groups,
+                 double bw_efficiency = kMaxBwEfficiency) {
   double padded_flops = 2.0 * groups * padded(rows_per_group) * static_cast<double>(op.n) * op.k;
   double compute = compute_us(padded_flops, tensor_tflops(t, op.dtype));
   if (op.dtype == DType::int4) {
@@ -95,8 +96,30 @@ double matmul_us(const Topology& t, const Op& op, double rows_per_group, double 
     double dequant_ops = weights * kInt4DequantOpsPerWeight * (padded(rows_per_group) / kMmaRows);
     compute += dequant_ops / (t.gpu.bf16_tflops * 1e6 * kCudaCoreShareOfTensor);
   }
-  double memory = tiled_memory_us(t, op.weight_bytes() + op.io_bytes());
+  double memory = tiled_memory_us(t, op.weight_bytes() + op.io_bytes(), bw_efficiency);
   return std::max(compute, memory);
+}
+
+// Triton's fused_moe_kernel (SGLang fused_moe_triton/fused_moe.py, vLLM fused_moe.py) at the
+// sizes of decode and verify steps: the routed rows are sorted by expert and each touched
+// expert's rows padded to BLOCK_M; one CTA computes BLOCK_M rows x BLOCK_N columns over the whole
+// K (no split-K), streaming that expert's K x BLOCK_N weight tile (the rows' activations are
+// shared by the CTAs of an expert and come from L2). With few routed rows the grid has few CTAs
+// and each is latency-bound: the kernel takes its waves of CTAs times one CTA's weight bytes at
+// `cta_gbs`, and never less than the roofline. BLOCK_M 16 and BLOCK_N 64 are the small-M
+// configurations the engines' tuned Hopper configs use; two CTAs per SM (a 3-4 stage pipeline of
+// 16 x 128 and 128 x 64 bf16 tiles is ~80 KB of shared memory).
+constexpr double kFusedMoeBlockM = 16;
+constexpr double kFusedMoeBlockN = 64;
+constexpr double kFusedMoeCtasPerSm = 2;
+double fused_moe_us(const Topology& t, const Op& op, double cta_gbs) {
+  const double experts = static_cast<double>(std::max<std::int64_t>(1, op.experts));
+  const double rows_per_expert = std::ceil(static_cast<double>(std::max<std::int64_t>(1, op.tokens)) / experts);
+  const double ctas = experts * std::ceil(rows_per_expert / kFusedMoeBlockM) * std::ceil(static_cast<double>(op.n) / kFusedMoeBlockN);
+  const double waves = std::ceil(ctas / (kFusedMoeCtasPerSm * std::max(1, t.gpu.sms)));
+  const double cta_bytes = static_cast<double>(op.k) * kFusedMoeBlockN * bytes_per_element(op.dtype);
+  const double geometry = kBwRampUs + waves * cta_bytes / (cta_gbs * 1e3);
+  return std::max(geometry, matmul_us(t, op, static_cast<double>(op.tokens) / experts, experts));
 }
 
 double attention_us(const Topology& t, const Op& op) {
@@ -193,8 +216,14 @@ OpCost in_step(OpCost c, const Topology& topo) {
 
 // Element-wise kernels streaming `bytes`, priced by the elementwise table `key` at tokens x hidden.
 OpCost elementwise_cost(const Topology& topo, double bytes, const std::string& key, const Op& op) {
-  const double elements = static_cast<double>(op.tokens) * static_cast<double>(op.hidden);
-  if (const FittedModel* fit = find_fitted(topo, "elementwise:" + key)) {
+  // An engine kernel's table is kept by all its operands' elements (calibrate measures it so).
+  const double operands = op.kind == OpKind::elementwise ? std::max<std::int32_t>(1, op.operands) : 1;
+  const double elements = static_cast<double>(op.tokens) * static_cast<double>(op.hidden) * operands;
+  const FittedModel* fit = find_fitted(topo, "elementwise:" + key);
+  // An engine's other small kernels without a fit of their own stream like a residual add: the
+  // fitted element-wise kernel closest to them (a calibration measures no RoPE or KV store).
+  if (!fit && key == kGenericElementwiseFit) fit = find_fitted(topo, "elementwise:residual_add");
+  if (fit) {
     // The bytes the fit was made on (fitted_features), which grow with the elements at a fixed
     // width: the same op at `s` elements streams s / elements of them.
     const double fb = fitted_features(op, topo.gpu.sms, key == kAddRmsnormTable).bytes;
@@ -204,13 +233,36 @@ OpCost elementwise_cost(const Topology& topo, double bytes, const std::string& k
   const double model = std::max(launch_gap(topo), streaming_memory_us(topo, bytes));
   TableLookup l;
   if (const auto* table = find_table(topo.calibration.elementwise, key))
-    l = interpolate_table(*table, static_cast<double>(op.tokens) * static_cast<double>(op.hidden));
+    l = interpolate_table(*table, elements);
   return from_table(l, model);
 }
 
 }  // namespace
 
 OpCost compute_cost(const Op& op, const Topology& topo) { return in_step(chain_cost(op, topo), topo); }
+
+// The kernel classes where eaglesim's replay runs its own kernel, not the engine's, are priced by
+// the datasheet roofline, whatever the topology's calibration fitted to our kernels: the grouped
+// MoE GEMMs (the engines run Triton fused MoE: its grid, fused_moe_us), the fp8 / int4 dense
+// GEMMs (the engines run DeepGEMM, CUTLASS or Marlin; ours are weight-only stream-K kernels) and
+// attention (FlashInfer, FlashAttention, FlashMLA; ours is eaglesim's verify kernel). bf16 GEMMs
+// (cuBLAS, as the engines) and the element-wise kernels keep the calibration.
+OpCost compute_cost(const Op& op, const Topology& topo, const EngineProfile& engine) {
+  OpCost c;
+  if (op.kind == OpKind::grouped_gemm) {
+    c.us = std::max(launch_gap(topo), fused_moe_us(topo, op, engine.moe_cta_gbs));
+    return in_step(c, topo);
+  }
+  if ((op.kind == OpKind::gemm || op.kind == OpKind::lm_head) && op.dtype != DType::bf16) {
+    c.us = std::max(launch_gap(topo), matmul_us(topo, op, static_cast<double>(op.m), 1.0));
+    return in_step(c, topo);
+  }
+  if (op.kind == OpKind::attention) {
+    c.us = std::max(launch_gap(topo), attention_us(topo, op));
+    return in_step(c, topo);
+  }
+  return compute_cost(op, topo);
+}
 
 OpCost add_rmsnorm_cost(const Op& norm, const Topology& topo) { return in_step(add_rmsnorm_chain_cost(norm, topo), topo); }
 
@@ -270,6 +322,9 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
     case OpKind::residual_add:
     case OpKind::act:
     case OpKind::embedding: return elementwise_cost(topo, op.weight_bytes() + op.io_bytes(), to_string(op.kind), op);
+    // An engine's small kernel: its bytes streamed, never under the launch gap, or the
+    // calibration's fit of such kernels (elementwise:elementwise).
+    case OpKind::elementwise: return elementwise_cost(topo, op.io_bytes(), kGenericElementwiseFit, op);
     case OpKind::other: {
       if (!op.us) throw std::invalid_argument("compute_cost: op '" + op.name + "' of kind other has no us");
       OpCost c;

@@ -75,6 +75,7 @@ std::string fitted_model_key(const Op& op, int sms, bool fused_add_norm) {
     case OpKind::residual_add:
     case OpKind::act:
     case OpKind::embedding: return std::string("elementwise:") + to_string(op.kind);
+    case OpKind::elementwise: return std::string("elementwise:") + kGenericElementwiseFit;
     default: return "";
   }
 }

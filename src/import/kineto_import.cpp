@@ -11,6 +11,7 @@
 #include "core/errors.hpp"
 #include "import/collective_aligner.hpp"
 #include "import/config_shape_matcher.hpp"
+#include "import/kernel_classifier.hpp"
 #include "import/kineto_ranks.hpp"
 #include "import/layer_assigner.hpp"
 #include "import/recorded_strategy.hpp"
@@ -47,6 +48,9 @@ T mode_of(const std::vector<T>& v, T fallback) {
 
 void check_options(const std::vector<std::string>& files, const KinetoImportOptions& opt) {
   if (files.empty()) throw InputError("import kineto: no trace files given (one Chrome-trace JSON per rank)");
+  if (opt.like && opt.layer_shape)
+    throw InputError(fmt::format("import kineto: {} and a generated trace to take shapes from exclude each other",
+                                 setting_name(Setting::config)));
   if (opt.step && opt.all_steps) throw InputError(fmt::format("import kineto: {} and {} exclude each other", setting_name(Setting::step),
                                                           setting_name(Setting::all_steps)));
   if (opt.step && *opt.step < 0) throw InputError(fmt::format("{} {}: expected a step index >= 0", setting_name(Setting::step), *opt.step));
@@ -362,16 +366,16 @@ void add_import_warnings(ImportSummary& sum, const RankedRun& in, const KernelTa
                          const KinetoImportOptions& opt) {
   const RankOps& r0 = in.r0();
   const ConfigShapes& config = in.config;
-  if (!r0.trace.record_shapes && config.matched.empty() && !config.graph_mode)
+  if (!r0.trace.record_shapes && config.matched.empty() && !config.graph_mode && !opt.like)
     sum.warnings.push_back(fmt::format("{}: recorded without record_shapes: GEMM, attention and norm shapes are "
                                        "unknown, so those ops are imported as `other` with their measured us and "
                                        "cannot be re-priced by a cost model; profile with record_shapes=True",
                                        r0.trace.file));
-  if (config.matched.empty())
+  if (config.matched.empty() && !opt.like)
     for (const auto& [kind, n] : tally.missing_shape)
       sum.warnings.push_back(fmt::format("{} {} op(s) per step had no CPU op with a usable shape: imported as "
                                          "`other` (measured us only)", n, kind));
-  if (config.any_shapeless && !opt.layer_shape && config.graph_mode)
+  if (config.any_shapeless && !opt.layer_shape && !opt.like && config.graph_mode)
     sum.warnings.push_back(fmt::format("{}: the kernels replayed from CUDA graphs carry no shapes: pass {}, {} and {} "
                                        "to type them and number the layers",
                                        r0.trace.file, setting_name(Setting::config), setting_name(Setting::tokens),
@@ -442,6 +446,109 @@ std::string import_notes(const std::vector<std::string>& files, const RankedRun&
   return notes;
 }
 
+
+// Whether a recorded op (what its kernels were recognised as) can be the generated op: GEMMs meet
+// GEMMs, attention attention, collectives allreduces, and every other kernel any other op.
+bool same_role(const ImportedOp& io, const Op& generated) {
+  const bool recorded_gemm = io.recognised_as == to_string(KernelClass::gemm) || io.op.is_matmul();
+  const bool recorded_attention = io.recognised_as == to_string(KernelClass::attention) || io.op.kind == OpKind::attention;
+  if (generated.is_matmul()) return recorded_gemm;
+  if (generated.kind == OpKind::attention) return recorded_attention;
+  if (generated.is_comm()) return io.collective;
+  return !recorded_gemm && !recorded_attention && !io.collective;
+}
+
+// A residual add and the RMSNorm of the same rows after it, which the engines run as one kernel.
+bool add_norm_pair(const std::vector<Op>& ops, std::size_t j) {
+  return j + 1 < ops.size() && ops[j].kind == OpKind::residual_add && ops[j + 1].kind == OpKind::rmsnorm &&
+         ops[j].tokens == ops[j + 1].tokens && ops[j].hidden == ops[j + 1].hidden;
+}
+
+[[noreturn]] void inventory_mismatch(const std::string& where, const std::string& what, const std::string& like_file) {
+  throw InputError(fmt::format("{}: {}: the generated engine's inventory ({}) is not what was recorded", where, what,
+                               like_file));
+}
+
+// KinetoImportOptions::like: every imported step's ops take the generated verify step's kinds,
+// shapes, names and layers, place by place, and keep their measured us. A recorded fused add +
+// RMSNorm kernel meets the generated pair: the add gets 0 us, the norm the kernel's (the
+// simulator prices such a pair as one kernel at the add's place).
+void take_generated_shapes(KinetoImport& result, const RankedRun& in, const KinetoImportOptions& opt) {
+  const std::vector<Op>& gen = opt.like->verify().ops;
+  for (std::size_t k = 0; k < in.selected.size(); ++k) {
+    const int s = in.selected[k];
+    Step& step = result.trace.steps[k];
+    const auto& idx0 = in.r0_step(s);
+    const std::string where = fmt::format("{}: step {}", in.r0().trace.file, s);
+    std::vector<Op> typed;
+    std::size_t j = 0;
+    for (std::size_t r = 0; r < step.ops.size(); ++r) {
+      const ImportedOp& io = in.r0().ops[idx0[r]];
+      const std::string recorded =
+          fmt::format("{} ({})", io.recognised_as, io.kernels.empty() ? std::string() : io.kernels.front().name);
+      if (j >= gen.size())
+        inventory_mismatch(where, fmt::format("op {} is {}, past the generated step's {} ops", r, recorded, gen.size()),
+                           opt.like_file);
+      if (add_norm_pair(gen, j) && io.recognised_as == to_string(KernelClass::fused_add_norm)) {
+        Op add = gen[j], norm = gen[j + 1];
+        add.us = 0.0;
+        norm.us = step.ops[r].us;
+        typed.push_back(std::move(add));
+        typed.push_back(std::move(norm));
+        j += 2;
+        continue;
+      }
+      // Kernels the importer grouped into one op (PyTorch's SiLU then multiply, in one replay)
+      // that the generated step lists one by one: each kernel its op, the group's us shared in
+      // proportion to the kernels' durations.
+      if (io.kernels.size() > 1 && gen[j].kind == OpKind::elementwise && same_role(io, gen[j]) &&
+          j + io.kernels.size() <= gen.size()) {
+        const std::size_t n = io.kernels.size();
+        bool small = true;
+        for (std::size_t q = j; q < j + n; ++q)
+          small = small && !gen[q].is_matmul() && gen[q].kind != OpKind::attention && !gen[q].is_comm();
+        double kernel_sum = 0;
+        for (const auto& kern : io.kernels) kernel_sum += kern.us;
+        if (small && kernel_sum > 0) {
+          for (std::size_t q = 0; q < n; ++q) {
+            Op op = gen[j + q];
+            op.us = *step.ops[r].us * io.kernels[q].us / kernel_sum;
+            typed.push_back(std::move(op));
+          }
+          j += n;
+          continue;
+        }
+      }
+      if (!same_role(io, gen[j]))
+        inventory_mismatch(where,
+                           fmt::format("op {} is {} where the generated step has {} '{}' (op {}, layer {})", r, recorded,
+                                       to_string(gen[j].kind), gen[j].name, j, gen[j].layer),
+                           opt.like_file);
+      Op op = gen[j++];
+      op.us = step.ops[r].us;
+      op.us_source = step.ops[r].us_source;
+      typed.push_back(std::move(op));
+    }
+    if (j != gen.size())
+      inventory_mismatch(where,
+                         fmt::format("{} recorded ops end at the generated step's op {} of {} ('{}', layer {})",
+                                     step.ops.size(), j, gen.size(), gen[j].name, gen[j].layer),
+                         opt.like_file);
+    step.ops = std::move(typed);
+  }
+  const TraceMeta& g = opt.like->meta;
+  TraceMeta& m = result.trace.meta;
+  m.tokens = g.tokens;
+  m.batch = g.batch;
+  m.kv_len = g.kv_len;
+  m.kv_lens = g.kv_lens;
+  m.weight_dtype = g.weight_dtype;
+  m.engine = g.engine;
+  if (g.speculative) m.speculative = g.speculative;
+  if (opt.model.empty()) m.model = g.model;
+  m.notes += fmt::format("Kinds and shapes from the generated trace {} (place by place). ", opt.like_file);
+}
+
 }  // namespace
 
 KinetoImport import_kineto_with_summary(const std::vector<std::string>& files, const KinetoImportOptions& opt) {
@@ -464,6 +571,7 @@ KinetoImport import_kineto_with_summary(const std::vector<std::string>& files, c
   add_import_warnings(result.summary, in, tally, opt);
   fill_meta(result.trace, files, opt, in, tally);
   result.trace.meta.notes = import_notes(files, in, result.summary, step_notes);
+  if (opt.like) take_generated_shapes(result, in, opt);
   return result;
 }
 

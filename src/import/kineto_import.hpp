@@ -27,6 +27,14 @@ struct KinetoImportOptions {
   std::optional<std::int64_t> tokens;  // query tokens per request (1 + draft tokens)
   std::optional<std::int64_t> batch;   // requests; default 1
   std::optional<std::int64_t> kv_len;  // KV positions per request
+  // Shapes from a generated trace of the engine that was recorded (gen --engine ...): each op of
+  // an imported step takes the kind, shape, name and layer of the op at the same place in the
+  // generated trace's verify step, and keeps its measured us. The step must have exactly as many
+  // ops, and every GEMM and attention kernel must meet a GEMM or attention op; otherwise an
+  // InputError names the first op where they part (the engine's inventory is not what ran).
+  // Excludes layer_shape.
+  std::optional<Trace> like;
+  std::string like_file;  // for messages
 };
 
 struct KinetoImport {

@@ -29,10 +29,13 @@ struct Requests {
 // step's rows (every request's tokens together); attention sees the requests.
 class StepBuilder {
  public:
-  StepBuilder(int tp, const Requests& requests) : tp_(tp), req_(requests), t_(requests.rows()) {}
+  StepBuilder(int tp, const Requests& requests, ServingEngine engine)
+      : tp_(tp), engine_(engine), req_(requests), t_(requests.rows()) {}
 
   std::vector<Op> take() { return std::move(ops_); }
   int tp() const { return tp_; }
+  ServingEngine engine() const { return engine_; }
+  bool is(ServingEngine e) const { return engine_ == e; }
   std::int64_t tokens() const { return t_; }
 
   void gemm(const std::string& name, int layer, std::int64_t n, std::int64_t k, DType dtype,
@@ -65,6 +68,12 @@ class StepBuilder {
     op.heads = heads; op.kv_heads = 1;
     op.head_dim = kv_lora_rank + rope_dim;
     op.variant = AttentionVariant::mla; op.kv_lora_rank = kv_lora_rank; op.rope_dim = rope_dim;
+    ops_.push_back(op);
+  }
+  // One of an engine's small kernels: reads and writes `operands` bf16 tensors of rows x width.
+  void elementwise(const std::string& name, int layer, std::int64_t rows, std::int64_t width, int operands) {
+    Op op = make(OpKind::elementwise, name, layer);
+    op.tokens = rows; op.hidden = width; op.operands = operands;
     ops_.push_back(op);
   }
   // The allreduce that ends a row-parallel block: the partial sums of rows x hidden bf16
@@ -113,19 +122,99 @@ class StepBuilder {
     return op;
   }
   int tp_;
+  ServingEngine engine_;
   Requests req_;
   std::int64_t t_;
   std::vector<Op> ops_;
 };
 
-// Column-parallel QKV (+ per-head q/k norm), attention, row-parallel O. `in_width` is what the
-// QKV projection reads: hidden, or 2 x hidden in an EAGLE-3 head ([embedding, fused feature]).
+// An engine's kernels around the GEMMs and attention (docs/engine-steps.md gives each rule's
+// source). Facts read from the engines' public source:
+//   SGLang  rotary_embedding/base.py RotaryEmbedding.forward_cuda: one RoPE launch rotates q and k
+//           in place; mem_cache/memory_pool.py set_kv_buffer: one store_cache launch writes K and
+//           V; models/qwen3_moe.py apply_qk_norm_rope: the KV store folded into the RoPE kernel.
+//   vLLM    rotary_embedding custom op: one launch for q and k; v1/attention/backends
+//           flash_attn.py: reshape_and_cache_flash writes K and V in one launch.
+//   TRT-LLM the attention op's preprocessing kernel (unfusedAttentionKernels,
+//           applyBiasRopeUpdateKVCache) applies RoPE and writes the KV cache in one launch.
+//   torch   the reference step (tools/torch-steps.tsv): rotate-half RoPE as seven element-wise
+//           kernels each for q and k, the K-cache write as one copy_, a copy after attention.
+
+// Rotate-half RoPE as PyTorch runs `cat([a*c - b*s, b*c + a*s])` over half-width views: a*c,
+// b*s, the subtraction, b*c, a*s, the addition (each over the half width), then the concatenation
+// (both halves read, the full width written).
+void torch_rope(StepBuilder& b, const char* which, int layer, std::int64_t heads, std::int64_t head_dim) {
+  const std::int64_t half = heads * head_dim / 2;
+  const std::string n = std::string("rope_") + which;
+  b.elementwise(n + ".a_cos", layer, b.tokens(), half, 2);
+  b.elementwise(n + ".b_sin", layer, b.tokens(), half, 2);
+  b.elementwise(n + ".sub", layer, b.tokens(), half, 3);
+  b.elementwise(n + ".b_cos", layer, b.tokens(), half, 2);
+  b.elementwise(n + ".a_sin", layer, b.tokens(), half, 2);
+  b.elementwise(n + ".add", layer, b.tokens(), half, 3);
+  b.elementwise(n + ".cat", layer, b.tokens(), half, 4);
+}
+
+// RoPE on q and k and the KV-cache store of the new tokens' K and V, as each engine launches them.
+void rope_and_kv_store(StepBuilder& b, const ModelConfig& m, int layer, std::int64_t hq, std::int64_t hkv,
+                       std::int64_t d) {
+  const std::int64_t T = b.tokens();
+  switch (b.engine()) {
+    case ServingEngine::torch:
+      torch_rope(b, "q", layer, hq, d);
+      torch_rope(b, "k", layer, hkv, d);
+      b.elementwise("k_cache_copy", layer, T, hkv * d, 2);  // the reference step writes K only
+      return;
+    case ServingEngine::trtllm:
+      // RoPE reads and writes q and k; the same kernel writes K and V to the cache.
+      b.elementwise("rope_kv_cache_update", layer, T, (hq + 2 * hkv) * d, 2);
+      return;
+    case ServingEngine::sglang:
+      if (m.arch == Architecture::qwen3_moe) {
+        b.elementwise("rope_set_kv_buffer", layer, T, (hq + 2 * hkv) * d, 2);
+        return;
+      }
+      [[fallthrough]];
+    case ServingEngine::vllm:
+      b.elementwise("rotary_emb", layer, T, (hq + hkv) * d, 2);
+      b.elementwise(b.is(ServingEngine::vllm) ? "reshape_and_cache_flash" : "set_kv_buffer", layer, T, 2 * hkv * d, 2);
+      return;
+  }
+}
+
+// The activation quantisation an engine runs before each fp8 GEMM: SGLang's per-token-group
+// quant (quantization/fp8_utils.py) and vLLM's dynamic per-token scaled_fp8_quant read the bf16
+// input and write fp8 values and scales. TensorRT-LLM fuses it into the kernel before.
+void activation_quant(StepBuilder& b, int layer, std::int64_t rows, std::int64_t width, DType w) {
+  if (w != DType::fp8 || b.is(ServingEngine::trtllm) || b.is(ServingEngine::torch)) return;
+  b.elementwise("act_quant_fp8", layer, rows, width, 2);
+}
+
+// A linear layer of the target: its activation quantisation (fp8), then the GEMM.
+void linear(StepBuilder& b, const std::string& name, int layer, std::int64_t n, std::int64_t k, DType w) {
+  activation_quant(b, layer, b.tokens(), k, w);
+  b.gemm(name, layer, n, k, w);
+}
+
+// Column-parallel QKV (+ per-head q/k norm), RoPE and the KV store, attention, row-parallel O.
+// `in_width` is what the QKV projection reads: hidden, or 2 x hidden in an EAGLE-3 head
+// ([embedding, fused feature]).
 void gqa_block(StepBuilder& b, const ModelConfig& m, int layer, std::int64_t in_width, DType w) {
   const std::int64_t hq = heads_per_rank(m, b.tp()), hkv = kv_heads_per_rank(m, b.tp()), d = m.head_dim;
-  b.gemm("qkv_proj", layer, (hq + 2 * hkv) * d, in_width, w);
-  if (m.qk_norm) b.rowwise(OpKind::rmsnorm, "qk_norm", layer, b.tokens() * (hq + hkv), d);
+  linear(b, "qkv_proj", layer, (hq + 2 * hkv) * d, in_width, w);
+  if (m.qk_norm) {
+    if (b.is(ServingEngine::torch)) {  // F.rms_norm on q, then on k
+      b.rowwise(OpKind::rmsnorm, "q_norm", layer, b.tokens() * hq, d);
+      b.rowwise(OpKind::rmsnorm, "k_norm", layer, b.tokens() * hkv, d);
+    } else {
+      b.rowwise(OpKind::rmsnorm, "qk_norm", layer, b.tokens() * (hq + hkv), d);
+    }
+  }
+  rope_and_kv_store(b, m, layer, hq, hkv, d);
   b.attention_gqa(layer, hq, hkv, d);
-  b.gemm("o_proj", layer, m.hidden, hq * d, w);
+  // The reference step's attention output, [B, heads, T, d], transposed back to [B*T, heads*d].
+  if (b.is(ServingEngine::torch)) b.elementwise("attn_out_transpose", layer, b.tokens(), hq * d, 2);
+  linear(b, "o_proj", layer, m.hidden, hq * d, w);
 }
 
 // Multi-head latent attention, absorbed form. The query and KV down-projections are small and
@@ -135,75 +224,130 @@ void gqa_block(StepBuilder& b, const ModelConfig& m, int layer, std::int64_t in_
 // column-parallel over heads. kv_b_proj is applied as its two absorbed halves: the key half maps
 // q_nope into the latent space before attention, the value half maps the attention output back
 // out; each is written as a GEMM with the same FLOPs and weight bytes as the per-head batched
-// matmul.
+// matmul. RoPE rotates q_pe and k_pe (one launch) and the latent row [c_kv, k_pe] is stored in the
+// MLA pool (SGLang's set_mla_kv_buffer, vLLM's concat_and_cache_mla: one launch).
 void mla_block(StepBuilder& b, const ModelConfig& m, int layer, DType w) {
   const std::int64_t hq = heads_per_rank(m, b.tp());
   const std::int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
   const std::int64_t kv_a = m.kv_lora_rank + m.qk_rope_head_dim;
   if (m.q_lora_rank > 0) {
-    b.gemm("fused_qkv_a_proj", layer, m.q_lora_rank + kv_a, m.hidden, w);
+    linear(b, "fused_qkv_a_proj", layer, m.q_lora_rank + kv_a, m.hidden, w);
     b.rowwise(OpKind::rmsnorm, "q_a_layernorm", layer, b.tokens(), m.q_lora_rank);
     b.rowwise(OpKind::rmsnorm, "kv_a_layernorm", layer, b.tokens(), m.kv_lora_rank);
-    b.gemm("q_b_proj", layer, hq * qk, m.q_lora_rank, w);
+    linear(b, "q_b_proj", layer, hq * qk, m.q_lora_rank, w);
   } else {
-    b.gemm("q_proj", layer, hq * qk, m.hidden, w);
-    b.gemm("kv_a_proj", layer, kv_a, m.hidden, w);
+    linear(b, "q_proj", layer, hq * qk, m.hidden, w);
+    linear(b, "kv_a_proj", layer, kv_a, m.hidden, w);
     b.rowwise(OpKind::rmsnorm, "kv_a_layernorm", layer, b.tokens(), m.kv_lora_rank);
   }
   b.gemm("kv_b_proj.k_absorb", layer, hq * m.kv_lora_rank, m.qk_nope_head_dim, w);
+  b.elementwise("rope_mla", layer, b.tokens(), (hq + 1) * m.qk_rope_head_dim, 2);
+  b.elementwise("mla_kv_store", layer, b.tokens(), kv_a, 2);
   b.attention_mla(layer, hq, m.kv_lora_rank, m.qk_rope_head_dim);
   b.gemm("kv_b_proj.v_up", layer, hq * m.v_head_dim, m.kv_lora_rank, w);
-  b.gemm("o_proj", layer, m.hidden, hq * m.v_head_dim, w);
+  linear(b, "o_proj", layer, m.hidden, hq * m.v_head_dim, w);
 }
 
 // SwiGLU MLP of width `width` (already the per-rank slice): column-parallel gate+up, SiLU*mul,
-// row-parallel down.
+// row-parallel down. The reference step runs SiLU on the gate half and the multiplication as two
+// PyTorch kernels.
 void mlp_block(StepBuilder& b, const std::string& prefix, int layer, std::int64_t hidden,
                std::int64_t width, DType w) {
-  b.gemm(prefix + "gate_up_proj", layer, 2 * width, hidden, w);
-  b.rowwise(OpKind::act, prefix + "act", layer, b.tokens(), width);
-  b.gemm(prefix + "down_proj", layer, hidden, width, w);
+  linear(b, prefix + "gate_up_proj", layer, 2 * width, hidden, w);
+  if (b.is(ServingEngine::torch)) {
+    b.elementwise(prefix + "silu", layer, b.tokens(), width, 2);
+    b.elementwise(prefix + "mul", layer, b.tokens(), width, 3);
+  } else {
+    b.rowwise(OpKind::act, prefix + "act", layer, b.tokens(), width);
+  }
+  linear(b, prefix + "down_proj", layer, hidden, width, w);
+}
+
+// The routing kernels of a MoE layer besides the router GEMM. SGLang (layers/moe/topk.py,
+// fused_moe_triton/moe_align_block_size.py): topk_softmax in one kernel (DeepSeek's biased
+// grouped top-k: moe_fused_gate plus the logits' cast to fp32), then moe_align_block_size: a
+// memset, the align kernel and count_and_sort (more than 64 experts; one kernel for fewer). vLLM
+// (model_executor/layers/fused_moe): topk_softmax or grouped_topk, then moe_align_block_size (the
+// align and sort kernels). TensorRT-LLM (CUTLASS fused MoE): the routing kernel and the
+// permutation of the input rows.
+void moe_routing(StepBuilder& b, const ModelConfig& m, int layer) {
+  const std::int64_t T = b.tokens(), E = m.routed_experts, k = m.experts_per_token;
+  const bool grouped = m.is_mla();  // DeepSeek-V3 / Kimi-K2: sigmoid scores, bias, expert groups
+  b.elementwise(grouped ? "grouped_topk" : "topk_softmax", layer, T, E, 2);
+  if (grouped && !b.is(ServingEngine::trtllm)) b.elementwise("router_logits_fp32", layer, T, E, 3);
+  if (b.is(ServingEngine::trtllm)) {
+    b.elementwise("expand_input_rows", layer, T * k, m.hidden, 2);
+    return;
+  }
+  if (b.is(ServingEngine::sglang) && E > 64) b.elementwise("moe_align.memset", layer, 1, E, 2);
+  b.elementwise("moe_align_block_size", layer, T, k, 2);
+  b.elementwise("count_and_sort_expert_tokens", layer, T, k, 2);
 }
 
 // TP-MoE: the router is replicated; every rank holds a 1/tp slice of every expert's
 // intermediate dimension, so each rank runs all T*k routed rows against all touched experts.
+// After the down projection the top-k rows of each token are summed (SGLang: torch.sum or
+// moe_sum_reduce; vLLM: moe_sum; TensorRT-LLM: finalizeMoeRouting).
 void moe_block(StepBuilder& b, const ModelConfig& m, int layer, DType w) {
   const int tp = b.tp();
   b.gemm("router", layer, m.routed_experts, m.hidden, DType::bf16);
+  moe_routing(b, m, layer);
   if (m.shared_experts > 0)
     mlp_block(b, "shared_experts.", layer, m.hidden, m.shared_experts * m.moe_intermediate / tp, w);
   const std::int64_t rows = b.tokens() * m.experts_per_token;
   const std::int64_t touched = experts_touched(m.routed_experts, m.experts_per_token, b.tokens());
   const std::int64_t width = m.moe_intermediate / tp;
+  activation_quant(b, layer, rows, m.hidden, w);
   b.grouped_gemm("experts.gate_up_proj", layer, rows, touched, 2 * width, m.hidden, w);
   b.rowwise(OpKind::act, "experts.act", layer, rows, width);
+  activation_quant(b, layer, rows, width, w);
   b.grouped_gemm("experts.down_proj", layer, rows, touched, m.hidden, width, w);
+  const int summed = static_cast<int>(std::min<std::int64_t>(m.experts_per_token + 1, kMaxElementwiseOperands));
+  b.elementwise("moe_sum", layer, b.tokens(), m.hidden, summed);
 }
 
 void embedding(StepBuilder& b, std::int64_t hidden) {
   // Vocab-parallel embedding: each rank looks up the rows it owns and zeros the rest, and an
-  // allreduce assembles the full embeddings.
+  // allreduce assembles the full embeddings. The reference step starts from given hidden states.
+  if (b.is(ServingEngine::torch)) return;
   b.rowwise(OpKind::embedding, "embed_tokens", -1, b.tokens(), hidden);
   b.allreduce("embed_allreduce", -1, hidden, "embed");
 }
 
+// The residual add after a block. The serving engines fuse it with the RMSNorm after it (the
+// simulator prices the pair as fused_add_rmsnorm); PyTorch runs `x + y` as its own kernel.
+void residual(StepBuilder& b, const char* name, int layer, std::int64_t hidden) {
+  if (b.is(ServingEngine::torch)) b.elementwise(name, layer, b.tokens(), hidden, 3);
+  else b.rowwise(OpKind::residual_add, name, layer, b.tokens(), hidden);
+}
+
+// The layers whose output an EAGLE-3 target hands to its draft head (SGLang models/llama.py and
+// vLLM's llama.py capture layers 2, L/2 and L-3, each as `hidden_states + residual`: one add kernel
+// each in the verify forward).
+bool captures_eagle3_state(int layer, int layers) {
+  return layer == 2 || layer == layers / 2 || layer == layers - 3;
+}
+
 // A target-model forward pass over every request's tokens.
-void target_forward(StepBuilder& b, const ModelConfig& m, DType w) {
+void target_forward(StepBuilder& b, const ModelConfig& m, DType w, bool eagle3_capture) {
   const int tp = b.tp();
   const std::int64_t tokens = b.tokens();
   const std::int64_t H = m.hidden;
   embedding(b, H);
   for (int layer = 0; layer < m.layers; ++layer) {
     b.rowwise(OpKind::rmsnorm, "input_layernorm", layer, tokens, H);
+    // After the layer's fused add + norm, which the add of the captured state does not split.
+    if (eagle3_capture && captures_eagle3_state(layer, m.layers) && !b.is(ServingEngine::torch))
+      b.elementwise("eagle3_aux_hidden_state", layer, tokens, H, 3);
     if (m.is_mla()) mla_block(b, m, layer, w);
     else gqa_block(b, m, layer, H, w);
     b.allreduce("attn_allreduce", layer, H, "attn_out");
-    b.rowwise(OpKind::residual_add, "attn_residual", layer, tokens, H);
+    residual(b, "attn_residual", layer, H);
     b.rowwise(OpKind::rmsnorm, "post_attention_layernorm", layer, tokens, H);
     if (m.layer_is_moe(layer)) moe_block(b, m, layer, w);
     else mlp_block(b, "", layer, H, m.intermediate / tp, w);
     b.allreduce("mlp_allreduce", layer, H, "mlp_out");
-    b.rowwise(OpKind::residual_add, "mlp_residual", layer, tokens, H);
+    residual(b, "mlp_residual", layer, H);
   }
   b.rowwise(OpKind::rmsnorm, "final_norm", -1, tokens, H);
   b.gemm("lm_head", -1, vocab_per_rank(m.vocab, tp), H, DType::bf16, OpKind::lm_head);
@@ -230,11 +374,11 @@ void draft_forward(StepBuilder& b, const ModelConfig& d, const DraftForward& f) 
   b.rowwise(OpKind::rmsnorm, "hidden_norm", 0, tokens, H);
   gqa_block(b, d, 0, 2 * H, w);
   b.allreduce("attn_allreduce", 0, H, "attn_out");
-  b.rowwise(OpKind::residual_add, "attn_residual", 0, tokens, H);
+  residual(b, "attn_residual", 0, H);
   b.rowwise(OpKind::rmsnorm, "post_attention_layernorm", 0, tokens, H);
   mlp_block(b, "", 0, H, d.intermediate / tp, w);
   b.allreduce("mlp_allreduce", 0, H, "mlp_out");
-  b.rowwise(OpKind::residual_add, "mlp_residual", 0, tokens, H);
+  residual(b, "mlp_residual", 0, H);
   b.rowwise(OpKind::rmsnorm, "final_norm", -1, tokens, H);
   b.gemm("lm_head", -1, vocab_per_rank(d.draft_vocab, tp), H, w, OpKind::lm_head, f.logit_rows);
 }
@@ -296,6 +440,19 @@ void check_options(const ModelConfig& m, const GenOptions& o) {
                          fmt::format("this is an EAGLE-3 draft head; pass it with {} and give the target model with {}",
                                      setting_name(Setting::draft), setting_name(Setting::model)));
   check_tp(m, o.tp);
+  if (o.engine == ServingEngine::torch) {
+    // The reference step (tools/torch-steps.tsv) is one GPU's bf16 target forward, nothing else.
+    const std::string why = "the torch reference step is one GPU's bf16 target forward";
+    if (o.tp != 1) throw SettingError(Setting::tp, fmt::format("expected 1 with engine torch ({}), got {}", why, o.tp));
+    if (o.weight_dtype != DType::bf16)
+      throw SettingError(Setting::weight_dtype,
+                         fmt::format("expected bf16 with engine torch ({}), got {}", why, to_string(o.weight_dtype)));
+    if (o.draft) throw SettingError(Setting::draft, fmt::format("not available with engine torch ({})", why));
+    if (o.engine_cycle) throw SettingError(Setting::engine_cycle, fmt::format("not available with engine torch ({})", why));
+    if (m.is_moe() || m.is_mla())
+      throw InputError::at(m.file, "model_type",
+                           fmt::format("expected a dense GQA model with engine torch ({}), got {}", why, m.model_type));
+  }
   if (o.draft) {
     const ModelConfig& d = *o.draft;
     if (!d.is_draft())
@@ -353,8 +510,10 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
   t.meta.draft_tokens = spec.num_steps;
   if (ragged.empty()) t.meta.kv_len = kv_len;
   t.meta.weight_dtype = o.weight_dtype;
+  t.meta.engine = o.engine;
   if (o.draft) t.meta.draft_model = o.draft->name;
-  std::string notes = fmt::format("eaglesim gen from {} ({}): per-rank ops at TP {}", m.name, m.model_type, o.tp);
+  std::string notes = fmt::format("eaglesim gen from {} ({}): per-rank ops at TP {}, the kernels of {}", m.name,
+                                  m.model_type, o.tp, modelled_version(o.engine));
   if (m.is_moe())
     notes += fmt::format("; TP-MoE, experts touched per MoE layer = {0} x (1 - (1 - {1}/{0})^tokens) rounded, "
                          "the expected distinct experts under balanced routing",
@@ -376,9 +535,10 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
 
   {
     StepBuilder b(o.tp, requests(verify_tokens(spec), spec.mask == VerifyMask::tree ? AttentionMask::tree
-                                                                                       : AttentionMask::causal));
+                                                                                       : AttentionMask::causal),
+                  o.engine);
     if (o.engine_cycle && drafts) b.tree_build(draft_candidates(spec.num_steps, spec.eagle_topk));
-    target_forward(b, m, o.weight_dtype);
+    target_forward(b, m, o.weight_dtype, o.draft.has_value());
     if (o.engine_cycle) {
       b.sampling(m.vocab);
       b.host_sync();
@@ -393,25 +553,25 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
       // The draft model over each request's accepted tokens, padded to num_steps + 1 as SGLang's
       // CUDA graph for it runs (eagle_draft_extend_cuda_graph_runner.py); logits only for each
       // request's last token, whose top-k are the tree's first level.
-      StepBuilder e(o.tp, requests(spec.num_steps + 1, AttentionMask::causal));
+      StepBuilder e(o.tp, requests(spec.num_steps + 1, AttentionMask::causal), o.engine);
       draft_forward(e, d, DraftForward{true, B});
       e.topk_select(B, d.draft_vocab, topk);
       step("draft_extend", e);
       if (spec.num_steps > 1) {
-        StepBuilder f(o.tp, requests(topk, branch_mask));
+        StepBuilder f(o.tp, requests(topk, branch_mask), o.engine);
         draft_forward(f, d, DraftForward{false, 0});
         f.topk_select(B * topk, d.draft_vocab, topk);
         step("draft", f);
       }
     } else {
-      StepBuilder f(o.tp, requests(topk, branch_mask));
+      StepBuilder f(o.tp, requests(topk, branch_mask), o.engine);
       draft_forward(f, d, DraftForward{true, 0});
       step("draft", f);
     }
   }
   {
-    StepBuilder b(o.tp, requests(1, AttentionMask::causal));
-    target_forward(b, m, o.weight_dtype);
+    StepBuilder b(o.tp, requests(1, AttentionMask::causal), o.engine);
+    target_forward(b, m, o.weight_dtype, false);
     if (o.engine_cycle) {
       b.sampling(m.vocab);
       b.host_sync();

@@ -30,6 +30,11 @@ struct GenOptions {
   // the fc of the target's features, top-k selection, tree building, sampling and the host
   // synchronisation. Without it: the verify, the draft forward (run num_steps times) and decode.
   bool engine_cycle = false;
+  // Whose kernels the steps list (docs/engine-steps.md): the GEMMs, attention, norms and
+  // allreduces every engine runs, plus that engine's own small kernels (RoPE, KV-cache store, MoE
+  // routing and sorting, activation quantisation, EAGLE-3's captured hidden states). `torch` is the
+  // PyTorch reference step: one GPU, bf16, no draft.
+  ServingEngine engine = ServingEngine::sglang;
 };
 
 // Limits gen accepts (beyond them a verify step is not a verify step any more).

@@ -20,7 +20,8 @@ const std::vector<std::string>& fitted_model_keys() {
                                              "attention:gqa:batch",      "attention:mla:batch",
                                              "attention:gqa:decode",     "attention:mla:decode",
                                              "grouped_gemm:bf16",        "grouped_gemm:fp8",
-                                             "grouped_gemm:int4"};
+                                             "grouped_gemm:int4",
+                                             std::string("elementwise:") + kGenericElementwiseFit};
   return keys;
 }
 

@@ -8,7 +8,7 @@ const std::vector<std::string>& op_kind_names() {
   static const std::vector<std::string> names{"gemm",         "grouped_gemm", "attention", "allreduce",
                                               "rmsnorm",      "residual_add", "act",       "embedding",
                                               "lm_head",      "other",        "topk_select", "tree_build",
-                                              "sampling",     "host_sync"};
+                                              "sampling",     "host_sync",  "elementwise"};
   return names;
 }
 
@@ -103,6 +103,7 @@ double Op::io_bytes() const {
     // Greedy acceptance: one pass of the target's argmax over the fp32 logits.
     case OpKind::sampling: return 4.0 * static_cast<double>(rows) * vocab;
     case OpKind::host_sync: return 0.0;
+    case OpKind::elementwise: return a * operands * static_cast<double>(tokens) * hidden;
   }
   return 0.0;
 }
@@ -133,6 +134,7 @@ std::string Op::shape_string() const {
     case OpKind::tree_build: return fmt::format("batch={} candidates={} tokens={}", batch, candidates, tokens);
     case OpKind::sampling: return fmt::format("rows={} vocab={}", rows, vocab);
     case OpKind::host_sync: return us ? fmt::format("{:.1f} us", *us) : std::string("-");
+    case OpKind::elementwise: return fmt::format("{}x{} x{}", tokens, hidden, operands);
   }
   return "";
 }

@@ -28,12 +28,17 @@ enum class OpKind {
   tree_build,    // batch, candidates, tokens: pick tokens - 1 of candidates drafts, build the verify tree
   sampling,      // rows, vocab: the target's sampling / acceptance over fp32 logits
   host_sync,     // none: the accepted tokens copied to the host and the host's wait for them
+  // A serving engine's small memory-bound kernel besides the ones above (trace version 2): RoPE,
+  // the KV-cache store, copies, q/k norms' reshapes, router top-k, MoE align/sort and combine,
+  // activation quantisation. tokens, hidden, operands: it reads and writes `operands` bf16
+  // tensors of tokens x hidden; `name` says which kernel it is.
+  elementwise,
 };
 
 const char* to_string(OpKind k);
 bool parse_op_kind(const std::string& name, OpKind& out);
 const std::vector<std::string>& op_kind_names();
-constexpr int kOpKindCount = 14;
+constexpr int kOpKindCount = 15;
 // Kinds a version-1 trace may hold: every kind before topk_select.
 bool is_version1_kind(OpKind k);
 
@@ -69,9 +74,9 @@ struct Op {
 
   // Shape fields; which are used depends on kind.
   std::int64_t m = 0, n = 0, k = 0;     // gemm, lm_head; grouped_gemm uses n, k
-  std::int64_t tokens = 0;              // grouped_gemm, rmsnorm, residual_add, act, embedding, tree_build
+  std::int64_t tokens = 0;              // grouped_gemm, rmsnorm, residual_add, act, embedding, elementwise, tree_build
   std::int64_t experts = 0;             // grouped_gemm
-  std::int64_t hidden = 0;              // rmsnorm, residual_add, act, embedding
+  std::int64_t hidden = 0;              // rmsnorm, residual_add, act, embedding, elementwise
   std::int64_t bytes = 0;               // allreduce
   // attention: `batch` requests of q_tokens query tokens each. Every request attends over kv_len
   // positions, or, when kv_lens is not empty, request r over kv_lens[r] (then kv_len is the
@@ -83,6 +88,7 @@ struct Op {
   // topk_select, sampling: rows of `vocab` fp32 logits (at most 2^22 and 2^24); topk_select
   // keeps `topk` per row. tree_build: per request, tokens - 1 drafts chosen among `candidates`.
   std::int32_t rows = 0, vocab = 0, topk = 0;
+  std::int32_t operands = 0;                    // elementwise: tensors of tokens x hidden read + written
   std::vector<std::int64_t> kv_lens;            // attention: per request; empty: kv_len for all
 
   // Derived quantities used by inspect, the cost models and the report.

@@ -27,6 +27,7 @@ const std::vector<std::string>& kind_fields(OpKind kind) {
   static const std::vector<std::string> topk_select{"rows", "vocab", "topk"};
   static const std::vector<std::string> tree_build{"batch", "candidates", "tokens"};
   static const std::vector<std::string> sampling{"rows", "vocab"};
+  static const std::vector<std::string> elementwise{"tokens", "hidden", "operands"};
   static const std::vector<std::string> none{};
   switch (kind) {
     case OpKind::gemm:
@@ -41,6 +42,7 @@ const std::vector<std::string>& kind_fields(OpKind kind) {
     case OpKind::topk_select: return topk_select;
     case OpKind::tree_build: return tree_build;
     case OpKind::sampling: return sampling;
+    case OpKind::elementwise: return elementwise;
     case OpKind::other:
     case OpKind::host_sync: return none;
   }
@@ -191,6 +193,11 @@ Op parse_op(const JsonCursor& c, int version, const TraceMeta& meta) {
       op.vocab = c.at("vocab").as_positive_int(kMaxDim);
       break;
     case OpKind::host_sync: break;
+    case OpKind::elementwise:
+      op.tokens = c.at("tokens").as_positive_int(kMaxTokens);
+      op.hidden = c.at("hidden").as_positive_int(kMaxDim);
+      op.operands = static_cast<std::int32_t>(c.at("operands").as_positive_int(kMaxElementwiseOperands));
+      break;
   }
   return op;
 }
@@ -236,6 +243,9 @@ ojson op_to_json(const Op& op) {
       break;
     case OpKind::sampling:
       j["rows"] = op.rows; j["vocab"] = op.vocab;
+      break;
+    case OpKind::elementwise:
+      j["tokens"] = op.tokens; j["hidden"] = op.hidden; j["operands"] = op.operands;
       break;
     case OpKind::other:
     case OpKind::host_sync: break;

@@ -34,6 +34,7 @@ std::string first_version2_content(const Trace& t) {
   if (t.meta.batch) return "meta.batch";
   if (!t.meta.kv_lens.empty()) return "meta.kv_lens";
   if (t.meta.speculative) return "meta.speculative";
+  if (t.meta.engine) return "meta.engine";
   const auto& v1_steps = version1_step_names();
   for (std::size_t i = 0; i < t.steps.size(); ++i) {
     const Step& s = t.steps[i];

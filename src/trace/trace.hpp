@@ -10,6 +10,7 @@
 
 #include "core/dtype.hpp"
 #include "trace/op.hpp"
+#include "trace/serving_engine.hpp"
 #include "trace/speculative.hpp"
 
 namespace eaglesim {
@@ -34,6 +35,7 @@ struct TraceMeta {
   std::optional<int> batch;                     // concurrent requests; absent: 1
   std::vector<std::int64_t> kv_lens;            // per request, when they differ (kv_len is then absent)
   std::optional<SpeculativeConfig> speculative;
+  std::optional<ServingEngine> engine;          // whose kernels a generated step lists (gen --engine)
 
   int batch_size() const { return batch.value_or(1); }
 };

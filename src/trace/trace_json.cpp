@@ -65,7 +65,7 @@ SpeculativeConfig parse_speculative(const JsonCursor& c) {
 // The version-2 meta fields: the batch, per-request KV lengths, the speculative configuration,
 // and how they agree with the version-1 fields.
 void parse_meta_version2(const JsonCursor& meta, int version, TraceMeta& m) {
-  for (const char* f : {"batch", "kv_lens", "speculative"})
+  for (const char* f : {"batch", "kv_lens", "speculative", "engine"})
     if (meta.has(f) && version < kTraceVersionLatest) fail_needs_version2(meta.at(f), fmt::format("\"{}\"", f));
   if (auto b = meta.find("batch")) m.batch = static_cast<int>(b->as_positive_int(kMaxBatch));
   if (auto l = meta.find("kv_lens")) {
@@ -75,6 +75,7 @@ void parse_meta_version2(const JsonCursor& meta, int version, TraceMeta& m) {
       l->fail(fmt::format("one KV length per request (batch = {})", m.batch_size()));
     for (std::size_t i = 0; i < l->size(); ++i) m.kv_lens.push_back(l->at(i).as_positive_int(kMaxKvLen));
   }
+  if (auto e = meta.find("engine")) m.engine = parse_serving_engine(e->as_enum(serving_engine_names()));
   if (auto s = meta.find("speculative")) {
     m.speculative = parse_speculative(*s);
     const SpeculativeConfig& sc = *m.speculative;
@@ -115,7 +116,7 @@ Trace parse_trace(const nlohmann::json& doc, const std::string& file) {
   Trace t;
   auto meta = root.at("meta");
   meta.only_keys({"model", "tp", "tokens", "dtype", "source", "notes", "draft_tokens", "kv_len",
-                  "weight_dtype", "draft_model", "batch", "kv_lens", "speculative"});
+                  "weight_dtype", "draft_model", "batch", "kv_lens", "speculative", "engine"});
   t.meta.model = meta.at("model").as_string();
   t.meta.tp = static_cast<int>(meta.at("tp").as_positive_int(kMaxTp));
   t.meta.tokens = static_cast<int>(meta.at("tokens").as_positive_int(kMaxTokens));
@@ -178,6 +179,7 @@ std::string trace_to_string(const Trace& t) {
   if (t.meta.batch) meta["batch"] = *t.meta.batch;
   if (!t.meta.kv_lens.empty()) meta["kv_lens"] = t.meta.kv_lens;
   if (t.meta.speculative) meta["speculative"] = speculative_to_json(*t.meta.speculative);
+  if (t.meta.engine) meta["engine"] = to_string(*t.meta.engine);
   if (!t.meta.notes.empty()) meta["notes"] = t.meta.notes;
 
   // Hand-laid-out: one op per line keeps files diffable and small.

@@ -19,6 +19,7 @@ void write_trace(const Trace& trace, const std::string& path);  // atomic
 // Per-field limits: beyond these a value is rejected as absurd rather than priced.
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;        // m, n, k, hidden
 constexpr std::int64_t kMaxTokens = std::int64_t{1} << 22;
+constexpr std::int64_t kMaxElementwiseOperands = 16;  // elementwise: tensors one small kernel reads and writes
 constexpr std::int64_t kMaxKvLen = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 38;      // 256 GiB per allreduce
 constexpr std::int64_t kMaxHeads = 4096;

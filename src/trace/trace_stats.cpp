@@ -122,7 +122,13 @@ std::string version2_step_text(const Trace& t, const Step& step) {
 StepStats compute_stats(const Step& step) {
   StepStats s;
   std::set<int> layers;
+  int first_layer = -1;
+  for (const Op& op : step.ops)
+    if (op.layer >= 0 && (first_layer < 0 || op.layer < first_layer)) first_layer = op.layer;
   for (const Op& op : step.ops) {
+    if (op.layer >= 0) ++s.layer_ops_by_kind[static_cast<int>(op.kind)];
+    if (op.layer == first_layer && first_layer >= 0 && op.kind == OpKind::elementwise)
+      s.first_layer_elementwise.push_back(op.name);
     ++s.ops_by_kind[static_cast<int>(op.kind)];
     ++s.op_count;
     if (op.kind == OpKind::allreduce) ++s.allreduce_bytes[op.bytes];
@@ -143,6 +149,7 @@ nlohmann::ordered_json stats_to_json(const Trace& trace) {
   out["tp"] = trace.meta.tp;
   out["tokens"] = trace.meta.tokens;
   out["source"] = trace.meta.source;
+  if (trace.meta.engine) out["engine"] = to_string(*trace.meta.engine);
   const bool version2 = required_version(trace) >= kTraceVersionLatest;
   if (version2) add_version2_json(trace, out);
   nlohmann::ordered_json steps = nlohmann::ordered_json::object();
@@ -156,6 +163,12 @@ nlohmann::ordered_json stats_to_json(const Trace& trace) {
     for (int k = 0; k < kOpKindCount; ++k)
       if (s.ops_by_kind[k]) kinds[to_string(static_cast<OpKind>(k))] = s.ops_by_kind[k];
     j["ops_by_kind"] = kinds;
+    if (s.layers > 0) {
+      nlohmann::ordered_json per_layer = nlohmann::ordered_json::object();
+      for (int k = 0; k < kOpKindCount; ++k)
+        if (s.layer_ops_by_kind[k]) per_layer[to_string(static_cast<OpKind>(k))] = static_cast<double>(s.layer_ops_by_kind[k]) / s.layers;
+      j["ops_per_layer_by_kind"] = per_layer;
+    }
     nlohmann::ordered_json ar = nlohmann::ordered_json::object();
     for (auto [bytes, count] : s.allreduce_bytes) ar[std::to_string(bytes)] = count;
     j["allreduce_count"] = s.ops_by_kind[static_cast<int>(OpKind::allreduce)];
@@ -174,6 +187,7 @@ nlohmann::ordered_json stats_to_json(const Trace& trace) {
 std::string stats_to_text(const Trace& trace) {
   std::string out = fmt::format("model {}  tp {}  tokens {}  source {}\n", trace.meta.model,
                                 trace.meta.tp, trace.meta.tokens, trace.meta.source);
+  if (trace.meta.engine) out += fmt::format("engine {}: {}\n", to_string(*trace.meta.engine), modelled_version(*trace.meta.engine));
   const bool version2 = required_version(trace) >= kTraceVersionLatest;
   if (version2) out += version2_text(trace);
   std::set<std::string> seen;
@@ -184,9 +198,16 @@ std::string stats_to_text(const Trace& trace) {
     if (step.measured_us) out += fmt::format(", measured {:.1f} us", *step.measured_us);
     out += "\n";
     if (version2) out += version2_step_text(trace, step);
-    out += fmt::format("  {:<14} {:>6}\n", "kind", "count");
-    for (int k = 0; k < kOpKindCount; ++k)
-      if (s.ops_by_kind[k]) out += fmt::format("  {:<14} {:>6}\n", to_string(static_cast<OpKind>(k)), s.ops_by_kind[k]);
+    out += fmt::format("  {:<14} {:>6}{}\n", "kind", "count", s.layers > 0 ? "  per layer" : "");
+    for (int k = 0; k < kOpKindCount; ++k) {
+      if (!s.ops_by_kind[k]) continue;
+      out += fmt::format("  {:<14} {:>6}", to_string(static_cast<OpKind>(k)), s.ops_by_kind[k]);
+      if (s.layers > 0 && s.layer_ops_by_kind[k] > 0)
+        out += fmt::format("  {:>9.4g}", static_cast<double>(s.layer_ops_by_kind[k]) / s.layers);
+      out += "\n";
+    }
+    if (!s.first_layer_elementwise.empty())
+      out += fmt::format("  elementwise kernels of the first layer: {}\n", fmt::join(s.first_layer_elementwise, ", "));
     for (auto [bytes, count] : s.allreduce_bytes)
       out += fmt::format("  allreduce {:>10} B x {}\n", bytes, count);
     out += fmt::format("  GEMM {:.3f} GFLOP, weights read {:.3f} GB\n", s.gemm_flops / 1e9, s.weight_bytes / 1e9);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,8 @@ struct StepStats {
   double measured_us = 0;   // sum of op us where present
   int ops_with_us = 0;
   int layers = 0;           // distinct layer indices >= 0
+  std::array<int, kOpKindCount> layer_ops_by_kind{};  // ops inside decoder layers (layer >= 0)
+  std::vector<std::string> first_layer_elementwise;   // names of the first layer's elementwise ops, in order
   int op_count = 0;
 };
 

@@ -184,7 +184,7 @@ TEST(GenCli, SglangFlagsForTheChainAtBatchOneWriteTheTokensTrace) {
       ASSERT_EQ(run_cli("gen " + m + " --speculative-num-steps " + std::to_string(steps) + " -o " + bare).exit_code, 0);
       EXPECT_TRUE(slurp(sglang) == slurp(tokens));
       EXPECT_TRUE(slurp(bare) == slurp(tokens));
-      EXPECT_NE(slurp(tokens).find("\"version\": 1,"), std::string::npos);
+      EXPECT_NE(slurp(tokens).find("\"version\": 2,"), std::string::npos);  // meta.engine
     }
 }
 

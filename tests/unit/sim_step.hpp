@@ -17,6 +17,7 @@ inline StepResult simulate_verify(const Trace& t, const Topology& topo, const st
   RunOptions opts;
   opts.ranks = ranks;
   opts.fuse_add_norm = fuse_add_norm;
+  opts.replay_kernels = true;  // the tests price calibrations of the replay's kernels
   if (!op_times.empty()) opts.op_times = op_times_named(op_times).value();  // a test naming a wrong one fails
   return sim->run_step(t, t.verify(), strategy, &topo, opts);
 }

@@ -24,6 +24,14 @@ using namespace eaglesim;
 namespace {
 
 Trace trace(const char* name) { return read_trace(std::string(EAGLESIM_REPO) + "/traces/" + name); }
+// The trace's layers with the GEMMs, attention, norms, adds and activation only (the engine's
+// small kernels left out): the plain Llama layer the kind-reduced layers below are about.
+Trace core_kernels(Trace t) {
+  for (Step& s : t.steps)
+    s.ops.erase(std::remove_if(s.ops.begin(), s.ops.end(), [](const Op& op) { return op.kind == OpKind::elementwise; }),
+                s.ops.end());
+  return t;
+}
 Topology h200() {
   return read_topology(resolve_topology_path(std::string(EAGLESIM_REPO) + "/models/topologies/2x-h200-nvlink.json"));
 }
@@ -71,9 +79,9 @@ TEST(ComputeLayer, PlanAsksForTheFirstLayerOfEveryStepWithoutItsAllreduces) {
     ASSERT_FALSE(c.ops.empty());
     for (const Op& op : c.ops) EXPECT_FALSE(op.is_comm());
   }
-  // The verify step's layer: the Llama layer's 10 compute ops (norm, qkv, attention, o, add,
-  // norm, gate_up, act, down, add).
-  EXPECT_EQ(q.compute_layers.front().ops.size(), 10u);
+  // The verify step's layer: SGLang's Llama layer, 12 compute ops (norm, qkv, RoPE, KV store,
+  // attention, o, add, norm, gate_up, act, down, add).
+  EXPECT_EQ(q.compute_layers.front().ops.size(), 12u);
   // One case per distinct layer: the same trace twice adds none.
   EXPECT_EQ(plan_calibration({t, t}, o).compute_layers.size(), q.compute_layers.size());
   // A one-GPU trace has compute layers too (no allreduce to measure, but transitions to fit).
@@ -94,7 +102,9 @@ TEST(ComputeLayer, PlanAsksForTheFirstLayerOfEachStructure) {
     (moe ? with_experts : dense)++;
   }
   EXPECT_EQ(dense, 1u);
-  EXPECT_EQ(with_experts, 1u);
+  // The MoE layers with and without the EAGLE-3 target's captured hidden state (layers 2, L/2 and
+  // L-3 add one kernel).
+  EXPECT_EQ(with_experts, 2u);
   bool into_experts = false, out_of_experts = false;
   for (const auto& [a, b] : q.transitions) {
     into_experts = into_experts || (b.kind == OpKind::grouped_gemm && a.kind != OpKind::grouped_gemm);
@@ -102,8 +112,9 @@ TEST(ComputeLayer, PlanAsksForTheFirstLayerOfEachStructure) {
   }
   EXPECT_TRUE(into_experts);
   EXPECT_TRUE(out_of_experts);
-  // A model whose layers all look alike has one.
-  EXPECT_EQ(plan_calibration({trace("llama-3.1-8b_tp1_t4.json")}, o).compute_layers.size(), 1u);
+  // A model whose layers all look alike has one, and one more for the layers whose hidden state
+  // the EAGLE-3 target captures.
+  EXPECT_EQ(plan_calibration({trace("llama-3.1-8b_tp1_t4.json")}, o).compute_layers.size(), 2u);
 }
 
 TEST(ComputeLayer, LayerChainCopiesRotateTheWeightsPastL2Twice) {
@@ -206,8 +217,9 @@ TEST(ComputeLayer, AnEntryInSeveralLayersTakesTheMeanOfWhatTheyWant) {
   for (const std::string& key : keys) EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(key), -0.5) << key;
 }
 
-// With fuse_add_norm a Llama layer runs 8 kernels per copy: the attention's residual add with the
-// post-attention norm, and the MLP's residual add with the next copy's input norm, are one each.
+// With fuse_add_norm SGLang's Llama layer runs 10 kernels per copy: the attention's residual add
+// with the post-attention norm, and the MLP's residual add with the next copy's input norm, are
+// one each.
 // They are priced by the add_rmsnorm table, and no transition is charged between add and norm.
 TEST(ComputeLayer, TheFusedAddNormKernelIsOneOpOfTheLayer) {
   const Trace t = trace("llama-3.1-8b_tp1_t4.json");
@@ -215,7 +227,7 @@ TEST(ComputeLayer, TheFusedAddNormKernelIsOneOpOfTheLayer) {
   ASSERT_TRUE(q.fuse_add_norm) << "the default, as SGLang and vLLM run it";
   q.compute_layers.resize(1);
   const std::vector<Op>& ops = q.compute_layers[0].ops;
-  ASSERT_EQ(ops.size(), 10u);
+  ASSERT_EQ(ops.size(), 12u);
   ASSERT_EQ(ops.front().kind, OpKind::rmsnorm);
   ASSERT_EQ(ops.back().kind, OpKind::residual_add);  // fuses with the next copy's input norm
   CalibrationMeasurements m = flat(q);
@@ -226,29 +238,29 @@ TEST(ComputeLayer, TheFusedAddNormKernelIsOneOpOfTheLayer) {
   std::vector<LayerTransitionFit> fits = fit_transitions_to_layers(q, m, topo);
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_FALSE(fits[0].fitted);
-  EXPECT_EQ(fits[0].pairs, 8);
+  EXPECT_EQ(fits[0].pairs, 10);
   EXPECT_EQ(topo.calibration.transition_us, before);
 
   topo.calibration.elementwise["add_rmsnorm"] = {{1024, 4.0}, {65536, 4.0}};
-  double kernels_us = 0;  // 6 ops by their tables, 2 fused kernels at 4 us
+  double kernels_us = 0;  // 8 ops by their tables, 2 fused kernels at 4 us
   for (const Op& op : ops)
     if (op.kind != OpKind::rmsnorm && op.kind != OpKind::residual_add) kernels_us += compute_cost(op, topo).us;
   kernels_us += 2 * 4.0;
-  m.compute_layer_us = {kernels_us + 8 * 0.25};  // a quarter of a µs per transition
+  m.compute_layer_us = {kernels_us + 10 * 0.25};  // a quarter of a µs per transition
   fits = fit_transitions_to_layers(q, m, topo);
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_TRUE(fits[0].fitted);
   EXPECT_NEAR(fits[0].ops_us, kernels_us, 1e-9);
-  EXPECT_EQ(fits[0].pairs, 8);
-  EXPECT_NEAR(fits[0].pairs_us, 8 * 1.0, 1e-9);
-  EXPECT_NEAR(fits[0].fitted_us, 8 * 0.25, 1e-9);
+  EXPECT_EQ(fits[0].pairs, 10);
+  EXPECT_NEAR(fits[0].pairs_us, 10 * 1.0, 1e-9);
+  EXPECT_NEAR(fits[0].fitted_us, 10 * 0.25, 1e-9);
   // Into each fused kernel from its add, out of it from its norm; add > norm is no transition.
-  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[3], ops[4])), 0.25);  // o_proj > add
-  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[5], ops[6])), 0.25);  // norm > gate_up
-  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[8], ops[9])), 0.25);  // down > add
+  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[5], ops[6])), 0.25);  // o_proj > add
+  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[7], ops[8])), 0.25);  // norm > gate_up
+  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[10], ops[11])), 0.25);  // down > add
   EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[0], ops[1])), 0.25);  // norm > qkv
-  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[4], ops[5])),
-                   before.at(transition_key(ops[4], ops[5])));  // add > norm: as the pair chains left it
+  EXPECT_DOUBLE_EQ(topo.calibration.transition_us.at(transition_key(ops[6], ops[7])),
+                   before.at(transition_key(ops[6], ops[7])));  // add > norm: as the pair chains left it
 }
 
 TEST(ComputeLayer, ALayerWithAnOpTheTablesDoNotPriceIsNotFitted) {
@@ -274,8 +286,9 @@ TEST(ComputeLayer, ALayerWithAnOpTheTablesDoNotPriceIsNotFitted) {
 }
 
 // A fused step runs each layer without its allreduces and without the residual add + RMSNorm they
-// absorb: qkv, attention, o_proj, gate_up, act, down per copy, and o_proj -> gate_up, down -> qkv
-// are pairs no compute layer has. The layer's measured baseline chain fits those two pairs only.
+// absorb: qkv, RoPE, KV store, attention, o_proj, gate_up, act, down per copy, and o_proj ->
+// gate_up, down -> qkv are pairs no compute layer has. The layer's measured baseline chain fits
+// those two pairs only.
 TEST(ComputeLayer, TheFusedLayersOwnPairsAreFittedToItsBaselineChain) {
   const Trace t = trace("llama-3.1-8b_tp2_t4.json");
   CalibrationPlanOptions o;
@@ -289,8 +302,8 @@ TEST(ComputeLayer, TheFusedLayersOwnPairsAreFittedToItsBaselineChain) {
   const ComputeLayerCase stripped = stripped_layer(q.allreduce_layers[fused_verify]);
   std::vector<OpKind> kinds;
   for (const Op& op : stripped.ops) kinds.push_back(op.kind);
-  EXPECT_EQ(kinds, (std::vector<OpKind>{OpKind::gemm, OpKind::attention, OpKind::gemm, OpKind::gemm, OpKind::act,
-                                        OpKind::gemm}));
+  EXPECT_EQ(kinds, (std::vector<OpKind>{OpKind::gemm, OpKind::elementwise, OpKind::elementwise, OpKind::attention,
+                                        OpKind::gemm, OpKind::gemm, OpKind::act, OpKind::gemm}));
 
   CalibrationMeasurements m = flat(q);
   m.allreduce_layer_us.assign(q.allreduce_layers.size(), std::numeric_limits<double>::quiet_NaN());
@@ -298,14 +311,14 @@ TEST(ComputeLayer, TheFusedLayersOwnPairsAreFittedToItsBaselineChain) {
   Topology topo = calibrated_topology(h200(), m, build_calibration(q, m, {t}));
   const auto before = topo.calibration.transition_us;
   const double ops = ops_us(stripped, topo);
-  // Its 6 pairs: 4 a compute layer has (1 us each by the pair chains), 2 of its own (measured 1 us
+  // Its 8 pairs: 6 a compute layer has (1 us each by the pair chains), 2 of its own (measured 1 us
   // too); the chain says 3 us more than that: its own two get +1.5 each.
-  m.allreduce_layer_baseline_us[fused_verify] = ops + 6.0 + 3.0;
+  m.allreduce_layer_baseline_us[fused_verify] = ops + 8.0 + 3.0;
   const std::vector<LayerTransitionFit> fits = fit_transitions_to_stripped_layers(q, m, topo);
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_TRUE(fits[0].fitted);
-  EXPECT_EQ(fits[0].pairs, 6);
-  EXPECT_NEAR(fits[0].pairs_us, 6.0, 1e-9);
+  EXPECT_EQ(fits[0].pairs, 8);
+  EXPECT_NEAR(fits[0].pairs_us, 8.0, 1e-9);
   EXPECT_NEAR(fits[0].ops_us + fits[0].fitted_us, fits[0].measured_us, 1e-9);
   int own = 0;
   for (const auto& [key, us] : topo.calibration.transition_us) {
@@ -412,7 +425,7 @@ const ComputeLayerCase* find_case(const std::vector<ComputeLayerCase>& cases, co
 // The layers a kind's marginal needs: the Llama layer without each kind, as the replay's graph
 // without that kind runs it (a fused add + RMSNorm leaves as rmsnorm, with its add).
 TEST(ComputeLayer, KindReducedLayersLeaveOutEachKindsKernels) {
-  const CalibrationRequest q = plan_calibration({trace("llama-3.1-8b_tp1_t4.json")}, CalibrationPlanOptions{});
+  const CalibrationRequest q = plan_calibration({core_kernels(trace("llama-3.1-8b_tp1_t4.json"))}, CalibrationPlanOptions{});
   ASSERT_EQ(q.compute_layers.size(), 1u);
   const std::vector<ComputeLayerCase> fused = kind_reduced_layers(q.compute_layers, true);
   // norm, qkv, attention, o, add, norm, gate_up, act, down, add: without gemm, attention, the
@@ -462,7 +475,7 @@ TEST(ComputeLayer, KindReducedLayersOnlyWhereTheyBringNewNeighbours) {
 // A layer without one kind shifts only the entries of the pairs no other layer has, and those
 // count towards a kind entry only where no pair of a real layer does.
 TEST(ComputeLayer, KindReducedLayersFitOnlyTheirOwnPairs) {
-  const Trace t = trace("llama-3.1-8b_tp1_t4.json");
+  const Trace t = core_kernels(trace("llama-3.1-8b_tp1_t4.json"));
   CalibrationRequest q = plan_calibration({t}, CalibrationPlanOptions{});
   q.kind_reduced_layers = kind_reduced_layers(q.compute_layers, q.fuse_add_norm);
   CalibrationMeasurements m = flat(q);

@@ -107,10 +107,11 @@ TEST(Generator, LayerOrderMatchesSglang) {
   const auto& ops = t.verify().ops;
   std::vector<std::string> names;
   for (std::size_t i = 0; i < 16; ++i) names.push_back(ops[i].name);
-  std::vector<std::string> expected{"embed_tokens", "embed_allreduce", "input_layernorm", "qkv_proj", "attn",
-                                    "o_proj", "attn_allreduce", "attn_residual", "post_attention_layernorm",
-                                    "gate_up_proj", "act", "down_proj", "mlp_allreduce", "mlp_residual",
-                                    "input_layernorm", "qkv_proj"};
+  // SGLang's layer: RoPE and the KV-cache store between the QKV projection and attention.
+  std::vector<std::string> expected{"embed_tokens", "embed_allreduce", "input_layernorm", "qkv_proj", "rotary_emb",
+                                    "set_kv_buffer", "attn", "o_proj", "attn_allreduce", "attn_residual",
+                                    "post_attention_layernorm", "gate_up_proj", "act", "down_proj", "mlp_allreduce",
+                                    "mlp_residual"};
   EXPECT_EQ(names, expected);
   EXPECT_EQ(ops[ops.size() - 2].name, "final_norm");
   EXPECT_EQ(ops.back().name, "lm_head");

@@ -126,11 +126,11 @@ TEST(GeneratorBatch, RowsBytesAndAttentionFollowTheBatchAndTheConfig) {
                                             << draft_tokens << ")" << (engine ? " engine" : ""));
           const Trace t = generate(target, batch, cfg, engine);
           const std::int64_t B = batch, rows = B * draft_tokens;
-          const bool version2 = batch > 1 || topk > 1 || engine;
-          EXPECT_EQ(required_version(t), version2 ? 2 : 1);
+          // meta.engine (the engine whose kernels the steps list) makes every generated trace version 2.
+          EXPECT_EQ(required_version(t), 2);
           EXPECT_EQ(t.meta.tokens, draft_tokens);
           EXPECT_EQ(t.meta.draft_tokens, steps);
-          if (version2) {
+          if (batch > 1 || topk > 1 || engine) {  // the batch and SGLang's configuration in meta
             EXPECT_EQ(t.meta.batch, batch);
             ASSERT_TRUE(t.meta.speculative);
             EXPECT_EQ(t.meta.speculative->eagle_topk, topk);
@@ -207,7 +207,7 @@ TEST(GeneratorBatch, ChainAtBatchOneIsTheTokensTraceByteForByte) {
       old.kv_len = kKvLen;
       old.draft = shipped(target.draft);
       const Trace sglang = generate(target, 1, {steps, 1, steps + 1}, false);
-      EXPECT_EQ(required_version(sglang), 1);
+      EXPECT_EQ(required_version(sglang), 2);  // meta.engine
       EXPECT_EQ(trace_to_string(sglang), trace_to_string(generate_trace(shipped(target.model), old)));
     }
 }

@@ -89,10 +89,11 @@ TEST(KernelTransitions, PlanAsksForTheFirstLayersConsecutiveComputeOps) {
     EXPECT_EQ(a.layer, -1);
     kinds.insert(transition_key(a.kind, b.kind));
   }
-  // A Llama decoder layer: norm -> qkv GEMM -> attention -> o GEMM -> (allreduce) -> add -> norm
-  // -> gate_up GEMM -> act -> down GEMM -> (allreduce) -> add, then the next layer's norm.
-  for (const char* k : {"rmsnorm>gemm", "gemm>attention", "attention>gemm", "gemm>residual_add",
-                        "residual_add>rmsnorm", "gemm>act", "act>gemm"})
+  // SGLang's Llama decoder layer: norm -> qkv GEMM -> RoPE -> KV store -> attention -> o GEMM ->
+  // (allreduce) -> add -> norm -> gate_up GEMM -> act -> down GEMM -> (allreduce) -> add, then the
+  // next layer's norm.
+  for (const char* k : {"rmsnorm>gemm", "gemm>elementwise", "elementwise>elementwise", "elementwise>attention",
+                        "attention>gemm", "gemm>residual_add", "residual_add>rmsnorm", "gemm>act", "act>gemm"})
     EXPECT_TRUE(kinds.count(k)) << k;
   // Deduplicated: the same (kinds, shapes) pair once, however many steps and traces repeat it.
   const CalibrationRequest twice = plan_calibration({t, t}, CalibrationPlanOptions{});

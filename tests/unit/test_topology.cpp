@@ -143,7 +143,7 @@ TEST(Topology, BadFilesGiveOneClearError) {
                                  "fused, quant)"},
       // The fused residual add + norm kernel's table is add_rmsnorm, named like no op kind.
       {"calibration_unknown_elementwise", "calibration.elementwise.fused_add_rmsnorm: unknown field (allowed here: "
-                                          "rmsnorm, residual_add, act, embedding, add_rmsnorm, other)"},
+                                          "rmsnorm, residual_add, act, embedding, add_rmsnorm, elementwise, other)"},
       {"calibration_bad_attention_key", "calibration.attention.gqa:32:8: unknown attention key"},
       {"calibration_ranks_too_many", "calibration.ranks: expected an integer in [1, 4]"},
       {"calibration_duplicate_gemm", "calibration.gemm[1]: duplicate GEMM point m=4 n=8 k=8 bf16"},

@@ -27,6 +27,13 @@ namespace eaglesim::cuda {
 
 namespace {
 
+// The elements per tensor of the residual-add kernel that streams an elementwise op's bytes: its
+// operands x tokens x hidden over the kernel's three tensors (two read, one written).
+std::size_t elementwise_stream_elements(const Op& op) {
+  const std::size_t total = static_cast<std::size_t>(op.operands) * static_cast<std::size_t>(op.tokens * op.hidden);
+  return std::max<std::size_t>(1, (total + 2) / 3);
+}
+
 // cuBLASLt recommends 32 MiB of workspace on Hopper (cuBLAS docs, "cublasSetWorkspace").
 constexpr std::size_t kLtWorkspaceBytes = 32u << 20;
 // Rows of the embedding table we gather from (the real vocabulary is not needed: only the
@@ -677,6 +684,10 @@ void RankProgram::plan_rowwise(std::size_t i, const Op& op, ProgramPlan& plan) {
       plan.x = std::max(plan.x, as_size(op.tokens * op.hidden) * 2);
       plan.residual = std::max(plan.residual, as_size(op.tokens * op.hidden) * 2);
       break;
+    case OpKind::elementwise:
+      plan.x = std::max(plan.x, elementwise_stream_elements(op) * 2);
+      plan.residual = std::max(plan.residual, elementwise_stream_elements(op) * 2);
+      break;
     case OpKind::act:
       plan.x = std::max(plan.x, as_size(op.tokens * op.hidden) * 4);
       plan.y = std::max(plan.y, as_size(op.tokens * op.hidden) * 2);
@@ -1093,6 +1104,16 @@ void RankProgram::build_rowwise(std::size_t i, const Op& op) {
       void* r = residual_.get();
       const std::size_t count = as_size(op.tokens * op.hidden);
       detail = "residual add kernel";
+      ops_[i] = [=](cudaStream_t s) { launch_residual_add(r, xb, count, s, early_launch_); };
+      break;
+    }
+    case OpKind::elementwise: {
+      // An engine's small kernel (RoPE, KV store, a copy, ...) runs as a kernel streaming the
+      // same bytes: the residual-add kernel reads two tensors and writes one, so it is given a
+      // third of the op's operands' elements.
+      void* r = residual_.get();
+      const std::size_t count = elementwise_stream_elements(op);
+      detail = fmt::format("{}: streamed by the residual add kernel ({} bf16 elements x 3)", op.name, count);
       ops_[i] = [=](cudaStream_t s) { launch_residual_add(r, xb, count, s, early_launch_); };
       break;
     }

@@ -1,0 +1,31 @@
+#pragma once
+// A serving engine's per-iteration host work in a run: the trace's engine's profile
+// (cost/engine_profile.hpp) with the run's `--engine-option` overrides, and its host costs added
+// to the steps of a result whose trace describes the engine's cycle (gen --engine-cycle: the
+// verify and decode steps end in a host synchronisation). The costs show as host sync in the
+// cycle parts.
+#include <optional>
+#include <string>
+
+#include "comm/engine_options.hpp"
+#include "cost/engine_profile.hpp"
+#include "domain/report.hpp"
+#include "trace/trace.hpp"
+
+namespace eaglesim {
+
+// The profile of `engine` with the options given for it (ENGINE.OPTION) and for every engine
+// (OPTION); the latter first, so that an engine's own wins.
+EngineProfile engine_profile(ServingEngine engine, const ServingEngineOptions& options);
+
+// The engine whose host costs a run of `trace` adds: its meta.engine for a generated trace with
+// the engine's cycle; none for imported traces (their recording holds what the engine did) and
+// for traces without the cycle's host synchronisation.
+std::optional<ServingEngine> host_cost_engine(const Trace& trace);
+
+// Adds the profile's host work to `r`'s verify (per cycle, with `draft_forwards` draft steps)
+// and decode (per plain forward; only what the forward does not cover when the engine overlaps
+// it) steps, as host sync time. Returns the note a report carries about it.
+std::string add_engine_host_costs(StrategyResult& r, const EngineProfile& profile, int draft_forwards);
+
+}  // namespace eaglesim
