@@ -11,7 +11,8 @@ then priced (`eaglesim run --backend sim`) on the fitted topology and compared w
 graph-replay median (NAME_graph_times.json). The split is by model, so no held-out shape, width
 or head layout was seen by the fit.
 
-usage: tools/torch_steps_check.py REC_DIR [--base 2x-h200-nvlink] [--fit-models a,b,c] [--markdown]"""
+usage: tools/torch_steps_check.py REC_DIR [--base PRESET] [--fit-models a,b,c] [--markdown]
+(--base: default the preset of the recording's GPU, 8x-h100-nvswitch or 2x-h200-nvlink)"""
 import argparse, json, os, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,14 +31,14 @@ def cases():
         if line.startswith("#") or not line.strip():
             continue
         f = line.split()
-        yield dict(name=f[0], model=f[1], batch=f[11], tokens=f[12], kv=f[13])
+        yield dict(name=f[0], model=f[1], batch=f[10], tokens=f[11], kv=f[12])
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("rec")
     ap.add_argument("--eaglesim", default=os.path.join(ROOT, "build", "eaglesim"))
-    ap.add_argument("--base", default="2x-h200-nvlink")
+    ap.add_argument("--base", default="")
     ap.add_argument("--fit-models", default=FIT_MODELS)
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
@@ -60,8 +61,9 @@ def main():
     if not rows:
         sys.exit(f"{a.rec}: no recordings of tools/torch-steps.tsv's cases")
     fit = [r["imp"] for r in rows if r["set"] == "fit"]
+    base = a.base or ("2x-h200-nvlink" if "H200" in rows[0]["gpu"] else "8x-h100-nvswitch")
     topo = os.path.join(work, "fitted.json")
-    print(run([a.eaglesim, "calibrate", "--from-recordings", ",".join(fit), "--base", a.base, "-o", topo]), end="")
+    print(run([a.eaglesim, "calibrate", "--from-recordings", ",".join(fit), "--base", base, "-o", topo]), end="")
     for r in rows:
         out = os.path.join(work, f"{r['name']}_run.json")
         run([a.eaglesim, "run", r["gen"], "--backend", "sim", "--topology", topo, "--strategy", "nccl", "--json", out])

@@ -159,11 +159,13 @@ std::vector<ImportedOp> group_kernels(const RankTrace& rank) {
           // Every kernel of one graph replay shares the launch's correlation and External id,
           // so the launching op says nothing; the kernels themselves do: a split-K reduction
           // follows its GEMM, a split-KV combine / merge-states kernel its attention kernel,
-          // and cuDNN's workspace memset comes right before its attention kernel.
+          // and cuDNN's workspace memset comes right before its attention kernel, cuBLAS's
+          // before a GEMM whose algorithm accumulates into a zeroed output.
+          const bool lone_memset = prev_cls == KernelClass::memset && groups.back().members.size() == 1;
           join = prev.graph_launch == a.graph_launch &&
                  ((m.cls == KernelClass::gemm_reduce && prev_cls == KernelClass::gemm) ||
                   (m.cls == KernelClass::attention && prev_cls == KernelClass::attention) ||
-                  (m.cls == KernelClass::attention && prev_cls == KernelClass::memset && groups.back().members.size() == 1));
+                  (m.cls == KernelClass::attention && lone_memset) || (m.cls == KernelClass::gemm && lone_memset));
         } else {
           // Same launching op; or a split-K reduction right after its GEMM even when the
           // profiler did not stamp an External id on it.

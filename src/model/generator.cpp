@@ -35,6 +35,8 @@ class StepBuilder {
   std::vector<Op> take() { return std::move(ops_); }
   int tp() const { return tp_; }
   ServingEngine engine() const { return engine_; }
+  std::int64_t batch() const { return req_.batch; }
+  std::int64_t kv_len() const { return req_.kv_len; }
   bool is(ServingEngine e) const { return engine_ == e; }
   std::int64_t tokens() const { return t_; }
 
@@ -164,6 +166,11 @@ void rope_and_kv_store(StepBuilder& b, const ModelConfig& m, int layer, std::int
       torch_rope(b, "q", layer, hq, d);
       torch_rope(b, "k", layer, hkv, d);
       b.elementwise("k_cache_copy", layer, T, hkv * d, 2);  // the reference step writes K only
+      // SDPA turns the boolean verify mask into an additive one on every call: two scalar fills
+      // and a where over the T x KV mask.
+      b.elementwise("attn_mask.fill", layer, 1, 1, 1);
+      b.elementwise("attn_mask.fill", layer, 1, 1, 1);
+      b.elementwise("attn_mask.where", layer, b.tokens() / std::max<std::int64_t>(1, b.batch()), b.kv_len(), 2);
       return;
     case ServingEngine::trtllm:
       // RoPE reads and writes q and k; the same kernel writes K and V to the cache.
@@ -203,8 +210,10 @@ void gqa_block(StepBuilder& b, const ModelConfig& m, int layer, std::int64_t in_
   const std::int64_t hq = heads_per_rank(m, b.tp()), hkv = kv_heads_per_rank(m, b.tp()), d = m.head_dim;
   linear(b, "qkv_proj", layer, (hq + 2 * hkv) * d, in_width, w);
   if (m.qk_norm) {
-    if (b.is(ServingEngine::torch)) {  // F.rms_norm on q, then on k
+    if (b.is(ServingEngine::torch)) {  // F.rms_norm on q, then on k, each a strided view of qkv copied first
+      b.elementwise("q_contiguous", layer, b.tokens(), hq * d, 2);
       b.rowwise(OpKind::rmsnorm, "q_norm", layer, b.tokens() * hq, d);
+      b.elementwise("k_contiguous", layer, b.tokens(), hkv * d, 2);
       b.rowwise(OpKind::rmsnorm, "k_norm", layer, b.tokens() * hkv, d);
     } else {
       b.rowwise(OpKind::rmsnorm, "qk_norm", layer, b.tokens() * (hq + hkv), d);
@@ -212,8 +221,6 @@ void gqa_block(StepBuilder& b, const ModelConfig& m, int layer, std::int64_t in_
   }
   rope_and_kv_store(b, m, layer, hq, hkv, d);
   b.attention_gqa(layer, hq, hkv, d);
-  // The reference step's attention output, [B, heads, T, d], transposed back to [B*T, heads*d].
-  if (b.is(ServingEngine::torch)) b.elementwise("attn_out_transpose", layer, b.tokens(), hq * d, 2);
   linear(b, "o_proj", layer, m.hidden, hq * d, w);
 }
 

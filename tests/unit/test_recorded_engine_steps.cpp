@@ -61,7 +61,9 @@ std::string kernel_name(const Op& op) {
   if (op.name.find("silu") != std::string::npos)
     return "void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel(at::TensorIteratorBase&)>";
   if (op.name.find("cat") != std::string::npos) return "void at::native::CatArrayBatchedCopy<c10::BFloat16>";
-  if (op.name.find("copy") != std::string::npos || op.name.find("transpose") != std::string::npos)
+  if (op.name.find("fill") != std::string::npos) return "void at::native::vectorized_elementwise_kernel<8, FillFunctor<c10::BFloat16>>";
+  if (op.name.find("where") != std::string::npos) return "void at::native::elementwise_kernel<128, 4, where_kernel_impl>";
+  if (op.name.find("copy") != std::string::npos || op.name.find("contiguous") != std::string::npos)
     return "void at::native::elementwise_kernel<128, 4, direct_copy_kernel_cuda>";
   if (op.name.find("add") != std::string::npos || op.name.find("sub") != std::string::npos)
     return "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>";
@@ -132,14 +134,15 @@ TEST(RecordedEngineSteps, ImportTakesTheGeneratedShapesAndKeepsTheRecordedTimes)
 
 TEST(RecordedEngineSteps, AnInventoryThatIsNotWhatRanIsRefusedWhereTheyPart) {
   const Trace gen = torch_step(4, 128);
-  // The recording lacks the first layer's K-cache copy (op 16, after norm, qkv and 7 + 7 RoPE kernels).
+  // The recording lacks the first layer's K-cache copy (op 16, after norm, qkv and 7 + 7 RoPE
+  // kernels); the mask's fills and where then meet attention.
   const std::string file = write_recording(gen, "torch_t4_missing", 3, 16);
   try {
     import_kineto({file}, like(gen));
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("op 16 is attention"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("op 19 is attention"), std::string::npos) << msg;
     EXPECT_NE(msg.find("is not what was recorded"), std::string::npos) << msg;
   }
 }
