@@ -37,11 +37,15 @@ EngineProfile engine_profile(ServingEngine engine, const ServingEngineOptions& o
   return p;
 }
 
+std::optional<ServingEngine> generated_engine(const Trace& trace) {
+  if (trace.meta.source != "generated") return std::nullopt;
+  return trace.meta.engine;
+}
+
 std::optional<ServingEngine> host_cost_engine(const Trace& trace) {
-  if (!trace.meta.engine || trace.meta.source != "generated") return std::nullopt;
   const Step* verify = trace.find_step("verify");
   if (!verify || !ends_in_host_sync(*verify)) return std::nullopt;
-  return trace.meta.engine;
+  return generated_engine(trace);
 }
 
 std::string add_engine_host_costs(StrategyResult& r, const EngineProfile& p, int draft_forwards) {

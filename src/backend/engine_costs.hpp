@@ -18,9 +18,12 @@ namespace eaglesim {
 // (OPTION); the latter first, so that an engine's own wins.
 EngineProfile engine_profile(ServingEngine engine, const ServingEngineOptions& options);
 
-// The engine whose host costs a run of `trace` adds: its meta.engine for a generated trace with
-// the engine's cycle; none for imported traces (their recording holds what the engine did) and
-// for traces without the cycle's host synchronisation.
+// The serving engine whose kernels a generated trace lists (meta.engine); none for imported
+// traces, whose recording holds what the engine did.
+std::optional<ServingEngine> generated_engine(const Trace& trace);
+
+// The engine whose host costs a run of `trace` adds: generated_engine for a trace with the
+// engine's cycle; none for traces without the cycle's host synchronisation.
 std::optional<ServingEngine> host_cost_engine(const Trace& trace);
 
 // Adds the profile's host work to `r`'s verify (per cycle, with `draft_forwards` draft steps)

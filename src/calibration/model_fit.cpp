@@ -189,6 +189,8 @@ FittedModel geometry_fit(const std::vector<FitSample>& s, const FitBounds& b) {
   return best;
 }
 
+}  // namespace
+
 // The GPU's peaks (times kPeakHeadroom) bound the fitted rates.
 FitBounds fit_bounds(const GpuSpec& gpu) {
   FitBounds b;
@@ -196,8 +198,6 @@ FitBounds fit_bounds(const GpuSpec& gpu) {
   b.max_tflops = kPeakHeadroom * std::max(gpu.bf16_tflops, gpu.fp8_tflops);
   return b;
 }
-
-}  // namespace
 
 FittedModel fit_model(const std::vector<FitSample>& samples, bool has_flops, const FitBounds& bounds, bool has_geometry) {
   std::vector<FitSample> s;

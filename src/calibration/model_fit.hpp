@@ -44,8 +44,11 @@ std::map<std::string, std::vector<FitSample>> fit_samples(const CalibrationReque
 // The attention models can be refitted from a calibration file with them (refit_attention_tables).
 std::map<std::string, std::vector<FitSample>> attention_table_samples(const Calibration& cal, int sms);
 
-// Every key with at least kMinFitPoints samples, fitted; the GPU's peaks (times 1.5, for what L2
-// and clocks above base give) bound the rates.
+// The bounds of the fitted rates on `gpu`: its peaks times 1.5, for what L2 and clocks above base
+// give.
+FitBounds fit_bounds(const GpuSpec& gpu);
+
+// Every key with at least kMinFitPoints samples, fitted; fit_bounds bound the rates.
 inline constexpr std::size_t kMinFitPoints = 4;
 // attention_geometry: the attention kinds get the launch-geometry terms (per wave, busiest CTA,
 // combine); false fits them in the plain form (fixed + max(bytes / BW, flops / F)) like the

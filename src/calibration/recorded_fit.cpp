@@ -42,9 +42,7 @@ RecordedFit fit_recorded_ops(const std::vector<Trace>& traces, const std::vector
                            "attention, norms, elementwise; import with --config or --like to type them)");
     out.ops += used;
   }
-  FitBounds bounds;
-  bounds.max_bw_gbs = 1.5 * gpu.mem_bw_gbs;
-  bounds.max_tflops = 1.5 * std::max(gpu.bf16_tflops, gpu.fp8_tflops);
+  const FitBounds bounds = fit_bounds(gpu);
   for (const auto& [key, shapes] : by_shape) {
     std::vector<FitSample> samples;
     for (const auto& [shape, us] : shapes) samples.push_back({features[key][shape], median(us)});

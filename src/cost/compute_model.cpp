@@ -65,8 +65,8 @@ double launch_gap(const Topology& t) {
 }
 
 // Memory-bound time of a tiled kernel (GEMM, attention) streaming `bytes`, ramp included.
-double tiled_memory_us(const Topology& t, double bytes, double bw_efficiency = kMaxBwEfficiency) {
-  return kBwRampUs + bytes / (t.gpu.mem_bw_gbs * 1e3 * bw_efficiency);
+double tiled_memory_us(const Topology& t, double bytes) {
+  return kBwRampUs + bytes / (t.gpu.mem_bw_gbs * 1e3 * kMaxBwEfficiency);
 }
 
 // Element-wise kernels have no tile pipeline to fill: bytes at the bandwidth ceiling.
@@ -87,8 +87,7 @@ double tensor_tflops(const Topology& t, DType weights) {
 double padded(double rows) { return std::ceil(rows / kMmaRows) * kMmaRows; }
 
 // Shared by gemm, lm_head and grouped_gemm. `rows_per_group`: rows one weight matrix sees.
-double matmul_us(const Topology& t, const Op& op, double rows_per_group, double groups,
-                 double bw_efficiency = kMaxBwEfficiency) {
+double matmul_us(const Topology& t, const Op& op, double rows_per_group, double groups) {
   double padded_flops = 2.0 * groups * padded(rows_per_group) * static_cast<double>(op.n) * op.k;
   double compute = compute_us(padded_flops, tensor_tflops(t, op.dtype));
   if (op.dtype == DType::int4) {
@@ -96,7 +95,7 @@ double matmul_us(const Topology& t, const Op& op, double rows_per_group, double 
     double dequant_ops = weights * kInt4DequantOpsPerWeight * (padded(rows_per_group) / kMmaRows);
     compute += dequant_ops / (t.gpu.bf16_tflops * 1e6 * kCudaCoreShareOfTensor);
   }
-  double memory = tiled_memory_us(t, op.weight_bytes() + op.io_bytes(), bw_efficiency);
+  double memory = tiled_memory_us(t, op.weight_bytes() + op.io_bytes());
   return std::max(compute, memory);
 }
 
@@ -220,9 +219,10 @@ OpCost elementwise_cost(const Topology& topo, double bytes, const std::string& k
   const double operands = op.kind == OpKind::elementwise ? std::max<std::int32_t>(1, op.operands) : 1;
   const double elements = static_cast<double>(op.tokens) * static_cast<double>(op.hidden) * operands;
   const FittedModel* fit = find_fitted(topo, "elementwise:" + key);
-  // An engine's other small kernels without a fit of their own stream like a residual add: the
-  // fitted element-wise kernel closest to them (a calibration measures no RoPE or KV store).
-  if (!fit && key == kGenericElementwiseFit) fit = find_fitted(topo, "elementwise:residual_add");
+  // An engine's other small kernels (RoPE, KV store, copies, MoE routing: one memory-bound model
+  // over them all, by bytes) without a fit of their own stream like a residual add, the fitted
+  // element-wise kernel closest to them.
+  if (!fit && op.kind == OpKind::elementwise) fit = find_fitted(topo, "elementwise:residual_add");
   if (fit) {
     // The bytes the fit was made on (fitted_features), which grow with the elements at a fixed
     // width: the same op at `s` elements streams s / elements of them.
@@ -249,19 +249,13 @@ OpCost compute_cost(const Op& op, const Topology& topo) { return in_step(chain_c
 // (cuBLAS, as the engines) and the element-wise kernels keep the calibration.
 OpCost compute_cost(const Op& op, const Topology& topo, const EngineProfile& engine) {
   OpCost c;
-  if (op.kind == OpKind::grouped_gemm) {
-    c.us = std::max(launch_gap(topo), fused_moe_us(topo, op, engine.moe_cta_gbs));
-    return in_step(c, topo);
-  }
-  if ((op.kind == OpKind::gemm || op.kind == OpKind::lm_head) && op.dtype != DType::bf16) {
-    c.us = std::max(launch_gap(topo), matmul_us(topo, op, static_cast<double>(op.m), 1.0));
-    return in_step(c, topo);
-  }
-  if (op.kind == OpKind::attention) {
-    c.us = std::max(launch_gap(topo), attention_us(topo, op));
-    return in_step(c, topo);
-  }
-  return compute_cost(op, topo);
+  if (op.kind == OpKind::grouped_gemm) c.us = fused_moe_us(topo, op, engine.moe_cta_gbs);
+  else if ((op.kind == OpKind::gemm || op.kind == OpKind::lm_head) && op.dtype != DType::bf16)
+    c.us = matmul_us(topo, op, static_cast<double>(op.m), 1.0);
+  else if (op.kind == OpKind::attention) c.us = attention_us(topo, op);
+  else return compute_cost(op, topo);
+  c.us = std::max(launch_gap(topo), c.us);
+  return in_step(c, topo);
 }
 
 OpCost add_rmsnorm_cost(const Op& norm, const Topology& topo) { return in_step(add_rmsnorm_chain_cost(norm, topo), topo); }
@@ -321,10 +315,8 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
     case OpKind::rmsnorm:
     case OpKind::residual_add:
     case OpKind::act:
-    case OpKind::embedding: return elementwise_cost(topo, op.weight_bytes() + op.io_bytes(), to_string(op.kind), op);
-    // An engine's small kernel: its bytes streamed, never under the launch gap, or the
-    // calibration's fit of such kernels (elementwise:elementwise).
-    case OpKind::elementwise: return elementwise_cost(topo, op.io_bytes(), kGenericElementwiseFit, op);
+    case OpKind::embedding:
+    case OpKind::elementwise: return elementwise_cost(topo, op.weight_bytes() + op.io_bytes(), to_string(op.kind), op);
     case OpKind::other: {
       if (!op.us) throw std::invalid_argument("compute_cost: op '" + op.name + "' of kind other has no us");
       OpCost c;

@@ -20,7 +20,8 @@ struct OpCost {
 // What the op costs in a step: its chain cost plus the calibration's sequence overhead.
 OpCost compute_cost(const Op& op, const Topology& topo);
 // The same as a serving engine's kernel: a grouped GEMM is the engine's fused-MoE kernel (its
-// CTAs' waves at EngineProfile::moe_cta_gbs each), fp8 / int4 GEMMs the datasheet roofline.
+// CTAs' waves at EngineProfile::moe_cta_gbs each); fp8 / int4 GEMMs and attention are the
+// datasheet model, whatever the calibration fitted to eaglesim's own kernels.
 OpCost compute_cost(const Op& op, const Topology& topo, const EngineProfile& engine);
 // What the op costs back to back with copies of itself (the tables' and the models' view).
 OpCost chain_cost(const Op& op, const Topology& topo);

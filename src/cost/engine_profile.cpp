@@ -12,9 +12,9 @@
 
 namespace eaglesim {
 
-// Defaults. The host costs and the fused-MoE efficiency are engine-overhead parameters set on
-// the fit set of validation/published.tsv (tools/validate.py --fit; docs/validation.md), never
-// on its held-out rows; what the engines' source says about each is in docs/engine-steps.md.
+// Defaults. The host costs and the fused-MoE kernel's CTA rate are engine-overhead parameters set
+// on the fit set of validation/published.tsv (tools/fit_engine_profile.py; docs/validation.md),
+// never on its held-out rows; what the engines' source says about each is in docs/engine-steps.md.
 EngineProfile default_engine_profile(ServingEngine engine) {
   EngineProfile p;
   p.engine = engine;

@@ -74,8 +74,8 @@ std::string fitted_model_key(const Op& op, int sms, bool fused_add_norm) {
     case OpKind::rmsnorm: return fused_add_norm ? std::string("elementwise:") + kAddRmsnormTable : "elementwise:rmsnorm";
     case OpKind::residual_add:
     case OpKind::act:
-    case OpKind::embedding: return std::string("elementwise:") + to_string(op.kind);
-    case OpKind::elementwise: return std::string("elementwise:") + kGenericElementwiseFit;
+    case OpKind::embedding:
+    case OpKind::elementwise: return std::string("elementwise:") + to_string(op.kind);
     default: return "";
   }
 }

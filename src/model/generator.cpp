@@ -35,7 +35,7 @@ class StepBuilder {
   std::vector<Op> take() { return std::move(ops_); }
   int tp() const { return tp_; }
   ServingEngine engine() const { return engine_; }
-  std::int64_t batch() const { return req_.batch; }
+  std::int64_t tokens_per_request() const { return req_.tokens_per_request; }
   std::int64_t kv_len() const { return req_.kv_len; }
   bool is(ServingEngine e) const { return engine_ == e; }
   std::int64_t tokens() const { return t_; }
@@ -139,8 +139,9 @@ class StepBuilder {
 //           flash_attn.py: reshape_and_cache_flash writes K and V in one launch.
 //   TRT-LLM the attention op's preprocessing kernel (unfusedAttentionKernels,
 //           applyBiasRopeUpdateKVCache) applies RoPE and writes the KV cache in one launch.
-//   torch   the reference step (tools/torch-steps.tsv): rotate-half RoPE as seven element-wise
-//           kernels each for q and k, the K-cache write as one copy_, a copy after attention.
+//   torch   the reference step (tools/torch-steps.tsv), as recorded on an H100: rotate-half RoPE
+//           as seven element-wise kernels each for q and k, the K-cache write as one copy_, and
+//           SDPA's conversion of the boolean mask.
 
 // Rotate-half RoPE as PyTorch runs `cat([a*c - b*s, b*c + a*s])` over half-width views: a*c,
 // b*s, the subtraction, b*c, a*s, the addition (each over the half width), then the concatenation
@@ -170,7 +171,7 @@ void rope_and_kv_store(StepBuilder& b, const ModelConfig& m, int layer, std::int
       // and a where over the T x KV mask.
       b.elementwise("attn_mask.fill", layer, 1, 1, 1);
       b.elementwise("attn_mask.fill", layer, 1, 1, 1);
-      b.elementwise("attn_mask.where", layer, b.tokens() / std::max<std::int64_t>(1, b.batch()), b.kv_len(), 2);
+      b.elementwise("attn_mask.where", layer, b.tokens_per_request(), b.kv_len(), 2);
       return;
     case ServingEngine::trtllm:
       // RoPE reads and writes q and k; the same kernel writes K and V to the cache.

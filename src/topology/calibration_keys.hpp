@@ -17,9 +17,6 @@ namespace eaglesim {
 // tokens x hidden like the tables named after an op kind; no op kind has this name, the simulator
 // prices a residual_add + rmsnorm pair it runs as one kernel by it.
 inline constexpr const char* kAddRmsnormTable = "add_rmsnorm";
-// The fit and table of an engine's other small kernels (op kind elementwise: RoPE, KV store,
-// copies, router top-k, MoE align): one memory-bound model over them all, by bytes.
-inline constexpr const char* kGenericElementwiseFit = "elementwise";
 
 // Keys of the fitted models (Calibration::fitted): "gemm:DTYPE" (bf16, fp8, int4; lm_head too;
 // for fp8 and int4 the stream-K weight-only kernel, + kGemvFitSuffix the GEMV kernel and +

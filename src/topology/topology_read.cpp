@@ -212,7 +212,7 @@ Calibration read_calibration(const JsonCursor& c, int gpu_count) {
     }
   }
   if (auto e = c.find("elementwise")) {
-    e->only_keys({"rmsnorm", "residual_add", "act", "embedding", kAddRmsnormTable, kGenericElementwiseFit, "other"});
+    e->only_keys({"rmsnorm", "residual_add", "act", "embedding", kAddRmsnormTable, "elementwise", "other"});
     for (const auto& key : e->keys()) cal.elementwise[key] = read_size_table(e->at(key.c_str()), "elements");
   }
   return cal;
