@@ -11,7 +11,7 @@ then priced (`eaglesim run --backend sim`) on the fitted topology and compared w
 graph-replay median (NAME_graph_times.json). The split is by model, so no held-out shape, width
 or head layout was seen by the fit.
 
-usage: tools/torch_steps_check.py REC_DIR [--base PRESET] [--fit-models a,b,c] [--markdown]
+usage: tools/torch_steps_check.py REC_DIR [--base PRESET] [--fit-models a,b,c] [--markdown] [--require-within N]
 (--base: default the preset of the recording's GPU, 8x-h100-nvswitch or 2x-h200-nvlink)"""
 import argparse, json, os, subprocess, sys, tempfile
 
@@ -41,6 +41,8 @@ def main():
     ap.add_argument("--base", default="")
     ap.add_argument("--fit-models", default=FIT_MODELS)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--require-within", type=int, default=0,
+                    help="exit 1 when fewer held-out recordings than this are within 5 %%")
     a = ap.parse_args()
     fit_models = set(a.fit_models.split(","))
     work = tempfile.mkdtemp(prefix="eaglesim-torch-steps-")
@@ -85,6 +87,8 @@ def main():
     worst = max((abs(r["err"]) for r in held), default=0)
     print(f"\n{rows[0]['gpu']}: held-out recordings within 5 %: {within} of {len(held)} (worst {100 * worst:.1f} %); "
           f"fit on {len(fit)} recordings of {', '.join(sorted(fit_models))}")
+    if within < a.require_within:
+        sys.exit(f"held-out recordings within 5 %: {within}, fewer than --require-within {a.require_within}")
 
 
 if __name__ == "__main__":

@@ -68,9 +68,9 @@ StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std:
   po.query.nccl = opts.nccl;
   po.query.engine = &opts.engine;
   // A serving engine's kernels (cost/compute_model.hpp); the torch reference step's are what a
-  // topology fitted to its recordings describes, and are priced by the topology as it is.
+  // topology fitted to its recordings describes (its attention by cuDNN's grid).
   const std::optional<ServingEngine> generated = generated_engine(trace);
-  if (!opts.replay_kernels && generated && *generated != ServingEngine::torch) {
+  if (!opts.replay_kernels && generated) {
     const EngineProfile engine = engine_profile(*generated, opts.engine);
     po.compute_cost = [topo, engine](const Op& op) { return compute_cost(op, *topo, engine); };
   } else {

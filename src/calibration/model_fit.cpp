@@ -92,7 +92,7 @@ FittedModel simplex_fit(const std::vector<FitSample>& s, FitShape shape, const F
 // The geometry form is linear in its per-term costs (µs per wave, per byte, per FLOP, ...) once
 // each point's binding term of the max is known: columns of the linear fit, in relative error
 // (each row divided by the measured µs), every cost >= 0, the rates at most the bounds.
-enum GeometryColumn { kFixed, kWave, kCombine, kCombineBytes, kBytes, kFlops, kCritBytes, kCritFlops, kColumns };
+enum GeometryColumn { kFixed, kWave, kCombine, kCombineBytes, kBytes, kFlops, kCritBytes, kCritFlops, kCritSteps, kColumns };
 enum class Binding { memory, compute, cta };
 
 std::vector<double> geometry_row(const FittedFeatures& f, Binding b) {
@@ -103,7 +103,7 @@ std::vector<double> geometry_row(const FittedFeatures& f, Binding b) {
   row[kCombineBytes] = f.combine_bytes;
   if (b == Binding::memory) row[kBytes] = f.bytes;
   if (b == Binding::compute) row[kFlops] = f.flops;
-  if (b == Binding::cta) row[kCritBytes] = f.crit_bytes, row[kCritFlops] = f.crit_flops;
+  if (b == Binding::cta) row[kCritBytes] = f.crit_bytes, row[kCritFlops] = f.crit_flops, row[kCritSteps] = f.crit_steps;
   return row;
 }
 
@@ -113,6 +113,7 @@ FittedModel geometry_model(const std::vector<double>& c, const FitBounds& b) {
   f.fixed_us = std::min(c[kFixed], kMaxFixedUs);
   f.wave_us = std::min(c[kWave], kMaxFixedUs);
   f.combine_us = std::min(c[kCombine], kMaxFixedUs);
+  f.step_us = std::min(c[kCritSteps], kMaxFixedUs);
   f.combine_gbs = c[kCombineBytes] > 0 ? rate(c[kCombineBytes], 1e3, b.max_bw_gbs) : 0.0;
   f.bw_gbs = rate(c[kBytes], 1e3, b.max_bw_gbs);
   f.tflops = rate(c[kFlops], 1e6, b.max_tflops);
@@ -123,7 +124,7 @@ FittedModel geometry_model(const std::vector<double>& c, const FitBounds& b) {
 
 Binding binding(const FittedModel& f, const FittedFeatures& x) {
   const double memory = x.bytes / (f.bw_gbs * 1e3), compute = x.flops / (f.tflops * 1e6);
-  const double cta = (f.block_bw_gbs > 0 ? x.crit_bytes / (f.block_bw_gbs * 1e3) : 0.0) +
+  const double cta = x.crit_steps * f.step_us + (f.block_bw_gbs > 0 ? x.crit_bytes / (f.block_bw_gbs * 1e3) : 0.0) +
                      (f.block_tflops > 0 ? x.crit_flops / (f.block_tflops * 1e6) : 0.0);
   if (cta >= memory && cta >= compute) return Binding::cta;
   return memory >= compute ? Binding::memory : Binding::compute;
@@ -132,7 +133,9 @@ Binding binding(const FittedModel& f, const FittedFeatures& x) {
 // From a first binding per point: the non-negative least squares of the relative error with
 // Huber weights (a point beyond kHuberDelta weighs delta / |r|), the bindings read off the result,
 // again, until they settle.
-FittedModel geometry_fit_from(const std::vector<FitSample>& s, std::vector<Binding> bind, const FitBounds& b) {
+// `rebind` false keeps the first bindings (the grid-bound form: every point its busiest CTA's).
+FittedModel geometry_fit_from(const std::vector<FitSample>& s, std::vector<Binding> bind, const FitBounds& b,
+                              bool rebind = true) {
   // Lowest costs: the rates' bounds (bandwidth and FLOP rate are always in the max).
   std::vector<double> lowest(kColumns, 0.0);
   lowest[kBytes] = 1.0 / (b.max_bw_gbs * 1e3);
@@ -161,7 +164,7 @@ FittedModel geometry_fit_from(const std::vector<FitSample>& s, std::vector<Bindi
     for (std::size_t i = 0; i < s.size(); ++i) {
       const double r = std::fabs(fitted_us(f, s[i].features) / s[i].us - 1.0);
       const double w = r <= kHuberDelta ? 1.0 : kHuberDelta / r;
-      const Binding now = binding(f, s[i].features);
+      const Binding now = rebind ? binding(f, s[i].features) : bind[i];
       settled = settled && now == bind[i] && std::fabs(w - weight[i]) < 1e-3;
       bind[i] = now;
       weight[i] = w;
@@ -189,22 +192,37 @@ FittedModel geometry_fit(const std::vector<FitSample>& s, const FitBounds& b) {
   return best;
 }
 
+// The grid-bound form: every point bound by its busiest CTA (fixed, per wave, per KV step, its
+// bytes and tile FLOPs fitted); bandwidth and FLOP rate are the GPU's peaks, a floor the kernel
+// reaches only when its CTAs together saturate the GPU.
+FittedModel grid_bound_fit(const std::vector<FitSample>& s, const FitBounds& b) {
+  FittedModel f = geometry_fit_from(s, std::vector<Binding>(s.size(), Binding::cta), b, false);
+  f.bw_gbs = b.peak_bw_gbs;
+  f.tflops = b.peak_tflops;
+  return f;
+}
+
 }  // namespace
 
 // The GPU's peaks (times kPeakHeadroom) bound the fitted rates.
 FitBounds fit_bounds(const GpuSpec& gpu) {
   FitBounds b;
+  b.peak_bw_gbs = gpu.mem_bw_gbs;
+  b.peak_tflops = gpu.bf16_tflops;
   b.max_bw_gbs = kPeakHeadroom * gpu.mem_bw_gbs;
   b.max_tflops = kPeakHeadroom * std::max(gpu.bf16_tflops, gpu.fp8_tflops);
   return b;
 }
 
-FittedModel fit_model(const std::vector<FitSample>& samples, bool has_flops, const FitBounds& bounds, bool has_geometry) {
+FittedModel fit_model(const std::vector<FitSample>& samples, bool has_flops, const FitBounds& bounds, bool has_geometry,
+                      bool grid_bound) {
   std::vector<FitSample> s;
   for (const FitSample& p : samples)
     if (p.us > 0 && std::isfinite(p.us) && p.features.bytes >= 0) s.push_back(p);
   if (s.size() < 3) throw std::invalid_argument("fit_model: fewer than 3 usable samples");
-  FittedModel f = has_geometry ? geometry_fit(s, bounds) : simplex_fit(s, FitShape{has_flops, false}, bounds);
+  FittedModel f = grid_bound     ? grid_bound_fit(s, bounds)
+                  : has_geometry ? geometry_fit(s, bounds)
+                                 : simplex_fit(s, FitShape{has_flops, false}, bounds);
   f.points = static_cast<int>(s.size());
   double sq = 0;
   for (const FitSample& p : s) {

@@ -25,12 +25,18 @@ struct FitSample {
 struct FitBounds {
   double max_bw_gbs = 1e5;
   double max_tflops = 1e5;
+  // The GPU's datasheet rates: the grid-bound form's memory and compute floor.
+  double peak_bw_gbs = 1e4;
+  double peak_tflops = 1e3;
 };
 
 // Fits one kind (`has_flops`: with a FLOP term; `has_geometry`: attention's launch geometry
-// terms too, per wave, per block bandwidth and combine). At least 3 samples with positive µs.
+// terms too, per wave, per block bandwidth and combine; `grid_bound`: a kernel whose time is its
+// busiest CTA's — a persistent kernel of latency-bound CTAs — fitted in those terms alone, per
+// KV step included, its bandwidth and FLOP rate the GPU's peaks). At least 3 samples with
+// positive µs.
 FittedModel fit_model(const std::vector<FitSample>& samples, bool has_flops, const FitBounds& bounds,
-                      bool has_geometry = false);
+                      bool has_geometry = false, bool grid_bound = false);
 
 // The samples of every fitted key in the measurements (`m` parallel to `q`): the compute ops by
 // fitted_model_key, the fused add + RMSNorm cases under elementwise:add_rmsnorm; `sms` for the

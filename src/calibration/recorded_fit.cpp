@@ -9,6 +9,7 @@
 #include "core/errors.hpp"
 #include "core/median.hpp"
 #include "topology/calibration_keys.hpp"
+#include "trace/serving_engine.hpp"
 
 namespace eaglesim {
 
@@ -21,6 +22,9 @@ RecordedFit fit_recorded_ops(const std::vector<Trace>& traces, const std::vector
     if (traces[t].meta.source != "imported")
       throw InputError::at(files[t], "meta.source",
                            fmt::format("expected an imported trace (eaglesim import kineto), got {}", traces[t].meta.source));
+    // The torch reference step's attention is cuDNN's persistent SDPA kernel: its own key and
+    // launch geometry (the other engines' recorded kernels keep the plain form).
+    const bool persistent_attention = traces[t].meta.engine == ServingEngine::torch;
     int used = 0;
     for (const Step& step : traces[t].steps)
       for (std::size_t i = 0; i < step.ops.size(); ++i) {
@@ -29,11 +33,12 @@ RecordedFit fit_recorded_ops(const std::vector<Trace>& traces, const std::vector
         // An RMSNorm after a 0-us residual add of its rows was recorded as the fused kernel.
         const bool fused = op.kind == OpKind::rmsnorm && i > 0 && step.ops[i - 1].kind == OpKind::residual_add &&
                            step.ops[i - 1].us && *step.ops[i - 1].us == 0.0;
-        const std::string key = fitted_model_key(op, gpu.sms, fused);
+        const bool persistent = persistent_attention && op.kind == OpKind::attention && op.variant == AttentionVariant::gqa;
+        const std::string key = persistent ? std::string(kPersistentAttentionKey) : fitted_model_key(op, gpu.sms, fused);
         if (key.empty()) continue;
         const std::string shape = op.shape_string() + fmt::format(" {}{}", to_string(op.kind), fused ? " fused" : "");
         by_shape[key][shape].push_back(*op.us);
-        features[key][shape] = fitted_features(op, gpu.sms, fused);
+        features[key][shape] = persistent ? persistent_attention_features(op, gpu.sms) : fitted_features(op, gpu.sms, fused);
         ++used;
       }
     if (used == 0)
@@ -48,7 +53,7 @@ RecordedFit fit_recorded_ops(const std::vector<Trace>& traces, const std::vector
     for (const auto& [shape, us] : shapes) samples.push_back({features[key][shape], median(us)});
     out.points[key] = static_cast<int>(samples.size());
     if (samples.size() < kMinFitPoints) continue;
-    out.fitted[key] = fit_model(samples, fitted_model_has_flops(key), bounds, false);
+    out.fitted[key] = fit_model(samples, fitted_model_has_flops(key), bounds, false, key == kPersistentAttentionKey);
   }
   return out;
 }

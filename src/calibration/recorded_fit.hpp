@@ -4,7 +4,10 @@
 // --like) grouped by fitted key, one point per distinct shape (the median of its recorded us), and
 // each key with enough points fitted in the plain form of cost/fitted_model.hpp (fixed + max(bytes
 // / BW, FLOPs / F)): the recorded kernels are the engine's, whose launch grid the replay's planner
-// does not describe, so the attention models get no geometry terms. `calibrate
+// does not describe, so the attention models get no geometry terms — except the torch reference
+// step's (meta.engine torch), whose attention kernel's grid is known (cuDNN's persistent SDPA
+// kernel, cost/attention_geometry.hpp): its key kPersistentAttentionKey gets the geometry form
+// with that grid's waves and per-step terms. `calibrate
 // --from-recordings` writes them into a topology: the simulator then prices that engine's
 // kernels on that GPU.
 #include <map>

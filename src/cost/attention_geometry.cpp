@@ -126,6 +126,40 @@ std::vector<std::int32_t> verify_attention_kv_lens(const Op& op) {
   return kv;
 }
 
+AttentionGeometry persistent_attention_geometry(const Op& op, int sms) {
+  if (op.variant != AttentionVariant::gqa)
+    throw std::invalid_argument("persistent_attention_geometry: op '" + op.name + "' is not GQA attention");
+  sms = std::max(1, sms);
+  const long long heads = std::max<std::int64_t>(1, op.heads);
+  const long long row_tiles = ceil_div(std::max<std::int64_t>(1, op.q_tokens), kPersistentAttentionTileRows);
+  // Tiles by their request's KV length (longest first for the list schedule); the busiest CTA's
+  // steps come from the same schedule over the lengths in steps.
+  std::map<int, long long, std::greater<int>> tiles_by_len;
+  for (std::int32_t len : verify_attention_kv_lens(op)) tiles_by_len[std::max(1, len)] += heads * row_tiles;
+  std::vector<std::pair<int, long long>> items, steps;
+  long long tiles = 0;
+  for (const auto& [len, n] : tiles_by_len) {
+    items.emplace_back(len, n);
+    steps.emplace_back(static_cast<int>(ceil_div(len, kPersistentAttentionTileKeys)), n);
+    tiles += n;
+  }
+  AttentionGeometry g;
+  g.verify_kernel = false;
+  g.blocks = static_cast<double>(tiles);
+  g.slots = static_cast<double>(sms);
+  g.waves = std::ceil(g.blocks / g.slots);
+  g.active_sms = std::min<double>(g.blocks, sms);
+  g.crit_tokens = list_schedule_tokens(items, g.slots);
+  g.crit_steps = list_schedule_tokens(steps, g.slots);
+  g.rows_computed = static_cast<double>(row_tiles) * kPersistentAttentionTileRows *
+                    static_cast<double>(heads) / static_cast<double>(std::max<std::int64_t>(1, op.kv_heads));
+  g.rows_per_block = kPersistentAttentionTileRows;
+  g.combine = false;
+  g.partial_bytes = 0;
+  g.block_bytes_per_token = 2.0 * 2.0 * static_cast<double>(op.head_dim);  // K and V, bf16
+  return g;
+}
+
 AttentionGeometry attention_geometry(const Op& op, int sms) {
   sms = std::max(1, sms);
   const VerifyAttentionShape shape = verify_attention_shape(op);

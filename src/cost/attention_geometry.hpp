@@ -50,10 +50,24 @@ struct AttentionGeometry {
   bool combine = false;       // a second kernel merges split partials
   double partial_bytes = 0;   // fp32 partials + log-sum-exp written by the splits (read again by the combine)
   double block_bytes_per_token = 0;  // K/V bytes one block reads per KV position
+  // KV steps (tiles of positions) the busiest slot takes one after another; set for the
+  // persistent kernel, whose per-step latency its fit prices (0 for the replay's kernels).
+  double crit_steps = 0;
 };
 
 // The geometry on a GPU of `sms` SMs. Memoised per shape (the planner's search is not free and
 // the simulator asks per op).
 AttentionGeometry attention_geometry(const Op& op, int sms);
+
+// cuDNN's SDPA flash forward for Hopper, the kernel PyTorch's scaled_dot_product_attention runs
+// for the torch reference step with its boolean mask (recorded as
+// cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x{64,128}: a grid of one
+// CTA per SM, 384 threads, 134-232 KB of shared memory, so one resident CTA per SM). Each CTA
+// walks work tiles of 64 query rows of one (request, query head) — no split-KV and no packing of a
+// KV head's query heads — and streams the request's whole KV in steps of 128 positions. Recorded
+// on an H100 the time follows the busiest CTA's steps: ceil(tiles / SMs) x ceil(kv / 128).
+inline constexpr int kPersistentAttentionTileRows = 64;
+inline constexpr int kPersistentAttentionTileKeys = 128;
+AttentionGeometry persistent_attention_geometry(const Op& op, int sms);
 
 }  // namespace eaglesim

@@ -249,6 +249,18 @@ OpCost compute_cost(const Op& op, const Topology& topo) { return in_step(chain_c
 // (cuBLAS, as the engines) and the element-wise kernels keep the calibration.
 OpCost compute_cost(const Op& op, const Topology& topo, const EngineProfile& engine) {
   OpCost c;
+  if (engine.engine == ServingEngine::torch) {
+    // The torch reference step runs cuBLAS and PyTorch's own kernels, which a calibration prices
+    // as they are, and cuDNN's persistent SDPA kernel, which a fit to recordings of the step
+    // prices by its grid where the topology has one.
+    const FittedModel* fit = op.kind == OpKind::attention && op.variant == AttentionVariant::gqa
+                                 ? find_fitted(topo, kPersistentAttentionKey)
+                                 : nullptr;
+    if (!fit) return compute_cost(op, topo);
+    c.us = std::max(launch_gap(topo), fitted_us(*fit, persistent_attention_features(op, topo.gpu.sms)));
+    c.calibrated = true;
+    return in_step(c, topo);
+  }
   if (op.kind == OpKind::grouped_gemm) c.us = fused_moe_us(topo, op, engine.moe_cta_gbs);
   else if ((op.kind == OpKind::gemm || op.kind == OpKind::lm_head) && op.dtype != DType::bf16)
     c.us = matmul_us(topo, op, static_cast<double>(op.m), 1.0);

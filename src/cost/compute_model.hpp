@@ -21,7 +21,9 @@ struct OpCost {
 OpCost compute_cost(const Op& op, const Topology& topo);
 // The same as a serving engine's kernel: a grouped GEMM is the engine's fused-MoE kernel (its
 // CTAs' waves at EngineProfile::moe_cta_gbs each); fp8 / int4 GEMMs and attention are the
-// datasheet model, whatever the calibration fitted to eaglesim's own kernels.
+// datasheet model, whatever the calibration fitted to eaglesim's own kernels. The torch
+// reference step keeps the calibration's models, its GQA attention priced by the topology's
+// kPersistentAttentionKey fit (cuDNN's persistent grid) where there is one.
 OpCost compute_cost(const Op& op, const Topology& topo, const EngineProfile& engine);
 // What the op costs back to back with copies of itself (the tables' and the models' view).
 OpCost chain_cost(const Op& op, const Topology& topo);

@@ -133,10 +133,26 @@ FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
   }
 }
 
+FittedFeatures persistent_attention_features(const Op& op, int sms) {
+  const AttentionGeometry g = persistent_attention_geometry(op, sms);
+  const double group = static_cast<double>(op.heads) / static_cast<double>(std::max<std::int64_t>(1, op.kv_heads));
+  const double rows = std::max(1.0, static_cast<double>(op.q_tokens) * group);
+  const double sm_share = std::max(1.0, g.active_sms) / static_cast<double>(std::max(1, sms));
+  FittedFeatures f;
+  f.bytes = op.io_bytes();
+  f.flops = op.flops() * std::max(rows, g.rows_computed) / rows / sm_share;
+  f.waves = g.waves;
+  f.crit_bytes = g.crit_tokens * g.block_bytes_per_token;
+  f.crit_flops = g.crit_tokens * g.rows_per_block * 4.0 * static_cast<double>(op.head_dim);
+  f.crit_steps = g.crit_steps;
+  return f;
+}
+
 double fitted_us(const FittedModel& model, const FittedFeatures& f) {
   const double memory = f.bytes / (model.bw_gbs * 1e3);
   const double compute = model.tflops > 0 ? f.flops / (model.tflops * 1e6) : 0.0;
-  const double block = (model.block_bw_gbs > 0 ? f.crit_bytes / (model.block_bw_gbs * 1e3) : 0.0) +
+  const double block = f.crit_steps * model.step_us +
+                       (model.block_bw_gbs > 0 ? f.crit_bytes / (model.block_bw_gbs * 1e3) : 0.0) +
                        (model.block_tflops > 0 ? f.crit_flops / (model.block_tflops * 1e6) : 0.0);
   const double partials = model.combine_gbs > 0 ? f.combine_bytes / (model.combine_gbs * 1e3) : 0.0;
   return model.fixed_us + f.waves * model.wave_us + std::max({memory, compute, block}) + f.combine * model.combine_us +

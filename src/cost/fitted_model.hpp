@@ -48,7 +48,13 @@ struct FittedFeatures {
   double crit_flops = 0;  // FLOPs its tiles spend over those positions (rows per block, padding included)
   double combine = 0;     // 1 when a combine pass merges split partials
   double combine_bytes = 0;  // the partials written by the splits and read by the combine (0 without one)
+  double crit_steps = 0;     // KV steps the busiest CTA takes (the persistent kernel's; 0 for the replay's)
 };
+
+// The features of cuDNN's persistent SDPA kernel (kPersistentAttentionKey), which the torch
+// reference step runs: fitted from recordings of that step (`calibrate --from-recordings`), used
+// for the GQA attention of `--engine torch` traces. Its features: the geometry terms from the persistent grid, bytes and FLOPs as for any attention.
+FittedFeatures persistent_attention_features(const Op& op, int sms);
 
 // The Calibration::fitted key that prices `op` ("gemm:bf16", "attention:gqa", "attention:gqa:batch",
 // "attention:gqa:decode", "elementwise:act"), or "" for kinds no fitted model covers

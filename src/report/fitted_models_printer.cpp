@@ -7,7 +7,7 @@ namespace eaglesim {
 namespace {
 
 bool has_geometry_terms(const FittedModel& f) {
-  return f.wave_us > 0 || f.block_bw_gbs > 0 || f.block_tflops > 0 || f.combine_us > 0 || f.combine_gbs > 0;
+  return f.wave_us > 0 || f.block_bw_gbs > 0 || f.block_tflops > 0 || f.combine_us > 0 || f.combine_gbs > 0 || f.step_us > 0;
 }
 
 }  // namespace
@@ -27,9 +27,10 @@ std::string format_fitted_models(const Topology& topo) {
   // The attention models' launch-geometry terms (cost/fitted_model.hpp), one line each.
   for (const auto& [key, f] : fitted)
     if (has_geometry_terms(f))
-      out += fmt::format("  {}: + waves x {:.2f} us, busiest CTA's bytes / {:.1f} GB/s + its tile FLOPs / {:.2f} "
+      out += fmt::format("  {}: + waves x {:.2f} us, busiest CTA's {}bytes / {:.1f} GB/s + its tile FLOPs / {:.2f} "
                          "TFLOP/s inside the max, + {:.2f} us + partials / {:.0f} GB/s when splits are combined\n",
-                         key, f.wave_us, f.block_bw_gbs, f.block_tflops, f.combine_us, f.combine_gbs);
+                         key, f.wave_us, f.step_us > 0 ? fmt::format("KV steps x {:.2f} us + ", f.step_us) : "",
+                         f.block_bw_gbs, f.block_tflops, f.combine_us, f.combine_gbs);
   return out;
 }
 
@@ -45,6 +46,7 @@ nlohmann::json fitted_models_json(const Topology& topo) {
       e["block_tflops"] = f.block_tflops;
       e["combine_us"] = f.combine_us;
       e["combine_gbs"] = f.combine_gbs;
+      if (f.step_us > 0) e["step_us"] = f.step_us;
     }
     j[key] = e;
   }

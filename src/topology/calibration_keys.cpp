@@ -21,7 +21,7 @@ const std::vector<std::string>& fitted_model_keys() {
                                              "attention:gqa:decode",     "attention:mla:decode",
                                              "grouped_gemm:bf16",        "grouped_gemm:fp8",
                                              "grouped_gemm:int4",
-                                             "elementwise:elementwise"};
+                                             "elementwise:elementwise",  kPersistentAttentionKey};
   return keys;
 }
 

@@ -25,6 +25,9 @@ inline constexpr const char* kAddRmsnormTable = "add_rmsnorm";
 // kBatchFitSuffix (batches of requests) or + kDecodeFitSuffix (one request on the split-KV decode
 // kernel, a CUDA-core kernel an order of magnitude slower per FLOP than the verify kernel's MMA), and "elementwise:" + rmsnorm, residual_add, act, embedding or
 // add_rmsnorm. The GEMM and attention models have a FLOP term, the elementwise ones bytes only.
+// kPersistentAttentionKey: cuDNN's persistent SDPA kernel of the torch reference step
+// (cost/attention_geometry.hpp, persistent_attention_geometry), fitted to recordings of it.
+inline constexpr const char* kPersistentAttentionKey = "attention:gqa:cudnn_sdpa";
 inline constexpr std::string_view kBatchFitSuffix = ":batch";
 inline constexpr std::string_view kDecodeFitSuffix = ":decode";
 inline constexpr std::string_view kGemvFitSuffix = ":gemv";

@@ -137,6 +137,7 @@ ojson fitted_json(const std::map<std::string, FittedModel>& fitted) {
       j["block_tflops"] = f.block_tflops;
       j["combine_us"] = f.combine_us;
       j["combine_gbs"] = f.combine_gbs;
+      if (f.step_us > 0) j["step_us"] = f.step_us;
     }
     j["points"] = f.points;
     j["rms_residual"] = f.rms_residual;

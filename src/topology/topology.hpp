@@ -94,6 +94,7 @@ struct FittedModel {
   double block_tflops = 0;   // what one CTA computes on its own (the busiest slot's tile FLOPs at it)
   double combine_us = 0;     // the combine pass that merges split partials (its launch and rounds)
   double combine_gbs = 0;    // the split partials written and merged again (combine_bytes at it)
+  double step_us = 0;        // per KV step the busiest CTA takes (the persistent kernel's latency per tile of keys)
   int points = 0;            // measured points it was fitted to
   double rms_residual = 0;   // sqrt(mean((fit / measured - 1)^2))
   double max_residual = 0;   // max |fit / measured - 1|

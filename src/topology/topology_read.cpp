@@ -133,7 +133,7 @@ FittedModel read_fitted_model(const JsonCursor& c, const std::string& key) {
   const bool flops = fitted_model_has_flops(key);
   if (fitted_model_has_geometry(key))
     c.only_keys({"fixed_us", "bw_gbs", "tflops", "wave_us", "block_bw_gbs", "block_tflops", "combine_us",
-                 "combine_gbs", "points", "rms_residual",
+                 "combine_gbs", "step_us", "points", "rms_residual",
                  "max_residual", "source"});
   else if (flops)
     c.only_keys({"fixed_us", "bw_gbs", "tflops", "points", "rms_residual", "max_residual", "source"});
@@ -148,6 +148,7 @@ FittedModel read_fitted_model(const JsonCursor& c, const std::string& key) {
   if (auto t = c.find("block_tflops")) f.block_tflops = t->as_number(0, kMaxTflops);
   if (auto m = c.find("combine_us")) f.combine_us = m->as_number(0, kMaxLatencyUs);
   if (auto g = c.find("combine_gbs")) f.combine_gbs = g->as_number(0, kMaxBwGbs);
+  if (auto p = c.find("step_us")) f.step_us = p->as_number(0, kMaxLatencyUs);
   f.points = static_cast<int>(c.at("points").as_positive_int(kMaxFittedPoints));
   f.rms_residual = c.at("rms_residual").as_number(0, kMaxFittedResidual);
   f.max_residual = c.at("max_residual").as_number(f.rms_residual, kMaxFittedResidual);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,8 @@
 #include "calibration/recorded_fit.hpp"
 #include "core/errors.hpp"
 #include "cost/compute_model.hpp"
+#include "cost/engine_profile.hpp"
+#include "topology/calibration_keys.hpp"
 #include "import/kineto_import.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
@@ -30,21 +33,32 @@ namespace {
 const std::string kTinyLlama = std::string(EAGLESIM_TEST_DATA) + "/kineto/graph/tiny_llama.json";
 constexpr double kGapUs = 0.5;  // the graph's kernel boundary between two kernels
 
-Trace torch_step(std::int64_t tokens, std::int64_t kv_len) {
+Trace torch_step(std::int64_t tokens, std::int64_t kv_len, int batch = 1) {
   GenOptions o;
   o.tokens = static_cast<int>(tokens);
   o.kv_len = kv_len;
+  o.batch = batch;
   o.engine = ServingEngine::torch;
   return generate_trace(read_model_config(kTinyLlama), o);
 }
 
-// What the synthetic GPU takes for an op: a fixed cost and its bytes at a rate per kind.
+// The recordings' GPU: an H200's 132 SMs.
+constexpr int kSms = 132;
+
+// What the synthetic GPU takes for an op: a fixed cost and its bytes at a rate per kind; the
+// attention as cuDNN's persistent kernel runs it: one CTA per SM walks tiles of 64 query rows of
+// one (request, head), each streaming the request's KV in steps of 128 positions, at a cost per
+// tile and per step.
 double synthetic_us(const Op& op) {
   const double bytes = op.weight_bytes() + op.io_bytes();
   switch (op.kind) {
     case OpKind::gemm:
     case OpKind::lm_head: return 3.0 + bytes / 3.0e6;
-    case OpKind::attention: return 6.0 + bytes / 1.5e6;
+    case OpKind::attention: {
+      const double tiles = static_cast<double>(op.batch * op.heads) * std::ceil(static_cast<double>(op.q_tokens) / 64.0);
+      const double per_cta = std::ceil(tiles / kSms);
+      return 9.0 + 1.2 * per_cta + 2.6 * per_cta * std::ceil(static_cast<double>(op.kv_len) / 128.0);
+    }
     case OpKind::rmsnorm: return 2.0 + bytes / 2.0e6;
     default: return 1.5 + bytes / 2.5e6;
   }
@@ -157,19 +171,57 @@ TEST(RecordedEngineSteps, ModelsFittedToRecordingsPriceAnotherShapeWithinAFewPer
     recordings.push_back(import_kineto({files.back()}, like(gen)));
   }
   const Topology base = read_topology(resolve_topology_path("2x-h200-nvlink"));
+  ASSERT_EQ(base.gpu.sms, kSms);
   const RecordedFit fit = fit_recorded_ops(recordings, files, base.gpu);
-  for (const char* key : {"gemm:bf16", "elementwise:rmsnorm", "elementwise:elementwise"})
+  for (const char* key : {"gemm:bf16", "elementwise:rmsnorm", "elementwise:elementwise", kPersistentAttentionKey})
     EXPECT_TRUE(fit.fitted.count(key)) << key;
   const Topology topo = topology_from_recorded_fit(base, fit, "synthetic recordings");
   EXPECT_TRUE(topo.calibration.gemm.empty());  // the base's own tables are not the recorded engine's
-  // A shape none of the recordings has.
+  // A shape none of the recordings has, priced as the simulator prices a generated torch step.
   const Trace unseen = torch_step(6, 300);
+  const EngineProfile torch = default_engine_profile(ServingEngine::torch);
   double predicted = 0, actual = 0;
   for (const Op& op : unseen.verify().ops) {
-    predicted += compute_cost(op, topo).us;
+    predicted += compute_cost(op, topo, torch).us;
     actual += synthetic_us(op) + kGapUs;
   }
   EXPECT_NEAR(predicted / actual, 1.0, 0.05) << predicted << " vs " << actual;
   // Not imported: refused by name.
   EXPECT_THROW(fit_recorded_ops({unseen}, {"gen.json"}, base.gpu), InputError);
+}
+
+// The persistent kernel's time follows its busiest CTA — tiles per SM times KV steps — not the
+// bytes the batch streams: fitted on batches of 1 to 3 tiles per SM, a batch of 5 per SM and a
+// KV length between the recorded ones is priced within a few per cent, and a batch whose bytes
+// double without another tile per SM (the grid still one wave) costs the same.
+TEST(RecordedEngineSteps, TheTorchStepsAttentionFollowsCuDnnsPersistentGrid) {
+  std::vector<Trace> recordings;
+  std::vector<std::string> files;
+  const std::vector<std::pair<int, std::int64_t>> shapes{{1, 256}, {8, 1024}, {40, 512}, {70, 2048}, {100, 768}, {20, 4096}};
+  for (const auto& [batch, kv] : shapes) {
+    const Trace gen = torch_step(4, kv, batch);
+    files.push_back(write_recording(gen, "torch_grid_b" + std::to_string(batch) + "_kv" + std::to_string(kv)));
+    recordings.push_back(import_kineto({files.back()}, like(gen)));
+  }
+  const Topology base = read_topology(resolve_topology_path("2x-h200-nvlink"));
+  const RecordedFit fit = fit_recorded_ops(recordings, files, base.gpu);
+  ASSERT_TRUE(fit.fitted.count(kPersistentAttentionKey));
+  EXPECT_EQ(fit.points.count("attention:gqa"), 0u);  // the torch step's attention has its own key
+  const FittedModel& m = fit.fitted.at(kPersistentAttentionKey);
+  // Per KV step or per K/V byte of the busiest CTA (one head dim: the two are one term).
+  EXPECT_TRUE(m.step_us > 0 || m.block_bw_gbs > 0);
+  EXPECT_EQ(m.bw_gbs, base.gpu.mem_bw_gbs);  // the roofline, a floor only
+  EXPECT_LT(m.rms_residual, 0.02);
+  const Topology topo = topology_from_recorded_fit(base, fit, "synthetic recordings");
+  const EngineProfile torch = default_engine_profile(ServingEngine::torch);
+  auto attention_of = [](const Trace& t) {
+    for (const Op& op : t.verify().ops)
+      if (op.kind == OpKind::attention) return op;
+    throw std::logic_error("no attention op");
+  };
+  const Op unseen = attention_of(torch_step(4, 1536, 150));  // 600 tiles: 5 per SM
+  EXPECT_NEAR(compute_cost(unseen, topo, torch).us / synthetic_us(unseen), 1.0, 0.03);
+  // 8 and 16 requests are one wave of tiles either way: the same busiest CTA.
+  const Op eight = attention_of(torch_step(4, 1024, 8)), sixteen = attention_of(torch_step(4, 1024, 16));
+  EXPECT_NEAR(compute_cost(sixteen, topo, torch).us / compute_cost(eight, topo, torch).us, 1.0, 0.01);
 }
