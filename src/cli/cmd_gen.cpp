@@ -30,7 +30,8 @@ struct GenArgs {
   std::string model;
   std::string draft;
   std::string output;
-  std::string weight_dtype = "bf16";
+  std::string weight_dtype;  // empty: the checkpoint's quantization_config, bf16 without one
+  std::string kv_cache_dtype;  // empty: the checkpoint's KV-cache format when it names one, else bf16
   std::string kv_lens;
   int tp = 1;
   int tokens = 0;
@@ -76,8 +77,14 @@ void run_gen(const GenArgs& a, bool tokens_given) {
   } else {
     opt.tokens = a.tokens;
   }
-  parse_dtype(a.weight_dtype, opt.weight_dtype);  // CLI11 already restricted it to bf16|fp8|int4
   ModelConfig model = read_model_config(a.model);
+  // --weight-dtype prices every linear layer in one format; without it, the checkpoint's own.
+  if (!a.weight_dtype.empty()) parse_dtype(a.weight_dtype, opt.weight_dtype);  // CLI11 restricted it to bf16|fp8|int4
+  else if (model.quantization) opt.formats = model.quantization->formats;
+  // --kv-cache-dtype as SGLang's and vLLM's: "auto" is the checkpoint's KV format when its
+  // quantization_config names one (kv_cache_scheme, kv_cache_quant_algo), else the model's bf16.
+  if (!a.kv_cache_dtype.empty() && a.kv_cache_dtype != "auto") parse_dtype(a.kv_cache_dtype, opt.kv_cache_dtype);
+  else if (model.quantization && model.quantization->kv_cache) opt.kv_cache_dtype = *model.quantization->kv_cache;
   if (!a.draft.empty()) opt.draft = read_model_config(a.draft);
   Trace trace = generate_trace(model, opt);
 
@@ -123,9 +130,14 @@ void add_gen(CLI::App& app) {
                   "one GPU, bf16; docs/engine-steps.md)")
       ->check(CLI::IsMember(serving_engine_names()))
       ->capture_default_str();
-  cmd->add_option("--weight-dtype", a->weight_dtype, "Target linear-layer weights: bf16, fp8 or int4 (weight-only)")
-      ->check(CLI::IsMember({"bf16", "fp8", "int4"}))
-      ->capture_default_str();
+  cmd->add_option("--weight-dtype", a->weight_dtype,
+                  "Target linear-layer weights, all of them: bf16, fp8 or int4 (weight-only) (default: as the "
+                  "config.json's quantization_config gives them per layer class, bf16 without one)")
+      ->check(CLI::IsMember({"bf16", "fp8", "int4"}));
+  cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype,
+                  "KV cache format: auto (the checkpoint's when its quantization_config names one, else bf16), bf16 "
+                  "or fp8 (the attention's KV bytes)")
+      ->check(CLI::IsMember({"auto", "bf16", "fp8"}));
   cmd->add_option("-o,--output", a->output, "Trace file to write")->required();
   cmd->callback([a, tokens] {
     require_single_process("gen", kNoGpuWork);

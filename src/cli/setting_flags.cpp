@@ -13,6 +13,7 @@ std::string flag_of(Setting s) {
     case Setting::kv_lens: return "--kv-lens";
     case Setting::batch: return "--batch";
     case Setting::weight_dtype: return "--weight-dtype";
+    case Setting::kv_cache_dtype: return "--kv-cache-dtype";
     case Setting::speculative_num_steps: return "--speculative-num-steps";
     case Setting::speculative_eagle_topk: return "--speculative-eagle-topk";
     case Setting::speculative_num_draft_tokens: return "--speculative-num-draft-tokens";

@@ -15,6 +15,7 @@ std::string_view library_name(Setting s) {
     case Setting::kv_lens: return "kv_lens";
     case Setting::batch: return "batch";
     case Setting::weight_dtype: return "weight_dtype";
+    case Setting::kv_cache_dtype: return "kv_cache_dtype";
     case Setting::speculative_num_steps: return "speculative_num_steps";
     case Setting::speculative_eagle_topk: return "speculative_eagle_topk";
     case Setting::speculative_num_draft_tokens: return "speculative_num_draft_tokens";

@@ -18,6 +18,7 @@ enum class Setting {
   kv_lens,
   batch,
   weight_dtype,
+  kv_cache_dtype,
   speculative_num_steps,
   speculative_eagle_topk,
   speculative_num_draft_tokens,
@@ -50,7 +51,7 @@ enum class Setting {
 // Every Setting, in declaration order (for tests and namers that check they cover all).
 inline constexpr Setting kAllSettings[] = {
     Setting::model, Setting::config, Setting::draft, Setting::tp, Setting::tokens, Setting::kv_len,
-    Setting::kv_lens, Setting::batch, Setting::weight_dtype, Setting::speculative_num_steps,
+    Setting::kv_lens, Setting::batch, Setting::weight_dtype, Setting::kv_cache_dtype, Setting::speculative_num_steps,
     Setting::speculative_eagle_topk, Setting::speculative_num_draft_tokens, Setting::draft_tokens,
     Setting::accept_rate, Setting::accept_len, Setting::accept_probs, Setting::backend, Setting::topology,
     Setting::strategy, Setting::ranks, Setting::op_times, Setting::unfused_add_norm, Setting::engine_option,

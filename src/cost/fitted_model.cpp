@@ -121,7 +121,7 @@ FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
       f.bytes = op.io_bytes() + 2.0 * g.partial_bytes;
       f.flops = op.flops() * std::max(rows, g.rows_computed) / rows / sm_share;
       f.waves = g.waves;
-      f.crit_bytes = g.crit_tokens * g.block_bytes_per_token;
+      f.crit_bytes = g.crit_tokens * g.block_bytes_per_token * (op.dtype == DType::fp8 ? 0.5 : 1.0);  // an fp8 KV cache: half
       f.crit_flops = g.crit_tokens * g.rows_per_block * 2.0 * (head_dims.first + head_dims.second);
       f.combine = g.combine ? 1.0 : 0.0;
       f.combine_bytes = g.combine ? 2.0 * g.partial_bytes : 0.0;
@@ -142,7 +142,7 @@ FittedFeatures persistent_attention_features(const Op& op, int sms) {
   f.bytes = op.io_bytes();
   f.flops = op.flops() * std::max(rows, g.rows_computed) / rows / sm_share;
   f.waves = g.waves;
-  f.crit_bytes = g.crit_tokens * g.block_bytes_per_token;
+  f.crit_bytes = g.crit_tokens * g.block_bytes_per_token * (op.dtype == DType::fp8 ? 0.5 : 1.0);
   f.crit_flops = g.crit_tokens * g.rows_per_block * 4.0 * static_cast<double>(op.head_dim);
   f.crit_steps = g.crit_steps;
   return f;

@@ -123,7 +123,9 @@ std::optional<LinkedShape> attention_from(const CpuOp& op) {
     return std::nullopt;
   }
   if (s.op.kv_heads <= 0 || s.op.heads % s.op.kv_heads != 0) return std::nullopt;
-  s.op.dtype = input_dtype(op, 0).value_or(DType::bf16);
+  // The op's dtype is its KV cache's format: fp8 when the keys are, else the bf16 of the model
+  // (fp16 and fp32 inputs stream as the 2-byte cache they stand for).
+  s.op.dtype = input_dtype(op, 1).value_or(DType::bf16) == DType::fp8 ? DType::fp8 : DType::bf16;
   return s;
 }
 

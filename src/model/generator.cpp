@@ -29,8 +29,8 @@ struct Requests {
 // step's rows (every request's tokens together); attention sees the requests.
 class StepBuilder {
  public:
-  StepBuilder(int tp, const Requests& requests, ServingEngine engine)
-      : tp_(tp), engine_(engine), req_(requests), t_(requests.rows()) {}
+  StepBuilder(int tp, const Requests& requests, ServingEngine engine, DType kv_dtype)
+      : tp_(tp), engine_(engine), kv_dtype_(kv_dtype), req_(requests), t_(requests.rows()) {}
 
   std::vector<Op> take() { return std::move(ops_); }
   int tp() const { return tp_; }
@@ -60,7 +60,7 @@ class StepBuilder {
   void attention_gqa(int layer, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
     Op op = attention(layer);
     op.heads = heads; op.kv_heads = kv_heads; op.head_dim = head_dim;
-    op.variant = AttentionVariant::gqa;
+    op.variant = AttentionVariant::gqa; op.dtype = kv_dtype_;
     ops_.push_back(op);
   }
   void attention_mla(int layer, std::int64_t heads, std::int64_t kv_lora_rank, std::int64_t rope_dim) {
@@ -69,7 +69,7 @@ class StepBuilder {
     Op op = attention(layer);
     op.heads = heads; op.kv_heads = 1;
     op.head_dim = kv_lora_rank + rope_dim;
-    op.variant = AttentionVariant::mla; op.kv_lora_rank = kv_lora_rank; op.rope_dim = rope_dim;
+    op.variant = AttentionVariant::mla; op.kv_lora_rank = kv_lora_rank; op.rope_dim = rope_dim; op.dtype = kv_dtype_;
     ops_.push_back(op);
   }
   // One of an engine's small kernels: reads and writes `operands` bf16 tensors of rows x width.
@@ -125,6 +125,7 @@ class StepBuilder {
   }
   int tp_;
   ServingEngine engine_;
+  DType kv_dtype_;  // the KV cache's format, on every attention op
   Requests req_;
   std::int64_t t_;
   std::vector<Op> ops_;
@@ -234,7 +235,7 @@ void gqa_block(StepBuilder& b, const ModelConfig& m, int layer, std::int64_t in_
 // out; each is written as a GEMM with the same FLOPs and weight bytes as the per-head batched
 // matmul. RoPE rotates q_pe and k_pe (one launch) and the latent row [c_kv, k_pe] is stored in the
 // MLA pool (SGLang's set_mla_kv_buffer, vLLM's concat_and_cache_mla: one launch).
-void mla_block(StepBuilder& b, const ModelConfig& m, int layer, DType w) {
+void mla_block(StepBuilder& b, const ModelConfig& m, int layer, DType w) {  // w: the attention's format
   const std::int64_t hq = heads_per_rank(m, b.tp());
   const std::int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
   const std::int64_t kv_a = m.kv_lora_rank + m.qk_rope_head_dim;
@@ -296,12 +297,13 @@ void moe_routing(StepBuilder& b, const ModelConfig& m, int layer) {
 // intermediate dimension, so each rank runs all T*k routed rows against all touched experts.
 // After the down projection the top-k rows of each token are summed (SGLang: torch.sum or
 // moe_sum_reduce; vLLM: moe_sum; TensorRT-LLM: finalizeMoeRouting).
-void moe_block(StepBuilder& b, const ModelConfig& m, int layer, DType w) {
+void moe_block(StepBuilder& b, const ModelConfig& m, int layer, const LinearFormats& f) {
   const int tp = b.tp();
   b.gemm("router", layer, m.routed_experts, m.hidden, DType::bf16);
   moe_routing(b, m, layer);
   if (m.shared_experts > 0)
-    mlp_block(b, "shared_experts.", layer, m.hidden, m.shared_experts * m.moe_intermediate / tp, w);
+    mlp_block(b, "shared_experts.", layer, m.hidden, m.shared_experts * m.moe_intermediate / tp, f.shared_experts);
+  const DType w = f.routed_experts;
   const std::int64_t rows = b.tokens() * m.experts_per_token;
   const std::int64_t touched = experts_touched(m.routed_experts, m.experts_per_token, b.tokens());
   const std::int64_t width = m.moe_intermediate / tp;
@@ -337,7 +339,7 @@ bool captures_eagle3_state(int layer, int layers) {
 }
 
 // A target-model forward pass over every request's tokens.
-void target_forward(StepBuilder& b, const ModelConfig& m, DType w, bool eagle3_capture) {
+void target_forward(StepBuilder& b, const ModelConfig& m, const LinearFormats& f, bool eagle3_capture) {
   const int tp = b.tp();
   const std::int64_t tokens = b.tokens();
   const std::int64_t H = m.hidden;
@@ -347,13 +349,13 @@ void target_forward(StepBuilder& b, const ModelConfig& m, DType w, bool eagle3_c
     // After the layer's fused add + norm, which the add of the captured state does not split.
     if (eagle3_capture && captures_eagle3_state(layer, m.layers) && !b.is(ServingEngine::torch))
       b.elementwise("eagle3_aux_hidden_state", layer, tokens, H, 3);
-    if (m.is_mla()) mla_block(b, m, layer, w);
-    else gqa_block(b, m, layer, H, w);
+    if (m.is_mla()) mla_block(b, m, layer, f.attention);
+    else gqa_block(b, m, layer, H, f.attention);
     b.allreduce("attn_allreduce", layer, H, "attn_out");
     residual(b, "attn_residual", layer, H);
     b.rowwise(OpKind::rmsnorm, "post_attention_layernorm", layer, tokens, H);
-    if (m.layer_is_moe(layer)) moe_block(b, m, layer, w);
-    else mlp_block(b, "", layer, H, m.intermediate / tp, w);
+    if (m.layer_is_moe(layer)) moe_block(b, m, layer, f);
+    else mlp_block(b, "", layer, H, m.intermediate / tp, f.dense_mlp);
     b.allreduce("mlp_allreduce", layer, H, "mlp_out");
     residual(b, "mlp_residual", layer, H);
   }
@@ -416,6 +418,10 @@ std::vector<std::int64_t> ragged_kv_lens(const GenOptions& o) {
   return {};
 }
 
+// The formats the target's linear layers are generated in: the per-class formats when given,
+// else weight_dtype for all.
+LinearFormats gen_formats(const GenOptions& o) { return o.formats ? *o.formats : LinearFormats::all(o.weight_dtype); }
+
 void check_options(const ModelConfig& m, const GenOptions& o) {
   if (o.tp < 1 || o.tp > kMaxTp)
     throw SettingError(Setting::tp, fmt::format("expected an integer in [1, {}], got {}", kMaxTp, o.tp));
@@ -441,8 +447,12 @@ void check_options(const ModelConfig& m, const GenOptions& o) {
   if (rows > kMaxTokens)
     throw SettingError(Setting::batch, fmt::format("{} requests x {} verify tokens = {} rows per step, expected at most {}",
                                                    o.batch, verify_tokens(resolved_speculative(o)), rows, kMaxTokens));
-  if (o.weight_dtype != DType::bf16 && o.weight_dtype != DType::fp8 && o.weight_dtype != DType::int4)
-    throw SettingError(Setting::weight_dtype, fmt::format("expected bf16, fp8 or int4, got {}", to_string(o.weight_dtype)));
+  if (o.kv_cache_dtype != DType::bf16 && o.kv_cache_dtype != DType::fp8)
+    throw SettingError(Setting::kv_cache_dtype, fmt::format("expected bf16 or fp8, got {}", to_string(o.kv_cache_dtype)));
+  const LinearFormats formats = gen_formats(o);
+  for (DType d : {formats.attention, formats.dense_mlp, formats.shared_experts, formats.routed_experts})
+    if (d != DType::bf16 && d != DType::fp8 && d != DType::int4)
+      throw SettingError(Setting::weight_dtype, fmt::format("expected bf16, fp8 or int4, got {}", to_string(d)));
   if (m.is_draft())
     throw InputError::at(m.file, "architectures",
                          fmt::format("this is an EAGLE-3 draft head; pass it with {} and give the target model with {}",
@@ -452,9 +462,12 @@ void check_options(const ModelConfig& m, const GenOptions& o) {
     // The reference step (tools/torch-steps.tsv) is one GPU's bf16 target forward, nothing else.
     const std::string why = "the torch reference step is one GPU's bf16 target forward";
     if (o.tp != 1) throw SettingError(Setting::tp, fmt::format("expected 1 with engine torch ({}), got {}", why, o.tp));
-    if (o.weight_dtype != DType::bf16)
-      throw SettingError(Setting::weight_dtype,
-                         fmt::format("expected bf16 with engine torch ({}), got {}", why, to_string(o.weight_dtype)));
+    if (o.kv_cache_dtype != DType::bf16)
+      throw SettingError(Setting::kv_cache_dtype, fmt::format("expected bf16 with engine torch ({}), got {}", why,
+                                                              to_string(o.kv_cache_dtype)));
+    if (!(formats == LinearFormats::all(DType::bf16)))
+      throw SettingError(Setting::weight_dtype, fmt::format("expected bf16 with engine torch ({}), got {}", why,
+                                                            formats.describe(m.is_moe())));
     if (o.draft) throw SettingError(Setting::draft, fmt::format("not available with engine torch ({})", why));
     if (o.engine_cycle) throw SettingError(Setting::engine_cycle, fmt::format("not available with engine torch ({})", why));
     if (m.is_moe() || m.is_mla())
@@ -517,11 +530,17 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
   t.meta.source = "generated";
   t.meta.draft_tokens = spec.num_steps;
   if (ragged.empty()) t.meta.kv_len = kv_len;
-  t.meta.weight_dtype = o.weight_dtype;
+  const LinearFormats formats = gen_formats(o);
+  // One dtype for the trace: the format of the bulk of the weights (the experts of a MoE model).
+  t.meta.weight_dtype = formats.uniform() ? formats.attention : m.is_moe() ? formats.routed_experts : formats.dense_mlp;
   t.meta.engine = o.engine;
   if (o.draft) t.meta.draft_model = o.draft->name;
   std::string notes = fmt::format("eaglesim gen from {} ({}): per-rank ops at TP {}, the kernels of {}", m.name,
                                   m.model_type, o.tp, modelled_version(o.engine));
+  if (o.kv_cache_dtype != DType::bf16) notes += fmt::format("; KV cache {}", to_string(o.kv_cache_dtype));
+  if (!formats.uniform() || o.formats)
+    notes += fmt::format("; weights {}{}", formats.describe(m.is_moe()),
+                         o.formats && m.quantization ? fmt::format(" (quantization_config: {})", m.quantization->summary) : "");
   if (m.is_moe())
     notes += fmt::format("; TP-MoE, experts touched per MoE layer = {0} x (1 - (1 - {1}/{0})^tokens) rounded, "
                          "the expected distinct experts under balanced routing",
@@ -544,9 +563,9 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
   {
     StepBuilder b(o.tp, requests(verify_tokens(spec), spec.mask == VerifyMask::tree ? AttentionMask::tree
                                                                                        : AttentionMask::causal),
-                  o.engine);
+                  o.engine, o.kv_cache_dtype);
     if (o.engine_cycle && drafts) b.tree_build(draft_candidates(spec.num_steps, spec.eagle_topk));
-    target_forward(b, m, o.weight_dtype, o.draft.has_value());
+    target_forward(b, m, formats, o.draft.has_value());
     if (o.engine_cycle) {
       b.sampling(m.vocab);
       b.host_sync();
@@ -561,25 +580,25 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
       // The draft model over each request's accepted tokens, padded to num_steps + 1 as SGLang's
       // CUDA graph for it runs (eagle_draft_extend_cuda_graph_runner.py); logits only for each
       // request's last token, whose top-k are the tree's first level.
-      StepBuilder e(o.tp, requests(spec.num_steps + 1, AttentionMask::causal), o.engine);
+      StepBuilder e(o.tp, requests(spec.num_steps + 1, AttentionMask::causal), o.engine, o.kv_cache_dtype);
       draft_forward(e, d, DraftForward{true, B});
       e.topk_select(B, d.draft_vocab, topk);
       step("draft_extend", e);
       if (spec.num_steps > 1) {
-        StepBuilder f(o.tp, requests(topk, branch_mask), o.engine);
+        StepBuilder f(o.tp, requests(topk, branch_mask), o.engine, o.kv_cache_dtype);
         draft_forward(f, d, DraftForward{false, 0});
         f.topk_select(B * topk, d.draft_vocab, topk);
         step("draft", f);
       }
     } else {
-      StepBuilder f(o.tp, requests(topk, branch_mask), o.engine);
+      StepBuilder f(o.tp, requests(topk, branch_mask), o.engine, o.kv_cache_dtype);
       draft_forward(f, d, DraftForward{true, 0});
       step("draft", f);
     }
   }
   {
-    StepBuilder b(o.tp, requests(1, AttentionMask::causal), o.engine);
-    target_forward(b, m, o.weight_dtype, false);
+    StepBuilder b(o.tp, requests(1, AttentionMask::causal), o.engine, o.kv_cache_dtype);
+    target_forward(b, m, formats, false);
     if (o.engine_cycle) {
       b.sampling(m.vocab);
       b.host_sync();

@@ -20,6 +20,12 @@ struct GenOptions {
   int tokens = 1;                    // verify-step tokens per request, without `speculative`: 1 + chain drafts
   std::int64_t kv_len = 4096;        // context length every attention op attends over
   DType weight_dtype = DType::bf16;  // bf16, fp8 or int4 (weight-only) for the target's linear layers
+  // Per class of linear layer (a checkpoint's quantization_config, model/checkpoint_quantization.hpp):
+  // when set, instead of weight_dtype.
+  std::optional<LinearFormats> formats;
+  // The KV cache's format (bf16 or fp8, SGLang's and vLLM's --kv-cache-dtype): the attention's
+  // KV bytes.
+  DType kv_cache_dtype = DType::bf16;
   std::optional<ModelConfig> draft;  // EAGLE-3 head: adds the "draft" step (and "draft_extend")
   // Version 2 (docs/trace-format.md). A trace that needs none of it is written as version 1.
   int batch = 1;                          // concurrent requests

@@ -185,6 +185,10 @@ ModelConfig parse_model_config(const nlohmann::json& doc, const std::string& fil
       m.moe_layer_freq = static_cast<int>(read_int_or(root, "moe_layer_freq", 1, 1, m.layers));
       break;
   }
+  int dense_layer = 0, moe_layer = 0;
+  while (dense_layer + 1 < m.layers && m.layer_is_moe(dense_layer)) ++dense_layer;
+  while (moe_layer + 1 < m.layers && !m.layer_is_moe(moe_layer)) ++moe_layer;
+  m.quantization = read_checkpoint_quantization(root, dense_layer, moe_layer);
   return m;
 }
 
@@ -227,7 +231,14 @@ void check_tp(const ModelConfig& m, int tp) {
 }
 
 double weight_bytes_per_rank(const ModelConfig& m, int tp, DType weight_dtype) {
-  const double w = bytes_per_element(weight_dtype);
+  return weight_bytes_per_rank(m, tp, LinearFormats::all(weight_dtype));
+}
+
+double weight_bytes_per_rank(const ModelConfig& m, int tp, const LinearFormats& formats) {
+  const double w = bytes_per_element(formats.attention);
+  const double w_mlp = bytes_per_element(formats.dense_mlp);
+  const double w_shared = bytes_per_element(formats.shared_experts);
+  const double w_routed = bytes_per_element(formats.routed_experts);
   const double b16 = 2.0;
   const double H = static_cast<double>(m.hidden);
   double total = 0.0;
@@ -261,10 +272,10 @@ double weight_bytes_per_rank(const ModelConfig& m, int tp, DType weight_dtype) {
     if (m.layer_is_moe(layer)) {
       const double im = static_cast<double>(m.moe_intermediate) / tp;
       total += static_cast<double>(m.routed_experts) * H * b16;                 // router
-      total += 3.0 * H * im * static_cast<double>(m.shared_experts) * w;        // shared experts
-      total += static_cast<double>(m.routed_experts) * 3.0 * H * im * w;        // routed experts
+      total += 3.0 * H * im * static_cast<double>(m.shared_experts) * w_shared;  // shared experts
+      total += static_cast<double>(m.routed_experts) * 3.0 * H * im * w_routed;  // routed experts
     } else {
-      total += 3.0 * H * (static_cast<double>(m.intermediate) / tp) * w;
+      total += 3.0 * H * (static_cast<double>(m.intermediate) / tp) * w_mlp;
     }
   }
   return total;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/dtype.hpp"
+#include "model/checkpoint_quantization.hpp"
 
 namespace eaglesim {
 
@@ -63,6 +64,8 @@ struct ModelConfig {
 
   // EAGLE-3 draft head.
   std::int64_t draft_vocab = 0;     // draft_vocab_size (reduced vocabulary of the draft lm_head)
+  // The checkpoint's quantization_config (checkpoint_quantization.hpp); absent: bf16 weights.
+  std::optional<CheckpointQuantization> quantization;
 
   bool is_moe() const { return routed_experts > 0; }
   bool is_mla() const { return arch == Architecture::deepseek_v3; }
@@ -87,6 +90,8 @@ std::int64_t vocab_per_rank(std::int64_t vocab, int tp);
 // Linear layers are stored as `weight_dtype`; embedding, lm_head, router and norms stay bf16,
 // as the generator assumes (docs/trace-format.md, "Generated traces").
 double weight_bytes_per_rank(const ModelConfig& m, int tp, DType weight_dtype);
+// The same with each class of linear layer in its own format.
+double weight_bytes_per_rank(const ModelConfig& m, int tp, const LinearFormats& formats);
 // KV-cache bytes one rank stores per token of context, over all layers.
 // GQA: 2 (K and V) x kv heads per rank x head_dim; MLA: the compressed latent + rope key
 // (kv_lora_rank + qk_rope_head_dim), which every rank stores in full under TP.

@@ -41,7 +41,8 @@ double Op::kv_len_total() const {
 }
 
 bool Op::has_version2_fields() const {
-  return !is_version1_kind(kind) || batch != 1 || !kv_lens.empty() || mask != AttentionMask::causal;
+  return !is_version1_kind(kind) || batch != 1 || !kv_lens.empty() || mask != AttentionMask::causal ||
+         (kind == OpKind::attention && dtype == DType::fp8);
 }
 
 double Op::flops() const {
@@ -78,8 +79,9 @@ double Op::io_bytes() const {
       // Every request's KV is read once; queries and outputs of all requests.
       const double positions = kv_len_total();
       const double q = static_cast<double>(q_tokens) * static_cast<double>(batch);
-      double kv = variant == AttentionVariant::mla ? positions * (kv_lora_rank + rope_dim) * a
-                                                   : positions * kv_heads * head_dim * 2.0 * a;
+      const double e = dtype == DType::fp8 ? 1.0 : a;  // the KV cache's format
+      double kv = variant == AttentionVariant::mla ? positions * (kv_lora_rank + rope_dim) * e
+                                                   : positions * kv_heads * head_dim * 2.0 * e;
       double qo = variant == AttentionVariant::mla ? q * heads * (2.0 * kv_lora_rank + rope_dim) * a
                                                    : 2.0 * q * heads * head_dim * a;
       return kv + qo;
@@ -122,6 +124,7 @@ std::string Op::shape_string() const {
       if (batch != 1) s += fmt::format(" batch={}", batch);
       if (!kv_lens.empty()) s += fmt::format(" kv_sum={:.0f}", kv_len_total());
       if (mask != AttentionMask::causal) s += fmt::format(" {}", to_string(mask));
+      if (dtype == DType::fp8) s += " kv fp8";
       return s;
     }
     case OpKind::allreduce: return fmt::format("{} B {}", bytes, to_string(dtype));

@@ -67,7 +67,7 @@ struct Op {
   UsSource us_source = UsSource::measured;
   AttentionVariant variant = AttentionVariant::gqa;  // attention
   AttentionMask mask = AttentionMask::causal;        // attention
-  DType dtype = DType::bf16;
+  DType dtype = DType::bf16;  // GEMMs, allreduces: their elements; attention: the KV cache's format
   std::string name;
   std::optional<double> us;       // measured duration on the recording machine
   std::string site;               // attn_out, mlp_out, embed, ... (empty: none)

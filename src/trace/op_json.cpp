@@ -21,7 +21,7 @@ const std::vector<std::string>& kind_fields(OpKind kind) {
   static const std::vector<std::string> grouped{"tokens", "experts", "n", "k", "dtype"};
   static const std::vector<std::string> attention{"q_tokens", "kv_len",       "heads",    "kv_heads", "head_dim",
                                                   "variant",  "kv_lora_rank", "rope_dim", "batch",    "kv_lens",
-                                                  "mask"};
+                                                  "mask",     "kv_dtype"};
   static const std::vector<std::string> allreduce{"bytes", "dtype"};
   static const std::vector<std::string> rowwise{"tokens", "hidden"};
   static const std::vector<std::string> topk_select{"rows", "vocab", "topk"};
@@ -158,6 +158,10 @@ Op parse_op(const JsonCursor& c, int version, const TraceMeta& meta) {
           c.at("kv_heads").fail(fmt::format("a divisor of heads ({})", op.heads));
       }
       read_attention_batch(c, version, meta, op);
+      if (auto kv = c.find("kv_dtype")) {  // the KV cache's format (the op's dtype); absent: bf16
+        if (version < kTraceVersionLatest) fail_needs_version2(*kv, "\"kv_dtype\"");
+        op.dtype = kv->as_enum({"bf16", "fp8"}) == "fp8" ? DType::fp8 : DType::bf16;
+      }
       break;
     }
     case OpKind::allreduce:
@@ -225,6 +229,7 @@ ojson op_to_json(const Op& op) {
       if (op.batch != 1) j["batch"] = op.batch;
       if (!op.kv_lens.empty()) j["kv_lens"] = op.kv_lens;
       if (op.mask != AttentionMask::causal) j["mask"] = to_string(op.mask);
+      if (op.dtype == DType::fp8) j["kv_dtype"] = to_string(op.dtype);
       break;
     case OpKind::allreduce:
       j["bytes"] = op.bytes; j["dtype"] = to_string(op.dtype);

@@ -112,8 +112,8 @@ std::string version2_step_text(const Trace& t, const Step& step) {
   const int runs = runs_per_cycle(t, step);
   out += runs > 0 ? fmt::format(", runs {} per cycle", runs) : ", the plain-decoding baseline";
   if (const Op* a = first_attention(step))
-    out += fmt::format(", attention {} request{} x {} token{} ({})", a->batch, a->batch == 1 ? "" : "s", a->q_tokens,
-                       a->q_tokens == 1 ? "" : "s", to_string(a->mask));
+    out += fmt::format(", attention {} request{} x {} token{} ({}{})", a->batch, a->batch == 1 ? "" : "s", a->q_tokens,
+                       a->q_tokens == 1 ? "" : "s", to_string(a->mask), a->dtype == DType::fp8 ? ", fp8 KV cache" : "");
   return out + "\n";
 }
 
@@ -135,6 +135,7 @@ StepStats compute_stats(const Step& step) {
     if (op.is_matmul()) {
       s.gemm_flops += op.flops();
       s.weight_bytes += op.weight_bytes();
+      s.weight_bytes_by_dtype[to_string(op.dtype)] += op.weight_bytes();
     }
     if (op.us) { s.measured_us += *op.us; ++s.ops_with_us; }
     if (op.layer >= 0) layers.insert(op.layer);
@@ -210,7 +211,13 @@ std::string stats_to_text(const Trace& trace) {
       out += fmt::format("  elementwise kernels of the first layer: {}\n", fmt::join(s.first_layer_elementwise, ", "));
     for (auto [bytes, count] : s.allreduce_bytes)
       out += fmt::format("  allreduce {:>10} B x {}\n", bytes, count);
-    out += fmt::format("  GEMM {:.3f} GFLOP, weights read {:.3f} GB\n", s.gemm_flops / 1e9, s.weight_bytes / 1e9);
+    out += fmt::format("  GEMM {:.3f} GFLOP, weights read {:.3f} GB", s.gemm_flops / 1e9, s.weight_bytes / 1e9);
+    if (s.weight_bytes_by_dtype.size() > 1) {  // a checkpoint with layer classes in different formats
+      std::vector<std::string> parts;
+      for (const auto& [dtype, bytes] : s.weight_bytes_by_dtype) parts.push_back(fmt::format("{} {:.3f}", dtype, bytes / 1e9));
+      out += fmt::format(" ({})", fmt::join(parts, ", "));
+    }
+    out += "\n";
     if (s.ops_with_us) out += fmt::format("  measured op time {:.1f} us over {} ops\n", s.measured_us, s.ops_with_us);
   }
   return out;

@@ -17,6 +17,7 @@ struct StepStats {
   std::map<std::int64_t, int> allreduce_bytes;  // size -> count
   double gemm_flops = 0;    // gemm + grouped_gemm + lm_head
   double weight_bytes = 0;  // weights read by those
+  std::map<std::string, double> weight_bytes_by_dtype;  // the same by their format ("bf16", "fp8", "int4")
   double measured_us = 0;   // sum of op us where present
   int ops_with_us = 0;
   int layers = 0;           // distinct layer indices >= 0

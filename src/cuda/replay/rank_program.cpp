@@ -495,6 +495,10 @@ VerifyAttentionRun& RankProgram::verify_run(const Op& op, std::size_t i) {
 // split-KV decode kernel, whose partials are shared scratch. An attention shape neither kernel
 // takes fails here, before anything is allocated.
 void RankProgram::plan_attention_op(std::size_t i, const Op& op, ProgramPlan& plan) {
+  if (op.dtype == DType::fp8)
+    throw InputError(fmt::format("{}: the CUDA backend cannot replay it: its KV cache is {} (the replay's attention "
+                                 "kernels read a bf16 cache; the simulator prices an fp8 one)",
+                                 labels_[i], to_string(op.dtype)));
   AttentionShape s = packed_cache_shape(op);
   const std::size_t requests = as_size(op.batch);
   plan.region_bytes[i] = kv_cache_bytes(s);
