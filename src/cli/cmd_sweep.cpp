@@ -148,6 +148,12 @@ void run_sweep_command(const SweepArgs& a) {
   const std::vector<std::string> drafts = draft_paths(a, model_paths);
   for (std::size_t i = 0; i < model_paths.size(); ++i) {
     SweepModel m{read_model_config(model_paths[i]), std::nullopt};
+    // The sweep prices its --weight-dtype list for every model; `gen` lays a checkpoint out as
+    // its quantization_config says. Say so when they differ.
+    if (const auto& q = m.target.quantization)
+      spdlog::warn("{}: the checkpoint's quantization_config gives {} ({}); sweep prices every linear layer in "
+                   "--weight-dtype ({}); gen reads the checkpoint's formats",
+                   m.target.name, q->formats.describe(m.target.is_moe()), q->summary, a.weight_dtypes);
     if (!drafts[i].empty()) {
       m.draft = read_model_config(drafts[i]);
       if (!m.draft->is_draft())

@@ -9,6 +9,8 @@ namespace eaglesim {
 
 namespace {
 
+constexpr std::size_t kMaxModulePattern = 256;
+
 // The dot-separated parts of a module name.
 std::vector<std::string> components(const std::string& name) {
   std::vector<std::string> out;
@@ -76,6 +78,10 @@ std::vector<std::string> read_patterns(const JsonCursor& block, const char* key)
   for (std::size_t i = 0; i < list->size(); ++i) {
     const JsonCursor item = list->at(i);
     const std::string p = item.as_string();
+    // Real lists name modules in a few dozen characters; a bound keeps a regex's compile and match
+    // (recursive in libstdc++) within reach.
+    if (p.size() > kMaxModulePattern)
+      item.fail(fmt::format("a module pattern of at most {} characters", kMaxModulePattern));
     if (p.rfind("re:", 0) == 0) {
       try {
         std::regex check(p.substr(3));

@@ -140,6 +140,9 @@ TEST(CheckpointQuantization, FormatsNotModelledAreRefusedByField) {
   bad_regex["modules_to_not_convert"] = {"re:(["};
   EXPECT_NE(error_of(bad_regex).find("modules_to_not_convert[0]: expected a module pattern"), std::string::npos);
   EXPECT_NE(error_of("fp8").find("quantization_config: expected an object"), std::string::npos);
+  nlohmann::json long_pattern = kFp8Block;
+  long_pattern["modules_to_not_convert"] = {"re:" + std::string(300, 'a')};
+  EXPECT_NE(error_of(long_pattern).find("expected a module pattern of at most 256 characters"), std::string::npos);
 }
 
 TEST(CheckpointQuantization, ModulePatternsMatchAsTheEnginesMatch) {
