@@ -1,8 +1,12 @@
 #include "backend/engine_costs.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cost/cuda_graph_limit.hpp"
 
 namespace eaglesim {
 
@@ -62,6 +66,39 @@ std::string add_engine_host_costs(StrategyResult& r, const EngineProfile& p, int
                      to_string(p.engine), cycle, p.cycle_host_us, p.draft_step_host_us, p.plain_host_us,
                      p.plain_overlap ? fmt::format(", overlapped with the forward ({:.0f} us shows)", plain_shown)
                                      : std::string(", not overlapped"));
+}
+
+std::string add_eager_launch_costs(StrategyResult& r, const Trace& trace, const EngineProfile& p, int tp,
+                                   double gpu_mem_gb) {
+  if (!r.supported) return "";
+  std::vector<std::string> eager;
+  std::string why;
+  auto apply = [&](const char* name, StepResult* result) {
+    const Step* step = trace.find_step(name);
+    if (!result || !step) return;
+    std::int64_t kernels = 0, tokens_per_request = 1;
+    bool attention_seen = false;
+    for (const Op& op : step->ops) {
+      if (op.kind == OpKind::host_sync) continue;
+      ++kernels;
+      if (op.kind == OpKind::attention && !attention_seen) tokens_per_request = op.q_tokens, attention_seen = true;
+    }
+    const GraphDecision d = cuda_graph_decision(p, trace.meta.batch_size(), tokens_per_request, tp, gpu_mem_gb);
+    if (d.graph) return;
+    why = d.why;
+    const double extra = eager_launch_excess_us(p, kernels, result->step_us);
+    add_host(*result, extra);
+    eager.push_back(fmt::format("{} ({} kernels x {:.1f} us = {:.0f} us of launches{})", name, kernels, p.eager_launch_us,
+                                static_cast<double>(kernels) * p.eager_launch_us,
+                                extra > 0 ? fmt::format(", {:.0f} us beyond its GPU time", extra) : ", under its GPU time"));
+  };
+  apply("verify", &r.verify);
+  apply("draft", r.draft ? &*r.draft : nullptr);
+  apply("draft_extend", r.draft_extend ? &*r.draft_extend : nullptr);
+  apply("decode", r.decode ? &*r.decode : nullptr);
+  if (eager.empty()) return "";
+  return fmt::format("{}: batch {} runs eagerly ({}): {}", to_string(p.engine), trace.meta.batch_size(), why,
+                     fmt::join(eager, "; "));
 }
 
 }  // namespace eaglesim

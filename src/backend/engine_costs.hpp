@@ -31,4 +31,11 @@ std::optional<ServingEngine> host_cost_engine(const Trace& trace);
 // it) steps, as host sync time. Returns the note a report carries about it.
 std::string add_engine_host_costs(StrategyResult& r, const EngineProfile& profile, int draft_forwards);
 
+// The engine's eager forwards (cost/cuda_graph_limit.hpp): each step of `trace` (a generated
+// engine trace) that the engine does not replay as a CUDA graph at `tp` on GPUs of `gpu_mem_gb`
+// takes at least its kernels' host launches; what that adds beyond the step's GPU time shows as
+// host time. Returns the note a report carries (empty when every step is a graph).
+std::string add_eager_launch_costs(StrategyResult& r, const Trace& trace, const EngineProfile& profile, int tp,
+                                   double gpu_mem_gb);
+
 }  // namespace eaglesim

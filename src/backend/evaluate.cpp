@@ -116,6 +116,11 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   const std::optional<ServingEngine> host_engine =
       backend.name() == "sim" ? host_cost_engine(trace) : std::optional<ServingEngine>();
   std::string host_note;
+  // An engine's eager forwards above its CUDA-graph limit: a model of the engine, the simulator's.
+  const std::optional<ServingEngine> generated = generated_engine(trace);
+  const std::optional<ServingEngine> eager_engine =
+      backend.name() == "sim" && generated && *generated != ServingEngine::torch ? generated : std::nullopt;
+  std::string eager_note;
   for (const std::string& name : req.strategies) {
     // Draft and decode are priced only when the verify step could run, as the report needs all
     // three or none.
@@ -127,6 +132,11 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     if (v.supported && (!d || d->supported) && (!e || e->supported) && decode)
       p = price_step(backend, trace, *decode, name, req.topo, quiet);
     StrategyResult r = assemble_result(name, v, d ? &*d : nullptr, p ? &*p : nullptr, e ? &*e : nullptr);
+    if (eager_engine) {
+      const std::string note = add_eager_launch_costs(r, trace, engine_profile(*eager_engine, req.options.engine),
+                                                      sc.tp, req.topo ? req.topo->gpu.mem_gb : 0.0);
+      if (eager_note.empty()) eager_note = note;
+    }
     if (host_engine) {
       const std::string note =
           add_engine_host_costs(r, engine_profile(*host_engine, req.options.engine), draft_forwards_per_cycle(trace));
@@ -137,6 +147,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   }
   if (auto note = recorded_step_note(verify, report.results)) sc.notes.push_back(*note);
   if (!host_note.empty()) report.scenario.notes.push_back(host_note);
+  if (!eager_note.empty()) report.scenario.notes.push_back(eager_note);
   return report;
 }
 

@@ -36,6 +36,11 @@ EngineProfile default_engine_profile(ServingEngine engine) {
       p.plain_overlap = true;
       p.cycle_host_us = 4000;
       p.draft_step_host_us = 0;
+      // Eager launches: ~5 us of host time per kernel (a Triton launch 4.7-5.6 us, tritonbench PR
+      // 1017; eager PyTorch ~5 us inside each launch call, vllm-omni PR 6516; 914 launches leaving
+      // 3.07 ms of host gap at batch 1, exllamav3 PR 380). The graph limit: the engine's default.
+      p.cuda_graph_max_bs = 0;
+      p.eager_launch_us = 5.0;
       break;
     case ServingEngine::torch:
       // The reference step is one CUDA graph replay: no host work inside it, and no MoE.
@@ -46,8 +51,9 @@ EngineProfile default_engine_profile(ServingEngine engine) {
 }
 
 const std::vector<std::string>& engine_profile_option_names() {
-  static const std::vector<std::string> names{"moe_cta_gbs", "plain_host_us", "plain_overlap", "cycle_host_us",
-                                              "draft_step_host_us"};
+  static const std::vector<std::string> names{"moe_cta_gbs",        "plain_host_us",     "plain_overlap",
+                                              "cycle_host_us",      "draft_step_host_us", "cuda_graph_max_bs",
+                                              "eager_launch_us"};
   return names;
 }
 
@@ -76,6 +82,14 @@ void set_engine_profile_option(EngineProfile& p, const std::string& name, const 
   else if (name == "plain_host_us") p.plain_host_us = number(value, item, 0, 1e6, "microseconds");
   else if (name == "cycle_host_us") p.cycle_host_us = number(value, item, 0, 1e6, "microseconds");
   else if (name == "draft_step_host_us") p.draft_step_host_us = number(value, item, 0, 1e6, "microseconds");
+  else if (name == "eager_launch_us") p.eager_launch_us = number(value, item, 0, 1e4, "microseconds per kernel launch");
+  else if (name == "cuda_graph_max_bs") {
+    const double v = number(value, item, 1, 1 << 20, "the largest batch captured (requests; vLLM: tokens)");
+    if (v != static_cast<double>(static_cast<std::int64_t>(v)))
+      throw InputError(fmt::format("{}: '{}': expected a whole number of requests (vLLM: tokens), got '{}'",
+                                   setting_name(Setting::engine_option), item, value));
+    p.cuda_graph_max_bs = static_cast<std::int64_t>(v);
+  }
   else if (name == "plain_overlap") {
     if (value != "true" && value != "false")
       throw InputError(fmt::format("{}: '{}': expected true or false, got '{}'", setting_name(Setting::engine_option), item,

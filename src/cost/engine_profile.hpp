@@ -6,6 +6,7 @@
 // engines run the speculative cycle's bookkeeping between forwards). docs/engine-steps.md gives
 // each default's source and how the fit set set it; `--engine-option ENGINE.NAME=VALUE` changes
 // them.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,11 @@ struct EngineProfile {
   double cycle_host_us = 0;
   // Host work per draft forward of the cycle (draft-step metadata, its graph replay).
   double draft_step_host_us = 0;
+  // The largest forward the engine replays as a CUDA graph (cost/cuda_graph_limit.hpp): requests
+  // for SGLang and TensorRT-LLM, tokens for vLLM; 0: the engine's default.
+  std::int64_t cuda_graph_max_bs = 0;
+  // Host time per kernel launch of an eager forward (PyTorch dispatch, the launch itself).
+  double eager_launch_us = 5.0;
 };
 
 // The engine's defaults (docs/engine-steps.md).
