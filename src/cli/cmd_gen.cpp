@@ -87,6 +87,12 @@ void run_gen(const GenArgs& a, bool tokens_given) {
   else if (model.quantization && model.quantization->kv_cache) opt.kv_cache_dtype = *model.quantization->kv_cache;
   if (!a.draft.empty()) opt.draft = read_model_config(a.draft);
   Trace trace = generate_trace(model, opt);
+  // SGLang's server_args.py caps running requests at 48 by default under speculative decoding
+  // (max_running_requests), the largest batch its EAGLE graphs capture.
+  if (opt.engine == ServingEngine::sglang && trace.meta.speculative && trace.meta.speculative->method != SpecMethod::none &&
+      opt.batch > 48)
+    spdlog::warn("SGLang runs at most 48 requests at once with speculative decoding unless --max-running-requests "
+                 "raises it (server_args.py); this step has {}", opt.batch);
 
   // Read the text back through the trace reader so that gen can never write a trace that
   // `inspect` or `run` would reject (e.g. a shape past the reader's limits).

@@ -177,7 +177,12 @@ CheckpointQuantization read_compressed_tensors(const JsonCursor& q, const ClassM
   };
   out.formats = {pick(attention, c.attention), pick(dense, c.dense_mlp), pick(shared, c.shared_experts),
                  pick(routed, c.routed_experts)};
-  if (auto kv = q.find("kv_cache_scheme")) out.kv_cache = compressed_tensors_format(*kv, nullptr);
+  if (auto kv = q.find("kv_cache_scheme")) {
+    kv->expect_object();
+    const bool fp8 = kv->at("num_bits").as_int(1, 64) == 8 && kv->at("type").as_enum({"int", "float"}) == "float";
+    if (!fp8) kv->fail_raw("only an 8-bit float (fp8) KV cache is modelled");
+    out.kv_cache = DType::fp8;
+  }
   out.summary = fmt::format("compressed-tensors{}{}", out.group_size ? fmt::format(", int4 in groups of {}", out.group_size) : "",
                             out.activations_quantized ? ", activations quantised" : ", weight-only");
   return out;

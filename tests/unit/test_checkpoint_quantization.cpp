@@ -140,6 +140,11 @@ TEST(CheckpointQuantization, FormatsNotModelledAreRefusedByField) {
   bad_regex["modules_to_not_convert"] = {"re:(["};
   EXPECT_NE(error_of(bad_regex).find("modules_to_not_convert[0]: expected a module pattern"), std::string::npos);
   EXPECT_NE(error_of("fp8").find("quantization_config: expected an object"), std::string::npos);
+  const nlohmann::json int4_kv = nlohmann::json::parse(
+      R"({"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 4, "type": "int"},
+          "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}})");
+  EXPECT_NE(error_of(int4_kv).find("quantization_config.kv_cache_scheme: only an 8-bit float (fp8) KV cache is modelled"),
+            std::string::npos);
   nlohmann::json long_pattern = kFp8Block;
   long_pattern["modules_to_not_convert"] = {"re:" + std::string(300, 'a')};
   EXPECT_NE(error_of(long_pattern).find("expected a module pattern of at most 256 characters"), std::string::npos);
