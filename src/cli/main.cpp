@@ -45,6 +45,12 @@ int main(int argc, char** argv) {
   cli::add_calibrate(app);
   cli::add_fidelity(app);
 
+  // `eaglesim` alone: what it can do, on stderr (stdout carries only results), as a usage error.
+  if (argc == 1) {
+    app.name("eaglesim");
+    std::fprintf(stderr, "A subcommand is required.\n\n%s", app.help().c_str());
+    return 2;
+  }
   // Subcommands run inside app.parse (their callbacks), so this covers their errors too.
   return cli::run_with_exit_code(app, [&] { app.parse(argc, argv); });
 }
