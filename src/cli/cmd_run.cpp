@@ -47,6 +47,7 @@ struct RunArgs {
   std::string trace;
   std::string topology;
   std::string strategies;
+  bool strategies_given = false;  // --strategy passed (an empty list is then an error, not the defaults)
   std::string backend = "sim";
   std::optional<double> accept_rate;
   std::optional<double> accept_len;
@@ -102,6 +103,8 @@ void run(const RunArgs& a) {
     defaults_used.push_back(fmt::format("trace {}", kDefaultTrace));
   }
   std::string strategy_list = a.strategies;
+  if (a.strategies_given && strategy_list.empty())
+    throw InputError("--strategy: expected a comma-separated list of strategies or 'all', got an empty string");
   if (strategy_list.empty()) {
     strategy_list = kDefaultStrategies;
     defaults_used.push_back(fmt::format("strategies {}", kDefaultStrategies));
@@ -204,7 +207,7 @@ void add_run(CLI::App& app) {
   cmd->add_option("trace", a->trace, fmt::format("Trace file (default: {})", kDefaultTrace));
   cmd->add_option("--topology,-t", a->topology,
                   fmt::format("Topology preset name or file (default for sim: {})", kDefaultTopology));
-  cmd->add_option("--strategy,-s", a->strategies,
+  auto* strategy = cmd->add_option("--strategy,-s", a->strategies,
                   fmt::format("Comma-separated allreduce strategies, or 'all' (eaglesim's own; the engines' dispatch, "
                               "sglang and vllm, by name) (default: {})",
                               kDefaultStrategies));
@@ -244,8 +247,9 @@ void add_run(CLI::App& app) {
   cmd->add_option("--csv", a->csv_out, "Write the report as CSV");
   cmd->add_option("--timeline", a->timeline_out, "Write the verify-step timelines (Chrome trace JSON, opens in Perfetto)");
   cmd->add_option("--report", a->report_out, "Write a self-contained HTML report (charts, waterfall, table)");
-  cmd->callback([a] {
+  cmd->callback([a, strategy] {
     register_builtin_backends();
+    a->strategies_given = strategy->count() > 0;
     run(*a);
   });
 }
