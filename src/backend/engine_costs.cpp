@@ -76,13 +76,10 @@ std::string add_eager_launch_costs(StrategyResult& r, const Trace& trace, const 
   auto apply = [&](const char* name, StepResult* result) {
     const Step* step = trace.find_step(name);
     if (!result || !step) return;
-    std::int64_t kernels = 0, tokens_per_request = 1;
-    bool attention_seen = false;
-    for (const Op& op : step->ops) {
-      if (op.kind == OpKind::host_sync) continue;
-      ++kernels;
-      if (op.kind == OpKind::attention && !attention_seen) tokens_per_request = op.q_tokens, attention_seen = true;
-    }
+    const std::int64_t kernels = std::count_if(step->ops.begin(), step->ops.end(),
+                                               [](const Op& op) { return op.kind != OpKind::host_sync; });
+    const Op* attention = step->first(OpKind::attention);
+    const std::int64_t tokens_per_request = attention ? attention->q_tokens : 1;
     const GraphDecision d = cuda_graph_decision(p, trace.meta.batch_size(), tokens_per_request, tp, gpu_mem_gb);
     if (d.graph) return;
     why = d.why;

@@ -118,8 +118,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   std::string host_note;
   // An engine's eager forwards above its CUDA-graph limit: a model of the engine, the simulator's.
   const std::optional<ServingEngine> generated = generated_engine(trace);
-  const std::optional<ServingEngine> eager_engine =
-      backend.name() == "sim" && generated && *generated != ServingEngine::torch ? generated : std::nullopt;
+  const bool eager_launches = backend.name() == "sim" && generated.value_or(ServingEngine::torch) != ServingEngine::torch;
   std::string eager_note;
   for (const std::string& name : req.strategies) {
     // Draft and decode are priced only when the verify step could run, as the report needs all
@@ -132,8 +131,8 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     if (v.supported && (!d || d->supported) && (!e || e->supported) && decode)
       p = price_step(backend, trace, *decode, name, req.topo, quiet);
     StrategyResult r = assemble_result(name, v, d ? &*d : nullptr, p ? &*p : nullptr, e ? &*e : nullptr);
-    if (eager_engine) {
-      const std::string note = add_eager_launch_costs(r, trace, engine_profile(*eager_engine, req.options.engine),
+    if (eager_launches) {
+      const std::string note = add_eager_launch_costs(r, trace, engine_profile(generated.value(), req.options.engine),
                                                       sc.tp, req.topo ? req.topo->gpu.mem_gb : 0.0);
       if (eager_note.empty()) eager_note = note;
     }

@@ -45,6 +45,28 @@ double tile_efficiency(double m, double n, double k, int sms) {
   return best;
 }
 
+// An attention op's features on the kernel whose launch geometry `g` is (the replay's or
+// cuDNN's persistent one).
+FittedFeatures attention_features(const Op& op, const AttentionGeometry& g, int sms) {
+  const VerifyAttentionShape dims = verify_attention_shape(op);
+  const double group = op.variant == AttentionVariant::mla
+                           ? static_cast<double>(op.heads)
+                           : static_cast<double>(op.heads) / static_cast<double>(std::max<std::int64_t>(1, op.kv_heads));
+  const double rows = std::max(1.0, static_cast<double>(op.q_tokens) * group);
+  const double sm_share = std::max(1.0, g.active_sms) / static_cast<double>(std::max(1, sms));
+  FittedFeatures f;
+  f.bytes = op.io_bytes() + 2.0 * g.partial_bytes;
+  f.flops = op.flops() * std::max(rows, g.rows_computed) / rows / sm_share;
+  f.waves = g.waves;
+  // The geometry's K/V bytes per position are a bf16 cache's.
+  f.crit_bytes = g.crit_tokens * g.block_bytes_per_token * op.kv_element_bytes() / 2.0;
+  f.crit_flops = g.crit_tokens * g.rows_per_block * 2.0 * (dims.head_dim_qk + dims.head_dim_v);
+  f.crit_steps = g.crit_steps;
+  f.combine = g.combine ? 1.0 : 0.0;
+  f.combine_bytes = g.combine ? 2.0 * g.partial_bytes : 0.0;
+  return f;
+}
+
 }  // namespace
 
 std::string fitted_model_key(const Op& op, int sms, bool fused_add_norm) {
@@ -109,24 +131,7 @@ FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
                 static_cast<double>(op.k);
       return f;
     }
-    case OpKind::attention: {
-      const AttentionGeometry g = attention_geometry(op, sms);
-      const VerifyAttentionShape dims = verify_attention_shape(op);
-      const std::pair<double, double> head_dims{dims.head_dim_qk, dims.head_dim_v};
-      const double group = op.variant == AttentionVariant::mla
-                               ? static_cast<double>(op.heads)
-                               : static_cast<double>(op.heads) / static_cast<double>(std::max<std::int64_t>(1, op.kv_heads));
-      const double rows = std::max(1.0, static_cast<double>(op.q_tokens) * group);
-      const double sm_share = std::max(1.0, g.active_sms) / static_cast<double>(std::max(1, sms));
-      f.bytes = op.io_bytes() + 2.0 * g.partial_bytes;
-      f.flops = op.flops() * std::max(rows, g.rows_computed) / rows / sm_share;
-      f.waves = g.waves;
-      f.crit_bytes = g.crit_tokens * g.block_bytes_per_token * (op.dtype == DType::fp8 ? 0.5 : 1.0);  // an fp8 KV cache: half
-      f.crit_flops = g.crit_tokens * g.rows_per_block * 2.0 * (head_dims.first + head_dims.second);
-      f.combine = g.combine ? 1.0 : 0.0;
-      f.combine_bytes = g.combine ? 2.0 * g.partial_bytes : 0.0;
-      return f;
-    }
+    case OpKind::attention: return attention_features(op, attention_geometry(op, sms), sms);
     default:
       f.bytes = fused_add_norm && op.kind == OpKind::rmsnorm ? add_rmsnorm_traffic(op).bytes : op_traffic(op).bytes;
       return f;
@@ -134,18 +139,7 @@ FittedFeatures fitted_features(const Op& op, int sms, bool fused_add_norm) {
 }
 
 FittedFeatures persistent_attention_features(const Op& op, int sms) {
-  const AttentionGeometry g = persistent_attention_geometry(op, sms);
-  const double group = static_cast<double>(op.heads) / static_cast<double>(std::max<std::int64_t>(1, op.kv_heads));
-  const double rows = std::max(1.0, static_cast<double>(op.q_tokens) * group);
-  const double sm_share = std::max(1.0, g.active_sms) / static_cast<double>(std::max(1, sms));
-  FittedFeatures f;
-  f.bytes = op.io_bytes();
-  f.flops = op.flops() * std::max(rows, g.rows_computed) / rows / sm_share;
-  f.waves = g.waves;
-  f.crit_bytes = g.crit_tokens * g.block_bytes_per_token * (op.dtype == DType::fp8 ? 0.5 : 1.0);
-  f.crit_flops = g.crit_tokens * g.rows_per_block * 4.0 * static_cast<double>(op.head_dim);
-  f.crit_steps = g.crit_steps;
-  return f;
+  return attention_features(op, persistent_attention_geometry(op, sms), sms);
 }
 
 double fitted_us(const FittedModel& model, const FittedFeatures& f) {

@@ -53,7 +53,8 @@ struct FittedFeatures {
 
 // The features of cuDNN's persistent SDPA kernel (kPersistentAttentionKey), which the torch
 // reference step runs: fitted from recordings of that step (`calibrate --from-recordings`), used
-// for the GQA attention of `--engine torch` traces. Its features: the geometry terms from the persistent grid, bytes and FLOPs as for any attention.
+// for the GQA attention of `--engine torch` traces. The geometry terms are the persistent grid's,
+// bytes and FLOPs as for any attention.
 FittedFeatures persistent_attention_features(const Op& op, int sms);
 
 // The Calibration::fitted key that prices `op` ("gemm:bf16", "attention:gqa", "attention:gqa:batch",

@@ -104,16 +104,15 @@ LinearFormats excluding(DType format, const std::vector<std::string>& excluded, 
   return f;
 }
 
-// A compressed-tensors `weights` (or `kv_cache_scheme`) entry: 8-bit float is fp8, 4-bit int is
-// int4 (with its group size).
-DType compressed_tensors_format(const JsonCursor& weights, int* group_size) {
+// A compressed-tensors `weights` entry: 8-bit float is fp8, 4-bit int is int4 (with its group
+// size, left as it is when the entry names none).
+DType compressed_tensors_format(const JsonCursor& weights, int& group_size) {
   weights.expect_object();
   const std::int64_t bits = weights.at("num_bits").as_int(1, 64);
   const std::string type = weights.at("type").as_enum({"int", "float"});
   if (bits == 8 && type == "float") return DType::fp8;
   if (bits == 4 && type == "int") {
-    if (group_size)
-      if (auto g = weights.find("group_size")) *group_size = static_cast<int>(g->as_int(-1, 1 << 20));
+    if (auto g = weights.find("group_size")) group_size = static_cast<int>(g->as_int(-1, 1 << 20));
     return DType::int4;
   }
   weights.fail_raw(fmt::format("{}-bit {} weights are not modelled (expected 8-bit float: fp8, or 4-bit int: int4; "
@@ -133,7 +132,11 @@ CheckpointQuantization read_fp8(const JsonCursor& q, const ClassModules& c) {
     out.group_size = static_cast<int>(block->at(std::size_t{0}).as_int(1, 1 << 16));
     block->at(std::size_t{1}).as_int(1, 1 << 16);
   }
-  if (auto a = q.find("activation_scheme")) out.activations_quantized = a->as_enum({"dynamic", "static"}) != "";
+  // Both schemes quantise the activations: on the fly (dynamic) or with a stored scale (static).
+  if (auto a = q.find("activation_scheme")) {
+    a->as_enum({"dynamic", "static"});
+    out.activations_quantized = true;
+  }
   std::vector<std::string> excluded = read_patterns(q, "modules_to_not_convert");
   for (std::string& p : read_patterns(q, "ignored_layers")) excluded.push_back(std::move(p));
   out.formats = excluding(DType::fp8, excluded, c);
@@ -156,7 +159,7 @@ CheckpointQuantization read_compressed_tensors(const JsonCursor& q, const ClassM
     const std::vector<std::string> targets = read_patterns(g, "targets");
     if (targets.empty()) g.at("targets").fail("a non-empty list of module targets");
     int group_size = 0;
-    const DType format = compressed_tensors_format(g.at("weights"), &group_size);
+    const DType format = compressed_tensors_format(g.at("weights"), group_size);
     if (format == DType::int4 && group_size > 0) out.group_size = group_size;
     if (auto in = g.find("input_activations")) {
       in->expect_object();

@@ -40,6 +40,8 @@ double Op::kv_len_total() const {
   return total;
 }
 
+double Op::kv_element_bytes() const { return dtype == DType::fp8 ? 1.0 : 2.0; }
+
 bool Op::has_version2_fields() const {
   return !is_version1_kind(kind) || batch != 1 || !kv_lens.empty() || mask != AttentionMask::causal ||
          (kind == OpKind::attention && dtype == DType::fp8);
@@ -79,7 +81,7 @@ double Op::io_bytes() const {
       // Every request's KV is read once; queries and outputs of all requests.
       const double positions = kv_len_total();
       const double q = static_cast<double>(q_tokens) * static_cast<double>(batch);
-      const double e = dtype == DType::fp8 ? 1.0 : a;  // the KV cache's format
+      const double e = kv_element_bytes();
       double kv = variant == AttentionVariant::mla ? positions * (kv_lora_rank + rope_dim) * e
                                                    : positions * kv_heads * head_dim * 2.0 * e;
       double qo = variant == AttentionVariant::mla ? q * heads * (2.0 * kv_lora_rank + rope_dim) * a

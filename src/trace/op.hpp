@@ -96,6 +96,7 @@ struct Op {
   double weight_bytes() const;   // bytes of weights read (gemm, grouped_gemm, lm_head, embedding rows)
   double io_bytes() const;       // bytes of activations/KV read + written (memory traffic besides weights)
   double kv_len_total() const;   // attention: KV positions over all requests
+  double kv_element_bytes() const;  // attention: bytes per KV-cache element (1 for an fp8 cache, else 2)
   bool has_version2_fields() const;  // a kind or field only trace version 2 has
   bool is_comm() const { return kind == OpKind::allreduce; }
   bool is_matmul() const {

@@ -18,6 +18,12 @@ const std::vector<std::string>& version1_step_names() {
   return names;
 }
 
+const Op* Step::first(OpKind kind) const {
+  for (const Op& op : ops)
+    if (op.kind == kind) return &op;
+  return nullptr;
+}
+
 const Step* Trace::find_step(const std::string& name) const {
   for (const auto& s : steps)
     if (s.name == name) return &s;

@@ -44,6 +44,8 @@ struct Step {
   std::string name;  // verify | draft | decode | draft_extend (version 2)
   std::vector<Op> ops;
   std::optional<double> measured_us;  // measured wall time of the whole step, when known
+
+  const Op* first(OpKind kind) const;  // the step's first op of this kind, or null
 };
 
 struct Trace {

@@ -22,12 +22,6 @@ std::int64_t step_rows(const Step& step) {
   return 0;
 }
 
-const Op* first_attention(const Step& step) {
-  for (const Op& op : step.ops)
-    if (op.kind == OpKind::attention) return &op;
-  return nullptr;
-}
-
 // How often a step runs per cycle; 0 for decode (the baseline, not part of the cycle).
 int runs_per_cycle(const Trace& t, const Step& step) {
   if (step.name == "draft") return draft_forwards_per_cycle(t);
@@ -87,7 +81,7 @@ void add_version2_json(const Trace& t, nlohmann::ordered_json& out) {
 void add_version2_step_json(const Trace& t, const Step& step, nlohmann::ordered_json& j) {
   j["rows"] = step_rows(step);
   j["runs_per_cycle"] = runs_per_cycle(t, step);
-  if (const Op* a = first_attention(step))
+  if (const Op* a = step.first(OpKind::attention))
     j["attention"] = {{"batch", a->batch}, {"q_tokens", a->q_tokens}, {"mask", to_string(a->mask)}};
 }
 
@@ -111,7 +105,7 @@ std::string version2_step_text(const Trace& t, const Step& step) {
   std::string out = fmt::format("  rows {}", step_rows(step));
   const int runs = runs_per_cycle(t, step);
   out += runs > 0 ? fmt::format(", runs {} per cycle", runs) : ", the plain-decoding baseline";
-  if (const Op* a = first_attention(step))
+  if (const Op* a = step.first(OpKind::attention))
     out += fmt::format(", attention {} request{} x {} token{} ({}{})", a->batch, a->batch == 1 ? "" : "s", a->q_tokens,
                        a->q_tokens == 1 ? "" : "s", to_string(a->mask), a->dtype == DType::fp8 ? ", fp8 KV cache" : "");
   return out + "\n";

@@ -197,9 +197,9 @@ TEST(CheckpointQuantization, AnFp8KvCacheHalvesTheAttentionsKvBytesAndSurvivesTh
   o.kv_cache_dtype = DType::fp8;
   const Trace fp8 = generate_trace(m, o);
   auto attention = [](const Trace& t) {
-    for (const Op& op : t.verify().ops)
-      if (op.kind == OpKind::attention) return op;
-    throw std::logic_error("no attention");
+    const Op* op = t.verify().first(OpKind::attention);
+    if (!op) throw std::logic_error("no attention");
+    return *op;
   };
   const Op a = attention(bf16), b = attention(fp8);
   EXPECT_EQ(b.dtype, DType::fp8);

@@ -215,9 +215,9 @@ TEST(RecordedEngineSteps, TheTorchStepsAttentionFollowsCuDnnsPersistentGrid) {
   const Topology topo = topology_from_recorded_fit(base, fit, "synthetic recordings");
   const EngineProfile torch = default_engine_profile(ServingEngine::torch);
   auto attention_of = [](const Trace& t) {
-    for (const Op& op : t.verify().ops)
-      if (op.kind == OpKind::attention) return op;
-    throw std::logic_error("no attention op");
+    const Op* op = t.verify().first(OpKind::attention);
+    if (!op) throw std::logic_error("no attention op");
+    return *op;
   };
   const Op unseen = attention_of(torch_step(4, 1536, 150));  // 600 tiles: 5 per SM
   EXPECT_NEAR(compute_cost(unseen, topo, torch).us / synthetic_us(unseen), 1.0, 0.03);
