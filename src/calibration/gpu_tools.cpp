@@ -3,6 +3,7 @@
 #include <mutex>
 #include <utility>
 
+#include "core/cuda_part_loader.hpp"
 #include "core/errors.hpp"
 
 namespace eaglesim {
@@ -21,13 +22,19 @@ CalibrateImpl& calibrate_impl() {
   return impl;
 }
 
-CalibrateImpl current_calibrate_impl() {
+CalibrateImpl registered_calibrate_impl() {
   std::lock_guard<std::mutex> lock(impl_mutex());
-  CalibrateImpl impl = calibrate_impl();
+  return calibrate_impl();
+}
+
+// The implementation registered, loading the CUDA part first when none is (the module registers it).
+CalibrateImpl current_calibrate_impl() {
+  CalibrateImpl impl = registered_calibrate_impl();
+  if (impl.inventory && impl.measure) return impl;
+  const CudaPartLoad& part = load_cuda_part();
+  impl = registered_calibrate_impl();
   if (!impl.inventory || !impl.measure)
-    throw DeviceError("calibrate: this eaglesim was built without the CUDA part (configure with "
-                      "-DEAGLESIM_CUDA=ON on a machine with the CUDA toolkit and NCCL); calibration measures "
-                      "real GPUs");
+    throw DeviceError("calibrate: " + part.why + "; calibration measures real GPUs");
   return impl;
 }
 }  // namespace
@@ -49,14 +56,16 @@ void set_comm_bench_impl(CommBenchImpl impl) {
 }
 
 CommBenchResult run_comm_bench(const CommBenchRequest& request) {
-  CommBenchImpl impl;
-  {
+  auto registered = [] {
     std::lock_guard<std::mutex> lock(impl_mutex());
-    impl = comm_bench_impl();
+    return comm_bench_impl();
+  };
+  CommBenchImpl impl = registered();
+  if (!impl) {
+    const CudaPartLoad& part = load_cuda_part();
+    impl = registered();
+    if (!impl) throw DeviceError("bench-comm: " + part.why);
   }
-  if (!impl)
-    throw DeviceError("bench-comm: this eaglesim was built without the CUDA part (configure with "
-                      "-DEAGLESIM_CUDA=ON on a machine with the CUDA toolkit and NCCL)");
   return impl(request);
 }
 

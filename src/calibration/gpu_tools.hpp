@@ -1,7 +1,7 @@
 #pragma once
 // Host-side registry for GPU-only tools (no CUDA headers): the CUDA part registers its
-// implementation at start-up (register_cuda_part); commands call run_* and get a DeviceError
-// with a clear message when this eaglesim was built without the CUDA part.
+// implementation when it loads (core/cuda_part_loader.hpp; run_* loads it on first use); commands
+// call run_* and get a DeviceError with a clear message when there is no CUDA part.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -28,7 +28,7 @@ struct CommBenchRequest {
 
 using CommBenchImpl = std::function<CommBenchResult(const CommBenchRequest&)>;
 void set_comm_bench_impl(CommBenchImpl impl);
-// DeviceError when no implementation is registered (built without the CUDA part).
+// DeviceError when no implementation is registered (no CUDA part).
 CommBenchResult run_comm_bench(const CommBenchRequest& request);
 
 // calibrate: the GPUs visible here, then the measurements of a request.
@@ -37,7 +37,7 @@ struct CalibrateImpl {
   std::function<CalibrationMeasurements(const CalibrationRequest&)> measure;
 };
 void set_calibrate_impl(CalibrateImpl impl);
-// DeviceError when no implementation is registered (built without the CUDA part) or no GPU.
+// DeviceError when no implementation is registered (no CUDA part) or no GPU.
 GpuInventory run_gpu_inventory();
 CalibrationMeasurements run_calibrate(const CalibrationRequest& request);
 

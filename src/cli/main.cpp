@@ -9,17 +9,12 @@
 #include "cli/exit_code.hpp"
 #include "cli/stderr_logger.hpp"
 
-#ifdef EAGLESIM_HAVE_CUDA
-#include "cuda/register.hpp"
-#endif
-
 int main(int argc, char** argv) {
   using namespace eaglesim;
   cli::install_stderr_logger();  // stdout carries only results (tables, JSON)
 
-#ifdef EAGLESIM_HAVE_CUDA
-  cuda::register_cuda_part();
-#endif
+  // The CUDA part is not linked in: the first command that needs a GPU loads it
+  // (core/cuda_part_loader.hpp), so planning commands run without the CUDA libraries.
 
   CLI::App app{"eaglesim: verify-step replay and simulation for tensor-parallel EAGLE-3 speculative decoding"};
   app.set_version_flag("--version", std::string(EAGLESIM_VERSION));

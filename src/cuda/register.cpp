@@ -11,3 +11,7 @@ void register_cuda_part() {
   register_calibrate();
 }
 }  // namespace eaglesim::cuda
+
+extern "C" __attribute__((visibility("default"))) void eaglesim_register_cuda_part() {
+  eaglesim::cuda::register_cuda_part();
+}

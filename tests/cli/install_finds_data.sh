@@ -21,4 +21,12 @@ grep -q "^best: " "$prefix/default.txt" || { echo "no best line in the default r
 "$exe" run "$share/traces/kimi-k2_tp8_t4.json" --topology only-installed --strategy nccl > "$prefix/preset.txt" \
   || { echo "the installed preset was not found"; exit 1; }
 grep -q "on only-installed" "$prefix/preset.txt" || { echo "ran on another topology"; cat "$prefix/preset.txt"; exit 1; }
+# With the CUDA part built, the installed module (PREFIX/lib/eaglesim) is the one a GPU command
+# loads: without a GPU the error is about the GPU, not a missing part.
+if [ -f "$prefix/lib/eaglesim/libeaglesim-cuda.so" ]; then
+  "$exe" run "$share/traces/kimi-k2_tp8_t4.json" --backend cuda --strategy nccl > /dev/null 2> "$prefix/cuda.txt" || true
+  if grep -q "no CUDA part" "$prefix/cuda.txt"; then
+    echo "the installed CUDA part was not found"; cat "$prefix/cuda.txt"; exit 1
+  fi
+fi
 echo "installed eaglesim found its data in $share"
