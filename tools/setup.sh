@@ -12,7 +12,7 @@ case "$build_dir" in /*) ;; *) build_dir="$here/$build_dir" ;; esac
 
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libfmt-dev
           nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
-          chromium python3)
+          chromium python3 time)
 # clang-14 only recommends libclang-rt-14-dev, which holds the ASan/UBSan and libFuzzer runtimes.
 [ "${EAGLESIM_FUZZ:-0}" = "1" ] && packages+=(clang libclang-rt-14-dev)
 

@@ -22,6 +22,7 @@
 #include "core/mpi_launch.hpp"
 #include "domain/acceptance_table.hpp"
 #include "io/atomic_file.hpp"
+#include "io/streamed_file.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "report/html_report.hpp"
@@ -57,6 +58,7 @@ struct SweepArgs {
   double gpu_mem_util = 0.9;
   int jobs = 0;
   bool no_fused_add_norm = false;
+  bool best_only = false;
   std::string csv, json, report;
 };
 
@@ -114,6 +116,9 @@ void run_sweep_command(const SweepArgs& a) {
   // Fail on unusable output paths before any work.
   for (const std::string* path : {&a.csv, &a.json, &a.report})
     if (!path->empty()) check_writable(*path);
+  if (a.best_only && !a.report.empty())
+    throw InputError("--report: the report's explorer draws every row, which --best-only does not keep; drop one "
+                     "of them (the CSV, -o, has every row either way)");
 
   SweepRequest rq;
   rq.tps = parse_int_axis("--tp", a.tps, 1, 1024);
@@ -169,16 +174,23 @@ void run_sweep_command(const SweepArgs& a) {
       if (std::find(topo_paths.begin(), topo_paths.end(), path) == topo_paths.end()) topo_paths.push_back(path);
   for (const std::string& path : topo_paths) rq.topologies.push_back(read_topology(path));
 
+  // The CSV is written as the rows are built, to a temporary renamed into place with the other
+  // outputs once all are complete, so a failure still leaves no partial set.
+  StreamedFile csv(a.csv);
+  if (csv.wanted()) {
+    csv.append(sweep_csv_header());
+    rq.row_sink = [&csv](const SweepResults& res, const SweepRow& row) { csv.append(sweep_csv_line(res, row)); };
+  }
+  rq.keep_rows = !a.best_only;
   const SweepResults results = run_sweep(rq);
-  // Every output is rendered before any is written, so a failure leaves no partial set.
-  const std::string csv = a.csv.empty() ? "" : sweep_to_csv(results);
   const std::string json = a.json.empty() ? "" : sweep_json_text(results);
   const std::string html = a.report.empty() ? "" : render_sweep_html_report(results);
-  write_files_atomic({{a.csv, csv}, {a.json, json}, {a.report, html}});
+  OutputFile csv_file{a.csv, "", csv.wanted() ? csv.finish() : ""};
+  write_files_atomic({csv_file, {a.json, json}, {a.report, html}});
 
   fmt::print("{}", sweep_to_table(results));
-  fmt::print("\nSwept {} combinations in {:.2f} s on {} threads.\n", results.rows.size(), results.elapsed_s,
-             results.threads);
+  fmt::print("\nSwept {} combinations in {:.2f} s on {} threads.\n", results.counts.combinations,
+             results.elapsed_s, results.threads);
 }
 
 }  // namespace
@@ -231,7 +243,10 @@ void add_sweep(CLI::App& app) {
       ->capture_default_str();
   add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
   cmd->add_option("-j,--jobs", a->jobs, "Threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("-o,--output", a->csv, "Write every combination as CSV");
+  cmd->add_option("-o,--output", a->csv, "Write every combination as CSV (streamed: memory does not grow with it)");
+  cmd->add_flag("--best-only", a->best_only,
+                "Keep only the best configurations, not every row (memory bounded whatever the grid); the CSV "
+                "still has every row, the JSON only the picks; not with --report");
   cmd->add_option("--json", a->json, "Write the results as JSON (docs/sweep.md)");
   cmd->add_option("--report", a->report, "Write a self-contained HTML report");
   cmd->callback([a] {

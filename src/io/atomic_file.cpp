@@ -101,21 +101,35 @@ void write_file_atomic(const std::string& path, const std::string& content) {
 }
 
 void write_files_atomic(const std::vector<OutputFile>& files) {
+  auto remove_prestaged = [&] {
+    for (const auto& f : files)
+      if (!f.staged.empty()) std::remove(f.staged.c_str());
+  };
   std::vector<const OutputFile*> wanted;
-  for (const auto& f : files) {
-    if (f.path.empty()) continue;
-    for (const OutputFile* w : wanted)
-      if (w->path == f.path) throw InputError::at(f.path, "", "given for two outputs: each output needs its own file");
-    wanted.push_back(&f);
+  try {
+    for (const auto& f : files) {
+      if (f.path.empty()) continue;
+      for (const OutputFile* w : wanted)
+        if (w->path == f.path) throw InputError::at(f.path, "", "given for two outputs: each output needs its own file");
+      wanted.push_back(&f);
+    }
+    for (const OutputFile* f : wanted) check_writable(f->path);
+  } catch (...) {
+    remove_prestaged();
+    throw;
   }
-  for (const OutputFile* f : wanted) check_writable(f->path);
-  if (!g_output_files_written) return;
+  if (!g_output_files_written) {
+    remove_prestaged();
+    return;
+  }
 
   std::vector<std::string> staged;
   try {
-    for (const OutputFile* f : wanted) staged.push_back(stage_temporary(f->path, f->content));
+    for (const OutputFile* f : wanted)
+      staged.push_back(f->staged.empty() ? stage_temporary(f->path, f->content) : f->staged);
   } catch (...) {
     for (const auto& tmp : staged) std::remove(tmp.c_str());
+    remove_prestaged();
     throw;
   }
   // Renames within one directory do not fail once the temporary exists beside the target and

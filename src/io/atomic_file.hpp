@@ -15,6 +15,9 @@ void write_file_atomic(const std::string& path, const std::string& content);
 struct OutputFile {
   std::string path;
   std::string content;
+  // A temporary already holding the content (io/streamed_file.hpp's finish()), renamed into
+  // place instead of `content` being staged; removed when the set fails.
+  std::string staged = {};
 };
 // All or none: every content is first written to its own temporary file, and only when all of
 // them are complete are they renamed into place. A failure while staging removes the temporary

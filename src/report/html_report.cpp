@@ -206,7 +206,7 @@ std::string render_html_report(const Report& report) {
 std::string render_sweep_html_report(const SweepResults& results) {
   json timelines = json::array();
   for (const SweepWaterfall& w : results.waterfalls) {
-    const SweepRow& r = results.rows.at(w.row);
+    const SweepRow& r = results.row(w.row);
     timelines.push_back(timeline_json(
         w.timeline, fmt::format("{} · {} · TP {} · N={}", r.topology, r.strategy, r.tp, r.draft_tokens), w.model, w.row,
         fmt::format("Fastest configuration of {}: {}, {}, TP {}, N={}, {} — one verify step ({}), every op on every rank.",

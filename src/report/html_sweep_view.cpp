@@ -25,13 +25,11 @@ std::string subtitle(const SweepResults& res) {
   std::vector<std::string> acc, dtypes;
   for (const Acceptance& a : ax.acceptances) acc.push_back(short_acceptance(a));
   for (DType d : ax.weight_dtypes) dtypes.push_back(to_string(d));
-  std::size_t ok = 0;
-  for (const SweepRow& r : res.rows) ok += r.ok();
   return fmt::format("{} topologies · TP {} · draft tokens {} · {} · strategies {} · weights {} · KV {} tokens · "
                      "{} combinations, {} can run",
                      ax.topologies.size(), fmt::join(ax.tps, ","), fmt::join(ax.draft_tokens, ","),
                      fmt::join(acc, ", "), fmt::join(ax.strategies, ", "), fmt::join(dtypes, ","), ax.kv_len,
-                     res.rows.size(), ok);
+                     res.counts.combinations, res.counts.ok);
 }
 
 // A best entry's verdict is known only when there is a plain-decoding baseline to beat.
@@ -46,7 +44,7 @@ json summary_parts(const SweepResults& res) {
   std::map<std::string, int> wins;
   int pairs = 0;
   for (const SweepBest& b : res.best)
-    if (b.row && same(b.acceptance, last)) ++wins[res.rows[*b.row].strategy], ++pairs;
+    if (b.row && same(b.acceptance, last)) ++wins[res.row(*b.row).strategy], ++pairs;
   if (!pairs) return json::array({"Nothing in this sweep can run: see “Cannot run” below."});
   std::string winner;
   for (const std::string& s : ax.strategies)  // ties go to the strategy listed first
@@ -84,9 +82,9 @@ json model_verdict(const SweepResults& res, std::size_t m) {
   for (const SweepBest* b : mine) {
     if (!same(b->acceptance, *at)) continue;
     if (!gain || (known(*b) ? b->speedup_vs_best_plain : 0) > (known(*gain) ? gain->speedup_vs_best_plain : 0)) gain = b;
-    if (!top || res.rows[*b->row].tokens_per_s > res.rows[*top->row].tokens_per_s) top = b;
+    if (!top || res.row(*b->row).tokens_per_s > res.row(*top->row).tokens_per_s) top = b;
   }
-  const SweepRow& r = res.rows[*top->row];
+  const SweepRow& r = res.row(*top->row);
   const std::string state = !known(*gain) ? "none" : pays_off(*gain) ? "good" : "bad";
   const std::string big =
       !known(*gain) ? fmt::format("Best: {:.1f} tok/s", r.tokens_per_s)
@@ -111,7 +109,7 @@ json model_verdict(const SweepResults& res, std::size_t m) {
     }
     std::string line = fmt::format("{}: pays off on {} of {} topologies", short_acceptance(a), pays, topologies);
     if (most) {
-      const SweepRow& br = res.rows[*most->row];
+      const SweepRow& br = res.row(*most->row);
       line += fmt::format("; best {:.2f}× ({} on {}, TP {}, N={})", most->speedup_vs_best_plain, br.strategy,
                           most->topology, br.tp, br.draft_tokens);
     }
@@ -169,7 +167,7 @@ json batch_charts(const SweepResults& res) {
     for (std::size_t i = first; i < first + ax.batches.size(); ++i) {
       const SweepBatchBest& b = res.batch_best[i];
       if (b.row) {
-        const SweepRow& r = res.rows[*b.row];
+        const SweepRow& r = res.row(*b.row);
         best.push_back({{"batch", b.batch},
                         {"row", *b.row},
                         {"total_tokens_per_s", thousandths(r.total_tokens_per_s)},

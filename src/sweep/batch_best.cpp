@@ -3,7 +3,7 @@
 namespace eaglesim {
 
 BatchVerdicts best_per_batch(const SweepGrid& grid, const std::vector<int>& batches,
-                             const std::vector<bool>& deployable, const std::vector<SweepRow>& rows) {
+                             const std::vector<RowSpeeds>& rows) {
   BatchVerdicts out;
   const std::size_t A = grid.acceptances, B = grid.batches;
   for (std::size_t m = 0; m < grid.models; ++m)
@@ -17,14 +17,14 @@ BatchVerdicts best_per_batch(const SweepGrid& grid, const std::vector<int>& batc
       std::vector<std::optional<std::size_t>> plain(B);
       const RowRange range = grid.model_topology_rows(m, t);
       for (std::size_t i = range.first; i < range.last; ++i) {
-        const SweepRow& r = rows[i];
-        if (!r.ok()) continue;
+        const RowSpeeds& r = rows[i];
+        if (!r.deployable) continue;
         const GridPoint g = grid.point(i);
-        if (!deployable[g.strategy]) continue;
         SweepBatchBest& e = block[g.acceptance * B + g.batch];
         if (!e.row || r.total_tokens_per_s > rows[*e.row].total_tokens_per_s) e.row = i;
         std::optional<std::size_t>& p = plain[g.batch];
-        if (r.decode_us > 0 && (!p || r.decode_total_tokens_per_s > rows[*p].decode_total_tokens_per_s)) p = i;
+        if (r.decode_total_tokens_per_s > 0 && (!p || r.decode_total_tokens_per_s > rows[*p].decode_total_tokens_per_s))
+          p = i;
       }
       for (std::size_t a = 0; a < A; ++a) {
         SweepPayLimit limit;

@@ -11,14 +11,30 @@
 
 namespace eaglesim {
 
+// What the best-configuration picks compare, per row: kept for every combination (40 bytes)
+// when the rows themselves are not.
+struct RowSpeeds {
+  double tokens_per_s = 0;               // per request, speculative
+  double total_tokens_per_s = 0;         // over the batch, speculative
+  double decode_tokens_per_s = 0;        // per request, plain decoding (0: none priced)
+  double decode_total_tokens_per_s = 0;  // over the batch, plain decoding
+  bool ok = false;                       // priced (SweepRow::ok)
+  bool deployable = false;               // and its strategy is not a lower bound
+
+  static RowSpeeds of(const SweepRow& r, bool deployable_strategy) {
+    return {r.tokens_per_s, r.total_tokens_per_s, r.decode_us > 0 ? r.decode_tokens_per_s : 0,
+            r.decode_us > 0 ? r.decode_total_tokens_per_s : 0, r.ok(), r.ok() && deployable_strategy};
+  }
+};
+
 struct BatchVerdicts {
   std::vector<SweepBatchBest> best;  // per model, topology, acceptance, batch (in that order)
   std::vector<SweepPayLimit> limits;  // per model, topology, acceptance
 };
 
-// `rows[i]` is the row of grid.point(i); `batches` the batch axis; `deployable[s]` whether
-// strategy s may be chosen (lower bounds may not). Ties go to the lower row index.
+// `rows[i]` is what the row of grid.point(i) offers; `batches` the batch axis. Only deployable
+// rows are chosen (lower bounds are not). Ties go to the lower row index.
 BatchVerdicts best_per_batch(const SweepGrid& grid, const std::vector<int>& batches,
-                             const std::vector<bool>& deployable, const std::vector<SweepRow>& rows);
+                             const std::vector<RowSpeeds>& rows);
 
 }  // namespace eaglesim

@@ -100,7 +100,7 @@ json choice_head(const SweepResults& res, const std::string& model, const std::s
   j["accept_value"] = accept_value(a);
   j["row"] = row ? json(*row) : json(nullptr);
   if (row) {
-    const SweepRow& r = res.rows[*row];
+    const SweepRow& r = res.row(*row);
     j["strategy"] = r.strategy;
     j["weight_dtype"] = to_string(r.weight_dtype);
     j["tp"] = r.tp;
@@ -146,7 +146,7 @@ std::string batch_table(const SweepResults& res) {
       out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  nothing runs (see below)\n", ax.models[b.model], wm,
                          ax.topologies[b.topology], wt, acc, b.batch);
     } else {
-      const SweepRow& r = res.rows[*b.row];
+      const SweepRow& r = res.row(*b.row);
       out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<9} {:>3} {:<5} {:<8}  {:>10}  {:>9}  {:>9}  {:>10}  {:>7}\n",
                          ax.models[b.model], wm, ax.topologies[b.topology], wt, acc, b.batch, r.strategy, r.tp,
                          to_string(r.weight_dtype), short_spec(r.spec), fmt_rate(r.total_tokens_per_s),
@@ -224,12 +224,9 @@ json sweep_to_json(const SweepResults& res) {
   axes["best_excludes"] = excluded;  // lower bounds: charted, never "best"
   doc["axes"] = axes;
 
-  std::map<std::string, std::size_t> by_status;
-  std::size_t ok = 0;
-  for (const SweepRow& r : res.rows) r.ok() ? ++ok : ++by_status[to_string(r.unfit)];
   json unfit = json::object();
-  for (const auto& [k, v] : by_status) unfit[k] = v;
-  doc["counts"] = {{"combinations", res.rows.size()}, {"ok", ok}, {"unfit", unfit},
+  for (const auto& [k, v] : res.counts.by_status) unfit[k] = v;
+  doc["counts"] = {{"combinations", res.counts.combinations}, {"ok", res.counts.ok}, {"unfit", unfit},
                    {"skipped_configs", ax.skipped_configs.size()},
                    {"traces_generated", res.traces_generated}, {"steps_priced", res.steps_priced}};
   doc["notes"] = res.notes;
@@ -241,7 +238,7 @@ json sweep_to_json(const SweepResults& res) {
   for (const SweepBest& b : res.best) {
     json j = choice_head(res, b.model, b.topology, b.acceptance, b.row);
     if (b.row) {
-      const SweepRow& r = res.rows[*b.row];
+      const SweepRow& r = res.row(*b.row);
       j["draft_tokens"] = r.draft_tokens;
       j["tokens_per_s"] = us(r.tokens_per_s);
     }
@@ -258,7 +255,7 @@ json sweep_to_json(const SweepResults& res) {
     json j = choice_head(res, ax.models[b.model], ax.topologies[b.topology], ax.acceptances[b.acceptance], b.row);
     j["batch"] = b.batch;
     if (b.row) {
-      const SweepRow& r = res.rows[*b.row];
+      const SweepRow& r = res.row(*b.row);
       j["num_steps"] = r.spec.num_steps;
       j["eagle_topk"] = r.spec.eagle_topk;
       j["num_draft_tokens"] = r.spec.num_draft_tokens;
@@ -288,14 +285,17 @@ json sweep_to_json(const SweepResults& res) {
 
   // Rows that cannot run leave out the metrics they do not have (the CSV keeps every column,
   // empty): in a wide sweep most rows are such, and this halves the document.
-  json rows = json::array();
-  for (const SweepRow& r : res.rows) {
-    json j = json::object();
-    for (auto& [k, v] : row_fields(res, r))
-      if (r.ok() || !v.is_null()) j[k] = std::move(v);
-    rows.push_back(std::move(j));
+  // Without kept rows (sweep --best-only) the document has the picks only; the CSV has every row.
+  if (res.rows_kept) {
+    json rows = json::array();
+    for (const SweepRow& r : res.rows) {
+      json j = json::object();
+      for (auto& [k, v] : row_fields(res, r))
+        if (r.ok() || !v.is_null()) j[k] = std::move(v);
+      rows.push_back(std::move(j));
+    }
+    doc["rows"] = std::move(rows);
   }
-  doc["rows"] = std::move(rows);
   return doc;
 }
 
@@ -303,6 +303,7 @@ std::string sweep_json_text(const SweepResults& res) {
   // Indented like dump(2), except that each row stays on one line: a sweep has tens of thousands
   // of rows, and one per line keeps the file small and greppable.
   json doc = sweep_to_json(res);
+  if (!doc.contains("rows")) return doc.dump(2) + "\n";
   json rows = std::move(doc["rows"]);
   doc.erase("rows");
   std::string text = doc.dump(2);
@@ -316,36 +317,40 @@ std::string sweep_json_text(const SweepResults& res) {
   return text;
 }
 
-std::string sweep_to_csv(const SweepResults& res) {
+std::string sweep_csv_header() {
   std::string out;
-  bool header = true;
-  SweepRow empty;
-  for (const auto& [k, v] : row_fields(res, empty)) {
+  const SweepResults none;
+  for (const auto& [k, v] : row_fields(none, SweepRow{})) {
     (void)v;
-    out += header ? "" : ",";
+    out += out.empty() ? "" : ",";
     out += k;
-    header = false;
   }
-  out += "\n";
-  for (const SweepRow& r : res.rows) {
-    bool first = true;
-    for (const auto& [k, v] : row_fields(res, r)) {
-      (void)k;
-      if (!first) out += ",";
-      out += csv_cell(v);
-      first = false;
-    }
-    out += "\n";
+  return out + "\n";
+}
+
+std::string sweep_csv_line(const SweepResults& res, const SweepRow& r) {
+  std::string out;
+  bool first = true;
+  for (const auto& [k, v] : row_fields(res, r)) {
+    (void)k;
+    if (!first) out += ",";
+    out += csv_cell(v);
+    first = false;
   }
+  return out + "\n";
+}
+
+std::string sweep_to_csv(const SweepResults& res) {
+  std::string out = sweep_csv_header();
+  for (const SweepRow& r : res.rows) out += sweep_csv_line(res, r);
   return out;
 }
 
 std::string sweep_to_table(const SweepResults& res) {
   std::string out;
-  std::size_t ok = 0;
-  for (const SweepRow& r : res.rows) ok += r.ok();
+  const SweepCounts& c = res.counts;
   out += fmt::format("Sweep: {} combinations, {} priced, {} cannot run ({} traces generated, {} step simulations)\n\n",
-                     res.rows.size(), ok, res.rows.size() - ok, res.traces_generated, res.steps_priced);
+                     c.combinations, c.ok, c.combinations - c.ok, res.traces_generated, res.steps_priced);
 
   // Column widths follow the longest model and topology names.
   std::size_t wm = 5, wt = 8;
@@ -362,7 +367,7 @@ std::string sweep_to_table(const SweepResults& res) {
       out += fmt::format("{:<{}}  {:<{}}  {:<6}  nothing fits (see below)\n", b.model, wm, b.topology, wt, acc);
       continue;
     }
-    const SweepRow& r = res.rows[*b.row];
+    const SweepRow& r = res.row(*b.row);
     const bool known = b.plain_row.has_value();
     out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5}  {:>9}  {:>9}  {:>7}  {}\n", b.model, wm,
                        b.topology, wt, acc, r.strategy, r.tp, r.draft_tokens, to_string(r.weight_dtype),
@@ -374,34 +379,13 @@ std::string sweep_to_table(const SweepResults& res) {
   out += batch_table(res);
 
   // Unfit combinations, grouped by reason (first appearance order), with what they cover.
-  struct Group {
-    std::size_t count = 0;
-    std::set<std::string> models, topologies, dtypes, strategies;
-    std::set<int> tps;
-  };
-  std::vector<std::string> order;
-  std::map<std::string, Group> groups;
-  for (const SweepRow& r : res.rows) {
-    if (r.ok()) continue;
-    auto [it, inserted] = groups.try_emplace(r.reason);
-    if (inserted) order.push_back(r.reason);
-    Group& g = it->second;
-    ++g.count;
-    g.models.insert(r.model);
-    g.topologies.insert(r.topology);
-    g.dtypes.insert(to_string(r.weight_dtype));
-    g.strategies.insert(r.strategy);
-    g.tps.insert(r.tp);
-  }
-  if (!order.empty()) {
+  if (!c.unfit.empty()) {
     out += fmt::format("\nCannot run ({} combinations; every one is in the CSV/JSON with its reason):\n",
-                       res.rows.size() - ok);
-    for (const std::string& reason : order) {
-      const Group& g = groups[reason];
+                       c.combinations - c.ok);
+    for (const SweepUnfitGroup& g : c.unfit)
       out += fmt::format("  {} [models: {}; topologies: {}; dtype: {}; TP: {}; strategies: {}] ({} combinations)\n",
-                         reason, fmt::join(g.models, ","), fmt::join(g.topologies, ","), fmt::join(g.dtypes, ","),
+                         g.reason, fmt::join(g.models, ","), fmt::join(g.topologies, ","), fmt::join(g.dtypes, ","),
                          fmt::join(g.tps, ","), fmt::join(g.strategies, ","), g.count);
-    }
   }
   for (const std::string& n : res.notes) out += "note: " + n + "\n";
   return out;

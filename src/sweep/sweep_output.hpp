@@ -14,7 +14,10 @@
 namespace eaglesim {
 
 std::string sweep_to_table(const SweepResults& results);
-std::string sweep_to_csv(const SweepResults& results);
+std::string sweep_to_csv(const SweepResults& results);  // needs kept rows
+// The CSV a line at a time, for a CSV streamed as the rows are built (SweepRequest::row_sink).
+std::string sweep_csv_header();
+std::string sweep_csv_line(const SweepResults& results, const SweepRow& row);
 nlohmann::ordered_json sweep_to_json(const SweepResults& results);
 // The JSON document as --json writes it: indented, one row per line.
 std::string sweep_json_text(const SweepResults& results);

@@ -6,6 +6,8 @@
 // timeline of each model's best configuration for the report's waterfall.
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -128,9 +130,32 @@ struct SweepWaterfall {
   Timeline timeline;
 };
 
+// What cannot run, grouped by reason in order of first appearance, with what each group covers.
+struct SweepUnfitGroup {
+  std::string reason;
+  std::size_t count = 0;
+  std::set<std::string> models, topologies, dtypes, strategies;
+  std::set<int> tps;
+};
+
+// Counted over every combination as the rows are built, whether or not they are kept.
+struct SweepCounts {
+  std::size_t combinations = 0;
+  std::size_t ok = 0;
+  std::map<std::string, std::size_t> by_status;  // unfit rows per UnfitKind name
+  std::vector<SweepUnfitGroup> unfit;
+};
+
 struct SweepResults {
   SweepAxes axes;
-  std::vector<SweepRow> rows;          // every combination, in grid order
+  // Every combination, in grid order, when kept (SweepRequest::keep_rows); otherwise empty and
+  // `picked_rows` holds the rows the best-configuration picks and waterfalls point at.
+  std::vector<SweepRow> rows;
+  std::map<std::size_t, SweepRow> picked_rows;
+  bool rows_kept = true;
+  SweepCounts counts;
+  // The row at a grid index: rows[i], or a picked row when rows are not kept.
+  const SweepRow& row(std::size_t i) const { return rows_kept ? rows.at(i) : picked_rows.at(i); }
   std::vector<SweepBest> best;         // per model, topology, acceptance, in grid order
   std::vector<SweepBatchBest> batch_best;  // per model, topology, acceptance, batch, in that order
   std::vector<SweepPayLimit> pay_limits;   // per model, topology, acceptance

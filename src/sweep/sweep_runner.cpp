@@ -150,6 +150,7 @@ class Sweep {
     build_rows();
     pick_best();
     if (rq_.waterfalls) add_waterfalls();
+    keep_picked_rows();
   }
 
  private:
@@ -163,9 +164,12 @@ class Sweep {
   // The Hugging Face class of the model a trace was generated for: the engine strategies turn
   // some of their defaults on by it (all of a model's steps run with the target's settings).
   std::string architecture_of(std::size_t model) const { return rq_.models[model].target.hf_architecture; }
+  void build_block(std::size_t fit_index, std::vector<SweepRow>& rows) const;
   void build_rows();
+  void count(const SweepRow& row, std::map<std::string, std::size_t>& group_of);
   void pick_best();
   void add_waterfalls();
+  void keep_picked_rows();
 
   const TraceSlot* slot(std::size_t m, std::size_t d, std::size_t p, std::size_t b, std::size_t c) const {
     const int i = slot_of_[grid_.trace(m, d, p, b, c)];
@@ -201,6 +205,7 @@ class Sweep {
   std::multimap<std::uint64_t, int> unique_by_fp_;
   std::vector<long> job_base_;      // per (unique step, topology): first job (then one per strategy), -1: not needed
   std::vector<PricedStep> priced_;
+  std::vector<RowSpeeds> speeds_;   // per row: what the picks compare
 };
 
 void Sweep::describe_axes() {
@@ -467,104 +472,152 @@ void Sweep::price_steps() {
   out_.steps_priced = jobs.size();
 }
 
-// 4. Rows, in grid order; acceptance only enters the speculative arithmetic. The rows of one
-// (model, topology, dtype, TP, batch) are contiguous, so each such block is one job on the pool.
-void Sweep::build_rows() {
+// 4. The rows of one (model, topology, dtype, TP, batch), in grid order: they are contiguous,
+// and acceptance only enters the speculative arithmetic.
+void Sweep::build_block(std::size_t fit_index, std::vector<SweepRow>& rows) const {
   const SweepAxes& ax = out_.axes;
-  out_.rows.resize(grid_.rows());
-  pool_.run(grid_.fits(), [&](std::size_t fit_index) {
-    GridPoint g = grid_.fit_point(fit_index);
-    const Fit& fit = fits_[fit_index];
-    const int batch = rq_.batches[g.batch], tp = rq_.tps[g.tp];
-    for (g.spec = 0; g.spec < grid_.specs; ++g.spec) {
-      const SpecConfig& config = specs_[g.spec];
-      const TraceSlot* s =
-          fit.unfit == UnfitKind::none ? slot(g.model, g.dtype, g.tp, g.batch, g.spec) : nullptr;
-      for (g.strategy = 0; g.strategy < grid_.strategies; ++g.strategy) {
-        StrategyResult r;
-        r.strategy = rq_.strategies[g.strategy];
-        UnfitKind unfit = fit.unfit;
-        const std::string* reason = &fit.reason;
-        std::optional<std::optional<double>> tree_breakeven;  // at breakeven_len
-        double breakeven_len = 0;
-        if (s && !s->error.empty()) {
-          unfit = UnfitKind::trace;
-          reason = &s->error;
-        } else if (s) {
-          r = assemble_result(r.strategy, *priced(*s, kVerify, g.topology, g.strategy),
-                              priced(*s, kDraft, g.topology, g.strategy),
-                              priced(*s, kDecode, g.topology, g.strategy),
-                              priced(*s, kDraftExtend, g.topology, g.strategy));
-          if (!r.supported) {
-            unfit = UnfitKind::strategy;
-            reason = &r.reason;
-          }
-        }
-        for (g.acceptance = 0; g.acceptance < grid_.acceptances; ++g.acceptance) {
-          const std::size_t index = grid_.row(g);
-          SweepRow& row = out_.rows[index];
-          row.index = index;
-          row.model = ax.models[g.model];
-          row.draft_model = ax.draft_models[g.model];
-          row.topology = ax.topologies[g.topology];
-          row.gpu = rq_.topologies[g.topology].gpu.name;
-          row.gpu_count = rq_.topologies[g.topology].gpu_count;
-          row.weight_dtype = rq_.weight_dtypes[g.dtype];
-          row.tp = tp;
-          row.batch = batch;
-          row.gpus = tp;
-          row.spec = config;
-          row.draft_tokens = config.num_draft_tokens - 1;
-          row.acceptance = acceptances_[g.acceptance];
-          row.strategy = r.strategy;
-          row.mem_need_gb = fit.need_gb;
-          row.mem_usable_gb = fit.usable_gb;
-          row.unfit = unfit;
-          if (unfit != UnfitKind::none) {
-            row.reason = *reason;
-            continue;
-          }
-          const std::size_t at = acceptance_slot(g.spec, g.acceptance, g.batch);
-          if (resolved_[at] < 0) {
-            row.unfit = UnfitKind::acceptance;
-            row.reason = acceptance_unfit_[at];
-            continue;
-          }
-          row.accept_source = resolved_[at];
-          derive_strategy_metrics(r, derive_acceptance_[static_cast<std::size_t>(resolved_[at])],
-                                  config.num_steps, batch, tp);
-          if (curves_[g.spec] && r.decode_us > 0) {
-            // The break-even depends on the cycle, the decode step and the configuration, not on
-            // the acceptance: rows that differ only in it have the same inputs here.
-            if (!tree_breakeven || breakeven_len != r.breakeven_accept_len) {
-              breakeven_len = r.breakeven_accept_len;
-              tree_breakeven = curves_[g.spec]->rate_for_tokens(breakeven_len);
-            }
-            r.breakeven_accept_rate = *tree_breakeven;
-          }
-          static_cast<CycleMetrics&>(row) = r;
-          const VerifySplit split = verify_split(r);
-          row.verify_compute_us = split.matmul_attention_us;
-          row.verify_other_us = split.other_us;
+  rows.assign(grid_.specs * grid_.strategies * grid_.acceptances, SweepRow{});
+  GridPoint g = grid_.fit_point(fit_index);
+  const std::size_t first = grid_.row(g);
+  const Fit& fit = fits_[fit_index];
+  const int batch = rq_.batches[g.batch], tp = rq_.tps[g.tp];
+  for (g.spec = 0; g.spec < grid_.specs; ++g.spec) {
+    const SpecConfig& config = specs_[g.spec];
+    const TraceSlot* s = fit.unfit == UnfitKind::none ? slot(g.model, g.dtype, g.tp, g.batch, g.spec) : nullptr;
+    for (g.strategy = 0; g.strategy < grid_.strategies; ++g.strategy) {
+      StrategyResult r;
+      r.strategy = rq_.strategies[g.strategy];
+      UnfitKind unfit = fit.unfit;
+      const std::string* reason = &fit.reason;
+      std::optional<std::optional<double>> tree_breakeven;  // at breakeven_len
+      double breakeven_len = 0;
+      if (s && !s->error.empty()) {
+        unfit = UnfitKind::trace;
+        reason = &s->error;
+      } else if (s) {
+        r = assemble_result(r.strategy, *priced(*s, kVerify, g.topology, g.strategy),
+                            priced(*s, kDraft, g.topology, g.strategy), priced(*s, kDecode, g.topology, g.strategy),
+                            priced(*s, kDraftExtend, g.topology, g.strategy));
+        if (!r.supported) {
+          unfit = UnfitKind::strategy;
+          reason = &r.reason;
         }
       }
+      for (g.acceptance = 0; g.acceptance < grid_.acceptances; ++g.acceptance) {
+        const std::size_t index = grid_.row(g);
+        SweepRow& row = rows[index - first];
+        row.index = index;
+        row.model = ax.models[g.model];
+        row.draft_model = ax.draft_models[g.model];
+        row.topology = ax.topologies[g.topology];
+        row.gpu = rq_.topologies[g.topology].gpu.name;
+        row.gpu_count = rq_.topologies[g.topology].gpu_count;
+        row.weight_dtype = rq_.weight_dtypes[g.dtype];
+        row.tp = tp;
+        row.batch = batch;
+        row.gpus = tp;
+        row.spec = config;
+        row.draft_tokens = config.num_draft_tokens - 1;
+        row.acceptance = acceptances_[g.acceptance];
+        row.strategy = r.strategy;
+        row.mem_need_gb = fit.need_gb;
+        row.mem_usable_gb = fit.usable_gb;
+        row.unfit = unfit;
+        if (unfit != UnfitKind::none) {
+          row.reason = *reason;
+          continue;
+        }
+        const std::size_t at = acceptance_slot(g.spec, g.acceptance, g.batch);
+        if (resolved_[at] < 0) {
+          row.unfit = UnfitKind::acceptance;
+          row.reason = acceptance_unfit_[at];
+          continue;
+        }
+        row.accept_source = resolved_[at];
+        derive_strategy_metrics(r, derive_acceptance_[static_cast<std::size_t>(resolved_[at])], config.num_steps,
+                                batch, tp);
+        if (curves_[g.spec] && r.decode_us > 0) {
+          // The break-even depends on the cycle, the decode step and the configuration, not on
+          // the acceptance: rows that differ only in it have the same inputs here.
+          if (!tree_breakeven || breakeven_len != r.breakeven_accept_len) {
+            breakeven_len = r.breakeven_accept_len;
+            tree_breakeven = curves_[g.spec]->rate_for_tokens(breakeven_len);
+          }
+          r.breakeven_accept_rate = *tree_breakeven;
+        }
+        static_cast<CycleMetrics&>(row) = r;
+        const VerifySplit split = verify_split(r);
+        row.verify_compute_us = split.matmul_attention_us;
+        row.verify_other_us = split.other_us;
+      }
     }
-  });
+  }
+}
+
+// Every row, in grid order: blocks are built in parallel a chunk at a time and handed on in
+// order (the sink, the counts, the speeds the picks compare, and out_.rows when kept), so
+// without kept rows memory is one chunk's rows whatever the grid.
+void Sweep::build_rows() {
+  const std::size_t block_rows = grid_.specs * grid_.strategies * grid_.acceptances;
+  const std::size_t blocks = grid_.fits();
+  speeds_.assign(grid_.rows(), RowSpeeds{});
+  out_.rows_kept = rq_.keep_rows;
+  if (rq_.keep_rows) out_.rows.reserve(grid_.rows());
+  out_.counts.combinations = grid_.rows();
+  // ~16k rows a chunk, at least a few blocks per thread so the pool stays busy.
+  const std::size_t chunk =
+      std::max<std::size_t>(4 * pool_.size(), (16384 + block_rows - 1) / std::max<std::size_t>(block_rows, 1));
+  std::vector<std::vector<SweepRow>> built(std::min(chunk, blocks));
+  std::map<std::string, std::size_t> group_of;  // reason -> index into out_.counts.unfit
+  for (std::size_t first = 0; first < blocks; first += chunk) {
+    const std::size_t n = std::min(chunk, blocks - first);
+    pool_.run(n, [&](std::size_t i) { build_block(first + i, built[i]); });
+    for (std::size_t i = 0; i < n; ++i) {
+      for (SweepRow& row : built[i]) {
+        speeds_[row.index] = RowSpeeds::of(row, deployable_[grid_.point(row.index).strategy]);
+        count(row, group_of);
+        if (rq_.row_sink) rq_.row_sink(out_, row);
+        if (rq_.keep_rows) out_.rows.push_back(std::move(row));
+      }
+      built[i].clear();
+      built[i].shrink_to_fit();
+    }
+  }
+}
+
+void Sweep::count(const SweepRow& row, std::map<std::string, std::size_t>& group_of) {
+  SweepCounts& c = out_.counts;
+  if (row.ok()) {
+    ++c.ok;
+    return;
+  }
+  ++c.by_status[to_string(row.unfit)];
+  auto [it, inserted] = group_of.try_emplace(row.reason, c.unfit.size());
+  if (inserted) {
+    c.unfit.emplace_back();
+    c.unfit.back().reason = row.reason;
+  }
+  SweepUnfitGroup& g = c.unfit[it->second];
+  ++g.count;
+  g.models.insert(row.model);
+  g.topologies.insert(row.topology);
+  g.dtypes.insert(to_string(row.weight_dtype));
+  g.strategies.insert(row.strategy);
+  g.tps.insert(row.tp);
 }
 
 // The best row per (model, topology, acceptance), against the best plain decoding there, and
 // the best per batch with where speculation stops paying.
 void Sweep::pick_best() {
   const std::size_t A = grid_.acceptances;
-  auto deployable = [&](std::size_t i) { return out_.rows[i].ok() && deployable_[grid_.point(i).strategy]; };
   for (std::size_t m = 0; m < grid_.models; ++m)
     for (std::size_t t = 0; t < grid_.topologies; ++t) {
       const RowRange block = grid_.model_topology_rows(m, t);
       std::optional<std::size_t> plain;
       for (std::size_t i = block.first; i < block.last; ++i) {
-        const SweepRow& row = out_.rows[i];
-        if (deployable(i) && row.decode_tokens_per_s > 0 &&
-            (!plain || row.decode_tokens_per_s > out_.rows[*plain].decode_tokens_per_s))
+        const RowSpeeds& row = speeds_[i];
+        if (row.deployable && row.decode_tokens_per_s > 0 &&
+            (!plain || row.decode_tokens_per_s > speeds_[*plain].decode_tokens_per_s))
           plain = i;
       }
       for (std::size_t a = 0; a < A; ++a) {
@@ -572,18 +625,16 @@ void Sweep::pick_best() {
         b.model = out_.axes.models[m];
         b.topology = out_.axes.topologies[t];
         b.acceptance = acceptances_[a];
-        for (std::size_t i = block.first + a; i < block.last; i += A) {
-          const SweepRow& row = out_.rows[i];
-          if (deployable(i) && (!b.row || row.tokens_per_s > out_.rows[*b.row].tokens_per_s)) b.row = i;
-        }
+        for (std::size_t i = block.first + a; i < block.last; i += A)
+          if (speeds_[i].deployable && (!b.row || speeds_[i].tokens_per_s > speeds_[*b.row].tokens_per_s)) b.row = i;
         b.plain_row = plain;
-        if (plain) b.best_plain_tokens_per_s = out_.rows[*plain].decode_tokens_per_s;
+        if (plain) b.best_plain_tokens_per_s = speeds_[*plain].decode_tokens_per_s;
         if (b.row && b.best_plain_tokens_per_s > 0)
-          b.speedup_vs_best_plain = out_.rows[*b.row].tokens_per_s / b.best_plain_tokens_per_s;
+          b.speedup_vs_best_plain = speeds_[*b.row].tokens_per_s / b.best_plain_tokens_per_s;
         out_.best.push_back(std::move(b));
       }
     }
-  BatchVerdicts v = best_per_batch(grid_, rq_.batches, deployable_, out_.rows);
+  BatchVerdicts v = best_per_batch(grid_, rq_.batches, speeds_);
   out_.batch_best = std::move(v.best);
   out_.pay_limits = std::move(v.limits);
 }
@@ -595,9 +646,7 @@ void Sweep::add_waterfalls() {
     std::optional<std::size_t> best;
     const RowRange rows = grid_.model_rows(m);
     for (std::size_t i = rows.first; i < rows.last; ++i)
-      if (out_.rows[i].ok() && deployable_[grid_.point(i).strategy] &&
-          (!best || out_.rows[i].tokens_per_s > out_.rows[*best].tokens_per_s))
-        best = i;
+      if (speeds_[i].deployable && (!best || speeds_[i].tokens_per_s > speeds_[*best].tokens_per_s)) best = i;
     if (!best) continue;
     const GridPoint g = grid_.point(*best);
     const Trace trace =
@@ -610,6 +659,26 @@ void Sweep::add_waterfalls() {
     opts.engine.model_architecture = architecture_of(m);
     StepResult r = backend.run_step(trace, trace.verify(), rq_.strategies[g.strategy], &rq_.topologies[g.topology], opts);
     out_.waterfalls.push_back({out_.axes.models[m], *best, std::move(r.timeline)});
+  }
+}
+
+// Without kept rows: the rows the picks and waterfalls point at, rebuilt block by block.
+void Sweep::keep_picked_rows() {
+  if (rq_.keep_rows) return;
+  std::set<std::size_t> wanted;
+  auto want = [&](const std::optional<std::size_t>& i) {
+    if (i) wanted.insert(*i);
+  };
+  for (const SweepBest& b : out_.best) want(b.row), want(b.plain_row);
+  for (const SweepBatchBest& b : out_.batch_best) want(b.row), want(b.plain_row);
+  for (const SweepWaterfall& w : out_.waterfalls) wanted.insert(w.row);
+  const std::size_t block_rows = grid_.specs * grid_.strategies * grid_.acceptances;
+  std::vector<SweepRow> rows;
+  std::size_t built = grid_.fits();
+  for (std::size_t i : wanted) {
+    const std::size_t block = i / block_rows;
+    if (block != built) build_block(block, rows), built = block;
+    out_.picked_rows.emplace(i, rows[i - block * block_rows]);
   }
 }
 

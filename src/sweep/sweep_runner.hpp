@@ -14,6 +14,7 @@
 //      speculative arithmetic, applied per row.
 // Phases 2 and 3 run on a thread pool; every result lands in a slot chosen by its index, so the
 // output is identical for any thread count.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,11 @@ struct SweepRequest {
   int threads = 0;           // 0: all cores
   bool progress = false;     // draw a progress bar on stderr (only if it is a terminal)
   bool waterfalls = true;    // re-simulate each model's best configuration with a timeline
+  // false: rows are handed to row_sink and counted, not kept (SweepResults::picked_rows holds the
+  // ones the picks point at), so memory does not grow with the grid.
+  bool keep_rows = true;
+  // Called with every row in grid order as it is built, on the calling thread (a streamed CSV).
+  std::function<void(const SweepResults&, const SweepRow&)> row_sink;
 };
 
 // InputError on an empty axis or an unknown strategy. Unfit combinations become rows with a

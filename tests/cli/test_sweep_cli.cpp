@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -140,4 +141,35 @@ TEST(SweepCli, NoOutputFilesWhenTheSweepFails) {
   EXPECT_FALSE(file_exists(dir + "/s.html"));
   const CliResult w = run_cli("sweep --model llama-3.1-8b -o /no/such/dir/s.csv");
   EXPECT_EQ(w.exit_code, 2);
+}
+
+// --best-only keeps the picks, not the rows: the same table, the same streamed CSV, a JSON without
+// rows; nothing left beside the outputs.
+TEST(SweepCli, BestOnlyStreamsTheCsvAndPrintsTheSameAnswer) {
+  const std::string dir = temp_dir();
+  const CliResult full = run_cli(std::string(kSmall) + " -o " + dir + "/full.csv --json " + dir + "/full.json");
+  const CliResult lean =
+      run_cli(std::string(kSmall) + " --best-only -o " + dir + "/lean.csv --json " + dir + "/lean.json");
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  ASSERT_EQ(lean.exit_code, 0) << lean.err;
+  auto without_timing = [](const std::string& out) { return out.substr(0, out.rfind("\nSwept ")); };
+  EXPECT_EQ(without_timing(lean.out), without_timing(full.out));
+  EXPECT_EQ(slurp(dir + "/lean.csv"), slurp(dir + "/full.csv"));
+  const auto full_json = nlohmann::json::parse(slurp(dir + "/full.json"));
+  const auto lean_json = nlohmann::json::parse(slurp(dir + "/lean.json"));
+  EXPECT_FALSE(lean_json.contains("rows"));
+  EXPECT_EQ(lean_json["best"], full_json["best"]);
+  EXPECT_EQ(lean_json["counts"], full_json["counts"]);
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
+}
+
+TEST(SweepCli, BestOnlyWithReportIsAnInputError) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli(std::string(kSmall) + " --best-only -o " + dir + "/s.csv --report " + dir + "/s.html");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--report"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--best-only"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/s.csv"));
+  EXPECT_FALSE(file_exists(dir + "/s.html"));
 }

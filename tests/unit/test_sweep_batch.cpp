@@ -163,7 +163,12 @@ TEST(SweepBatchBest, PicksTheHighestTotalPerBatchAndWhereSpeculationStopsPaying)
   at(2, 0, 1) = priced(9000, 9000, 64);
   at(2, 1, 1).unfit = UnfitKind::memory;
 
-  const BatchVerdicts v = best_per_batch(g, batches, deployable, rows);
+  auto speeds = [&] {
+    std::vector<RowSpeeds> out;
+    for (std::size_t i = 0; i < rows.size(); ++i) out.push_back(RowSpeeds::of(rows[i], deployable[g.point(i).strategy]));
+    return out;
+  };
+  const BatchVerdicts v = best_per_batch(g, batches, speeds());
   ASSERT_EQ(v.best.size(), 3u);
   EXPECT_EQ(v.best[0].batch, 1);
   EXPECT_EQ(*v.best[0].row, g.row([] { GridPoint p; p.spec = 1; return p; }()));
@@ -183,7 +188,7 @@ TEST(SweepBatchBest, PicksTheHighestTotalPerBatchAndWhereSpeculationStopsPaying)
 
   // Paying everywhere: no limit.
   at(2, 0, 0) = priced(2100, 2000, 64);
-  const BatchVerdicts all = best_per_batch(g, batches, deployable, rows);
+  const BatchVerdicts all = best_per_batch(g, batches, speeds());
   EXPECT_FALSE(all.limits[0].stops_at_batch);
   EXPECT_EQ(all.limits[0].batches_run, 3);
 }

@@ -214,3 +214,47 @@ TEST(SweepOutput, CsvHasOneLinePerRowAndEmptyMetricsForUnfitRows) {
   // The --json text is the same document.
   EXPECT_EQ(nlohmann::ordered_json::parse(sweep_json_text(res)), j);
 }
+
+// Rows not kept (sweep --best-only): the sink sees every row in grid order, as the kept rows are;
+// counts, picks and the rows the picks point at are the same, and the table prints the same.
+TEST(SweepRunner, RowsStreamedAndNotKeptGiveTheSameAnswers) {
+  SweepRequest rq = small_request();
+  rq.batches = {1, 4};
+  rq.tps = {1, 8, 3};  // TP 3 cannot shard the model: unfit rows in the counts
+  const SweepResults kept = run_sweep(rq);
+  std::vector<std::string> streamed;
+  rq.keep_rows = false;
+  rq.row_sink = [&](const SweepResults& res, const SweepRow& row) { streamed.push_back(sweep_csv_line(res, row)); };
+  const SweepResults lean = run_sweep(rq);
+
+  EXPECT_TRUE(lean.rows.empty());
+  EXPECT_FALSE(lean.rows_kept);
+  ASSERT_EQ(streamed.size(), kept.rows.size());
+  for (std::size_t i = 0; i < kept.rows.size(); ++i) ASSERT_EQ(streamed[i], sweep_csv_line(kept, kept.rows[i])) << i;
+  EXPECT_EQ(sweep_csv_header() + [&] {
+    std::string all;
+    for (const std::string& line : streamed) all += line;
+    return all;
+  }(), sweep_to_csv(kept));
+
+  EXPECT_EQ(lean.counts.combinations, kept.rows.size());
+  std::size_t ok = 0;
+  for (const SweepRow& r : kept.rows) ok += r.ok();
+  EXPECT_EQ(lean.counts.ok, ok);
+  EXPECT_LT(ok, kept.rows.size());
+  ASSERT_FALSE(lean.counts.unfit.empty());
+
+  ASSERT_EQ(lean.best.size(), kept.best.size());
+  for (std::size_t i = 0; i < kept.best.size(); ++i) {
+    EXPECT_EQ(lean.best[i].row, kept.best[i].row);
+    EXPECT_EQ(lean.best[i].plain_row, kept.best[i].plain_row);
+    if (kept.best[i].row)
+      EXPECT_EQ(sweep_csv_line(lean, lean.row(*lean.best[i].row)), sweep_csv_line(kept, kept.rows[*kept.best[i].row]));
+  }
+  ASSERT_EQ(lean.batch_best.size(), kept.batch_best.size());
+  for (std::size_t i = 0; i < kept.batch_best.size(); ++i) EXPECT_EQ(lean.batch_best[i].row, kept.batch_best[i].row);
+  EXPECT_EQ(sweep_to_table(lean), sweep_to_table(kept));
+  // The JSON keeps the picks and leaves the rows to the CSV.
+  EXPECT_FALSE(sweep_to_json(lean).contains("rows"));
+  EXPECT_EQ(sweep_to_json(lean)["best"], sweep_to_json(kept)["best"]);
+}
