@@ -19,6 +19,7 @@
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "model/speculative_flags.hpp"
+#include "sweep/sweep_inputs.hpp"
 #include "trace/trace_json.hpp"
 #include "trace/trace_stats.hpp"
 
@@ -77,7 +78,7 @@ void run_gen(const GenArgs& a, bool tokens_given) {
   } else {
     opt.tokens = a.tokens;
   }
-  ModelConfig model = read_model_config(a.model);
+  ModelConfig model = read_model_config(resolve_model_path("--model", a.model));
   // --weight-dtype prices every linear layer in one format; without it, the checkpoint's own.
   if (!a.weight_dtype.empty()) parse_dtype(a.weight_dtype, opt.weight_dtype);  // CLI11 restricted it to bf16|fp8|int4
   else if (model.quantization) opt.formats = model.quantization->formats;
@@ -85,7 +86,7 @@ void run_gen(const GenArgs& a, bool tokens_given) {
   // quantization_config names one (kv_cache_scheme, kv_cache_quant_algo), else the model's bf16.
   if (!a.kv_cache_dtype.empty() && a.kv_cache_dtype != "auto") parse_dtype(a.kv_cache_dtype, opt.kv_cache_dtype);
   else if (model.quantization && model.quantization->kv_cache) opt.kv_cache_dtype = *model.quantization->kv_cache;
-  if (!a.draft.empty()) opt.draft = read_model_config(a.draft);
+  if (!a.draft.empty()) opt.draft = read_model_config(resolve_model_path("--draft", a.draft));
   Trace trace = generate_trace(model, opt);
   // SGLang's server_args.py caps running requests at 48 by default under speculative decoding
   // (max_running_requests), the largest batch its EAGLE graphs capture.
@@ -100,9 +101,17 @@ void run_gen(const GenArgs& a, bool tokens_given) {
   parse_trace(JsonCursor::parse_text(text, a.output), a.output);
   write_file_atomic(a.output, text);
 
-  StepStats verify = compute_stats(trace.verify());
-  spdlog::info("wrote {} (trace version {}): verify step {} ops, {} allreduces", a.output, required_version(trace),
-               verify.op_count, verify.ops_by_kind[static_cast<int>(OpKind::allreduce)]);
+  // What was written, on stdout: the file is the result, this line says what it holds.
+  const StepStats verify = compute_stats(trace.verify());
+  std::vector<std::string> allreduces;
+  for (const auto& [bytes, count] : verify.allreduce_bytes)
+    allreduces.push_back(fmt::format("{} x {:.1f} KiB", count, bytes / 1024.0));
+  std::vector<std::string> steps;
+  for (const Step& st : trace.steps) steps.push_back(st.name);
+  fmt::print("wrote {}: {} TP{}, batch {}, {} tokens per request verified ({} engine); steps {}; verify step {} ops, "
+             "allreduces {}\n",
+             a.output, model.name, opt.tp, opt.batch, trace.meta.tokens, a.engine,
+             fmt::join(steps, ", "), verify.op_count, allreduces.empty() ? "none" : fmt::format("{}", fmt::join(allreduces, ", ")));
 }
 
 }  // namespace
@@ -110,7 +119,7 @@ void run_gen(const GenArgs& a, bool tokens_given) {
 void add_gen(CLI::App& app) {
   auto* cmd = app.add_subcommand("gen", "Generate a per-rank trace (verify, draft, decode steps) from an HF config.json");
   auto a = std::make_shared<GenArgs>();
-  cmd->add_option("--model", a->model, "Target model config.json (models/llm/...)")->required();
+  cmd->add_option("--model", a->model, "Target model: a name in models/llm (llama-3.1-8b) or a config.json path")->required();
   cmd->add_option("--tp", a->tp, "Tensor-parallel ranks")->required();
   auto* tokens = cmd->add_option("--tokens", a->tokens, "Tokens in the verify step (1 + draft tokens, a chain)");
   auto* steps = cmd->add_option_function<int>(
@@ -124,7 +133,7 @@ void add_gen(CLI::App& app) {
       "SGLang's tokens verified per request (default with topk 1: steps + 1)");
   for (CLI::Option* o : {steps, topk, draft_tokens}) tokens->excludes(o);
   cmd->add_option("--batch", a->batch, "Concurrent requests (1-4096)")->capture_default_str();
-  cmd->add_option("--draft", a->draft, "EAGLE-3 draft head config.json: adds the draft step");
+  cmd->add_option("--draft", a->draft, "EAGLE-3 draft head: a name in models/llm or a config.json path; adds the draft step");
   auto* kv_len = cmd->add_option("--kv-len", a->kv_len, "Context length every request's attention attends over")
                      ->capture_default_str();
   auto* kv_lens = cmd->add_option("--kv-lens", a->kv_lens, "Context length per request, comma-separated (one per --batch request)");

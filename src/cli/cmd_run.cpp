@@ -27,6 +27,7 @@
 #include "report/html_report.hpp"
 #include "report/printers.hpp"
 #include "topology/topology.hpp"
+#include "sweep/trace_memory_check.hpp"
 #include "trace/trace_json.hpp"
 
 namespace eaglesim::cli {
@@ -61,6 +62,8 @@ struct RunArgs {
   std::string op_times = "auto";
   std::string engine_options;  // --engine-option: the engine strategies' launch options
   bool no_fused_add_norm = false;
+  bool ignore_memory = false;
+  double gpu_mem_util = 0.9;
   ReplayFlags replay;
   std::string json_out, csv_out, timeline_out;
   std::string report_out;  // --report (sweep branch): self-contained HTML report
@@ -139,6 +142,37 @@ void run(const RunArgs& a) {
 
   const Trace trace = read_trace(trace_path);
 
+  // Flags that would change the step's shape are refused: the trace's ops are one shape, and
+  // pricing another configuration or rank count on them would answer a different question.
+  if (a.draft_tokens > 0 && a.draft_tokens + 1 != trace.meta.tokens)
+    throw InputError(fmt::format(
+        "--draft-tokens {}: {} verifies {} tokens per request (N = {}); a chain of {} drafts verifies {}: generate "
+        "that step (eaglesim gen --model {} --tp {} --tokens {} ...) and run it",
+        a.draft_tokens, trace_path, trace.meta.tokens, trace.meta.tokens - 1, a.draft_tokens, a.draft_tokens + 1,
+        trace.meta.model, trace.meta.tp, a.draft_tokens + 1));
+  if (a.ranks > 0 && a.ranks != trace.meta.tp && a.backend != "cuda")
+    throw InputError(fmt::format(
+        "--ranks {}: {} holds one rank's share of TP{} (its GEMM, attention and allreduce shapes); TP{} has other "
+        "shapes: generate them (eaglesim gen --model {} --tp {} ...) and run that trace",
+        a.ranks, trace_path, trace.meta.tp, a.ranks, trace.meta.model, a.ranks));
+  if (!(a.gpu_mem_util > 0 && a.gpu_mem_util <= 1))
+    throw InputError(fmt::format("--gpu-mem-util: expected a fraction in (0, 1], got {}", a.gpu_mem_util));
+
+  // Where the model cannot be loaded there is nothing to price, unless asked to.
+  std::vector<std::string> scenario_notes;
+  if (topo) {
+    const TraceMemoryCheck mem = check_trace_memory(trace, *topo, a.gpu_mem_util);
+    if (mem.verdict && !mem.verdict->fits) {
+      if (!a.ignore_memory)
+        throw InputError(fmt::format("--topology {}: {} at TP{} does not fit: {}; --ignore-memory prices it anyway",
+                                     topo->name, trace.meta.model, trace.meta.tp, mem.verdict->reason));
+      scenario_notes.push_back(fmt::format("memory: {} at TP{} does not fit: {}; priced anyway (--ignore-memory)",
+                                           trace.meta.model, trace.meta.tp, mem.verdict->reason));
+    } else if (!mem.verdict && trace.meta.source == "generated") {
+      scenario_notes.push_back("memory: not checked (" + mem.unchecked_why + ")");
+    }
+  }
+
   // A v2 trace names its speculative configuration and batch (SGLang's terms); a v1 trace is one
   // request with a chain of N drafts: num_steps N, eagle_topk 1, num_draft_tokens N + 1. An
   // explicit --draft-tokens asks for that chain.
@@ -177,7 +211,8 @@ void run(const RunArgs& a) {
     throw InputError(fmt::format("--rank-slowdown: expected {} values (one per rank), got {}", ranks,
                                  req.options.rank_compute_scale.size()));
 
-  const Report report = evaluate_strategies(*backend, req);
+  Report report = evaluate_strategies(*backend, req);
+  report.scenario.notes.insert(report.scenario.notes.begin(), scenario_notes.begin(), scenario_notes.end());
 
   // Build every output before writing any, so a failure leaves no partial set of files.
   std::string json_text, csv_text, timeline_text;
@@ -225,9 +260,11 @@ void add_run(CLI::App& app) {
   len->excludes(table);
   probs->excludes(rate);
   probs->excludes(len);
-  cmd->add_option("--draft-tokens,-n", a->draft_tokens, "Draft tokens N per cycle (default: the trace's)")
+  cmd->add_option("--draft-tokens,-n", a->draft_tokens,
+                  "Price the trace's step as a chain of N drafts (N + 1 must be the tokens it verifies; default: the "
+                  "trace's configuration)")
       ->check(CLI::Range(1, 64));
-  cmd->add_option("--ranks", a->ranks, "Ranks to run on (default: the trace's tp)")->check(CLI::Range(1, kMaxTp));
+  cmd->add_option("--ranks", a->ranks, "cuda: GPUs to replay on (default: the trace's tp); sim runs the trace's tp")->check(CLI::Range(1, kMaxTp));
   cmd->add_option("--nccl-algo", a->nccl_algo, "Force the NCCL model's algorithm")->check(CLI::IsMember({"ring", "tree"}));
   cmd->add_option("--nccl-proto", a->nccl_proto, "Force the NCCL model's protocol")
       ->check(CLI::IsMember({"LL", "LL128", "Simple"}));
@@ -242,6 +279,11 @@ void add_run(CLI::App& app) {
       ->default_str("auto");
   add_engine_option_flag(cmd, a->engine_options);
   add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
+  cmd->add_flag("--ignore-memory", a->ignore_memory,
+                "Price a model that does not fit in GPU memory at this TP (said in the output) instead of refusing");
+  cmd->add_option("--gpu-mem-util", a->gpu_mem_util,
+                  "Fraction of GPU memory weights + KV cache may use, for the memory check (as sweep)")
+      ->capture_default_str();
   add_replay_flags(cmd, a->replay);
   cmd->add_option("--json", a->json_out, "Write the report as JSON (docs/report-format.md)");
   cmd->add_option("--csv", a->csv_out, "Write the report as CSV");

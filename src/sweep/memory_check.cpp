@@ -6,11 +6,16 @@ namespace eaglesim {
 
 MemoryNeed memory_needed(const ModelConfig& target, const ModelConfig* draft, int tp, DType weight_dtype,
                          const std::vector<std::int64_t>& kv_lens) {
+  return memory_needed(target, draft, tp, LinearFormats::all(weight_dtype), kv_lens);
+}
+
+MemoryNeed memory_needed(const ModelConfig& target, const ModelConfig* draft, int tp, const LinearFormats& formats,
+                         const std::vector<std::int64_t>& kv_lens) {
   MemoryNeed need;
   need.requests = static_cast<int>(kv_lens.size());
   for (std::int64_t l : kv_lens) need.kv_tokens += l;
   const double positions = static_cast<double>(need.kv_tokens);
-  need.weight_bytes = weight_bytes_per_rank(target, tp, weight_dtype);
+  need.weight_bytes = weight_bytes_per_rank(target, tp, formats);
   need.kv_bytes = kv_cache_bytes_per_token_per_rank(target, tp) * positions;
   if (draft) {
     need.draft_weight_bytes = weight_bytes_per_rank(*draft, tp, DType::bf16);

@@ -38,6 +38,9 @@ struct MemoryVerdict {
 // positions. KV entries are bf16.
 MemoryNeed memory_needed(const ModelConfig& target, const ModelConfig* draft, int tp, DType weight_dtype,
                          const std::vector<std::int64_t>& kv_lens);
+// The same with a format per class of linear layer (a checkpoint's quantization_config).
+MemoryNeed memory_needed(const ModelConfig& target, const ModelConfig* draft, int tp, const LinearFormats& formats,
+                         const std::vector<std::int64_t>& kv_lens);
 // `batch` requests of kv_len positions each.
 MemoryNeed memory_needed(const ModelConfig& target, const ModelConfig* draft, int tp, DType weight_dtype,
                          std::int64_t kv_len, int batch = 1);

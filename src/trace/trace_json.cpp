@@ -102,7 +102,34 @@ ojson speculative_to_json(const SpeculativeConfig& sc) {
 
 }  // namespace
 
+namespace {
+// Other files a trace is mistaken for: say what the file is and which command takes it, rather
+// than the first field the trace reader does not know.
+void reject_other_documents(const nlohmann::json& doc, const std::string& file) {
+  if (!doc.is_object()) return;
+  const auto format = doc.find("format");
+  if (format == doc.end()) {
+    if (doc.contains("model_type") || doc.contains("architectures"))
+      throw InputError::at(file, "", "this is a model config (Hugging Face config.json), not a trace: generate the "
+                                     "step with `eaglesim gen --model " + file + " --tp N --tokens T -o trace.json`, "
+                                     "or price every setting with `eaglesim sweep --model " + file + "`");
+    if (doc.contains("traceEvents"))
+      throw InputError::at(file, "", "this is a PyTorch-profiler (Kineto) trace, not an eaglesim trace: convert it with "
+                                     "`eaglesim import kineto " + file + " -o trace.json`");
+    return;
+  }
+  if (!format->is_string() || *format == kTraceFormat) return;
+  const std::string other = format->get<std::string>();
+  if (other == "eaglesim-topology")
+    throw InputError::at(file, "format", "this is a topology, not a trace: pass it with --topology " + file);
+  if (other.rfind("eaglesim-", 0) == 0)
+    throw InputError::at(file, "format", fmt::format("this is an {} file, not a trace (\"format\": \"{}\")", other,
+                                                     kTraceFormat));
+}
+}  // namespace
+
 Trace parse_trace(const nlohmann::json& doc, const std::string& file) {
+  reject_other_documents(doc, file);
   JsonCursor root(doc, file);
   root.expect_object();
   root.only_keys({"format", "version", "meta", "steps"});

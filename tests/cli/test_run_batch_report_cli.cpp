@@ -130,7 +130,9 @@ TEST(RunBatchReport, PerGpuSharesTheTotalAndTheVerdictSaysWhenSpeculationLoses) 
   const std::string dir = temp_dir();
   const std::string trace = gen_cycle(dir, "kimi-k2-instruct", "kimi-k2-eagle3", 8, 8,
                                       "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4");
-  const CliResult r = run_cli("run " + trace + " " + kH200 + " --strategy nccl,oneshot --accept-len 1.5 --json " + dir + "/r.json");
+  // bf16 Kimi-K2 does not fit 8 x H200; the arithmetic is what is tested, so it is priced anyway.
+  const CliResult r = run_cli("run " + trace + " " + kH200 + " --strategy nccl,oneshot --accept-len 1.5 --ignore-memory --json " +
+                              dir + "/r.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(slurp(dir + "/r.json"));
   const json& res = doc["results"][0];

@@ -130,10 +130,17 @@ TEST(RunCli, TreeTraceUsesItsSpeculativeConfigForAcceptance) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("tree model"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("num_steps 5, eagle_topk 4, num_draft_tokens 8"), std::string::npos) << r.out;
-  // --draft-tokens asks for the chain explicitly.
+  // --draft-tokens asks for a chain of the same verify shape (D = N + 1); another N is another step.
   const CliResult chain =
-      run_cli("run " + dir + "/t.json --topology 2x-h200-nvlink --strategy nccl --accept-rate 0.6 --draft-tokens 3");
+      run_cli("run " + dir + "/t.json --topology 2x-h200-nvlink --strategy nccl --accept-rate 0.6 --draft-tokens 7");
   ASSERT_EQ(chain.exit_code, 0) << chain.err;
+  const CliResult other =
+      run_cli("run " + dir + "/t.json --topology 2x-h200-nvlink --strategy nccl --accept-rate 0.6 --draft-tokens 3");
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("--draft-tokens 3: " + dir + "/t.json verifies 8 tokens per request (N = 7)"),
+            std::string::npos)
+      << other.err;
+  EXPECT_EQ(other.out, "");
   EXPECT_EQ(chain.out.find("eagle_topk 4"), std::string::npos) << chain.out;
 }
 
@@ -362,11 +369,18 @@ TEST(RunCliAcceptance, PlainRateReadsAsWithoutTheNewFlags) {
 }
 
 TEST(RunCliAcceptance, DraftTokensOverrideLooksUpItsOwnConfiguration) {
-  // -n 2 prices a chain of 2: the table's (2, 1, 3) entry, measured at batch 4, is the nearest.
-  const AcceptanceRun r = run_with("-n 2 --acceptance " + std::string(EAGLESIM_TEST_DATA) + "/acceptance/measured.json");
-  ASSERT_EQ(r.cli.exit_code, 0) << r.cli.err;
-  EXPECT_EQ(r.doc["results"][0]["tokens_per_cycle"], 2.2);
-  EXPECT_NE(acceptance_line(r.cli.out).find("batch 4, the nearest measured to batch 1"), std::string::npos) << r.cli.out;
+  // A (2, 2, 3) tree verifies 3 tokens; -n 2 prices the chain of the same shape, (2, 1, 3): the
+  // table's entry for it, measured at batch 4, is the nearest.
+  const std::string dir = temp_dir();
+  ASSERT_EQ(run_cli("gen --model llama-3.2-1b --tp 1 --speculative-num-steps 2 --speculative-eagle-topk 2 "
+                    "--speculative-num-draft-tokens 3 -o " + dir + "/t.json")
+                .exit_code,
+            0);
+  const CliResult r = run_cli("run " + dir + "/t.json --topology 8x-h100-nvswitch --strategy nccl -n 2 --acceptance " +
+                              std::string(EAGLESIM_TEST_DATA) + "/acceptance/measured.json --json " + dir + "/r.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/r.json"))["results"][0]["tokens_per_cycle"], 2.2);
+  EXPECT_NE(acceptance_line(r.out).find("batch 4, the nearest measured to batch 1"), std::string::npos) << r.out;
 }
 
 }  // namespace

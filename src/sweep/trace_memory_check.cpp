@@ -1,0 +1,52 @@
+#include "sweep/trace_memory_check.hpp"
+
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "sweep/sweep_inputs.hpp"
+
+namespace eaglesim {
+
+namespace {
+std::optional<ModelConfig> preset_model(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  try {
+    return read_model_config(resolve_model_path("model", name));
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+}  // namespace
+
+TraceMemoryCheck check_trace_memory(const Trace& trace, const Topology& topo, double gpu_mem_util) {
+  TraceMemoryCheck out;
+  if (trace.meta.source != "generated") {
+    out.unchecked_why = "an imported trace ran where it was recorded";
+    return out;
+  }
+  const std::optional<ModelConfig> target = preset_model(trace.meta.model);
+  if (!target) {
+    out.unchecked_why = fmt::format("no model config named {} in models/llm", trace.meta.model);
+    return out;
+  }
+  const std::optional<ModelConfig> draft = preset_model(trace.meta.draft_model);
+  // The formats gen laid the trace out in: the checkpoint's when the trace's weight dtype is the
+  // one gen summarises them by, else every linear layer in the trace's dtype.
+  const DType dtype = trace.meta.weight_dtype.value_or(DType::bf16);
+  LinearFormats formats = LinearFormats::all(dtype);
+  if (const auto& q = target->quantization) {
+    const LinearFormats& f = q->formats;
+    const DType summary = f.uniform() ? f.attention : target->is_moe() ? f.routed_experts : f.dense_mlp;
+    if (summary == dtype) formats = f;
+  }
+  std::vector<std::int64_t> kv_lens = trace.meta.kv_lens;
+  if (kv_lens.empty())
+    kv_lens.assign(static_cast<std::size_t>(trace.meta.batch_size()), trace.meta.kv_len.value_or(0));
+  const MemoryNeed need = memory_needed(*target, draft ? &*draft : nullptr, trace.meta.tp, formats, kv_lens);
+  out.verdict = check_memory(need, topo.gpu, gpu_mem_util);
+  return out;
+}
+
+}  // namespace eaglesim
