@@ -9,6 +9,7 @@
 #include "core/errors.hpp"
 #include "domain/spec_decode_metrics.hpp"
 #include "backend/engine_costs.hpp"
+#include "backend/strategy_deployment.hpp"
 #include "backend/op_pricing.hpp"
 #include "backend/recorded_step_note.hpp"
 #include "trace/op_traffic.hpp"
@@ -142,6 +143,12 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
       if (host_note.empty()) host_note = note;
     }
     derive_strategy_metrics(r, sc.acceptance, sc.draft_tokens, sc.batch, sc.tp);
+    if (req.topo && r.supported) {
+      const StrategyDeployment dep =
+          strategy_deployment(name, verify, machine_facts(*req.topo), sc.ranks, req.options.engine.model_architecture);
+      if (dep.applies) r.deployable = dep.deployable();  // none for a reference or an engine's own dispatch
+      r.deployment = describe_deployment(name, dep);
+    }
     report.results.push_back(std::move(r));
   }
   if (auto note = recorded_step_note(verify, report.results)) sc.notes.push_back(*note);

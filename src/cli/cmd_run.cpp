@@ -63,6 +63,7 @@ struct RunArgs {
   std::string engine_options;  // --engine-option: the engine strategies' launch options
   bool no_fused_add_norm = false;
   bool ignore_memory = false;
+  bool allow_lossy = false;
   double gpu_mem_util = 0.9;
   ReplayFlags replay;
   std::string json_out, csv_out, timeline_out;
@@ -212,6 +213,7 @@ void run(const RunArgs& a) {
                                  req.options.rank_compute_scale.size()));
 
   Report report = evaluate_strategies(*backend, req);
+  report.scenario.allow_lossy = a.allow_lossy;
   report.scenario.notes.insert(report.scenario.notes.begin(), scenario_notes.begin(), scenario_notes.end());
 
   // Build every output before writing any, so a failure leaves no partial set of files.
@@ -279,6 +281,8 @@ void add_run(CLI::App& app) {
       ->default_str("auto");
   add_engine_option_flag(cmd, a->engine_options);
   add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
+  cmd->add_flag("--allow-lossy", a->allow_lossy,
+                "Let a lossy strategy (quant: fp8 on the wire) be the best; by default it is shown and left out");
   cmd->add_flag("--ignore-memory", a->ignore_memory,
                 "Price a model that does not fit in GPU memory at this TP (said in the output) instead of refusing");
   cmd->add_option("--gpu-mem-util", a->gpu_mem_util,

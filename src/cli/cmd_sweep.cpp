@@ -59,6 +59,7 @@ struct SweepArgs {
   int jobs = 0;
   bool no_fused_add_norm = false;
   bool best_only = false;
+  bool allow_lossy = false;
   std::string csv, json, report;
 };
 
@@ -182,6 +183,7 @@ void run_sweep_command(const SweepArgs& a) {
     rq.row_sink = [&csv](const SweepResults& res, const SweepRow& row) { csv.append(sweep_csv_line(res, row)); };
   }
   rq.keep_rows = !a.best_only;
+  rq.allow_lossy = a.allow_lossy;
   const SweepResults results = run_sweep(rq);
   const std::string json = a.json.empty() ? "" : sweep_json_text(results);
   const std::string html = a.report.empty() ? "" : render_sweep_html_report(results);
@@ -244,6 +246,9 @@ void add_sweep(CLI::App& app) {
   add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
   cmd->add_option("-j,--jobs", a->jobs, "Threads (0 = all cores)")->capture_default_str();
   cmd->add_option("-o,--output", a->csv, "Write every combination as CSV (streamed: memory does not grow with it)");
+  cmd->add_flag("--allow-lossy", a->allow_lossy,
+                "Let a lossy strategy (quant: fp8 on the wire) be a best configuration; by default it is priced and "
+                "left out of the picks");
   cmd->add_flag("--best-only", a->best_only,
                 "Keep only the best configurations, not every row (memory bounded whatever the grid); the CSV "
                 "still has every row, the JSON only the picks; not with --report");

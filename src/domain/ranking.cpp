@@ -16,12 +16,50 @@ double speedup_vs_reference(const Report& report, const StrategyResult& r) {
   return r.tokens_per_s / ref->tokens_per_s;
 }
 
-const StrategyResult* best_result(const Report& report) {
+namespace {
+template <typename Keep>
+const StrategyResult* fastest(const Report& report, Keep keep) {
   const StrategyResult* best = nullptr;
-  // A lower bound (free allreduces) is not something to deploy: it wins only when alone.
   for (const StrategyResult& r : report.results)
-    if (r.supported && !is_lower_bound(r.strategy) && (!best || r.tokens_per_s > best->tokens_per_s)) best = &r;
-  return best ? best : ideal_result(report);
+    if (r.supported && keep(r) && (!best || r.tokens_per_s > best->tokens_per_s)) best = &r;
+  return best;
+}
+bool candidate(const StrategyResult& r) { return !is_lower_bound(r.strategy); }
+}  // namespace
+
+const StrategyResult* best_result(const Report& report) {
+  // A lower bound (free allreduces) is not something to deploy: it wins only when alone. A lossy
+  // strategy changes the numbers the model computes: it competes only when allowed, or alone.
+  const bool lossy_ok = report.scenario.allow_lossy;
+  if (const StrategyResult* b = fastest(report, [&](const StrategyResult& r) {
+        return candidate(r) && (lossy_ok || is_exact(r.strategy));
+      }))
+    return b;
+  if (const StrategyResult* b = fastest(report, candidate)) return b;
+  return ideal_result(report);
+}
+
+const StrategyResult* lossy_left_out(const Report& report) {
+  if (report.scenario.allow_lossy) return nullptr;
+  const StrategyResult* best = best_result(report);
+  const StrategyResult* lossy =
+      fastest(report, [](const StrategyResult& r) { return candidate(r) && !is_exact(r.strategy); });
+  return lossy && lossy != best && (!best || lossy->tokens_per_s > best->tokens_per_s) ? lossy : nullptr;
+}
+
+const StrategyResult* deployable_best_result(const Report& report) {
+  const bool lossy_ok = report.scenario.allow_lossy;
+  return fastest(report, [&](const StrategyResult& r) {
+    if (is_engine_dispatch(r.strategy)) return true;
+    return candidate(r) && r.deployable.value_or(false) && (lossy_ok || is_exact(r.strategy));
+  });
+}
+
+const StrategyResult* verdict_result(const Report& report) {
+  for (const StrategyResult& r : report.results)
+    if (r.supported && is_engine_dispatch(r.strategy)) return &r;
+  if (const StrategyResult* d = deployable_best_result(report)) return d;
+  return best_result(report);
 }
 
 const StrategyResult* ideal_result(const Report& report) {

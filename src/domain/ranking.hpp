@@ -10,8 +10,17 @@ const StrategyResult* reference_result(const Report& report);
 // Speed-up of `r` over the reference; 0 when not comparable.
 double speedup_vs_reference(const Report& report, const StrategyResult& r);
 // The supported result with the highest tok/s, not counting a lower bound (comm/strategy_facts)
-// unless it is the only one (nullptr if none is supported).
+// unless it is the only one, nor a lossy strategy unless the scenario allows lossy ones or no
+// exact one runs (nullptr if none is supported).
 const StrategyResult* best_result(const Report& report);
+// The fastest lossy result best_result left out (nullptr: none, or lossy ones are allowed).
+const StrategyResult* lossy_left_out(const Report& report);
+// The fastest result an engine runs here as is or with a flag (StrategyResult::deployable), or an
+// engine's own dispatch; nullptr when no result knows.
+const StrategyResult* deployable_best_result(const Report& report);
+// What the verdict speaks for: the engine's path when an engine strategy ran (what the user's
+// server would do), else the deployable best where known, else the best.
+const StrategyResult* verdict_result(const Report& report);
 // The lower-bound (zero-cost allreduce) result, when it was run.
 const StrategyResult* ideal_result(const Report& report);
 

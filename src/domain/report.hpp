@@ -39,6 +39,7 @@ struct Scenario {
   int batch = 1;             // concurrent requests of the trace (version 2 meta.batch; 1 for version 1)
   Acceptance acceptance;
   bool fused_add_norm = true;  // residual_add + rmsnorm ran as one kernel (RunOptions::fuse_add_norm)
+  bool allow_lossy = false;    // a lossy strategy (fp8 on the wire) may be "best" (--allow-lossy)
   std::vector<std::string> notes;
 };
 
@@ -76,6 +77,10 @@ struct StrategyResult : CycleMetrics {
   std::optional<StepResult> draft;   // one draft-head forward
   std::optional<StepResult> draft_extend;  // the draft-extend pass (version-2 traces of the engine's cycle)
   std::optional<StepResult> decode;  // one plain decode step
+  // Where the machine is known: whether SGLang or vLLM runs this strategy's path here and with
+  // which flag (backend/strategy_deployment.hpp), in words; none when not known.
+  std::optional<bool> deployable;
+  std::string deployment;
 };
 
 // The verify step in three parts that add up to verify_us: matmuls and attention (GEMMs,

@@ -109,7 +109,8 @@ json run_verdict(const Report& report) {
   const StrategyResult* ref = nullptr;  // the first deployable strategy, else the first that runs
   for (const StrategyResult& r : report.results)
     if (r.supported && (!ref || (!deployable(ref->strategy) && deployable(r.strategy)))) ref = &r;
-  const SpeculationVerdict verdict = speculation_verdict(sc, *best);
+  const StrategyResult* on = verdict_result(report);
+  const SpeculationVerdict verdict = speculation_verdict(sc, *on);
   const bool known = verdict.state != SpeculationVerdict::State::unknown;
   const std::string state = !known ? "none" : verdict.state == SpeculationVerdict::State::faster ? "good" : "bad";
   const std::string big = !known ? "Best strategy: " + best->strategy : verdict.headline;
@@ -120,6 +121,8 @@ json run_verdict(const Report& report) {
                    known ? fmt::format("{:.1f} tok/s", best->decode_tokens_per_s) : std::string("n/a"), sc.batch,
                    format_us(best->cycle_us), best->tokens_per_cycle)});
   std::vector<std::string> bullets;
+  if (on != best) bullets.push_back(fmt::format("The verdict is for {}: what can be deployed here", on->strategy));
+  if (!best->deployment.empty()) bullets.push_back("In a serving engine here, " + best->strategy + ": " + best->deployment);
   if (ref && ref != best && ref->tokens_per_s > 0)
     bullets.push_back(fmt::format("{} is {:.2f}× the reference {}", best->strategy, best->tokens_per_s / ref->tokens_per_s,
                                   ref->strategy));

@@ -105,6 +105,8 @@ json result_json(const Report& report, const StrategyResult& r) {
     j["verify_roofline"] = std::move(rows);
   }
   j["notes"] = step_notes(r);
+  j["deployable"] = r.deployable ? json(*r.deployable) : json(nullptr);
+  j["deployment"] = r.deployment.empty() ? json(nullptr) : json(r.deployment);
   if (!r.verify.dispatch.empty()) {
     json dispatch;
     auto groups = [](const StepResult& step) {
@@ -149,6 +151,7 @@ nlohmann::ordered_json report_to_json(const Report& report) {
                             {"description", sc.acceptance.describe(sc.draft_tokens)}};
   if (sc.acceptance.source) scenario["acceptance"]["source"] = acceptance_source_json(*sc.acceptance.source);
   scenario["fused_add_norm"] = sc.fused_add_norm;
+  scenario["allow_lossy"] = sc.allow_lossy;
   scenario["notes"] = sc.notes;
   json results = json::array();
   for (const StrategyResult& r : report.results) results.push_back(result_json(report, r));
@@ -157,9 +160,13 @@ nlohmann::ordered_json report_to_json(const Report& report) {
   doc["scenario"] = std::move(scenario);
   doc["results"] = std::move(results);
   doc["best"] = best ? json(best->strategy) : json(nullptr);
-  if (best) {
-    const SpeculationVerdict v = speculation_verdict(sc, *best);
-    doc["verdict"] = {{"state", to_string(v.state)}, {"text", v.text()}};
+  const StrategyResult* deployable = deployable_best_result(report);
+  doc["deployable_best"] = deployable ? json(deployable->strategy) : json(nullptr);
+  const StrategyResult* lossy = lossy_left_out(report);
+  doc["lossy_left_out"] = lossy ? json(lossy->strategy) : json(nullptr);
+  if (const StrategyResult* on = verdict_result(report)) {
+    const SpeculationVerdict v = speculation_verdict(sc, *on);
+    doc["verdict"] = {{"strategy", on->strategy}, {"state", to_string(v.state)}, {"text", v.text()}};
   } else {
     doc["verdict"] = nullptr;
   }

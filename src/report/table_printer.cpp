@@ -6,6 +6,7 @@
 #include "domain/cycle_parts.hpp"
 #include "domain/ranking.hpp"
 #include "domain/roofline.hpp"
+#include "comm/strategy_facts.hpp"
 #include "domain/speculation_verdict.hpp"
 #include "report/printers.hpp"
 #include "report/strategy_notes.hpp"
@@ -136,6 +137,27 @@ std::string cycle_parts_block(const Report& report) {
   return out;
 }
 
+// Which strategies SGLang or vLLM run on this machine (and with which flag), which need eaglesim's
+// kernel or an engine patch, and which are lossy: the split a recommendation has to respect.
+std::string deployment_block(const Report& report) {
+  std::vector<std::string> deployable, needs_kernel, lossy;
+  for (const StrategyResult& r : report.results) {
+    if (!r.supported || !r.deployable || r.deployment.empty() || is_lower_bound(r.strategy) ||
+        is_engine_dispatch(r.strategy))
+      continue;
+    if (!is_exact(r.strategy)) lossy.push_back(r.strategy);
+    else if (*r.deployable) deployable.push_back(fmt::format("{} ({})", r.strategy, r.deployment));
+    else needs_kernel.push_back(r.strategy);
+  }
+  if (deployable.empty() && needs_kernel.empty() && lossy.empty()) return "";
+  std::string out = "\nin SGLang / vLLM on this machine (engine-dispatch.md):\n";
+  if (!deployable.empty()) out += fmt::format("  deployable: {}\n", fmt::join(deployable, "; "));
+  if (!needs_kernel.empty())
+    out += fmt::format("  eaglesim's kernel or an engine patch: {}\n", fmt::join(needs_kernel, ", "));
+  if (!lossy.empty()) out += fmt::format("  lossy (changes the numbers): {}\n", fmt::join(lossy, ", "));
+  return out;
+}
+
 }  // namespace
 
 std::string report_to_table(const Report& report) {
@@ -228,6 +250,7 @@ std::string report_to_table(const Report& report) {
     out += "\nnotes:\n";
     for (const std::string& n : notes) out += "  - " + n + "\n";
   }
+  out += deployment_block(report);
   out += dispatch_block(report);
 
   out += "\n";
@@ -236,13 +259,33 @@ std::string report_to_table(const Report& report) {
     out += "best: none (no strategy can run on this topology)\n";
     return out;
   }
-  out += fmt::format("best: {} ({:.1f} tok/s per request, {:.1f} in all, cycle {:.1f} us, verify {:.1f} us, {:.2f}x {})\n",
-                     best->strategy, best->tokens_per_s, best->total_tokens_per_s, best->cycle_us, best->verify_us,
-                     speedup_vs_reference(report, *best), ref->strategy);
-  out += "verdict: " + speculation_verdict(sc, *best).text() + "\n";
+  auto headline = [&](const StrategyResult& r) {
+    return fmt::format("{} ({:.1f} tok/s per request, {:.1f} in all, cycle {:.1f} us, verify {:.1f} us, {:.2f}x {})",
+                       r.strategy, r.tokens_per_s, r.total_tokens_per_s, r.cycle_us, r.verify_us,
+                       speedup_vs_reference(report, r), ref->strategy);
+  };
+  out += "best: " + headline(*best) + "\n";
+  if (!best->deployment.empty()) out += "  in SGLang / vLLM: " + best->deployment + "\n";
+  // What the user can run today, when the fastest needs eaglesim's kernel or a patch.
+  const StrategyResult* deployable = deployable_best_result(report);
+  if (deployable && deployable != best)
+    out += "deployable: " + headline(*deployable) + "\n" +
+           (deployable->deployment.empty() ? "" : "  in SGLang / vLLM: " + deployable->deployment + "\n");
+  if (const StrategyResult* lossy = lossy_left_out(report))
+    out += fmt::format("left out: {} ({:.1f} tok/s) is lossy (changes the numbers the model computes); --allow-lossy "
+                       "counts it\n",
+                       lossy->strategy, lossy->tokens_per_s);
+  const StrategyResult* verdict = verdict_result(report);
+  const bool engine_path = is_engine_dispatch(verdict->strategy);
+  out += fmt::format("verdict ({}): {}\n",
+                     engine_path ? fmt::format("what {} runs here", verdict->strategy)
+                                 : verdict == best ? verdict->strategy : verdict->strategy + ", deployable",
+                     speculation_verdict(sc, *verdict).text());
   if (const StrategyResult* bound = ideal_result(report); bound && bound != best && bound->tokens_per_s > 0)
-    out += fmt::format("bound: {} (free allreduces) {:.1f} tok/s; {} reaches {:.0f}% of it\n", bound->strategy,
-                       bound->tokens_per_s, best->strategy, 100.0 * best->tokens_per_s / bound->tokens_per_s);
+    out += fmt::format("reference: {} (free allreduces, norms as the trace has them) {:.1f} tok/s; {} reaches {:.0f}% "
+                       "of it\n",
+                       bound->strategy, bound->tokens_per_s, best->strategy,
+                       100.0 * best->tokens_per_s / bound->tokens_per_s);
   return out;
 }
 

@@ -218,10 +218,14 @@ json sweep_to_json(const SweepResults& res) {
   axes["kv_len"] = ax.kv_len;
   axes["gpu_mem_util"] = ax.gpu_mem_util;
   axes["fused_add_norm"] = ax.fused_add_norm;
-  json excluded = json::array();
-  for (const std::string& s : ax.strategies)
+  axes["allow_lossy"] = ax.allow_lossy;
+  json excluded = json::array(), lossy = json::array();
+  for (const std::string& s : ax.strategies) {
     if (is_lower_bound(s)) excluded.push_back(s);
-  axes["best_excludes"] = excluded;  // lower bounds: charted, never "best"
+    else if (!is_exact(s) && !ax.allow_lossy) lossy.push_back(s);
+  }
+  axes["best_excludes"] = excluded;  // the free-allreduce reference: charted, never "best"
+  axes["lossy_left_out"] = lossy;    // lossy strategies: priced, not picked unless --allow-lossy
   doc["axes"] = axes;
 
   json unfit = json::object();
@@ -357,7 +361,8 @@ std::string sweep_to_table(const SweepResults& res) {
   for (const SweepBest& b : res.best) wm = std::max(wm, b.model.size()), wt = std::max(wt, b.topology.size());
   out += "Best configuration per model, topology and acceptance (plain = fastest plain decoding there";
   for (const std::string& s : res.axes.strategies)
-    if (is_lower_bound(s)) out += fmt::format("; {} is a lower bound, not a candidate", s);
+    if (is_lower_bound(s)) out += fmt::format("; {} is a free-allreduce reference, not a candidate", s);
+    else if (!is_exact(s) && !res.axes.allow_lossy) out += fmt::format("; {} is lossy, left out (--allow-lossy)", s);
   out += ")\n";
   out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5}  {:>9}  {:>9}  {:>7}  {}\n", "model", wm,
                      "topology", wt, "accept", "strategy", "TP", "N", "dtype", "tok/s", "plain", "speedup", "EAGLE-3");

@@ -52,6 +52,7 @@ struct SweepAxes {
   std::int64_t kv_len = 4096;
   double gpu_mem_util = 0.9;
   bool fused_add_norm = true;  // residual_add + rmsnorm ran as one kernel
+  bool allow_lossy = false;    // lossy strategies may be a best configuration (--allow-lossy)
 
   std::size_t combination_count() const;
 };

@@ -238,8 +238,10 @@ void Sweep::describe_axes() {
   ax.kv_len = rq_.kv_len;
   ax.gpu_mem_util = rq_.gpu_mem_util;
   ax.fused_add_norm = rq_.fuse_add_norm;
+  ax.allow_lossy = rq_.allow_lossy;
   if (!rq_.fuse_add_norm) out_.notes.push_back(unfused_add_norm_note());
-  for (const std::string& s : rq_.strategies) deployable_.push_back(!is_lower_bound(s));
+  // Candidates for "best": not a lower bound, and not lossy unless the request allows it.
+  for (const std::string& s : rq_.strategies) deployable_.push_back(!is_lower_bound(s) && (rq_.allow_lossy || is_exact(s)));
 }
 
 // Tokens per cycle per (configuration, acceptance, batch), by the one rule a run uses

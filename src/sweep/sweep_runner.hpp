@@ -60,6 +60,7 @@ struct SweepRequest {
   // false: rows are handed to row_sink and counted, not kept (SweepResults::picked_rows holds the
   // ones the picks point at), so memory does not grow with the grid.
   bool keep_rows = true;
+  bool allow_lossy = false;  // a lossy strategy (quant) may be a best configuration
   // Called with every row in grid order as it is built, on the calling thread (a streamed CSV).
   std::function<void(const SweepResults&, const SweepRow&)> row_sink;
 };

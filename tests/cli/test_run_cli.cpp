@@ -385,3 +385,41 @@ TEST(RunCliAcceptance, DraftTokensOverrideLooksUpItsOwnConfiguration) {
 
 }  // namespace
 }  // namespace eaglesim::test
+
+namespace eaglesim::test {
+namespace {
+
+// On 8 PCIe GPUs without NVLink SGLang and vLLM run NCCL: the fastest strategy needs eaglesim's
+// kernel, so the run also names what can be deployed and gives the verdict for it; the lossy fp8
+// allreduce is shown and left out of "best" unless --allow-lossy.
+TEST(RunCliDeployment, BestIsSplitFromWhatAnEngineRunsAndLossyIsLeftOut) {
+  const CliResult r = run_cli("run --strategy nccl,twoshot,quant");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  deployable: nccl (SGLang (default); vLLM (default))\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  eaglesim's kernel or an engine patch: twoshot\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  lossy (changes the numbers): quant\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nbest: twoshot ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ndeployable: nccl ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nleft out: quant ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nverdict (nccl, deployable): EAGLE-3 is "), std::string::npos) << r.out;
+
+  const CliResult lossy = run_cli("run --strategy nccl,twoshot,quant --allow-lossy");
+  ASSERT_EQ(lossy.exit_code, 0) << lossy.err;
+  EXPECT_NE(lossy.out.find("\nbest: quant ("), std::string::npos) << lossy.out;
+  EXPECT_EQ(lossy.out.find("\nleft out: "), std::string::npos) << lossy.out;
+}
+
+// With an engine's dispatch in the run, the verdict is for what that engine would do.
+TEST(RunCliDeployment, VerdictFollowsTheEnginePath) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli("run --strategy oneshot,sglang --json " + dir + "/r.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nverdict (what sglang runs here): "), std::string::npos) << r.out;
+  const auto doc = nlohmann::json::parse(slurp(dir + "/r.json"));
+  EXPECT_EQ(doc["verdict"]["strategy"], "sglang");
+  EXPECT_EQ(doc["results"][0]["deployable"], false);
+  EXPECT_EQ(doc["results"][1]["deployable"], nullptr);  // an engine's own dispatch: nothing to deploy
+}
+
+}  // namespace
+}  // namespace eaglesim::test
