@@ -107,7 +107,8 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   sc.fused_add_norm = req.options.fuse_add_norm;
   if (!sc.fused_add_norm)
     sc.notes.push_back(unfused_add_norm_note());
-  if (!draft && !draft_extend) sc.notes.push_back("the trace has no draft step: draft cost is not included in the cycle (tok/s is optimistic)");
+  if (!draft && !draft_extend) sc.notes.push_back("the trace has no draft step: draft cost is not included in the cycle (tok/s is optimistic; gen --draft auto "
+        "adds the model's head, or one derived from its dimensions)");
   if (!decode) sc.notes.push_back("the trace has no decode step: speedup vs plain decoding and break-even are n/a");
   if (const std::string moe = moe_experts_note(verify, decode); !moe.empty()) sc.notes.push_back(moe);
 

@@ -19,6 +19,7 @@
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "model/speculative_flags.hpp"
+#include "model/default_eagle3_head.hpp"
 #include "sweep/sweep_inputs.hpp"
 #include "trace/trace_json.hpp"
 #include "trace/trace_stats.hpp"
@@ -86,7 +87,18 @@ void run_gen(const GenArgs& a, bool tokens_given) {
   // quantization_config names one (kv_cache_scheme, kv_cache_quant_algo), else the model's bf16.
   if (!a.kv_cache_dtype.empty() && a.kv_cache_dtype != "auto") parse_dtype(a.kv_cache_dtype, opt.kv_cache_dtype);
   else if (model.quantization && model.quantization->kv_cache) opt.kv_cache_dtype = *model.quantization->kv_cache;
-  if (!a.draft.empty()) opt.draft = read_model_config(resolve_model_path("--draft", a.draft));
+  // --draft auto: the head beside the model (MODEL-eagle3.json), else one derived from its dimensions.
+  if (a.draft == "auto") {
+    const std::string beside = find_draft_beside(resolve_model_path("--model", a.model));
+    if (!beside.empty()) {
+      opt.draft = read_model_config(beside);
+    } else {
+      opt.draft = default_eagle3_head(model);
+      spdlog::warn("{}", describe_default_head(model, *opt.draft));
+    }
+  } else if (!a.draft.empty() && a.draft != "none") {
+    opt.draft = read_model_config(resolve_model_path("--draft", a.draft));
+  }
   Trace trace = generate_trace(model, opt);
   // SGLang's server_args.py caps running requests at 48 by default under speculative decoding
   // (max_running_requests), the largest batch its EAGLE graphs capture.
@@ -133,7 +145,10 @@ void add_gen(CLI::App& app) {
       "SGLang's tokens verified per request (default with topk 1: steps + 1)");
   for (CLI::Option* o : {steps, topk, draft_tokens}) tokens->excludes(o);
   cmd->add_option("--batch", a->batch, "Concurrent requests (1-4096)")->capture_default_str();
-  cmd->add_option("--draft", a->draft, "EAGLE-3 draft head: a name in models/llm or a config.json path; adds the draft step");
+  cmd->add_option("--draft", a->draft,
+                  "EAGLE-3 draft head, adding the draft step: a name in models/llm, a config.json path, or auto (the "
+                  "head beside the model, else one derived from its dimensions); without it the trace has no draft "
+                  "step");
   auto* kv_len = cmd->add_option("--kv-len", a->kv_len, "Context length every request's attention attends over")
                      ->capture_default_str();
   auto* kv_lens = cmd->add_option("--kv-lens", a->kv_lens, "Context length per request, comma-separated (one per --batch request)");

@@ -23,6 +23,7 @@
 #include "domain/acceptance_table.hpp"
 #include "io/atomic_file.hpp"
 #include "io/streamed_file.hpp"
+#include "model/default_eagle3_head.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "report/html_report.hpp"
@@ -63,12 +64,16 @@ struct SweepArgs {
   std::string csv, json, report;
 };
 
-// --draft: "auto" (the head beside each model, if any), "none", one config for every model,
-// or one per model in --model order ("none" allowed per position).
+// --draft: "auto" (the head beside each model, else one derived from its dimensions), "none", one
+// config for every model, or one per model in --model order ("none" allowed per position).
+constexpr const char* kDerivedHead = "<derived>";
 std::vector<std::string> draft_paths(const SweepArgs& a, const std::vector<std::string>& model_paths) {
   std::vector<std::string> out(model_paths.size());
   if (a.drafts == "auto") {
-    for (std::size_t i = 0; i < model_paths.size(); ++i) out[i] = find_draft_beside(model_paths[i]);
+    for (std::size_t i = 0; i < model_paths.size(); ++i) {
+      out[i] = find_draft_beside(model_paths[i]);
+      if (out[i].empty()) out[i] = kDerivedHead;
+    }
     return out;
   }
   if (a.drafts == "none") return out;
@@ -160,7 +165,10 @@ void run_sweep_command(const SweepArgs& a) {
       spdlog::warn("{}: the checkpoint's quantization_config gives {} ({}); sweep prices every linear layer in "
                    "--weight-dtype ({}); gen reads the checkpoint's formats",
                    m.target.name, q->formats.describe(m.target.is_moe()), q->summary, a.weight_dtypes);
-    if (!drafts[i].empty()) {
+    if (drafts[i] == kDerivedHead) {
+      m.draft = default_eagle3_head(m.target);
+      m.draft_derived = true;
+    } else if (!drafts[i].empty()) {
       m.draft = read_model_config(drafts[i]);
       if (!m.draft->is_draft())
         throw InputError(fmt::format("--draft: {} is not an EAGLE-3 head (model_type {})", drafts[i], m.draft->model_type));
@@ -233,7 +241,8 @@ void add_sweep(CLI::App& app) {
                 "Price the engine's whole cycle: the draft-extend pass and the per-cycle ops (gen --engine-cycle)");
   cmd->add_option("--strategy", a->strategies, "Allreduce strategies, comma-separated, or all")->capture_default_str();
   cmd->add_option("--draft", a->drafts,
-                  "EAGLE-3 heads: auto (MODEL-eagle3.json beside each model), none, one config for all, or one per model")
+                  "EAGLE-3 heads: auto (MODEL-eagle3.json beside each model, else a head derived from its dimensions), none, one "
+                  "config for all, or one per model")
       ->capture_default_str();
   cmd->add_option("--weight-dtype", a->weight_dtypes, "Target weight dtypes swept: bf16, fp8, int4 (comma-separated)")
       ->capture_default_str();

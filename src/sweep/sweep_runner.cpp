@@ -16,6 +16,7 @@
 #include "backend/evaluate.hpp"
 #include "backend/op_pricing.hpp"
 #include "backend/sim_backend.hpp"
+#include "model/default_eagle3_head.hpp"
 #include "model/generator.hpp"
 #include "model/speculative_flags.hpp"
 #include "sweep/batch_best.hpp"
@@ -214,9 +215,11 @@ void Sweep::describe_axes() {
     models.push_back(m.target.name);
     drafts.push_back(m.draft ? m.draft->name : "");
     if (!m.draft)
-      out_.notes.push_back(fmt::format("{}: no EAGLE-3 head, so the draft forwards are not in the cycle (tok/s is "
-                                       "optimistic)",
+      out_.notes.push_back(fmt::format("{}: no EAGLE-3 head (--draft none), so the draft forwards are not in the "
+                                       "cycle (tok/s is optimistic)",
                                        m.target.name));
+    else if (m.draft_derived)
+      out_.notes.push_back(describe_default_head(m.target, *m.draft));
   }
   for (const Topology& t : rq_.topologies) topologies.push_back(t.name);
   SweepAxes& ax = out_.axes;

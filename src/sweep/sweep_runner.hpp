@@ -33,6 +33,7 @@ namespace eaglesim {
 struct SweepModel {
   ModelConfig target;
   std::optional<ModelConfig> draft;  // the EAGLE-3 head; none: the trace has no draft step
+  bool draft_derived = false;        // the head is model/default_eagle3_head.hpp's, not a published one
 };
 
 struct SweepRequest {
