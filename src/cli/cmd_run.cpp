@@ -19,6 +19,7 @@
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
+#include "domain/acceptance_fit.hpp"
 #include "domain/acceptance_resolution.hpp"
 #include "backend/backend.hpp"
 #include "backend/evaluate.hpp"
@@ -123,9 +124,16 @@ void run(const RunArgs& a) {
   acceptance_in.default_rate = kDefaultAcceptRate;
   if (!a.accept_probs.empty()) acceptance_in.rank_probabilities = parse_accept_probs_flag(a.accept_probs);
   std::optional<AcceptanceTable> acceptance_table;
+  std::optional<FittedAcceptanceRate> fitted_rate;
   if (!a.acceptance_file.empty()) {
     acceptance_table = read_acceptance_table(a.acceptance_file);
     acceptance_in.table = &*acceptance_table;
+    // A configuration the table does not measure is priced at the rate its entries imply.
+    fitted_rate = fit_acceptance_rate(*acceptance_table);
+    if (fitted_rate) {
+      acceptance_in.default_rate = fitted_rate->rate;
+      acceptance_in.default_rate_label = "fitted to " + acceptance_table->file;
+    }
   }
   // Whether the default rate is used is known once the trace gives the configuration; it is
   // listed in this place among the defaults.
@@ -184,7 +192,9 @@ void run(const RunArgs& a) {
   const ResolvedAcceptance acceptance = resolve_acceptance(spec, acceptance_in);
   if (acceptance.default_rate)
     defaults_used.insert(defaults_used.begin() + static_cast<std::ptrdiff_t>(accept_default_at),
-                         fmt::format("accept rate a={} per position (EAGLE-3 paper range 0.7-0.8)", kDefaultAcceptRate));
+                         fitted_rate ? "accept rate " + fitted_rate->describe() + " (no entry for this configuration)"
+                                     : fmt::format("accept rate a={} per position (EAGLE-3 paper range 0.7-0.8)",
+                                                   kDefaultAcceptRate));
 
   EvaluateRequest req;
   req.trace = &trace;

@@ -20,6 +20,7 @@
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
+#include "domain/acceptance_fit.hpp"
 #include "domain/acceptance_table.hpp"
 #include "io/atomic_file.hpp"
 #include "io/streamed_file.hpp"
@@ -135,7 +136,18 @@ void run_sweep_command(const SweepArgs& a) {
   rq.skipped_configs = std::move(axis.skipped);
   rq.acceptances = acceptances(a);
   if (!a.accept_probs.empty()) rq.accept_probs = parse_accept_probs_flag(a.accept_probs);
-  if (!a.acceptance_file.empty()) rq.acceptance_table = read_acceptance_table(a.acceptance_file);
+  if (!a.acceptance_file.empty()) {
+    rq.acceptance_table = read_acceptance_table(a.acceptance_file);
+    // Without a rate of the user's, configurations the table does not measure are priced at the
+    // rate its entries imply, not at an assumed default.
+    if (a.accept_rates.empty() && a.accept_lens.empty() && a.accept_probs.empty())
+      if (const auto fit = fit_acceptance_rate(*rq.acceptance_table)) {
+        rq.acceptances = {{Acceptance::Mode::rate, fit->rate}};
+        rq.notes.push_back(fmt::format("acceptance: configurations without a measurement are priced by the tree "
+                                       "model at {} (E marked 'model' in the tables)",
+                                       fit->describe()));
+      }
+  }
   rq.engine_cycle = a.engine_cycle;
   rq.strategies = parse_strategy_list(a.strategies);
   rq.weight_dtypes = parse_dtype_list("--weight-dtype", a.weight_dtypes);

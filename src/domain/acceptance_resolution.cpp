@@ -107,9 +107,10 @@ ResolvedAcceptance resolve_acceptance(const SpecConfig& config, const Acceptance
     out.source.rate = a;
     from_tree_model(out, config, RankAcceptance::from_chain_rate(a, config.eagle_topk),
                     config.eagle_topk == 1
-                        ? fmt::format("accept rate a={:.2f} per position ({}chain)", a, out.default_rate ? "default, " : "")
+                        ? fmt::format("accept rate a={:.2f} per position ({}chain)", a,
+                                      out.default_rate ? in.default_rate_label + ", " : "")
                         : fmt::format("accept rate a={:.2f} per position{}, q(r) = a(1-a)^(r-1)", a,
-                                      out.default_rate ? " (default)" : ""));
+                                      out.default_rate ? " (" + in.default_rate_label + ")" : ""));
     if (is_chain(config) && out.source.unmatched_table.empty())
       out.source.description = Acceptance{Acceptance::Mode::rate, a}.describe(config.num_steps);
   }

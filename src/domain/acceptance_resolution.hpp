@@ -6,6 +6,7 @@
 //   3. else the tree acceptance model (tree_acceptance.hpp) from --accept-probs, the per-rank
 //      probabilities, or from the per-position rate --accept-rate a, or from the default rate.
 #include <optional>
+#include <string>
 
 #include "domain/acceptance_table.hpp"
 #include "domain/report.hpp"
@@ -21,6 +22,7 @@ struct AcceptanceInputs {
   std::optional<RankAcceptance> rank_probabilities;  // --accept-probs
   std::optional<double> accept_rate;                 // --accept-rate
   double default_rate = 0.7;                         // when none of the above gives E
+  std::string default_rate_label = "default";        // where it came from, as descriptions say it
 };
 
 struct ResolvedAcceptance {

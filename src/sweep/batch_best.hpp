@@ -19,11 +19,13 @@ struct RowSpeeds {
   double decode_tokens_per_s = 0;        // per request, plain decoding (0: none priced)
   double decode_total_tokens_per_s = 0;  // over the batch, plain decoding
   bool ok = false;                       // priced (SweepRow::ok)
-  bool deployable = false;               // and its strategy is not a lower bound
+  bool deployable = false;               // and its strategy may be picked (not a lower bound, not lossy unless allowed)
+  bool measured = false;                 // its E is a measurement (--acceptance entry or --accept-len)
 
-  static RowSpeeds of(const SweepRow& r, bool deployable_strategy) {
+  static RowSpeeds of(const SweepRow& r, bool deployable_strategy, bool measured_e = false) {
     return {r.tokens_per_s, r.total_tokens_per_s, r.decode_us > 0 ? r.decode_tokens_per_s : 0,
-            r.decode_us > 0 ? r.decode_total_tokens_per_s : 0, r.ok(), r.ok() && deployable_strategy};
+            r.decode_us > 0 ? r.decode_total_tokens_per_s : 0, r.ok(), r.ok() && deployable_strategy,
+            r.ok() && measured_e};
   }
 };
 

@@ -38,6 +38,14 @@ json accept_source_name(const SweepResults& res, const SweepRow& r) {
   return a.mode == Acceptance::Mode::rate ? "chain_rate" : "measured_flag";
 }
 
+// E and where it came from, as the text tables show it: "2.80 meas" (a measurement: --acceptance or
+// --accept-len) or "2.41 model" (the acceptance model at a rate given, fitted or assumed).
+std::string e_text(const SweepResults& res, const SweepRow& r) {
+  const json source = accept_source_name(res, r);
+  const bool measured = source == "measured_table" || source == "measured_flag";
+  return fmt::format("{:.2f} {}", r.tokens_per_cycle, measured ? "meas" : "model");
+}
+
 // One row as ordered (key, value) pairs; JSON and CSV both come from this list so they cannot
 // disagree on names, order or rounding.
 std::vector<std::pair<const char*, json>> row_fields(const SweepResults& res, const SweepRow& r) {
@@ -135,9 +143,9 @@ std::string batch_table(const SweepResults& res) {
   for (const std::string& t : ax.topologies) wt = std::max(wt, t.size());
   std::string out = "\nBest configuration per batch (by total tok/s; S/K/D = num_steps/eagle_topk/num_draft_tokens; "
                     "plain = fastest plain decoding at that batch)\n";
-  out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<9} {:>3} {:<5} {:<8}  {:>10}  {:>9}  {:>9}  {:>10}  {:>7}\n",
-                     "model", wm, "topology", wt, "accept", "batch", "strategy", "TP", "dtype", "S/K/D", "total tok/s",
-                     "req tok/s", "tok/s/GPU", "plain", "speedup");
+  out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<9} {:>3} {:<5} {:<8} {:<10}  {:>10}  {:>9}  {:>9}  {:>10}  {:>7}\n",
+                     "model", wm, "topology", wt, "accept", "batch", "strategy", "TP", "dtype", "S/K/D", "E",
+                     "total tok/s", "req tok/s", "tok/s/GPU", "plain", "speedup");
   std::size_t li = 0;
   for (std::size_t i = 0; i < res.batch_best.size(); ++i) {
     const SweepBatchBest& b = res.batch_best[i];
@@ -147,9 +155,9 @@ std::string batch_table(const SweepResults& res) {
                          ax.topologies[b.topology], wt, acc, b.batch);
     } else {
       const SweepRow& r = res.row(*b.row);
-      out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<9} {:>3} {:<5} {:<8}  {:>10}  {:>9}  {:>9}  {:>10}  {:>7}\n",
+      out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<9} {:>3} {:<5} {:<8} {:<10}  {:>10}  {:>9}  {:>9}  {:>10}  {:>7}\n",
                          ax.models[b.model], wm, ax.topologies[b.topology], wt, acc, b.batch, r.strategy, r.tp,
-                         to_string(r.weight_dtype), short_spec(r.spec), fmt_rate(r.total_tokens_per_s),
+                         to_string(r.weight_dtype), short_spec(r.spec), e_text(res, r), fmt_rate(r.total_tokens_per_s),
                          fmt_rate(r.tokens_per_s), fmt_rate(r.tokens_per_s_per_gpu),
                          b.plain_row ? fmt_rate(b.plain_total_tokens_per_s) : "n/a",
                          b.plain_row ? fmt::format("{:.2f}x", b.speedup_vs_plain) : "n/a");
@@ -246,6 +254,12 @@ json sweep_to_json(const SweepResults& res) {
       j["draft_tokens"] = r.draft_tokens;
       j["tokens_per_s"] = us(r.tokens_per_s);
     }
+    if (b.row) {
+      const SweepRow& r = res.row(*b.row);
+      j["tokens_per_cycle"] = rate(r.tokens_per_cycle);
+      j["accept_source"] = accept_source_name(res, r);
+    }
+    j["measured_row"] = b.measured_row ? json(*b.measured_row) : json(nullptr);
     j["plain_row"] = b.plain_row ? json(*b.plain_row) : json(nullptr);
     j["best_plain_tokens_per_s"] = b.plain_row ? json(us(b.best_plain_tokens_per_s)) : json(nullptr);
     j["speedup_vs_best_plain"] = b.row && b.plain_row ? json(rate(b.speedup_vs_best_plain)) : json(nullptr);
@@ -350,6 +364,26 @@ std::string sweep_to_csv(const SweepResults& res) {
   return out;
 }
 
+// How much the verdicts lean on E: a best configuration's tok/s is proportional to its E, so at
+// E 10 % lower its speed-up over plain decoding is 0.9x. Says how many "pays off" verdicts hold
+// there, and how many best rows take E from the acceptance model rather than a measurement.
+std::string sensitivity_line(const SweepResults& res) {
+  int pays = 0, holds = 0, model_e = 0, rows = 0;
+  for (const SweepBest& b : res.best) {
+    if (!b.row) continue;
+    ++rows;
+    const SweepRow& r = res.row(*b.row);
+    if (e_text(res, r).find("model") != std::string::npos) ++model_e;
+    if (!b.plain_row || b.speedup_vs_best_plain <= 1.0) continue;
+    ++pays;
+    holds += 0.9 * b.speedup_vs_best_plain > 1.0;
+  }
+  if (rows == 0) return "";
+  std::string out = fmt::format("E: {} of {} best rows from the acceptance model (model), the rest measured (meas)", model_e, rows);
+  if (pays > 0) out += fmt::format("; at E 10 % lower, {} of the {} that pay off still do", holds, pays);
+  return out + "\n";
+}
+
 std::string sweep_to_table(const SweepResults& res) {
   std::string out;
   const SweepCounts& c = res.counts;
@@ -364,8 +398,9 @@ std::string sweep_to_table(const SweepResults& res) {
     if (is_lower_bound(s)) out += fmt::format("; {} is a free-allreduce reference, not a candidate", s);
     else if (!is_exact(s) && !res.axes.allow_lossy) out += fmt::format("; {} is lossy, left out (--allow-lossy)", s);
   out += ")\n";
-  out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5}  {:>9}  {:>9}  {:>7}  {}\n", "model", wm,
-                     "topology", wt, "accept", "strategy", "TP", "N", "dtype", "tok/s", "plain", "speedup", "EAGLE-3");
+  out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5} {:<10}  {:>9}  {:>9}  {:>7}  {}\n", "model", wm,
+                     "topology", wt, "accept", "strategy", "TP", "N", "dtype", "E", "tok/s", "plain", "speedup",
+                     "EAGLE-3");
   for (const SweepBest& b : res.best) {
     const std::string acc = short_acceptance(b.acceptance);
     if (!b.row) {
@@ -374,13 +409,22 @@ std::string sweep_to_table(const SweepResults& res) {
     }
     const SweepRow& r = res.row(*b.row);
     const bool known = b.plain_row.has_value();
-    out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5}  {:>9}  {:>9}  {:>7}  {}\n", b.model, wm,
-                       b.topology, wt, acc, r.strategy, r.tp, r.draft_tokens, to_string(r.weight_dtype),
+    out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5} {:<10}  {:>9}  {:>9}  {:>7}  {}\n", b.model, wm,
+                       b.topology, wt, acc, r.strategy, r.tp, r.draft_tokens, to_string(r.weight_dtype), e_text(res, r),
                        fmt_rate(r.tokens_per_s), known ? fmt_rate(b.best_plain_tokens_per_s) : "n/a",
                        known ? fmt::format("{:.2f}x", b.speedup_vs_best_plain) : "n/a",
                        !known ? "n/a" : b.speedup_vs_best_plain > 1.0 ? "pays off" : "does not pay off");
+    if (b.measured_row) {
+      const SweepRow& m = res.row(*b.measured_row);
+      out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5} {:<10}  {:>9}  {:>9}  {:>7}  {}\n", "",
+                         wm, "  best measured:", wt, "", m.strategy, m.tp, m.draft_tokens, to_string(m.weight_dtype),
+                         e_text(res, m), fmt_rate(m.tokens_per_s), known ? fmt_rate(b.best_plain_tokens_per_s) : "n/a",
+                         known ? fmt::format("{:.2f}x", m.tokens_per_s / b.best_plain_tokens_per_s) : "n/a",
+                         !known ? "n/a" : m.tokens_per_s > b.best_plain_tokens_per_s ? "pays off" : "does not pay off");
+    }
   }
 
+  out += sensitivity_line(res);
   out += batch_table(res);
 
   // Unfit combinations, grouped by reason (first appearance order), with what they cover.

@@ -98,6 +98,8 @@ struct SweepBest {
   Acceptance acceptance;
   std::optional<std::size_t> row;         // index into SweepResults::rows; none if nothing fits
   std::optional<std::size_t> plain_row;   // the row whose plain decoding is fastest here
+  // When `row` takes E from the acceptance model: the fastest row whose E is measured, if any.
+  std::optional<std::size_t> measured_row;
   double best_plain_tokens_per_s = 0;     // the fastest plain decoding over TP/strategy/dtype
   double speedup_vs_best_plain = 0;       // row's tok/s / best_plain_tokens_per_s
 };

@@ -168,6 +168,7 @@ class Sweep {
   void build_block(std::size_t fit_index, std::vector<SweepRow>& rows) const;
   void build_rows();
   void count(const SweepRow& row, std::map<std::string, std::size_t>& group_of);
+  bool measured_e(const SweepRow& row) const;
   void pick_best();
   void add_waterfalls();
   void keep_picked_rows();
@@ -210,6 +211,7 @@ class Sweep {
 };
 
 void Sweep::describe_axes() {
+  out_.notes = rq_.notes;
   std::vector<std::string> models, drafts, topologies;
   for (const SweepModel& m : rq_.models) {
     models.push_back(m.target.name);
@@ -579,7 +581,7 @@ void Sweep::build_rows() {
     pool_.run(n, [&](std::size_t i) { build_block(first + i, built[i]); });
     for (std::size_t i = 0; i < n; ++i) {
       for (SweepRow& row : built[i]) {
-        speeds_[row.index] = RowSpeeds::of(row, deployable_[grid_.point(row.index).strategy]);
+        speeds_[row.index] = RowSpeeds::of(row, deployable_[grid_.point(row.index).strategy], measured_e(row));
         count(row, group_of);
         if (rq_.row_sink) rq_.row_sink(out_, row);
         if (rq_.keep_rows) out_.rows.push_back(std::move(row));
@@ -588,6 +590,13 @@ void Sweep::build_rows() {
       built[i].shrink_to_fit();
     }
   }
+}
+
+bool Sweep::measured_e(const SweepRow& row) const {
+  if (row.accept_source < 0) return false;
+  const Acceptance& a = out_.acceptance_sources[static_cast<std::size_t>(row.accept_source)];
+  if (a.source) return a.source->kind != AcceptanceSource::Kind::tree_model;
+  return a.mode == Acceptance::Mode::length;  // --accept-len
 }
 
 void Sweep::count(const SweepRow& row, std::map<std::string, std::size_t>& group_of) {
@@ -630,8 +639,13 @@ void Sweep::pick_best() {
         b.model = out_.axes.models[m];
         b.topology = out_.axes.topologies[t];
         b.acceptance = acceptances_[a];
-        for (std::size_t i = block.first + a; i < block.last; i += A)
-          if (speeds_[i].deployable && (!b.row || speeds_[i].tokens_per_s > speeds_[*b.row].tokens_per_s)) b.row = i;
+        for (std::size_t i = block.first + a; i < block.last; i += A) {
+          if (!speeds_[i].deployable) continue;
+          if (!b.row || speeds_[i].tokens_per_s > speeds_[*b.row].tokens_per_s) b.row = i;
+          if (speeds_[i].measured && (!b.measured_row || speeds_[i].tokens_per_s > speeds_[*b.measured_row].tokens_per_s))
+            b.measured_row = i;
+        }
+        if (b.row && speeds_[*b.row].measured) b.measured_row.reset();  // the best is measured already
         b.plain_row = plain;
         if (plain) b.best_plain_tokens_per_s = speeds_[*plain].decode_tokens_per_s;
         if (b.row && b.best_plain_tokens_per_s > 0)
@@ -674,7 +688,7 @@ void Sweep::keep_picked_rows() {
   auto want = [&](const std::optional<std::size_t>& i) {
     if (i) wanted.insert(*i);
   };
-  for (const SweepBest& b : out_.best) want(b.row), want(b.plain_row);
+  for (const SweepBest& b : out_.best) want(b.row), want(b.plain_row), want(b.measured_row);
   for (const SweepBatchBest& b : out_.batch_best) want(b.row), want(b.plain_row);
   for (const SweepWaterfall& w : out_.waterfalls) wanted.insert(w.row);
   const std::size_t block_rows = grid_.specs * grid_.strategies * grid_.acceptances;

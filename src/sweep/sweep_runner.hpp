@@ -62,6 +62,7 @@ struct SweepRequest {
   // ones the picks point at), so memory does not grow with the grid.
   bool keep_rows = true;
   bool allow_lossy = false;  // a lossy strategy (quant) may be a best configuration
+  std::vector<std::string> notes;  // the caller's, first among the results' notes
   // Called with every row in grid order as it is built, on the calling thread (a streamed CSV).
   std::function<void(const SweepResults&, const SweepRow&)> row_sink;
 };

@@ -173,3 +173,24 @@ TEST(SweepCli, BestOnlyWithReportIsAnInputError) {
   EXPECT_FALSE(file_exists(dir + "/s.csv"));
   EXPECT_FALSE(file_exists(dir + "/s.html"));
 }
+
+// With measured accept lengths and no rate of the user's, the unmeasured configurations are priced
+// at the rate the table implies; every best row shows E and whether it is measured, the fastest
+// measured configuration is shown beside a model-priced best, and a line says how the verdicts
+// lean on E.
+TEST(SweepCli, MeasuredAcceptanceFirstAndEveryEShown) {
+  const CliResult r = run_cli(
+      "sweep --model llama-3.1-8b --tp 1 --topology 8x-h100-nvswitch --batch 1,8 --speculative-num-steps 2,3,5 "
+      "--speculative-eagle-topk 1,4 --speculative-num-draft-tokens 3,4,8 --strategy nccl --acceptance " +
+      std::string(EAGLESIM_TEST_DATA) + "/acceptance/measured.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: acceptance: configurations without a measurement are priced by the tree model at a="),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("measured.json's 6 measured entries ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" model ") , std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  best measured:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3.40 meas"), std::string::npos) << r.out;  // the (5, 4, 8) entry
+  EXPECT_NE(r.out.find("E: 1 of 1 best rows from the acceptance model"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("a=0.70"), std::string::npos) << "the assumed default must not price it:\n" << r.out;
+}
