@@ -146,6 +146,7 @@ void add_bench_comm(CLI::App& app) {
     int nccl_channels = 0;
     int iters = 20;
     double timeout_s = 30;
+    bool wide = false;
     std::string json, csv;
   };
   constexpr const char* kMeasuredDefault = "nccl,oneshot,twoshot,fused,quant";
@@ -163,6 +164,9 @@ void add_bench_comm(CLI::App& app) {
   cmd->add_option("--sizes", opt->sizes, "Message sizes in bytes: list and/or ranges A:B (doubling), K/M/G suffixes")
       ->capture_default_str();
   cmd->add_option("--dtype", opt->dtype, "bf16, fp16 or fp32")->capture_default_str();
+  cmd->add_flag("--wide", opt->wide,
+                "Every figure per strategy in the table (graph_us, ctx_us, algBW, busBW); by default one time per "
+                "strategy, 120 columns");
   cmd->add_option("--ranks", opt->ranks, "GPUs to use (0: all visible; sim: all of the topology's)")->capture_default_str();
   cmd->add_option("--iters", opt->iters, "cuda: timed graph replays per measurement (median reported)")
       ->capture_default_str();
@@ -230,7 +234,7 @@ void add_bench_comm(CLI::App& app) {
       r.replays = q.iters;
       r.gemm_m = q.gemm_m, r.gemm_n = q.gemm_n, r.gemm_k = q.gemm_k;
     }
-    fmt::print("{}", comm_bench_table(r));
+    fmt::print("{}", comm_bench_table(r, opt->wide));
     std::fflush(stdout);
     write_files_atomic({{opt->json, opt->json.empty() ? "" : comm_bench_json(r).dump(2) + "\n"},
                         {opt->csv, opt->csv.empty() ? "" : comm_bench_csv(r)}});

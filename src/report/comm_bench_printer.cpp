@@ -1,5 +1,6 @@
 #include "report/comm_bench_printer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -95,11 +96,56 @@ std::string predicted_header(const CommBenchResult& r) {
   return s;
 }
 
+std::string comm_bench_footer(const CommBenchResult& r);
+
 }  // namespace
 
-std::string comm_bench_table(const CommBenchResult& r) {
+namespace {
+// The default table: one time per strategy and size (graph_us, back to back as nccl-tests times
+// it), so that a row fits 120 columns; the strategies are split into blocks when they do not.
+std::string compact_rows(const CommBenchResult& r) {
+  const bool measured = !r.predicted;
+  constexpr std::size_t kWidth = 120, kLead = 8, kTail = 15;  // "   bytes", " | oneshot_push"
+  auto cell = [](const std::string& name) { return std::max<std::size_t>(8, name.size()); };
+  std::string s;
+  for (std::size_t first = 0; first < r.strategies.size();) {
+    // As many strategies as fit beside the bytes, the #wrong column and the fastest.
+    std::size_t last = first, used = kLead + kTail + (measured ? 7 : 0);
+    while (last < r.strategies.size() && (last == first || used + 1 + cell(r.strategies[last]) <= kWidth))
+      used += 1 + cell(r.strategies[last++]);
+    const bool final_block = last == r.strategies.size();
+    s += fmt::format("{:>8}", "bytes");
+    for (std::size_t i = first; i < last; ++i) s += fmt::format(" {:>{}}", r.strategies[i], cell(r.strategies[i]));
+    if (final_block && measured) s += fmt::format(" {:>6}", "#wrong");
+    s += final_block ? " | fastest\n" : "\n";
+    for (const auto& row : r.rows) {
+      s += fmt::format("{:>8}", human_bytes(row.bytes));
+      long wrong = 0;
+      for (const auto& c : row.cells) wrong += measured ? static_cast<long>(c.wrong) : 0;
+      for (std::size_t i = first; i < last; ++i) {
+        const CommBenchCell* c = cell_of(row, r.strategies[i]);
+        const std::size_t w = cell(r.strategies[i]);
+        s += c && c->supported ? fmt::format(" {:>{}.2f}", c->graph_us, w) : fmt::format(" {:>{}}", "-", w);
+      }
+      if (final_block && measured) s += fmt::format(" {:>6}", wrong);
+      if (final_block) s += " | " + (row.fastest.empty() ? std::string("-") : row.fastest);
+      s += "\n";
+    }
+    if (!final_block) s += "\n";
+    first = last;
+  }
+  return s;
+}
+}  // namespace
+
+std::string comm_bench_table(const CommBenchResult& r, bool wide) {
   const bool measured = !r.predicted;
   std::string s = measured ? measured_header(r) : predicted_header(r);
+  if (!wide) {
+    s += "# us per allreduce (graph_us); ctx_us, algBW and busBW per strategy: --wide, --json or --csv\n";
+    s += compact_rows(r);
+    return s + comm_bench_footer(r);
+  }
   const int width = measured ? 42 : 34;
   std::string head1 = fmt::format("{:>10} {:>10} {:>5}", "", "", "");
   std::string head2 = fmt::format("{:>10} {:>10} {:>5}", "bytes", "count", "type");
@@ -121,6 +167,13 @@ std::string comm_bench_table(const CommBenchResult& r) {
     }
     s += " | " + (row.fastest.empty() ? std::string("-") : row.fastest) + "\n";
   }
+  return s + comm_bench_footer(r);
+}
+
+namespace {
+std::string comm_bench_footer(const CommBenchResult& r) {
+  const bool measured = !r.predicted;
+  std::string s;
   std::string notes;
   if (measured) {
     for (const auto& row : r.rows)
@@ -145,6 +198,7 @@ std::string comm_bench_table(const CommBenchResult& r) {
   }
   return s;
 }
+}  // namespace
 
 nlohmann::json comm_bench_json(const CommBenchResult& r) {
   nlohmann::json j;

@@ -11,7 +11,9 @@
 
 namespace eaglesim {
 
-std::string comm_bench_table(const CommBenchResult& r);
+// wide: every figure per strategy (graph_us, ctx_us, algBW, busBW, #wrong), one row per size;
+// otherwise one time per strategy and size, rows of at most 120 columns.
+std::string comm_bench_table(const CommBenchResult& r, bool wide = false);
 nlohmann::json comm_bench_json(const CommBenchResult& r);
 std::string comm_bench_csv(const CommBenchResult& r);
 

@@ -97,7 +97,14 @@ TEST(EngineDispatchCli, BenchCommSimForEveryPreset) {
     expect_contains(r.out, "predicted by the cost models, not measured");
     for (const char* s : {"nccl", "oneshot", "twoshot", "fused", "quant", "auto", "sglang", "vllm"}) expect_contains(r.out, s);
     expect_contains(r.out, "# engine paths");
-    expect_contains(r.out, "  67108864   33554432  bf16 |");  // 1K..64M by default
+    expect_contains(r.out, "\n     64M ");  // 1K..64M by default
+    // The table's rows fit 120 columns (the comment lines and notes wrap as text does).
+    std::size_t start = 0;
+    for (std::size_t end; (end = r.out.find('\n', start)) != std::string::npos; start = end + 1)
+      if (r.out[start] != '#') EXPECT_LE(end - start, 120u) << r.out.substr(start, end - start);
+    const CliResult wide = run_cli("bench-comm --backend sim --wide --topology " + topo);
+    ASSERT_EQ(wide.exit_code, 0) << wide.err;
+    expect_contains(wide.out, "  67108864   33554432  bf16 |");
   }
 }
 
@@ -125,7 +132,7 @@ TEST(EngineDispatchCli, BenchCommSimNcclChannels) {
   // NCCL's search gives 2 channels on two AMD sockets (comm/nccl_channels.hpp); --nccl-channels 8
   // prices NCCL_MIN_NCHANNELS=8, bound by the links again (voipmonitor/rtx6kpro: 22.2 and 37.6
   // GB/s busBW at 32 MiB).
-  const std::string cmd = "bench-comm --backend sim --topology 8x-rtx-pro-6000-pcie5-2socket --strategy nccl --sizes 32M";
+  const std::string cmd = "bench-comm --backend sim --topology 8x-rtx-pro-6000-pcie5-2socket --strategy nccl --sizes 32M --wide";
   const CliResult def = run_cli(cmd);
   ASSERT_EQ(def.exit_code, 0) << def.err;
   expect_contains(def.out, "  33554432   16777216  bf16 |  2660.01  2660.01   12.61   22.08 |");
