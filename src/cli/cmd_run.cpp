@@ -65,6 +65,7 @@ struct RunArgs {
   bool no_fused_add_norm = false;
   bool ignore_memory = false;
   bool allow_lossy = false;
+  bool verbose = false;
   double gpu_mem_util = 0.9;
   ReplayFlags replay;
   std::string json_out, csv_out, timeline_out;
@@ -241,7 +242,7 @@ void run(const RunArgs& a) {
     for (std::size_t i = 0; i < defaults_used.size(); ++i) std::cout << (i ? "; " : " ") << defaults_used[i];
     std::cout << "\n";
   }
-  std::cout << report_to_table(report);
+  std::cout << report_to_table(report, a.verbose);
 }
 
 }  // namespace
@@ -291,6 +292,8 @@ void add_run(CLI::App& app) {
       ->default_str("auto");
   add_engine_option_flag(cmd, a->engine_options);
   add_no_fused_add_norm_flag(cmd, a->no_fused_add_norm);
+  cmd->add_flag("--verbose", a->verbose,
+                "Print every per-strategy note (fusion counts, kernels, timing method); by default their count");
   cmd->add_flag("--allow-lossy", a->allow_lossy,
                 "Let a lossy strategy (quant: fp8 on the wire) be the best; by default it is shown and left out");
   cmd->add_flag("--ignore-memory", a->ignore_memory,

@@ -10,7 +10,8 @@
 
 namespace eaglesim {
 
-std::string report_to_table(const Report& report);
+// verbose: every per-strategy note (fusion counts, kernels, timing method); otherwise their count.
+std::string report_to_table(const Report& report, bool verbose = false);
 nlohmann::ordered_json report_to_json(const Report& report);
 std::string report_to_csv(const Report& report);
 std::string report_to_chrome_trace(const Report& report);  // supported strategies' verify timelines

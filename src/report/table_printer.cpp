@@ -137,6 +137,36 @@ std::string cycle_parts_block(const Report& report) {
   return out;
 }
 
+// The verify step by op kind on its critical rank, per strategy: the kinds that take at least 1 %
+// of some strategy's step (the rest summed as "other").
+std::string kind_block(const Report& report) {
+  std::vector<int> kinds;
+  for (int k = 0; k < kOpKindCount; ++k)
+    for (const StrategyResult& r : report.results)
+      if (r.supported && r.verify_us > 0 && r.verify.kind_us[static_cast<std::size_t>(k)] >= 0.01 * r.verify_us) {
+        kinds.push_back(k);
+        break;
+      }
+  if (kinds.empty()) return "";
+  std::vector<std::string> header{"strategy"};
+  for (int k : kinds) header.push_back(to_string(static_cast<OpKind>(k)));
+  header.push_back("other");
+  std::vector<std::vector<std::string>> rows;
+  for (const StrategyResult& r : report.results) {
+    if (!r.supported) continue;
+    std::vector<std::string> row{r.strategy};
+    double shown = 0;
+    for (int k : kinds) {
+      const double us = r.verify.kind_us[static_cast<std::size_t>(k)];
+      shown += us;
+      row.push_back(fmt::format("{:.1f}", us));
+    }
+    row.push_back(fmt::format("{:.1f}", std::max(0.0, r.verify_us - shown)));
+    rows.push_back(std::move(row));
+  }
+  return "\nverify step by op kind (us, the critical rank):\n" + aligned_columns(header, rows);
+}
+
 // Which strategies SGLang or vLLM run on this machine (and with which flag), which need eaglesim's
 // kernel or an engine patch, and which are lossy: the split a recommendation has to respect.
 std::string deployment_block(const Report& report) {
@@ -160,7 +190,7 @@ std::string deployment_block(const Report& report) {
 
 }  // namespace
 
-std::string report_to_table(const Report& report) {
+std::string report_to_table(const Report& report, bool verbose) {
   const Scenario& sc = report.scenario;
   const StrategyResult* ref = reference_result(report);
   const std::string vs_ref = ref ? "vs " + ref->strategy : "vs first";
@@ -205,12 +235,20 @@ std::string report_to_table(const Report& report) {
                          dec ? fmt::format("{:.2f}", r.breakeven_accept_len) : "n/a",
                          fmt::format("{:.2f}x", speedup_vs_reference(report, r))});
   }
-  std::string out = scenario_line(sc) + "\n\n";
+  std::string out = scenario_line(sc) + "\n";
+  // The caveats that change what the numbers mean come first (memory, a missing draft step, MoE
+  // experts, eager launches, the engine's host work).
+  if (!sc.notes.empty()) {
+    out += "caveats:\n";
+    for (const std::string& n : sc.notes) out += "  - " + n + "\n";
+  }
+  out += "\n";
   out += aligned_columns(steps_header, steps_rows);
   out += fmt::format("\nthroughput at batch {} on {} GPU{} (tok/s per request, in all and per GPU; plain decoding "
                      "at the same batch):\n",
                      sc.batch, sc.tp, sc.tp == 1 ? "" : "s");
   out += aligned_columns(rate_header, rate_rows);
+  out += kind_block(report);
   out += cycle_parts_block(report);
   out += roofline_block(report);
 
@@ -224,7 +262,7 @@ std::string report_to_table(const Report& report) {
 
   // A note several strategies share (a fusion count, a calibration caveat) is printed once with
   // their names, so the notes that tell strategies apart are not buried under copies.
-  std::vector<std::string> notes = report.scenario.notes;
+  std::vector<std::string> notes;
   std::vector<std::string> texts;               // distinct notes, in order of first appearance
   std::vector<std::vector<std::string>> owners;  // the strategies that have each
   std::size_t supported = 0;
@@ -241,8 +279,17 @@ std::string report_to_table(const Report& report) {
       }
     }
   }
+  // Brief by default: the engines' notes (how SGLang or vLLM set themselves up on this machine)
+  // are shown, the rest (fusion counts, kernels, timing method, skew) with --verbose.
+  std::size_t hidden = 0;
   for (std::size_t i = 0; i < texts.size(); ++i) {
     const bool everyone = supported > 1 && owners[i].size() == supported;
+    const bool engine = std::any_of(owners[i].begin(), owners[i].end(),
+                                    [](const std::string& o) { return is_engine_dispatch(o); });
+    if (!verbose && !engine) {
+      ++hidden;
+      continue;
+    }
     notes.push_back((everyone ? std::string("every strategy") : fmt::format("{}", fmt::join(owners[i], ", "))) + ": " +
                     texts[i]);
   }
@@ -250,6 +297,9 @@ std::string report_to_table(const Report& report) {
     out += "\nnotes:\n";
     for (const std::string& n : notes) out += "  - " + n + "\n";
   }
+  if (hidden > 0)
+    out += fmt::format("{}notes: {} more on fusion, kernels and timing per strategy (--verbose shows them)\n",
+                       notes.empty() ? "\n" : "", hidden);
   out += deployment_block(report);
   out += dispatch_block(report);
 

@@ -80,7 +80,7 @@ TEST(RunCli, NoFusedAddNormRunsTheResidualAddAndNormAsTwoKernels) {
   // A preset without fitted models (the H200 presets carry them): the roofline's per-kernel cost
   // is what the pair count pins.
   const std::string args = "run " + trace + " --topology 8x-h100-nvswitch --strategy nccl --accept-rate 0.7";
-  const CliResult fused = run_cli(args + " --json " + dir + "/fused.json");
+  const CliResult fused = run_cli(args + " --verbose --json " + dir + "/fused.json");
   ASSERT_EQ(fused.exit_code, 0) << fused.err;
   const CliResult apart = run_cli(args + " --no-fused-add-norm --json " + dir + "/apart.json");
   ASSERT_EQ(apart.exit_code, 0) << apart.err;
@@ -237,7 +237,7 @@ TEST(RunCli, BadFlagsAreExit2) {
 
 TEST(RunCli, SkewShowsUpAsWait) {
   std::string dir = temp_dir();
-  CliResult r = run_cli(kScenario + " --strategy nccl --skew-us 0,40 --json " + dir + "/r.json");
+  CliResult r = run_cli(kScenario + " --strategy nccl --skew-us 0,40 --verbose --json " + dir + "/r.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(slurp(dir + "/r.json"));
   // Rank 1 starts 40 us late and arrives last at the first allreduce; after that the ranks are
@@ -428,6 +428,39 @@ TEST(RunCliDeployment, VerdictFollowsTheEnginePath) {
   EXPECT_EQ(doc["verdict"]["strategy"], "sglang");
   EXPECT_EQ(doc["results"][0]["deployable"], false);
   EXPECT_EQ(doc["results"][1]["deployable"], nullptr);  // an engine's own dispatch: nothing to deploy
+}
+
+}  // namespace
+}  // namespace eaglesim::test
+
+namespace eaglesim::test {
+namespace {
+
+// Brief by default: the caveats first, the per-kind split in the table, the per-strategy notes
+// counted (all of them with --verbose).
+TEST(RunCliBrief, CaveatsFirstPerKindSplitAndNotesOnRequest) {
+  const std::string args = "run traces/llama-3.1-8b_tp2_t4.json --topology 2x-h200-nvlink";
+  const CliResult brief = run_cli(args);
+  ASSERT_EQ(brief.exit_code, 0) << brief.err;
+  EXPECT_NE(brief.out.find("verify step by op kind (us, the critical rank):\nstrategy    gemm  attention  allreduce"),
+            std::string::npos)
+      << brief.out;
+  EXPECT_NE(brief.out.find("notes: 31 more on fusion, kernels and timing per strategy (--verbose shows them)"),
+            std::string::npos)
+      << brief.out;
+  EXPECT_EQ(brief.out.find("\n  - "), std::string::npos) << brief.out;
+  const CliResult verbose = run_cli(args + " --verbose");
+  ASSERT_EQ(verbose.exit_code, 0) << verbose.err;
+  std::size_t notes = 0;
+  for (std::size_t at = verbose.out.find("\n  - "); at != std::string::npos; at = verbose.out.find("\n  - ", at + 1))
+    ++notes;
+  EXPECT_EQ(notes, 31u) << verbose.out;
+
+  // A scenario caveat comes before the tables.
+  const CliResult ignored = run_cli("run traces/kimi-k2_tp8_t4.json --topology 8x-l40s-pcie4 --ignore-memory --strategy nccl");
+  ASSERT_EQ(ignored.exit_code, 0) << ignored.err;
+  EXPECT_LT(ignored.out.find("caveats:\n  - memory: kimi-k2-instruct at TP8 does not fit"), ignored.out.find("strategy "))
+      << ignored.out;
 }
 
 }  // namespace
