@@ -147,9 +147,21 @@ std::string batch_table(const SweepResults& res) {
                      "model", wm, "topology", wt, "accept", "batch", "strategy", "TP", "dtype", "S/K/D", "E",
                      "total tok/s", "req tok/s", "tok/s/GPU", "plain", "speedup");
   std::size_t li = 0;
+  const std::size_t B = ax.batches.size();
   for (std::size_t i = 0; i < res.batch_best.size(); ++i) {
     const SweepBatchBest& b = res.batch_best[i];
     const std::string acc = short_acceptance(ax.acceptances[b.acceptance]);
+    // A (model, topology, acceptance) where nothing runs at any batch: one line, not one per batch.
+    if (i % B == 0 && B > 1 &&
+        std::none_of(res.batch_best.begin() + static_cast<std::ptrdiff_t>(i),
+                     res.batch_best.begin() + static_cast<std::ptrdiff_t>(i + B),
+                     [](const SweepBatchBest& e) { return e.row.has_value(); })) {
+      out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  nothing runs at any batch (see below)\n", ax.models[b.model], wm,
+                         ax.topologies[b.topology], wt, acc, "all");
+      i += B - 1;
+      ++li;
+      continue;
+    }
     if (!b.row) {
       out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  nothing runs (see below)\n", ax.models[b.model], wm,
                          ax.topologies[b.topology], wt, acc, b.batch);
@@ -165,7 +177,7 @@ std::string batch_table(const SweepResults& res) {
     const bool last_of_group = i + 1 == res.batch_best.size() || res.batch_best[i + 1].acceptance != b.acceptance ||
                                res.batch_best[i + 1].topology != b.topology || res.batch_best[i + 1].model != b.model;
     if (last_of_group && li < res.pay_limits.size())
-      out += fmt::format("  -> {} on {} at {}: speculation {}\n", ax.models[b.model], ax.topologies[b.topology], acc,
+      out += fmt::format("  -> {} on {} at {}: {}\n", ax.models[b.model], ax.topologies[b.topology], acc,
                          pay_limit_text(res.pay_limits[li++]));
   }
   if (!ax.skipped_configs.empty()) {
@@ -181,9 +193,9 @@ std::string batch_table(const SweepResults& res) {
 }  // namespace
 
 std::string pay_limit_text(const SweepPayLimit& l) {
-  if (l.batches_run == 0) return "nothing runs with a plain-decoding baseline";
-  if (l.stops_at_batch) return fmt::format("stops paying at batch {}", *l.stops_at_batch);
-  return "pays at every batch swept";
+  if (l.batches_run == 0) return "nothing runs with a plain-decoding baseline to compare";
+  if (l.stops_at_batch) return fmt::format("speculation stops paying at batch {}", *l.stops_at_batch);
+  return "speculation pays at every batch swept";
 }
 
 std::string short_acceptance(const Acceptance& a) {

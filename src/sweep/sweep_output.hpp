@@ -25,7 +25,7 @@ std::string sweep_json_text(const SweepResults& results);
 // "a=0.70", "E=2.50" or "q=0.8,0.1/0.7": how an acceptance is shown in tables and the report.
 std::string short_acceptance(const Acceptance& a);
 
-// "stops paying at batch 32", "pays at every batch swept".
+// "speculation stops paying at batch 32", "speculation pays at every batch swept".
 std::string pay_limit_text(const SweepPayLimit& limit);
 
 }  // namespace eaglesim

@@ -50,9 +50,9 @@ TEST(SweepBatchCli, BestPerBatchAndWhereSpeculationStopsPaying) {
   ASSERT_EQ(j["speculation_limits"].size(), 1u);
   const auto& limit = j["speculation_limits"][0];
   if (limit["stops_paying_at_batch"].is_null())
-    EXPECT_EQ(limit["summary"], "pays at every batch swept");
+    EXPECT_EQ(limit["summary"], "speculation pays at every batch swept");
   else
-    EXPECT_EQ(limit["summary"], "stops paying at batch " + limit["stops_paying_at_batch"].dump());
+    EXPECT_EQ(limit["summary"], "speculation stops paying at batch " + limit["stops_paying_at_batch"].dump());
   // Every priced row says where E came from: the chain formula or the tree model.
   for (const auto& row : j["rows"]) {
     if (row["status"] != "ok") continue;

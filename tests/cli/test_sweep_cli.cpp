@@ -194,3 +194,21 @@ TEST(SweepCli, MeasuredAcceptanceFirstAndEveryEShown) {
   EXPECT_NE(r.out.find("E: 1 of 1 best rows from the acceptance model"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("a=0.70"), std::string::npos) << "the assumed default must not price it:\n" << r.out;
 }
+
+// A topology where nothing runs is one line of the per-batch table, and the pay-limit lines read
+// as sentences; the report's headline speaks for the fastest box, not for the one that gains most.
+TEST(SweepCli, NothingRunsIsOneLineAndTheHeadlineIsTheFastestBox) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli(
+      "sweep --model kimi-k2-instruct --topology 8x-rtx-pro-6000-pcie5-nop2p,8x-h200-nvswitch,4x-rtx-pro-6000-pcie5 "
+      "--tp 4,8 --weight-dtype int4 --batch 1,8 --draft-tokens 1..4 --report " + dir + "/s.html");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("4x-rtx-pro-6000-pcie5        a=0.70    all  nothing runs at any batch (see below)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("speculation nothing"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": speculation pays at every batch swept\n"), std::string::npos) << r.out;
+  const std::string html = slurp(dir + "/s.html");
+  EXPECT_NE(html.find("EAGLE-3 pays off on the fastest box, 8x-h200-nvswitch: "), std::string::npos);
+  EXPECT_EQ(html.find("8x-rtx-pro-6000-pcie5-nop2p: "), std::string::npos) << "the slowest box is not the headline";
+}
