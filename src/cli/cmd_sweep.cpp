@@ -4,6 +4,8 @@
 // paying, lists what cannot run and why, and writes CSV / JSON / a self-contained HTML report on
 // request.
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <set>
@@ -56,7 +58,7 @@ struct SweepArgs {
   std::string strategies = "all";
   std::string drafts = "auto";
   std::string weight_dtypes = "bf16";
-  std::int64_t kv_len = 4096;
+  std::string kv_lens = "4096";
   double gpu_mem_util = 0.9;
   int jobs = 0;
   bool no_fused_add_norm = false;
@@ -154,9 +156,21 @@ void run_sweep_command(const SweepArgs& a) {
   for (DType d : rq.weight_dtypes)
     if (d != DType::bf16 && d != DType::fp8 && d != DType::int4)
       throw InputError(fmt::format("--weight-dtype: expected bf16, fp8 or int4, got {}", to_string(d)));
-  if (a.kv_len < 1 || a.kv_len > kMaxKvLen)  // the bound gen and the trace format share
-    throw InputError(fmt::format("--kv-len: expected an integer in [1, {}], got {}", kMaxKvLen, a.kv_len));
-  rq.kv_len = a.kv_len;
+  // Context lengths: an axis of its own, one sweep per length (a list, not a range: each length
+  // is a full sweep).
+  std::vector<std::int64_t> kv_lens;
+  for (const std::string& item : split_comma_list("--kv-len", a.kv_lens)) {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (errno != 0 || end == item.c_str() || *end != '\0' || v < 1 || v > kMaxKvLen)
+      throw InputError(fmt::format("--kv-len: expected integers in [1, {}], comma-separated, got '{}'", kMaxKvLen, item));
+    if (std::find(kv_lens.begin(), kv_lens.end(), v) == kv_lens.end()) kv_lens.push_back(v);
+  }
+  if (kv_lens.size() > 1 && (!a.json.empty() || !a.report.empty()))
+    throw InputError(fmt::format("--kv-len: {} context lengths make {} sweeps; --json and --report describe one: give "
+                                 "one length per run for them (the CSV, -o, has every length, with a kv_len column)",
+                                 kv_lens.size(), kv_lens.size()));
   rq.gpu_mem_util = a.gpu_mem_util;
   rq.fuse_add_norm = !a.no_fused_add_norm;
   if (a.jobs < 0) throw InputError(fmt::format("-j/--jobs: expected 0 (all cores) or a positive count, got {}", a.jobs));
@@ -202,17 +216,29 @@ void run_sweep_command(const SweepArgs& a) {
     csv.append(sweep_csv_header());
     rq.row_sink = [&csv](const SweepResults& res, const SweepRow& row) { csv.append(sweep_csv_line(res, row)); };
   }
-  rq.keep_rows = !a.best_only;
+  // Several lengths print only the tables, which need no rows kept.
+  rq.keep_rows = !a.best_only && kv_lens.size() == 1;
   rq.allow_lossy = a.allow_lossy;
-  const SweepResults results = run_sweep(rq);
-  const std::string json = a.json.empty() ? "" : sweep_json_text(results);
-  const std::string html = a.report.empty() ? "" : render_sweep_html_report(results);
+  std::string tables, json, html;
+  std::size_t combinations = 0;
+  double elapsed_s = 0;
+  int threads = 1;
+  for (std::int64_t kv : kv_lens) {
+    rq.kv_len = kv;
+    const SweepResults results = run_sweep(rq);
+    if (kv_lens.size() > 1) tables += fmt::format("{}== context {} tokens per request\n\n", tables.empty() ? "" : "\n", kv);
+    tables += sweep_to_table(results);
+    if (!a.json.empty()) json = sweep_json_text(results);
+    if (!a.report.empty()) html = render_sweep_html_report(results);
+    combinations += results.counts.combinations;
+    elapsed_s += results.elapsed_s;
+    threads = results.threads;
+  }
   OutputFile csv_file{a.csv, "", csv.wanted() ? csv.finish() : ""};
   write_files_atomic({csv_file, {a.json, json}, {a.report, html}});
 
-  fmt::print("{}", sweep_to_table(results));
-  fmt::print("\nSwept {} combinations in {:.2f} s on {} threads.\n", results.counts.combinations,
-             results.elapsed_s, results.threads);
+  fmt::print("{}", tables);
+  fmt::print("\nSwept {} combinations in {:.2f} s on {} threads.\n", combinations, elapsed_s, threads);
 }
 
 }  // namespace
@@ -258,8 +284,9 @@ void add_sweep(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--weight-dtype", a->weight_dtypes, "Target weight dtypes swept: bf16, fp8, int4 (comma-separated)")
       ->capture_default_str();
-  cmd->add_option("--kv-len", a->kv_len,
-                  "Context length of every request: attention cost and the batch's KV cache in the memory check")
+  cmd->add_option("--kv-len", a->kv_lens,
+                  "Context lengths of every request, comma-separated (one sweep per length): attention cost and the "
+                  "batch's KV cache in the memory check")
       ->capture_default_str();
   cmd->add_option("--gpu-mem-util", a->gpu_mem_util,
                   "Fraction of GPU memory weights + KV cache may use (the rest: context, activations, buffers)")

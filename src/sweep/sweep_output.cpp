@@ -62,6 +62,7 @@ std::vector<std::pair<const char*, json>> row_fields(const SweepResults& res, co
       {"weight_dtype", to_string(r.weight_dtype)},
       {"tp", r.tp},
       {"batch", r.batch},
+      {"kv_len", res.axes.kv_len},
       {"num_steps", r.spec.num_steps},
       {"eagle_topk", r.spec.eagle_topk},
       {"num_draft_tokens", r.spec.num_draft_tokens},
@@ -391,7 +392,10 @@ std::string sensitivity_line(const SweepResults& res) {
     holds += 0.9 * b.speedup_vs_best_plain > 1.0;
   }
   if (rows == 0) return "";
-  std::string out = fmt::format("E: {} of {} best rows from the acceptance model (model), the rest measured (meas)", model_e, rows);
+  std::string out = model_e == rows
+                        ? std::string("E: every best row's from the acceptance model (model), none measured")
+                        : fmt::format("E: {} of {} best rows from the acceptance model (model), the rest measured (meas)",
+                                      model_e, rows);
   if (pays > 0) out += fmt::format("; at E 10 % lower, {} of the {} that pay off still do", holds, pays);
   return out + "\n";
 }

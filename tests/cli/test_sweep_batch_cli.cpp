@@ -59,7 +59,7 @@ TEST(SweepBatchCli, BestPerBatchAndWhereSpeculationStopsPaying) {
     const std::string src = row["accept_source"];
     EXPECT_EQ(src, row["eagle_topk"] == 1 ? "chain_rate" : "tree_model") << row.dump();
   }
-  EXPECT_NE(slurp(dir + "/s.csv").find("batch,num_steps,eagle_topk,num_draft_tokens"), std::string::npos);
+  EXPECT_NE(slurp(dir + "/s.csv").find("batch,kv_len,num_steps,eagle_topk,num_draft_tokens"), std::string::npos);
 }
 
 TEST(SweepBatchCli, TheDraftTokensChainAxisStillWorksBesideTheSglangLists) {

@@ -191,7 +191,8 @@ TEST(SweepCli, MeasuredAcceptanceFirstAndEveryEShown) {
   EXPECT_NE(r.out.find(" model ") , std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  best measured:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("3.40 meas"), std::string::npos) << r.out;  // the (5, 4, 8) entry
-  EXPECT_NE(r.out.find("E: 1 of 1 best rows from the acceptance model"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("E: every best row's from the acceptance model (model), none measured"), std::string::npos)
+      << r.out;
   EXPECT_EQ(r.out.find("a=0.70"), std::string::npos) << "the assumed default must not price it:\n" << r.out;
 }
 
@@ -211,4 +212,28 @@ TEST(SweepCli, NothingRunsIsOneLineAndTheHeadlineIsTheFastestBox) {
   const std::string html = slurp(dir + "/s.html");
   EXPECT_NE(html.find("EAGLE-3 pays off on the fastest box, 8x-h200-nvswitch: "), std::string::npos);
   EXPECT_EQ(html.find("8x-rtx-pro-6000-pcie5-nop2p: "), std::string::npos) << "the slowest box is not the headline";
+}
+
+// Context length is an axis: one sweep per length, the tables under a heading each, the CSV with
+// every length in its kv_len column; --json and --report describe one sweep, so they take one.
+TEST(SweepCli, KvLenIsAnAxis) {
+  const std::string dir = temp_dir();
+  const std::string base = "sweep --model qwen3-8b --tp 1 --topology 8x-h100-nvswitch --batch 1,32 --strategy nccl";
+  const CliResult r = run_cli(base + " --kv-len 1024,8192 -o " + dir + "/kv.csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("== context 1024 tokens per request\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("== context 8192 tokens per request\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Swept 32 combinations"), std::string::npos) << r.out;
+  const std::string csv = slurp(dir + "/kv.csv");
+  EXPECT_EQ(count_lines(csv), 1u + 32);
+  EXPECT_NE(csv.find(",tp,batch,kv_len,"), std::string::npos);
+  EXPECT_NE(csv.find(",32,8192,"), std::string::npos);
+  const CliResult json = run_cli(base + " --kv-len 1024,8192 --json " + dir + "/s.json");
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_NE(json.err.find("--kv-len: 2 context lengths make 2 sweeps"), std::string::npos) << json.err;
+  EXPECT_FALSE(file_exists(dir + "/s.json"));
+  const CliResult bad = run_cli(base + " --kv-len 1024,lots");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--kv-len: expected integers in [1, 16777216], comma-separated, got 'lots'"), std::string::npos)
+      << bad.err;
 }
