@@ -114,6 +114,9 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
 
   RunOptions quiet = req.options;
   quiet.want_timeline = false;
+  // The draft side of the cycle is drawn with the verify step (--timeline shows the whole cycle);
+  // plain decoding is the baseline, not part of the cycle.
+  const RunOptions& cycle_options = req.options;
   // The engine's host work is a model of what the engine adds: the simulator's, not a replay's.
   const std::optional<ServingEngine> host_engine =
       backend.name() == "sim" ? host_cost_engine(trace) : std::optional<ServingEngine>();
@@ -127,9 +130,9 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     // three or none.
     const PricedStep v = price_step(backend, trace, verify, name, req.topo, req.options);
     std::optional<PricedStep> d, e, p;
-    if (v.supported && draft) d = price_step(backend, trace, *draft, name, req.topo, quiet);
+    if (v.supported && draft) d = price_step(backend, trace, *draft, name, req.topo, cycle_options);
     if (v.supported && (!d || d->supported) && draft_extend)
-      e = price_step(backend, trace, *draft_extend, name, req.topo, quiet);
+      e = price_step(backend, trace, *draft_extend, name, req.topo, cycle_options);
     if (v.supported && (!d || d->supported) && (!e || e->supported) && decode)
       p = price_step(backend, trace, *decode, name, req.topo, quiet);
     StrategyResult r = assemble_result(name, v, d ? &*d : nullptr, p ? &*p : nullptr, e ? &*e : nullptr);

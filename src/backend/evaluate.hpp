@@ -16,7 +16,7 @@ struct EvaluateRequest {
   const Trace* trace = nullptr;          // required
   const Topology* topo = nullptr;        // required for sim, optional for cuda
   std::vector<std::string> strategies;   // in report order; the first is the reference
-  RunOptions options;                    // want_timeline applies to the verify step only
+  RunOptions options;                    // want_timeline: the verify step and the draft side of the cycle
   Acceptance acceptance;
   int draft_tokens = 0;                  // > 0: override; 0: from the trace (meta.draft_tokens, else tokens - 1)
   std::string trace_file;                // for the scenario header

@@ -14,7 +14,7 @@ namespace eaglesim {
 std::string report_to_table(const Report& report, bool verbose = false);
 nlohmann::ordered_json report_to_json(const Report& report);
 std::string report_to_csv(const Report& report);
-std::string report_to_chrome_trace(const Report& report);  // supported strategies' verify timelines
+std::string report_to_chrome_trace(const Report& report);  // supported strategies' cycles (or verify steps)
 
 // A step's time per op kind as {"gemm": µs, ...}, kinds with no time left out. Shared by the
 // report JSON, fidelity's JSON and the standalone CUDA replay tool.

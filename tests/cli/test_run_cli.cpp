@@ -166,15 +166,18 @@ TEST(RunCli, JsonCsvAndTimelineFiles) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
 
   auto tl = nlohmann::json::parse(slurp(dir + "/t.json"));
-  int x = 0;
+  int x = 0, drafts = 0;
   std::set<int> pids;
   for (const auto& e : tl["traceEvents"])
     if (e["ph"] == "X") {
-      ++x;
+      const std::string name = e["name"];
+      x += name.rfind("verify | ", 0) == 0;
+      drafts += name.rfind("draft ", 0) == 0;
       pids.insert(e["pid"].get<int>());
     }
   EXPECT_EQ(pids.size(), 4u) << "2 strategies x 2 ranks";
   EXPECT_EQ(x, 2 * 2 * 51) << "every verify op on every rank, per strategy";
+  EXPECT_GT(drafts, 0) << "the draft forwards of the cycle before it";
 }
 
 TEST(RunCli, UnknownStrategyIsExit2WithKnownNames) {
@@ -461,6 +464,40 @@ TEST(RunCliBrief, CaveatsFirstPerKindSplitAndNotesOnRequest) {
   ASSERT_EQ(ignored.exit_code, 0) << ignored.err;
   EXPECT_LT(ignored.out.find("caveats:\n  - memory: kimi-k2-instruct at TP8 does not fit"), ignored.out.find("strategy "))
       << ignored.out;
+}
+
+}  // namespace
+}  // namespace eaglesim::test
+
+namespace eaglesim::test {
+namespace {
+
+// --timeline draws the whole cycle where the trace has the draft side: the draft-extend pass, each
+// draft forward, then the verify step, one after another.
+TEST(RunCliTimeline, TheWholeCycleOfAnEngineTrace) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli("run traces/llama-3.1-8b_tp1_b8_s5k4d8_engine.json --topology 8x-h200-nvswitch "
+                              "--strategy nccl --timeline " + dir + "/t.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(slurp(dir + "/t.json"));
+  const auto& events = doc.is_object() ? doc["traceEvents"] : doc;
+  double extend_end = 0, first_draft = 1e18, last_draft_end = 0, verify_start = 1e18;
+  int drafts = 0;
+  for (const auto& e : events) {
+    if (e["ph"] != "X") continue;
+    const std::string name = e["name"];
+    const double ts = e["ts"].get<double>(), end = ts + e["dur"].get<double>();
+    if (name.rfind("draft_extend | ", 0) == 0) extend_end = std::max(extend_end, end);
+    if (name.rfind("draft ", 0) == 0 && name.rfind("draft_extend", 0) != 0) {
+      first_draft = std::min(first_draft, ts);
+      last_draft_end = std::max(last_draft_end, end);
+      drafts += name.rfind("draft 4 | ", 0) == 0;
+    }
+    if (name.rfind("verify | ", 0) == 0) verify_start = std::min(verify_start, ts);
+  }
+  EXPECT_GT(drafts, 0) << "four draft forwards (S = 5 beside the draft-extend pass)";
+  EXPECT_LE(extend_end, first_draft + 1e-6);
+  EXPECT_LE(last_draft_end, verify_start + 1e-6);
 }
 
 }  // namespace
