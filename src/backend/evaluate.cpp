@@ -7,6 +7,7 @@
 
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
+#include "domain/ranking.hpp"
 #include "domain/spec_decode_metrics.hpp"
 #include "backend/engine_costs.hpp"
 #include "backend/strategy_deployment.hpp"
@@ -105,6 +106,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
                                    "collectives see the different world size",
                                    trace.meta.tp, sc.ranks));
   sc.fused_add_norm = req.options.fuse_add_norm;
+  sc.allow_lossy = req.allow_lossy;
   if (!sc.fused_add_norm)
     sc.notes.push_back(unfused_add_norm_note());
   if (!draft && !draft_extend) sc.notes.push_back("the trace has no draft step: draft cost is not included in the cycle (tok/s is optimistic; gen --draft auto "
@@ -155,6 +157,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     }
     report.results.push_back(std::move(r));
   }
+  rebase_on_deployable_plain(report);
   if (auto note = recorded_step_note(verify, report.results)) sc.notes.push_back(*note);
   if (!host_note.empty()) report.scenario.notes.push_back(host_note);
   if (!eager_note.empty()) report.scenario.notes.push_back(eager_note);

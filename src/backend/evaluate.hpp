@@ -21,6 +21,7 @@ struct EvaluateRequest {
   int draft_tokens = 0;                  // > 0: override; 0: from the trace (meta.draft_tokens, else tokens - 1)
   std::string trace_file;                // for the scenario header
   std::string topology_label;            // defaults to topo->name, or "this machine" without one
+  bool allow_lossy = false;              // a lossy strategy may be best and the plain baseline
 };
 
 // The draft tokens N a run of `trace` prices: `requested` when > 0 (--draft-tokens), else the
@@ -28,7 +29,8 @@ struct EvaluateRequest {
 int scenario_draft_tokens(const Trace& trace, int requested);
 
 // Strategies the backend rejects (StrategyUnsupported) are listed as unsupported with the
-// reason; other errors propagate (InputError / DeviceError).
+// reason; other errors propagate (InputError / DeviceError). Every speed-up and break-even is
+// against the fastest plain decoding the run can deploy (domain/ranking.hpp).
 Report evaluate_strategies(Backend& backend, const EvaluateRequest& request);
 
 // The pieces evaluate_strategies is made of, which the sweep uses on the steps it shares between

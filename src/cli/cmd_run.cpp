@@ -223,8 +223,8 @@ void run(const RunArgs& a) {
     throw InputError(fmt::format("--rank-slowdown: expected {} values (one per rank), got {}", ranks,
                                  req.options.rank_compute_scale.size()));
 
+  req.allow_lossy = a.allow_lossy;
   Report report = evaluate_strategies(*backend, req);
-  report.scenario.allow_lossy = a.allow_lossy;
   report.scenario.notes.insert(report.scenario.notes.begin(), scenario_notes.begin(), scenario_notes.end());
 
   // Build every output before writing any, so a failure leaves no partial set of files.

@@ -1,6 +1,7 @@
 #include "domain/ranking.hpp"
 
 #include "comm/strategy_facts.hpp"
+#include "domain/spec_decode_metrics.hpp"
 
 namespace eaglesim {
 
@@ -66,6 +67,28 @@ const StrategyResult* ideal_result(const Report& report) {
   for (const StrategyResult& r : report.results)
     if (r.supported && is_lower_bound(r.strategy)) return &r;
   return nullptr;
+}
+
+const StrategyResult* deployable_plain_result(const Report& report) {
+  const bool lossy_ok = report.scenario.allow_lossy;
+  const StrategyResult* best = nullptr;
+  for (const StrategyResult& r : report.results) {
+    if (!r.supported || r.decode_us <= 0) continue;
+    const bool engine = is_engine_dispatch(r.strategy);
+    const bool ok = engine || (candidate(r) && r.deployable.value_or(true) && (lossy_ok || is_exact(r.strategy)));
+    if (ok && (!best || r.decode_us < best->decode_us)) best = &r;
+  }
+  return best;
+}
+
+void rebase_on_deployable_plain(Report& report) {
+  const StrategyResult* base = deployable_plain_result(report);
+  if (!base) return;
+  Scenario& sc = report.scenario;
+  sc.plain_baseline = base->strategy;
+  sc.plain_baseline_tokens_per_s = base->decode_tokens_per_s;
+  const double decode_us = base->decode_us;
+  for (StrategyResult& r : report.results) set_plain_baseline(r, sc.acceptance, sc.draft_tokens, decode_us);
 }
 
 }  // namespace eaglesim

@@ -23,5 +23,12 @@ const StrategyResult* deployable_best_result(const Report& report);
 const StrategyResult* verdict_result(const Report& report);
 // The lower-bound (zero-cost allreduce) result, when it was run.
 const StrategyResult* ideal_result(const Report& report);
+// The result whose plain decoding is the fastest a user could deploy: an engine's own dispatch,
+// or a strategy an engine runs here (StrategyResult::deployable; where that is not known, any that
+// is not the free-allreduce reference), exact unless the scenario allows lossy ones.
+const StrategyResult* deployable_plain_result(const Report& report);
+// One definition of speed-up for a run: every result's speed-up over plain decoding and its
+// break-even are against deployable_plain_result's plain decoding (the scenario names it).
+void rebase_on_deployable_plain(Report& report);
 
 }  // namespace eaglesim

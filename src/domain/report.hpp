@@ -40,6 +40,10 @@ struct Scenario {
   Acceptance acceptance;
   bool fused_add_norm = true;  // residual_add + rmsnorm ran as one kernel (RunOptions::fuse_add_norm)
   bool allow_lossy = false;    // a lossy strategy (fp8 on the wire) may be "best" (--allow-lossy)
+  // The plain decoding every speed-up is against (ranking.hpp, rebase_on_deployable_plain): the
+  // fastest a user could deploy among the run's strategies; empty: each result's own.
+  std::string plain_baseline;
+  double plain_baseline_tokens_per_s = 0;  // per request
   std::vector<std::string> notes;
 };
 

@@ -72,23 +72,27 @@ void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, in
   r.tokens_per_cycle = acceptance.tokens_per_cycle(draft_tokens);
   r.tokens_per_s = tokens_per_second(r.tokens_per_cycle, r.cycle_us);
   r.decode_tokens_per_s = r.decode_us > 0 ? 1e6 / r.decode_us : 0.0;
-  r.speedup_vs_decode = r.decode_tokens_per_s > 0 ? r.tokens_per_s / r.decode_tokens_per_s : 0.0;
   r.batch = batch;
   r.gpus = gpus;
   r.total_tokens_per_s = batch * r.tokens_per_s;
   r.tokens_per_s_per_gpu = r.total_tokens_per_s / gpus;
   r.decode_total_tokens_per_s = batch * r.decode_tokens_per_s;
+  set_plain_baseline(r, acceptance, draft_tokens, r.decode_us);
+}
+
+void set_plain_baseline(StrategyResult& r, const Acceptance& acceptance, int draft_tokens, double plain_decode_us) {
   r.breakeven_accept_rate.reset();
   r.breakeven_accept_len = 0;
-  if (r.decode_us > 0) {
-    // Speculation breaks even when E / cycle == 1 / decode, i.e. E* = cycle / decode.
-    r.breakeven_accept_len = r.cycle_us / r.decode_us;
-    // For a tree, the rate is the chain-equivalent one of the tree model; at eagle_topk 1 the
-    // model is the chain formula, so the chain's inverse answers.
-    const bool tree = acceptance.source && acceptance.source->config.eagle_topk > 1;
-    r.breakeven_accept_rate = tree ? tree_accept_rate_for_tokens(r.breakeven_accept_len, acceptance.source->config)
-                                   : accept_rate_for_tokens(r.breakeven_accept_len, draft_tokens);
-  }
+  r.speedup_vs_decode = 0;
+  if (!r.supported || plain_decode_us <= 0 || r.decode_us <= 0) return;
+  r.speedup_vs_decode = r.tokens_per_s * plain_decode_us / 1e6;
+  // Speculation breaks even when E / cycle == 1 / decode, i.e. E* = cycle / decode.
+  r.breakeven_accept_len = r.cycle_us / plain_decode_us;
+  // For a tree, the rate is the chain-equivalent one of the tree model; at eagle_topk 1 the
+  // model is the chain formula, so the chain's inverse answers.
+  const bool tree = acceptance.source && acceptance.source->config.eagle_topk > 1;
+  r.breakeven_accept_rate = tree ? tree_accept_rate_for_tokens(r.breakeven_accept_len, acceptance.source->config)
+                                 : accept_rate_for_tokens(r.breakeven_accept_len, draft_tokens);
 }
 
 }  // namespace eaglesim

@@ -33,4 +33,9 @@ double tokens_per_second(double tokens_per_cycle, double cycle_us);
 void derive_strategy_metrics(StrategyResult& r, const Acceptance& acceptance, int draft_tokens, int batch = 1,
                              int gpus = 1);
 
+// The plain decoding a result's speed-up and break-even are measured against: one plain decode
+// step of `plain_decode_us` (derive_strategy_metrics uses the result's own; a run rebases every
+// result on the fastest plain decoding it can deploy, rebase_on_deployable_plain in ranking.hpp).
+void set_plain_baseline(StrategyResult& r, const Acceptance& acceptance, int draft_tokens, double plain_decode_us);
+
 }  // namespace eaglesim

@@ -23,8 +23,12 @@ SpeculationVerdict speculation_verdict(const Scenario& sc, const StrategyResult&
   }
   const bool faster = best.speedup_vs_decode > 1.0;
   v.state = faster ? SpeculationVerdict::State::faster : SpeculationVerdict::State::slower;
-  v.headline = fmt::format("EAGLE-3 is {} than plain decoding at batch {}: {:.2f}x", faster ? "faster" : "slower",
-                           sc.batch, best.speedup_vs_decode);
+  // The plain decoding it is against: the fastest the run can deploy, named when it is another
+  // strategy's than the one speculating.
+  const std::string against =
+      sc.plain_baseline.empty() || sc.plain_baseline == best.strategy ? "" : " (" + sc.plain_baseline + ")";
+  v.headline = fmt::format("EAGLE-3 is {} than plain decoding{} at batch {}: {:.2f}x", faster ? "faster" : "slower",
+                           against, sc.batch, best.speedup_vs_decode);
   const std::string given = fmt::format("given {:.2f}", best.tokens_per_cycle);
   if (!best.breakeven_accept_rate)
     // E* > N + 1: a cycle cannot yield that many tokens, so no acceptance helps.

@@ -152,6 +152,8 @@ nlohmann::ordered_json report_to_json(const Report& report) {
   if (sc.acceptance.source) scenario["acceptance"]["source"] = acceptance_source_json(*sc.acceptance.source);
   scenario["fused_add_norm"] = sc.fused_add_norm;
   scenario["allow_lossy"] = sc.allow_lossy;
+  scenario["plain_baseline"] = sc.plain_baseline.empty() ? json(nullptr) : json(sc.plain_baseline);
+  scenario["plain_baseline_tokens_per_s"] = sc.plain_baseline.empty() ? json(nullptr) : json(sc.plain_baseline_tokens_per_s);
   scenario["notes"] = sc.notes;
   json results = json::array();
   for (const StrategyResult& r : report.results) results.push_back(result_json(report, r));
