@@ -279,8 +279,8 @@ void add_sweep(CLI::App& app) {
                 "Price the engine's whole cycle: the draft-extend pass and the per-cycle ops (gen --engine-cycle)");
   cmd->add_option("--strategy", a->strategies, "Allreduce strategies, comma-separated, or all")->capture_default_str();
   cmd->add_option("--draft", a->drafts,
-                  "EAGLE-3 heads: auto (MODEL-eagle3.json beside each model, else a head derived from its dimensions), none, one "
-                  "config for all, or one per model")
+                  "EAGLE-3 heads: auto (MODEL-eagle3.json beside each model, else a head derived from its "
+                  "dimensions), none, one config for all, or one per model")
       ->capture_default_str();
   cmd->add_option("--weight-dtype", a->weight_dtypes, "Target weight dtypes swept: bf16, fp8, int4 (comma-separated)")
       ->capture_default_str();
