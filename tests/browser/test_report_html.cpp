@@ -74,10 +74,31 @@ struct Rendered {
   std::vector<std::string> console;
 };
 
+// The page packs the sweep document's rows (a column list and a value array per row); unpacked as
+// report.js does, the document is the --json output.
+json unpack_rows(json doc) {
+  if (!doc.is_object() || !doc.contains("rows_packed")) return doc;
+  const json& columns = doc["rows_packed"]["columns"];
+  std::size_t status = 0;
+  for (std::size_t c = 0; c < columns.size(); ++c)
+    if (columns[c] == "status") status = c;
+  json rows = json::array();
+  for (const json& v : doc["rows_packed"]["values"]) {
+    json row = json::object();
+    const bool ok = v[status] == "ok";
+    for (std::size_t c = 0; c < columns.size(); ++c)
+      if (ok || !v[c].is_null()) row[columns[c].get<std::string>()] = v[c];
+    rows.push_back(std::move(row));
+  }
+  doc.erase("rows_packed");
+  doc["rows"] = std::move(rows);
+  return doc;
+}
+
 json embedded(const Dom& dom, const std::string& id) {
   const auto found = dom.find("script", "id", id);
   EXPECT_EQ(found.size(), 1u) << id;
-  return found.size() == 1 ? json::parse(dom.raw_text(found[0])) : json();
+  return found.size() == 1 ? unpack_rows(json::parse(dom.raw_text(found[0]))) : json();
 }
 
 Rendered render(const std::string& html_path, const std::string& screenshot_name) {
@@ -217,7 +238,7 @@ json embedded_text(const std::string& html, const std::string& id) {
   const std::size_t begin = html.find(open);
   if (begin == std::string::npos) return json();
   const std::size_t from = begin + open.size();
-  return json::parse(html.substr(from, html.find("</script>", from) - from));
+  return unpack_rows(json::parse(html.substr(from, html.find("</script>", from) - from)));
 }
 
 }  // namespace

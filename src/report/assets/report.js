@@ -16,7 +16,22 @@
     const node = byId(id);
     return node ? JSON.parse(node.textContent) : null;
   };
-  const doc = readJson('eaglesim-data');
+  // The document's rows come packed (html_report.cpp, pack_rows): key names once, a value array
+  // per row; a row that cannot run leaves out the metrics it does not have, as the --json does.
+  const unpackRows = (d) => {
+    if (!d || !d.rows_packed) return d;
+    const cols = d.rows_packed.columns;
+    const status = cols.indexOf('status');
+    d.rows = d.rows_packed.values.map((v) => {
+      const row = {};
+      const ok = v[status] === 'ok';
+      cols.forEach((k, i) => { if (ok || v[i] !== null) row[k] = v[i]; });
+      return row;
+    });
+    delete d.rows_packed;
+    return d;
+  };
+  const doc = unpackRows(readJson('eaglesim-data'));
   const view = readJson('eaglesim-view');
   const timelines = readJson('eaglesim-timelines') || [];
   const rows = view.kind === 'sweep' ? doc.rows : view.rows;
