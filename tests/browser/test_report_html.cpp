@@ -647,6 +647,17 @@ TEST(BrowserReport, RunReportDrawsTheStrategiesOfOneScenario) {
   const Dom& dom = page.dom;
   EXPECT_EQ(dom.with_attr("div", "data-verdict").size(), 1u);
   const json& results = expected["results"];
+
+  // The notes: the scenario's and each distinct per-strategy note once ("None." only without any).
+  std::set<std::string> distinct;
+  for (const json& r : results)
+    if (r["supported"].get<bool>())
+      for (const json& n : r["notes"]) distinct.insert(n.get<std::string>());
+  const auto notes_list = dom.find("ul", "id", "notes");
+  ASSERT_EQ(notes_list.size(), 1u);
+  const std::size_t expected_notes = expected["scenario"]["notes"].size() + distinct.size();
+  ASSERT_GT(expected_notes, 0u);
+  EXPECT_EQ(dom.descendants(notes_list[0], "li").size(), expected_notes);
   auto result_of = [&](const std::string& strategy) -> const json& {
     for (const json& r : results)
       if (r["strategy"] == strategy) return r;

@@ -515,6 +515,19 @@
     (list || []).forEach((n) => el('li', null, ul, n));
     if (!ul.children.length) el('li', { 'class': 'muted' }, ul, 'None.');
   }
+  // A run's notes: the scenario's, then each distinct per-strategy note once with the strategies
+  // that have it, as the text table's --verbose lists them.
+  function runNotes(d) {
+    const list = (d.scenario.notes || []).slice();
+    const texts = [], owners = [];
+    d.results.filter((r) => r.supported).forEach((r) => (r.notes || []).forEach((n) => {
+      const i = texts.indexOf(n);
+      if (i < 0) { texts.push(n); owners.push([r.strategy]); }
+      else if (owners[i][owners[i].length - 1] !== r.strategy) owners[i].push(r.strategy);
+    }));
+    texts.forEach((t, i) => list.push(owners[i].join(', ') + ': ' + t));
+    return list;
+  }
   const plainAt = (sel) => view.explorer.plain.find((p) => p.model === sel.model && p.topology === sel.topology &&
     (sel.dtype === undefined || p.weight_dtype === sel.dtype) && p.tp === sel.tp &&
     (sel.batch === undefined || p.batch === sel.batch));
@@ -538,7 +551,7 @@
     waterfallSection(wfHost, timelines[Number(wfSel.value)]);
     resultsTable(byId('table-host'), inOrder(() => true), best, 1000);
     unfitTable(byId('unfit-host'), view.unfit);
-    notes(sc.notes);
+    notes(runNotes(doc));
   }
 
   function bestTable(host) {
