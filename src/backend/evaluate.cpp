@@ -127,6 +127,11 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   const std::optional<ServingEngine> generated = generated_engine(trace);
   const bool eager_launches = backend.name() == "sim" && generated.value_or(ServingEngine::torch) != ServingEngine::torch;
   std::string eager_note;
+  // How the engines route the verify step's allreduces under each of their settings: once per run,
+  // for every strategy's deployment.
+  const std::vector<EngineSettingRoute> engine_routes =
+      req.topo ? engine_setting_routes(verify, machine_facts(*req.topo), sc.ranks, req.options.engine.model_architecture)
+               : std::vector<EngineSettingRoute>{};
   for (const std::string& name : req.strategies) {
     // Draft and decode are priced only when the verify step could run, as the report needs all
     // three or none.
@@ -150,8 +155,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
     }
     derive_strategy_metrics(r, sc.acceptance, sc.draft_tokens, sc.batch, sc.tp);
     if (req.topo && r.supported) {
-      const StrategyDeployment dep =
-          strategy_deployment(name, verify, machine_facts(*req.topo), sc.ranks, req.options.engine.model_architecture);
+      const StrategyDeployment dep = strategy_deployment(name, engine_routes, sc.ranks);
       if (dep.applies) r.deployable = dep.deployable();  // none for a reference or an engine's own dispatch
       r.deployment = describe_deployment(name, dep);
     }

@@ -40,8 +40,29 @@ std::string majority_strategy(const Step& step, const std::string& engine, const
 
 }  // namespace
 
-StrategyDeployment strategy_deployment(const std::string& strategy, const Step& step, const MachineFacts& machine,
-                                       int ranks, const std::string& model_architecture) {
+std::vector<EngineSettingRoute> engine_setting_routes(const Step& step, const MachineFacts& machine, int ranks,
+                                                      const std::string& model_architecture) {
+  std::vector<EngineSettingRoute> out;
+  if (ranks < 2) return out;
+  for (const std::string& engine : engine_dispatch_names()) {
+    const EngineModel& model = engine_model(engine);
+    ServingEngineOptions options;
+    options.model_architecture = model_architecture;
+    out.push_back({model.display, "(default)", majority_strategy(step, engine, machine, ranks, options)});
+    for (const EngineOptionSpec& o : model.options)
+      for (const char* v : {"true", "false"}) {
+        if (v == o.default_value) continue;
+        ServingEngineOptions variant = options;
+        variant.values[engine][o.name] = v;
+        out.push_back({model.display, "with " + flag_spelling(o, v),
+                       majority_strategy(step, engine, machine, ranks, variant)});
+      }
+  }
+  return out;
+}
+
+StrategyDeployment strategy_deployment(const std::string& strategy, const std::vector<EngineSettingRoute>& routes,
+                                       int ranks) {
   StrategyDeployment d;
   if (is_lower_bound(strategy) || is_engine_dispatch(strategy)) {
     d.applies = false;
@@ -51,31 +72,11 @@ StrategyDeployment strategy_deployment(const std::string& strategy, const Step& 
     for (const std::string& engine : engine_dispatch_names()) d.routes.push_back(engine_model(engine).display + " (default)");
     return d;
   }
-  for (const std::string& engine : engine_dispatch_names()) {
-    const EngineModel& model = engine_model(engine);
-    ServingEngineOptions options;
-    options.model_architecture = model_architecture;
-    if (majority_strategy(step, engine, machine, ranks, options) == strategy) {
-      d.routes.push_back(model.display + " (default)");
-      continue;
-    }
-    // One option set otherwise at a time: the first that takes the strategy's path.
-    for (const EngineOptionSpec& o : model.options) {
-      std::vector<std::string> values;
-      for (const char* v : {"true", "false"})
-        if (v != o.default_value) values.push_back(v);
-      bool found = false;
-      for (const std::string& v : values) {
-        ServingEngineOptions variant = options;
-        variant.values[engine][o.name] = v;
-        if (majority_strategy(step, engine, machine, ranks, variant) == strategy) {
-          d.routes.push_back(fmt::format("{} with {}", model.display, flag_spelling(o, v)));
-          found = true;
-          break;
-        }
-      }
-      if (found) break;
-    }
+  std::vector<std::string> found;  // engines with a route already: their first one counts
+  for (const EngineSettingRoute& r : routes) {
+    if (r.majority != strategy || std::find(found.begin(), found.end(), r.engine) != found.end()) continue;
+    found.push_back(r.engine);
+    d.routes.push_back(r.engine + " " + r.setting);
   }
   return d;
 }
