@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "io/streamed_file.hpp"
 
 namespace eaglesim {
 
@@ -51,33 +52,12 @@ void check_writable(const std::string& path) {
 
 namespace {
 
-// Writes `content` to a fresh temporary file beside `path` and returns the temporary's name.
+// Writes `content` to a fresh temporary file beside `path` and returns the temporary's name
+// (the same staging as an output written while the command runs, io/streamed_file.hpp).
 std::string stage_temporary(const std::string& path, const std::string& content) {
-  check_writable(path);
-  std::string tmp = path + ".tmp-XXXXXX";
-  int fd = mkstemp(tmp.data());
-  if (fd < 0) throw InputError::at(path, "", fmt::format("cannot create temporary file: {}", std::strerror(errno)));
-  std::size_t off = 0;
-  while (off < content.size()) {
-    ssize_t n = ::write(fd, content.data() + off, content.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      std::remove(tmp.c_str());
-      throw InputError::at(path, "", fmt::format("write failed: {}", std::strerror(err)));
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  // Files are normal user outputs: make them 0644 rather than mkstemp's 0600.
-  (void)fchmod(fd, 0644);
-  // close() is where NFS and full disks report deferred write errors.
-  if (::close(fd) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    throw InputError::at(path, "", fmt::format("close failed: {}", std::strerror(err)));
-  }
-  return tmp;
+  StreamedFile file(path);
+  file.append(content);
+  return file.finish();
 }
 
 void commit_temporary(const std::string& tmp, const std::string& path) {

@@ -36,21 +36,30 @@ StreamedFile::~StreamedFile() {
 
 void StreamedFile::append(std::string_view text) {
   if (fd_ < 0) return;
+  if (text.size() >= kBufferBytes) {  // a whole document: written as it is, not copied
+    flush();
+    write_all(text);
+    return;
+  }
   buffer_.append(text);
   if (buffer_.size() >= kBufferBytes) flush();
 }
 
 void StreamedFile::flush() {
+  write_all(buffer_);
+  buffer_.clear();
+}
+
+void StreamedFile::write_all(std::string_view text) {
   std::size_t off = 0;
-  while (off < buffer_.size()) {
-    ssize_t n = ::write(fd_, buffer_.data() + off, buffer_.size() - off);
+  while (off < text.size()) {
+    ssize_t n = ::write(fd_, text.data() + off, text.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw InputError::at(path_, "", fmt::format("write failed: {}", std::strerror(errno)));
     }
     off += static_cast<std::size_t>(n);
   }
-  buffer_.clear();
 }
 
 std::string StreamedFile::finish() {

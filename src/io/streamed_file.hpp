@@ -26,6 +26,7 @@ class StreamedFile {
 
  private:
   void flush();
+  void write_all(std::string_view text);
   std::string path_;
   std::string tmp_;
   std::string buffer_;
