@@ -61,6 +61,9 @@ const StrategyFacts& strategy_facts(std::string_view name) {
 bool is_lower_bound(std::string_view name) { return fact(name, &StrategyFacts::lower_bound); }
 bool fuses_residual_norm(std::string_view name) { return fact(name, &StrategyFacts::fuses_residual_norm); }
 bool is_exact(std::string_view name) { return fact(name, &StrategyFacts::exact); }
+bool may_be_picked(std::string_view name, bool allow_lossy) {
+  return !is_lower_bound(name) && (allow_lossy || is_exact(name));
+}
 bool is_calibratable(std::string_view name) { return fact(name, &StrategyFacts::calibratable); }
 bool uses_p2p_kernels(std::string_view name) { return fact(name, &StrategyFacts::needs_p2p); }
 bool is_nccl(std::string_view name) {

@@ -68,6 +68,10 @@ bool fits_message_range(std::string_view name, std::int64_t bytes);
 bool competes_as_plain_allreduce(std::string_view name);
 // Whether the name is a serving engine's dispatch (sglang, vllm); false for unknown names.
 bool is_engine_dispatch(std::string_view name);
+// Whether a strategy may be picked as the best or as the plain-decoding baseline: not a lower
+// bound, and exact unless lossy ones are allowed (run and sweep --allow-lossy). False for unknown
+// names unless lossy ones are allowed.
+bool may_be_picked(std::string_view name, bool allow_lossy);
 
 // Names of the entries with runs == true, in table order; those `--strategy all` expands to (the
 // runnable ones except the engines' dispatch); those with calibratable; those a given kernel

@@ -32,9 +32,8 @@ const StrategyResult* best_result(const Report& report) {
   // A lower bound (free allreduces) is not something to deploy: it wins only when alone. A lossy
   // strategy changes the numbers the model computes: it competes only when allowed, or alone.
   const bool lossy_ok = report.scenario.allow_lossy;
-  if (const StrategyResult* b = fastest(report, [&](const StrategyResult& r) {
-        return candidate(r) && (lossy_ok || is_exact(r.strategy));
-      }))
+  if (const StrategyResult* b =
+          fastest(report, [&](const StrategyResult& r) { return may_be_picked(r.strategy, lossy_ok); }))
     return b;
   if (const StrategyResult* b = fastest(report, candidate)) return b;
   return ideal_result(report);
@@ -52,7 +51,7 @@ const StrategyResult* deployable_best_result(const Report& report) {
   const bool lossy_ok = report.scenario.allow_lossy;
   return fastest(report, [&](const StrategyResult& r) {
     if (is_engine_dispatch(r.strategy)) return true;
-    return candidate(r) && r.deployable.value_or(false) && (lossy_ok || is_exact(r.strategy));
+    return r.deployable.value_or(false) && may_be_picked(r.strategy, lossy_ok);
   });
 }
 
@@ -75,7 +74,7 @@ const StrategyResult* deployable_plain_result(const Report& report) {
   for (const StrategyResult& r : report.results) {
     if (!r.supported || r.decode_us <= 0) continue;
     const bool engine = is_engine_dispatch(r.strategy);
-    const bool ok = engine || (candidate(r) && r.deployable.value_or(true) && (lossy_ok || is_exact(r.strategy)));
+    const bool ok = engine || (r.deployable.value_or(true) && may_be_picked(r.strategy, lossy_ok));
     if (ok && (!best || r.decode_us < best->decode_us)) best = &r;
   }
   return best;

@@ -24,6 +24,10 @@ struct Acceptance {
   double value = 0.7;
   std::optional<AcceptanceSource> source;
   double tokens_per_cycle(int draft_tokens) const;
+  // E is a measurement (an --acceptance entry, --accept-len), not the acceptance model's.
+  bool measured() const {
+    return source ? source->kind != AcceptanceSource::Kind::tree_model : mode == Mode::length;
+  }
   std::string describe() const;  // e.g. "accept rate a=0.70 per position (chain)"; the source's line when resolved
   std::string describe(int draft_tokens) const;  // adds E: "..., E=2.53 for N=3"
 };

@@ -42,6 +42,9 @@ struct LinearFormats {
   DType routed_experts = DType::bf16;  // MoE layers' routed experts
   static LinearFormats all(DType d) { return {d, d, d, d}; }
   bool uniform() const;
+  // The one dtype that stands for the set (a trace's meta.weight_dtype): the common one, else the
+  // routed experts' of an MoE model (most of its weights), else the dense MLP's.
+  DType summary(bool moe) const { return uniform() ? attention : moe ? routed_experts : dense_mlp; }
   bool operator==(const LinearFormats& o) const;
   // "attention fp8, dense MLP fp8, shared experts fp8, routed experts int4"; with `moe` false the
   // experts are left out, and a uniform set is one word ("fp8").

@@ -532,7 +532,7 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
   if (ragged.empty()) t.meta.kv_len = kv_len;
   const LinearFormats formats = gen_formats(o);
   // One dtype for the trace: the format of the bulk of the weights (the experts of a MoE model).
-  t.meta.weight_dtype = formats.uniform() ? formats.attention : m.is_moe() ? formats.routed_experts : formats.dense_mlp;
+  t.meta.weight_dtype = formats.summary(m.is_moe());
   t.meta.engine = o.engine;
   if (o.draft) t.meta.draft_model = o.draft->name;
   std::string notes = fmt::format("eaglesim gen from {} ({}): per-rank ops at TP {}, the kernels of {}", m.name,

@@ -172,9 +172,7 @@ std::string kind_block(const Report& report) {
 std::string deployment_block(const Report& report) {
   std::vector<std::string> deployable, needs_kernel, lossy;
   for (const StrategyResult& r : report.results) {
-    if (!r.supported || !r.deployable || r.deployment.empty() || is_lower_bound(r.strategy) ||
-        is_engine_dispatch(r.strategy))
-      continue;
+    if (!r.supported || !r.deployable) continue;  // unknown, or nothing to deploy (ideal, an engine's dispatch)
     if (!is_exact(r.strategy)) lossy.push_back(r.strategy);
     else if (*r.deployable) deployable.push_back(fmt::format("{} ({})", r.strategy, r.deployment));
     else needs_kernel.push_back(r.strategy);

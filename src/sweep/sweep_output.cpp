@@ -41,9 +41,7 @@ json accept_source_name(const SweepResults& res, const SweepRow& r) {
 // E and where it came from, as the text tables show it: "2.80 meas" (a measurement: --acceptance or
 // --accept-len) or "2.41 model" (the acceptance model at a rate given, fitted or assumed).
 std::string e_text(const SweepResults& res, const SweepRow& r) {
-  const json source = accept_source_name(res, r);
-  const bool measured = source == "measured_table" || source == "measured_flag";
-  return fmt::format("{:.2f} {}", r.tokens_per_cycle, measured ? "meas" : "model");
+  return fmt::format("{:.2f} {}", r.tokens_per_cycle, row_e_measured(res, r) ? "meas" : "model");
 }
 
 // One row as ordered (key, value) pairs; JSON and CSV both come from this list so they cannot
@@ -386,7 +384,7 @@ std::string sensitivity_line(const SweepResults& res) {
     if (!b.row) continue;
     ++rows;
     const SweepRow& r = res.row(*b.row);
-    if (e_text(res, r).find("model") != std::string::npos) ++model_e;
+    model_e += !row_e_measured(res, r);
     if (!b.plain_row || b.speedup_vs_best_plain <= 1.0) continue;
     ++pays;
     holds += 0.9 * b.speedup_vs_best_plain > 1.0;

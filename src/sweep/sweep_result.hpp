@@ -171,4 +171,9 @@ struct SweepResults {
   int threads = 1;
 };
 
+// Whether a priced row's E is a measurement rather than the acceptance model's.
+inline bool row_e_measured(const SweepResults& res, const SweepRow& r) {
+  return r.accept_source >= 0 && res.acceptance_sources[static_cast<std::size_t>(r.accept_source)].measured();
+}
+
 }  // namespace eaglesim

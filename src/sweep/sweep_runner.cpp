@@ -168,7 +168,6 @@ class Sweep {
   void build_block(std::size_t fit_index, std::vector<SweepRow>& rows) const;
   void build_rows();
   void count(const SweepRow& row, std::map<std::string, std::size_t>& group_of);
-  bool measured_e(const SweepRow& row) const;
   void pick_best();
   void add_waterfalls();
   void keep_picked_rows();
@@ -246,7 +245,7 @@ void Sweep::describe_axes() {
   ax.allow_lossy = rq_.allow_lossy;
   if (!rq_.fuse_add_norm) out_.notes.push_back(unfused_add_norm_note());
   // Candidates for "best": not a lower bound, and not lossy unless the request allows it.
-  for (const std::string& s : rq_.strategies) deployable_.push_back(!is_lower_bound(s) && (rq_.allow_lossy || is_exact(s)));
+  for (const std::string& s : rq_.strategies) deployable_.push_back(may_be_picked(s, rq_.allow_lossy));
 }
 
 // Tokens per cycle per (configuration, acceptance, batch), by the one rule a run uses
@@ -581,7 +580,7 @@ void Sweep::build_rows() {
     pool_.run(n, [&](std::size_t i) { build_block(first + i, built[i]); });
     for (std::size_t i = 0; i < n; ++i) {
       for (SweepRow& row : built[i]) {
-        speeds_[row.index] = RowSpeeds::of(row, deployable_[grid_.point(row.index).strategy], measured_e(row));
+        speeds_[row.index] = RowSpeeds::of(row, deployable_[grid_.point(row.index).strategy], row_e_measured(out_, row));
         count(row, group_of);
         if (rq_.row_sink) rq_.row_sink(out_, row);
         if (rq_.keep_rows) out_.rows.push_back(std::move(row));
@@ -590,13 +589,6 @@ void Sweep::build_rows() {
       built[i].shrink_to_fit();
     }
   }
-}
-
-bool Sweep::measured_e(const SweepRow& row) const {
-  if (row.accept_source < 0) return false;
-  const Acceptance& a = out_.acceptance_sources[static_cast<std::size_t>(row.accept_source)];
-  if (a.source) return a.source->kind != AcceptanceSource::Kind::tree_model;
-  return a.mode == Acceptance::Mode::length;  // --accept-len
 }
 
 void Sweep::count(const SweepRow& row, std::map<std::string, std::size_t>& group_of) {

@@ -36,11 +36,8 @@ TraceMemoryCheck check_trace_memory(const Trace& trace, const Topology& topo, do
   // one gen summarises them by, else every linear layer in the trace's dtype.
   const DType dtype = trace.meta.weight_dtype.value_or(DType::bf16);
   LinearFormats formats = LinearFormats::all(dtype);
-  if (const auto& q = target->quantization) {
-    const LinearFormats& f = q->formats;
-    const DType summary = f.uniform() ? f.attention : target->is_moe() ? f.routed_experts : f.dense_mlp;
-    if (summary == dtype) formats = f;
-  }
+  if (const auto& q = target->quantization)
+    if (q->formats.summary(target->is_moe()) == dtype) formats = q->formats;
   std::vector<std::int64_t> kv_lens = trace.meta.kv_lens;
   if (kv_lens.empty())
     kv_lens.assign(static_cast<std::size_t>(trace.meta.batch_size()), trace.meta.kv_len.value_or(0));
