@@ -12,6 +12,7 @@
 #include "core/rounding.hpp"
 #include "report/html_view.hpp"
 #include "report/html_view_rows.hpp"
+#include "report/sweep_page_rows.hpp"
 #include "sweep/sweep_output.hpp"
 
 namespace eaglesim::html {
@@ -195,7 +196,7 @@ json batch_charts(const SweepResults& res) {
 
 }  // namespace
 
-json sweep_view(const SweepResults& res) {
+json sweep_view(const SweepResults& res, std::vector<bool>* drawn_out) {
   const SweepAxes& ax = res.axes;
   json v;
   v["format"] = "eaglesim-report-view";
@@ -223,8 +224,6 @@ json sweep_view(const SweepResults& res) {
   n.erase(std::unique(n.begin(), n.end()), n.end());
   explorer["draft_tokens"] = n;
   explorer["plain"] = plain_json(res.rows);
-  explorer["curves"] = curves_json(res.rows);
-  explorer["order"] = order_json(res.rows);
   v["explorer"] = std::move(explorer);
 
   json breakeven = json::array();
@@ -232,6 +231,30 @@ json sweep_view(const SweepResults& res) {
   v["breakeven"] = std::move(breakeven);
   v["batch_charts"] = batch_charts(res);
   v["unfit"] = unfit_json(res.rows);
+
+  // The rows the page holds: what the explorer draws and every row the page names.
+  std::vector<std::size_t> named;
+  collect_named_rows(v, named);
+  for (const SweepBest& b : res.best)
+    for (const auto& r : {b.row, b.plain_row, b.measured_row})
+      if (r) named.push_back(*r);
+  for (const SweepBatchBest& b : res.batch_best)
+    for (const auto& r : {b.row, b.plain_row})
+      if (r) named.push_back(*r);
+  for (const SweepWaterfall& w : res.waterfalls) named.push_back(w.row);
+  const std::vector<bool> drawn = sweep_page_rows(res, named);
+  const auto held = static_cast<std::size_t>(std::count(drawn.begin(), drawn.end(), true));
+  v["explorer"]["curves"] = curves_json(res.rows, &drawn);
+  v["explorer"]["order"] = order_json(res.rows, &drawn);
+  v["page_rows"] = {{"held", held},
+                    {"total", res.rows.size()},
+                    {"note", held == res.rows.size()
+                                 ? std::string()
+                                 : fmt::format("This page holds {} of the sweep's {} rows: the fastest num_steps of each "
+                                               "setting the explorer offers, and every row named elsewhere on the page. "
+                                               "The CSV and --json have them all.",
+                                               held, res.rows.size())}};
+  if (drawn_out) *drawn_out = drawn;
   return v;
 }
 

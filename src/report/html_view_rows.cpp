@@ -82,6 +82,7 @@ json columns_json(bool sweep) {
   };
   json out = json::array({col("topology", "topology")});
   if (sweep) out.push_back(col("weight_dtype", "dtype"));
+  if (sweep) out.push_back(col("batch", "batch", 0));
   for (json c : {col("tp", "TP", 0), col("draft_tokens", "N", 0), col("acceptance", "accept"), col("strategy", "strategy"),
                  col("tokens_per_s", "tok/s", 1), col("decode_tokens_per_s", "plain tok/s", 1),
                  col("speedup_vs_decode", "speedup", 2, "×"), col("verify_us", "verify µs", 1),
@@ -89,55 +90,69 @@ json columns_json(bool sweep) {
                  col("draft_us", "draft µs", 1), col("cycle_us", "cycle µs", 1),
                  col("tokens_per_cycle", "E tok/cycle", 2), col("breakeven_accept_rate", "break-even a", 3)})
     out.push_back(std::move(c));
-  if (sweep) out.push_back(col("mem_need_gb", "GB/GPU", 1));
+  if (sweep) {
+    // Which tree the row drafts (the explorer picks topk and N; the page holds the fastest steps).
+    out.insert(out.begin() + 4, col("num_steps", "steps", 0));
+    out.insert(out.begin() + 5, col("eagle_topk", "topk", 0));
+    out.push_back(col("mem_need_gb", "GB/GPU", 1));
+  }
   return out;
+}
+
+std::vector<std::string> sweep_page_fields() {
+  std::vector<std::string> fields = {"index",       "model",         "topology",   "weight_dtype", "tp",
+                                     "batch",       "num_steps",     "eagle_topk", "draft_tokens", "accept_mode",
+                                     "accept_value", "strategy",     "status",     "reason",       "cycle_us",
+                                     "tokens_per_s", "total_tokens_per_s", "decode_tokens_per_s",
+                                     "breakeven_accept_rate"};
+  auto add = [&](const std::string& key) {
+    if (std::find(fields.begin(), fields.end(), key) == fields.end()) fields.push_back(key);
+  };
+  for (const json& c : columns_json(true))
+    if (c["key"] != "acceptance") add(c["key"].get<std::string>());
+  for (const json& seg : segments_json()) add(seg["key"].get<std::string>());
+  return fields;
 }
 
 json row_or_null(const std::optional<std::size_t>& row) { return row ? json(*row) : json(nullptr); }
 
-json order_json(const std::vector<SweepRow>& rows) {
+json order_json(const std::vector<SweepRow>& rows, const std::vector<bool>* drawn) {
   std::vector<std::size_t> ok;
   for (std::size_t i = 0; i < rows.size(); ++i)
-    if (rows[i].ok()) ok.push_back(i);
+    if (rows[i].ok() && (!drawn || (*drawn)[i])) ok.push_back(i);
   std::stable_sort(ok.begin(), ok.end(),
                    [&](std::size_t a, std::size_t b) { return rows[a].tokens_per_s > rows[b].tokens_per_s; });
   return ok;
 }
 
-json curves_json(const std::vector<SweepRow>& rows) {
+json curves_json(const std::vector<SweepRow>& rows, const std::vector<bool>* drawn) {
   json rates = json::array();
   for (int i = 0; i < kCurvePoints; ++i) rates.push_back(static_cast<double>(i) / (kCurvePoints - 1));
-  // Rows that differ only in the acceptance share their curve (it is the x axis), so each curve
-  // is listed once and rows point to it.
-  using Key = std::tuple<int, int, int, int, double, double, std::optional<double>>;
-  std::map<Key, std::size_t> curve_of;
-  json curves = json::array();
+  // E(a) depends on the draft shape only; the cycle time scales it into each row's tok/s.
+  using Key = std::tuple<int, int, int, int>;
+  std::map<Key, std::size_t> shape_of;
+  json shapes = json::array();
   json by_row = json::object();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const SweepRow& r = rows[i];
-    if (!r.ok() || r.cycle_us <= 0) continue;
-    auto [it, inserted] =
-        curve_of.try_emplace(Key{r.draft_tokens, r.spec.num_steps, r.spec.eagle_topk, r.spec.num_draft_tokens, r.cycle_us,
-                                 r.decode_tokens_per_s, r.breakeven_accept_rate},
-                             curves.size());
+    if (!r.ok() || r.cycle_us <= 0 || (drawn && !(*drawn)[i])) continue;
+    const bool tree = r.spec.eagle_topk > 1;
+    auto [it, inserted] = shape_of.try_emplace(
+        Key{r.draft_tokens, tree ? r.spec.num_steps : 0, tree ? r.spec.eagle_topk : 1, tree ? r.spec.num_draft_tokens : 0},
+        shapes.size());
     if (inserted) {
       // A tree's E(a) is the tree model's at the same per-position rate (the default decay).
-      const std::optional<TreeBreakevenCurve> tree =
-          r.spec.eagle_topk > 1 ? std::optional<TreeBreakevenCurve>(r.spec) : std::nullopt;
-      json tps = json::array();
-      for (const json& a : rates) {
-        const double e = tree ? tree->tokens_at(a.get<double>()) : chain_tokens_per_cycle(a.get<double>(), r.draft_tokens);
-        tps.push_back(round_to(tokens_per_second(e, r.cycle_us), 1));
-      }
-      json point = nullptr;
-      // At break-even the curve meets this row's own plain decoding.
-      if (r.breakeven_accept_rate && r.decode_tokens_per_s > 0)
-        point = json::array({round_to(*r.breakeven_accept_rate, 6), round_to(r.decode_tokens_per_s, 3)});
-      curves.push_back({{"tokens_per_s", std::move(tps)}, {"breakeven", std::move(point)}});
+      const std::optional<TreeBreakevenCurve> curve = tree ? std::optional<TreeBreakevenCurve>(r.spec) : std::nullopt;
+      json e = json::array();
+      for (const json& a : rates)
+        e.push_back(round_to(curve ? curve->tokens_at(a.get<double>()) : chain_tokens_per_cycle(a.get<double>(), r.draft_tokens), 6));
+      shapes.push_back(std::move(e));
     }
-    by_row[std::to_string(i)] = it->second;
+    // tok/s per token per cycle: the factor that turns the shape's E(a) into this row's tok/s.
+    const double scale = tokens_per_second(1.0, r.cycle_us);
+    by_row[std::to_string(i)] = json::array({it->second, round_to(scale, 9 - static_cast<int>(std::ceil(std::log10(scale))))});
   }
-  return {{"rates", std::move(rates)}, {"curves", std::move(curves)}, {"rows", std::move(by_row)}};
+  return {{"rates", std::move(rates)}, {"shapes", std::move(shapes)}, {"rows", std::move(by_row)}};
 }
 
 json plain_json(const std::vector<SweepRow>& rows) {

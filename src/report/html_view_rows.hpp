@@ -35,6 +35,10 @@ json segments_json();
 // built from accept_mode/accept_value. Sweeps add the weight dtype and memory columns.
 json columns_json(bool sweep);
 
+// The row fields a sweep page reads: what the explorer selects and draws, the results table's
+// columns and the cycle's parts. The page holds these only; the --json has every field.
+std::vector<std::string> sweep_page_fields();
+
 // Highest tok/s among the ok, deployable rows accepted by `keep` (lowest index on ties).
 template <typename Keep>
 std::optional<std::size_t> fastest_row(const std::vector<SweepRow>& rows, Keep keep) {
@@ -47,13 +51,17 @@ std::optional<std::size_t> fastest_row(const std::vector<SweepRow>& rows, Keep k
 }
 json row_or_null(const std::optional<std::size_t>& row);
 
-// Indices of the ok rows, fastest first (the results table's order).
-json order_json(const std::vector<SweepRow>& rows);
+// Indices of the ok rows, fastest first (the results table's order); with `drawn`, of the rows
+// it marks only.
+json order_json(const std::vector<SweepRow>& rows, const std::vector<bool>* drawn = nullptr);
 
-// tok/s of each ok row as a function of the per-position acceptance rate, from its cycle time and
-// N (a tree: the tree model's E at that rate, tree_breakeven.hpp): {rates: [a...], curves: [{tokens_per_s: [...], breakeven: [a, tok/s] | null}],
-// rows: {"<row>": index into curves}}.
-json curves_json(const std::vector<SweepRow>& rows);
+// The acceptance curves: tokens per cycle of each ok row's draft shape as a function of the
+// per-position acceptance rate (a chain: 1 + a + ... + a^N; a tree: the tree model's E at that
+// rate, tree_breakeven.hpp), each shape once, and per row its shape and the factor from tokens per
+// cycle to its tok/s (1e6 / cycle µs, 9 significant digits): {rates: [a...], shapes: [[E...]],
+// rows: {"<row>": [shape, factor]}} (with `drawn`, the rows it marks only). The page draws
+// shape × factor, rounded to 0.1 tok/s.
+json curves_json(const std::vector<SweepRow>& rows, const std::vector<bool>* drawn = nullptr);
 
 // Fastest plain decoding per model, topology, weight dtype, TP and batch over the deployable ok
 // rows: [{model, topology, weight_dtype, tp, batch, tokens_per_s (per request), row}].

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -236,4 +237,58 @@ TEST(SweepCli, KvLenIsAnAxis) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--kv-len: expected integers in [1, 16777216], comma-separated, got 'lots'"), std::string::npos)
       << bad.err;
+}
+
+// The page holds what its explorer draws: per setting, draft-token count and strategy the fastest
+// num_steps (a setting where nothing runs by one row, for the reason), and every row it names;
+// each held row as the --json has it.
+TEST(SweepCli, ReportHoldsTheFastestRowOfEachExplorerSetting) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli(
+      "sweep --model llama-3.1-8b --topology 8x-h100-nvswitch,8x-rtx-pro-6000-pcie5-nop2p --tp 1,2 --batch 1,4 "
+      "--speculative-num-steps 1..4 --speculative-eagle-topk 1,2 --speculative-num-draft-tokens 4,8 "
+      "--accept-rate 0.7 --strategy nccl,fused --json " + dir + "/s.json --report " + dir + "/s.html");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  using nlohmann::json;
+  const json all = json::parse(slurp(dir + "/s.json"));
+  const std::string html = slurp(dir + "/s.html");
+  auto embedded = [&](const std::string& id) {
+    const std::string open = "id=\"" + id + "\">";
+    const std::size_t from = html.find(open) + open.size();
+    return json::parse(html.substr(from, html.find("</script>", from) - from));
+  };
+  const json view = embedded("eaglesim-view");
+  const json packed = embedded("eaglesim-data")["rows_packed"];
+  const json& columns = packed["columns"];
+  std::map<std::size_t, json> held;
+  for (const json& v : packed["values"]) {
+    json row;
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const std::string key = columns[c];
+      const bool text = packed["strings"].contains(key) && !v[c].is_null();
+      if (!v[c].is_null()) row[key] = text ? packed["strings"][key][v[c].get<std::size_t>()] : v[c];
+    }
+    held[row["index"].get<std::size_t>()] = row;
+  }
+  ASSERT_LT(held.size(), all["rows"].size());
+  EXPECT_EQ(view["page_rows"]["held"], held.size());
+  EXPECT_NE(view["page_rows"]["note"].get<std::string>().find("The CSV and --json have them all"), std::string::npos);
+  std::map<std::string, std::pair<double, std::size_t>> fastest;  // per cell: tok/s, row
+  for (const json& row : all["rows"]) {
+    const std::size_t i = row["index"];
+    if (held.count(i)) {
+      for (const auto& item : held[i].items()) EXPECT_EQ(item.value(), row[item.key()]) << i << " " << item.key();
+    }
+    const std::string cell = row["topology"].get<std::string>() + "/" + std::to_string(row["tp"].get<int>()) + "/" +
+                             std::to_string(row["batch"].get<int>()) + "/" + std::to_string(row["eagle_topk"].get<int>()) +
+                             "/" + std::to_string(row["draft_tokens"].get<int>()) + "/" + row["strategy"].get<std::string>();
+    const double tps = row["status"] == "ok" ? row["tokens_per_s"].get<double>() : -1.0;
+    auto [it, inserted] = fastest.try_emplace(cell, tps, i);
+    if (!inserted && tps > it->second.first) it->second = {tps, i};
+  }
+  for (const auto& [cell, best] : fastest) EXPECT_TRUE(held.count(best.second)) << cell;
+  for (const json& b : all["best"]) {
+    if (!b["row"].is_null()) EXPECT_TRUE(held.count(b["row"].get<std::size_t>()));
+    if (!b["plain_row"].is_null()) EXPECT_TRUE(held.count(b["plain_row"].get<std::size_t>()));
+  }
 }

@@ -17,15 +17,22 @@
     return node ? JSON.parse(node.textContent) : null;
   };
   // The document's rows come packed (html_report.cpp, pack_rows): key names once, a value array
-  // per row; a row that cannot run leaves out the metrics it does not have, as the --json does.
+  // per row, a text column's values as indices into its list; a row that cannot run leaves out the
+  // metrics it does not have, as the --json does. A sweep page holds the rows it draws
+  // (view.page_rows), so rows are looked up by their grid index.
   const unpackRows = (d) => {
     if (!d || !d.rows_packed) return d;
-    const cols = d.rows_packed.columns;
+    const cols = d.rows_packed.columns, strings = d.rows_packed.strings || {};
+    const lists = cols.map((k) => strings[k] || null);
     const status = cols.indexOf('status');
+    const statusOf = (v) => (lists[status] && v[status] !== null ? lists[status][v[status]] : v[status]);
     d.rows = d.rows_packed.values.map((v) => {
       const row = {};
-      const ok = v[status] === 'ok';
-      cols.forEach((k, i) => { if (ok || v[i] !== null) row[k] = v[i]; });
+      const ok = statusOf(v) === 'ok';
+      cols.forEach((k, i) => {
+        if (!ok && v[i] === null) return;
+        row[k] = lists[i] && v[i] !== null ? lists[i][v[i]] : v[i];
+      });
       return row;
     });
     delete d.rows_packed;
@@ -34,9 +41,21 @@
   const doc = unpackRows(readJson('eaglesim-data'));
   const view = readJson('eaglesim-view');
   const timelines = readJson('eaglesim-timelines') || [];
-  const rows = view.kind === 'sweep' ? doc.rows : view.rows;
+  const rowList = view.kind === 'sweep' ? doc.rows : view.rows;
+  const rows = {};
+  rowList.forEach((r) => { rows[r.index] = r; });
+  // tok/s against the acceptance rate: the row's draft shape times its factor (html_view_rows.hpp,
+  // curves_json); the break-even point where it meets the row's own plain decoding.
   const curves = view.explorer.curves;
-  const curveOf = (r) => (r.index in curves.rows ? curves.curves[curves.rows[r.index]] : null);
+  const curveOf = (r) => {
+    const c = curves.rows[r.index];
+    if (!c) return null;
+    const be = r.breakeven_accept_rate;
+    return {
+      tokens_per_s: curves.shapes[c[0]].map((e) => Math.round(e * c[1] * 10) / 10),
+      breakeven: be !== null && be !== undefined && r.decode_tokens_per_s > 0 ? [be, r.decode_tokens_per_s] : null,
+    };
+  };
 
   // ---------------------------------------------------------------- presentation
   const PALETTE = ['#2563eb', '#f97316', '#059669', '#9333ea', '#dc2626', '#0891b2', '#ca8a04', '#db2777', '#4f46e5'];
@@ -540,8 +559,8 @@
       acceptance: acceptanceOf(sc.acceptance.mode, sc.acceptance.value) };
     const best = view.explorer.best_row;
     const grid = el('div', { 'class': 'grid2' }, byId('charts'));
-    chartCycle(el('div', null, grid), sel, rows);
-    chartAccept(el('div', null, grid), sel, rows, plainAt(sel));
+    chartCycle(el('div', null, grid), sel, rowList);
+    chartAccept(el('div', null, grid), sel, rowList, plainAt(sel));
     chartBreakeven(byId('breakeven'), view.breakeven[0], { 'data-topology': sc.topology });
     const wfHost = byId('waterfall-host'), wfSel = byId('waterfall-select');
     timelines.forEach((t, i) => el('option', { value: i }, wfSel, t.label));
@@ -624,7 +643,7 @@
       const charts = byId('charts');
       destroyPlots(charts);
       const grid = el('div', { 'class': 'grid2' }, charts);
-      const mine = rows.filter(matches);
+      const mine = rowList.filter(matches);
       const atN = mine.filter((r) => r.draft_tokens === sel.n);
       const plain = plainAt(sel);
       chartTokpsVsDraft(el('div', null, grid), sel, mine, plain);
@@ -657,6 +676,10 @@
       const none = mineBatch.filter((c) => !c.best.length).map((c) => c.topology + ' at ' + c.acceptance);
       if (none.length) el('p', { 'class': 'note' }, batchHost, 'Nothing runs at any batch on: ' + none.join(', ') + '.');
       byId('unfit-title').textContent = 'Cannot run: ' + sel.model;
+    }
+    if (view.page_rows && view.page_rows.note) {
+      const host = byId('table-host');
+      host.parentNode.insertBefore(el('p', { 'class': 'explain', id: 'page-rows-note' }, null, view.page_rows.note), host);
     }
     const start = view.explorer.initial_row;
     selectModel(start === null ? ax.models[0] : rows[start].model, start);
