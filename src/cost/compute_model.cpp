@@ -111,10 +111,13 @@ double matmul_us(const Topology& t, const Op& op, double rows_per_group, double 
 constexpr double kFusedMoeBlockM = 16;
 constexpr double kFusedMoeBlockN = 64;
 constexpr double kFusedMoeCtasPerSm = 2;
+// Past one BLOCK_M of rows per expert (prefill chunks, large batches), the CTAs of an expert's
+// further row blocks read the same weight tiles, which the first block's CTAs brought into L2:
+// the latency-bound streaming counts each (expert, BLOCK_N) tile once, and the extra row blocks
+// cost their FLOPs (the roofline term).
 double fused_moe_us(const Topology& t, const Op& op, double cta_gbs) {
   const double experts = static_cast<double>(std::max<std::int64_t>(1, op.experts));
-  const double rows_per_expert = std::ceil(static_cast<double>(std::max<std::int64_t>(1, op.tokens)) / experts);
-  const double ctas = experts * std::ceil(rows_per_expert / kFusedMoeBlockM) * std::ceil(static_cast<double>(op.n) / kFusedMoeBlockN);
+  const double ctas = experts * std::ceil(static_cast<double>(op.n) / kFusedMoeBlockN);
   const double waves = std::ceil(ctas / (kFusedMoeCtasPerSm * std::max(1, t.gpu.sms)));
   const double cta_bytes = static_cast<double>(op.k) * kFusedMoeBlockN * bytes_per_element(op.dtype);
   const double geometry = kBwRampUs + waves * cta_bytes / (cta_gbs * 1e3);
