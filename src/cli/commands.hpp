@@ -11,6 +11,7 @@ void add_inspect(CLI::App& app);
 void add_run(CLI::App& app);
 void add_import(CLI::App& app);
 void add_sweep(CLI::App& app);
+void add_serve(CLI::App& app);
 void add_bench_comm(CLI::App& app);
 void add_calibrate(CLI::App& app);
 void add_fidelity(CLI::App& app);

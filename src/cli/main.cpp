@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   cli::add_run(app);
   cli::add_import(app);
   cli::add_sweep(app);
+  cli::add_serve(app);
   cli::add_bench_comm(app);
   cli::add_calibrate(app);
   cli::add_fidelity(app);

@@ -1,0 +1,375 @@
+#include "serve/serving_simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace eaglesim {
+
+const char* to_string(IterationKind k) {
+  switch (k) {
+    case IterationKind::prefill: return "prefill";
+    case IterationKind::decode: return "decode";
+    case IterationKind::mixed: return "mixed";
+  }
+  return "?";
+}
+
+namespace {
+constexpr double kHistMin = 1e-6;           // 1 µs
+constexpr double kHistStep = 0.00995033;    // ln(1.01)
+constexpr std::size_t kHistBuckets = 2100;  // up to ~1e3 s
+}  // namespace
+
+void LatencyHistogram::add(double s, std::int64_t times) {
+  if (buckets_.empty()) buckets_.assign(kHistBuckets, 0);
+  const double x = std::max(s, kHistMin);
+  const auto b = std::min(kHistBuckets - 1, static_cast<std::size_t>(std::log(x / kHistMin) / kHistStep));
+  buckets_[b] += static_cast<std::uint64_t>(times);
+  count_ += static_cast<std::size_t>(times);
+  sum_ += s * static_cast<double>(times);
+}
+
+double LatencyHistogram::quantile(double q) const {
+  if (!count_) return 0;
+  const auto target = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(count_)));
+  std::uint64_t seen = 0;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    seen += buckets_[b];
+    if (seen >= std::max<std::uint64_t>(target, 1)) return kHistMin * std::exp((static_cast<double>(b) + 0.5) * kHistStep);
+  }
+  return kHistMin * std::exp(static_cast<double>(kHistBuckets) * kHistStep);
+}
+
+namespace {
+
+// A request inside the engine.
+struct Live {
+  std::int64_t prompt = 0;     // tokens to prefill (the input, plus output so far after a retraction)
+  std::int64_t prefilled = 0;  // of them, in the KV cache
+  std::int64_t generated = 0;  // output tokens so far
+  double last_emit_s = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(const std::vector<ServeRequest>& w, const IterationCosts& c, const ServeSettings& s)
+      : work_(w), costs_(c), s_(s), rules_(s.rules), rng_(s.seed) {
+    run_.requests.resize(w.size());
+    live_.resize(w.size());
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      RequestRecord& r = run_.requests[i];
+      r.input_len = w[i].input_len;
+      r.output_len = w[i].output_len;
+      if (w[i].input_len + w[i].output_len > rules_.kv_capacity_tokens)
+        throw InputError(fmt::format("workload: request {} needs {} positions of KV cache (input {} + output {}); "
+                                     "the engine's KV cache holds {} on this deployment: shorten the requests or "
+                                     "use more GPUs (--tp) or a larger --mem-fraction",
+                                     i, w[i].input_len + w[i].output_len, w[i].input_len, w[i].output_len,
+                                     rules_.kv_capacity_tokens));
+    }
+    ratio_ = rules_.new_token_ratio_init;
+  }
+
+  ServeRun run() {
+    std::size_t done = 0;
+    while (done < work_.size()) {
+      send(now_);
+      if (decoding_.empty() && waiting_.empty()) {
+        // Idle until the next request can be sent.
+        if (next_ >= work_.size() || in_flight_ >= cap()) throw std::logic_error("serve: idle with nothing to send");
+        now_ = std::max(now_, work_[next_].arrival_s);
+        continue;
+      }
+      const double start = now_;
+      if (rules_.mixed_batches) vllm_step(); else sglang_step();
+      run_.busy_s += now_ - start;
+      done = finished_;
+    }
+    return std::move(run_);
+  }
+
+ private:
+  int cap() const { return s_.max_concurrency > 0 ? s_.max_concurrency : std::numeric_limits<int>::max(); }
+  bool speculative() const { return s_.accept.has_value(); }
+
+  // The client sends every request whose time has come while fewer than the cap are in flight.
+  void send(double t) {
+    while (next_ < work_.size() && in_flight_ < cap() && work_[next_].arrival_s <= t) {
+      const std::size_t i = next_++;
+      run_.requests[i].sent_s = std::max(work_[i].arrival_s, slot_free_s_);
+      live_[i] = Live{work_[i].input_len, 0, 0, 0};
+      waiting_.push_back(i);
+      ++in_flight_;
+    }
+  }
+
+  void emit(std::size_t i, std::int64_t tokens) {
+    Live& l = live_[i];
+    RequestRecord& r = run_.requests[i];
+    if (l.generated == 0 && r.first_token_s == 0) r.first_token_s = now_;
+    else if (rules_.engine == ServingEngine::sglang) run_.itl.add((now_ - l.last_emit_s) / static_cast<double>(tokens), tokens);
+    else run_.itl.add(now_ - l.last_emit_s);
+    l.last_emit_s = now_;
+    l.generated += tokens;
+  }
+
+  void finish(std::size_t i) {
+    run_.requests[i].finish_s = now_;
+    kv_used_ -= kv_cached_[i];
+    kv_cached_[i] = 0;
+    ++finished_;
+    --in_flight_;
+    slot_free_s_ = now_;
+    send(now_);
+  }
+
+  std::int64_t remaining(std::size_t i) const { return work_[i].output_len - live_[i].generated; }
+
+  // Drops a running request's KV cache and puts it back at the head of the queue: it prefills its
+  // prompt and the output so far again (SGLang's retraction, vLLM's recompute preemption).
+  void retract(std::size_t i) {
+    kv_used_ -= kv_cached_[i];
+    kv_cached_[i] = 0;
+    live_[i].prompt = work_[i].input_len + live_[i].generated;
+    live_[i].prefilled = 0;
+    ++run_.requests[i].retractions;
+    ++run_.retractions;
+    waiting_.push_front(i);
+  }
+
+  // After a retraction SGLang sets the ratio to what the batch has decoded so far (plus 20 steps
+  // per request) over what it will decode in all.
+  void reset_ratio_after_retraction() {
+    double decoded = 0, planned = 0;
+    for (std::size_t i : decoding_) {
+      decoded += static_cast<double>(live_[i].generated);
+      planned += static_cast<double>(work_[i].output_len);
+    }
+    ratio_ = std::min(1.0, (decoded + 20.0 * static_cast<double>(decoding_.size())) / (planned + 1));
+  }
+
+  void record(IterationKind kind, double start, int decoding, int prefilling, std::int64_t tokens, double kv) {
+    if (!s_.record_iterations) return;
+    run_.iterations.push_back({start, now_, kind, decoding, prefilling, tokens, kv});
+  }
+
+  // One decode forward or speculative cycle over `batch` (already holding KV room).
+  void advance_decoders(const std::vector<std::size_t>& batch) {
+    for (std::size_t i : batch) {
+      ++run_.requests[i].cycles;
+      std::int64_t gain = 1;
+      if (speculative()) {
+        gain = std::min<std::int64_t>(s_.accept->draw(rng_), remaining(i));
+        ++run_.spec_cycles;
+        run_.spec_tokens += static_cast<std::uint64_t>(gain);
+      }
+      emit(i, gain);
+      kv_cached_[i] += gain;
+      kv_used_ += gain;
+    }
+  }
+
+  double mean_kv(const std::vector<std::size_t>& batch) const {
+    double sum = 0;
+    for (std::size_t i : batch) sum += static_cast<double>(kv_cached_[i]);
+    return batch.empty() ? 0 : sum / static_cast<double>(batch.size());
+  }
+
+  double decode_cost(int batch, double kv) const {
+    return speculative() ? costs_.cycle_us(batch, kv) : costs_.decode_us(batch, kv);
+  }
+
+  // Completes the prefill chunks of `chunks` (request, tokens): KV grows, finished prompts emit
+  // their first token and start decoding.
+  void finish_chunks(const std::vector<std::pair<std::size_t, std::int64_t>>& chunks) {
+    for (const auto& [i, tokens] : chunks) {
+      live_[i].prefilled += tokens;
+      if (live_[i].prefilled < live_[i].prompt) continue;
+      if (live_[i].generated == 0) emit(i, 1);
+      if (remaining(i) <= 0) finish(i);
+      else decoding_.push_back(i);
+    }
+  }
+
+  // KV room a running request keeps for its remaining output (SGLang's admission reserve).
+  double reserved() const {
+    double sum = 0;
+    for (std::size_t i : decoding_) sum += static_cast<double>(std::min<std::int64_t>(remaining(i), 4096)) * ratio_;
+    return sum;
+  }
+
+  // ------------------------------------------------------------------ SGLang
+  void sglang_step() {
+    std::vector<std::pair<std::size_t, std::int64_t>> chunks;
+    std::vector<PrefillChunk> priced;
+    std::int64_t budget = rules_.token_budget;
+    // PrefillAdder: free KV less every running request's remaining output (clipped at 4096) times
+    // the ratio; a new request must fit its prompt and its whole (clipped) output.
+    double free = static_cast<double>(rules_.kv_capacity_tokens - kv_used_) - reserved();
+    // A prompt already part-way through its chunks comes first, then the queue in order.
+    while (!waiting_.empty() && budget > 0) {
+      const std::size_t i = waiting_.front();
+      const bool started = live_[i].prefilled > 0;
+      if (!started) {
+        if (static_cast<int>(decoding_.size() + chunks.size()) >= rules_.max_running_requests) break;
+        const double need = static_cast<double>(live_[i].prompt) + static_cast<double>(std::min<std::int64_t>(remaining(i), 4096));
+        if (need >= free && !(decoding_.empty() && chunks.empty())) break;
+        free -= need;
+      }
+      const std::int64_t take = std::min(live_[i].prompt - live_[i].prefilled, budget);
+      chunks.emplace_back(i, take);
+      priced.push_back({take, live_[i].prefilled});
+      kv_cached_[i] += take;
+      kv_used_ += take;
+      budget -= take;
+      if (live_[i].prefilled + take < live_[i].prompt) break;  // chunked: the rest next forward
+      waiting_.pop_front();
+    }
+    if (!chunks.empty()) {
+      const double start = now_;
+      now_ += costs_.prefill_us(priced, speculative()) * 1e-6;
+      ++run_.prefill_forwards;
+      record(IterationKind::prefill, start, 0, static_cast<int>(chunks.size()), rules_.token_budget - budget, 0);
+      finish_chunks(chunks);
+      return;
+    }
+    // With nothing decoding the reserve is empty and every request fits (checked up front).
+    if (decoding_.empty()) throw std::logic_error("serve: a request could not be admitted into an idle engine");
+    const std::size_t retractions = run_.retractions;
+    decode_step();
+    if (run_.retractions == retractions) ratio_ = std::max(rules_.new_token_ratio_min, ratio_ - rules_.new_token_ratio_decay);
+  }
+
+  // A decode forward (or speculative cycle) of every decoding request, retracting the latest
+  // admitted while the cycle's tokens would not fit the KV cache.
+  void decode_step() {
+    const std::int64_t per_request = speculative() ? s_.verify_tokens : 1;
+    bool retracted = false;
+    while (decoding_.size() > 1 &&
+           kv_used_ + per_request * static_cast<std::int64_t>(decoding_.size()) > rules_.kv_capacity_tokens) {
+      retract(decoding_.back());
+      decoding_.pop_back();
+      retracted = true;
+    }
+    if (retracted) reset_ratio_after_retraction();
+    const double start = now_;
+    const double kv = mean_kv(decoding_);
+    const int batch = static_cast<int>(decoding_.size());
+    run_.peak_running = std::max(run_.peak_running, batch);
+    now_ += decode_cost(batch, kv) * 1e-6;
+    ++run_.decode_forwards;
+    record(IterationKind::decode, start, batch, 0, 0, kv);
+    std::vector<std::size_t> batch_ids = decoding_;
+    advance_decoders(batch_ids);
+    decoding_.clear();
+    for (std::size_t i : batch_ids) {
+      if (remaining(i) <= 0) finish(i);
+      else decoding_.push_back(i);
+    }
+  }
+
+  // ------------------------------------------------------------------ vLLM V1
+  void vllm_step() {
+    std::int64_t budget = rules_.token_budget;
+    const std::int64_t per_request = speculative() ? s_.verify_tokens : 1;
+    // Running requests first: each decoding one takes its tokens of the budget and KV room,
+    // preempting the latest admitted when the cache is full.
+    while (!decoding_.empty() && kv_used_ + per_request * static_cast<std::int64_t>(decoding_.size()) > rules_.kv_capacity_tokens &&
+           decoding_.size() > 1) {
+      retract(decoding_.back());
+      decoding_.pop_back();
+    }
+    std::vector<std::size_t> batch;
+    for (std::size_t i : decoding_) {
+      if (budget < per_request) break;
+      batch.push_back(i);
+      budget -= per_request;
+    }
+    // Then prompts: a part-prefilled one continues, then the queue, each chunk within the budget.
+    std::vector<std::pair<std::size_t, std::int64_t>> chunks;
+    std::vector<PrefillChunk> priced;
+    while (!waiting_.empty() && budget > 0) {
+      const std::size_t i = waiting_.front();
+      if (live_[i].prefilled == 0 &&
+          static_cast<int>(decoding_.size() + chunks.size()) >= rules_.max_running_requests)
+        break;
+      const std::int64_t take = std::min({live_[i].prompt - live_[i].prefilled, budget,
+                                          rules_.kv_capacity_tokens - kv_used_ -
+                                              per_request * static_cast<std::int64_t>(batch.size())});
+      if (take <= 0) break;
+      chunks.emplace_back(i, take);
+      priced.push_back({take, live_[i].prefilled});
+      kv_cached_[i] += take;
+      kv_used_ += take;
+      budget -= take;
+      if (live_[i].prefilled + take < live_[i].prompt) break;
+      waiting_.pop_front();
+    }
+    if (batch.empty() && chunks.empty()) throw std::logic_error("serve: a vLLM step scheduled nothing");
+    const double start = now_;
+    const double kv = mean_kv(batch);
+    const int b = static_cast<int>(batch.size());
+    double us = b ? decode_cost(b, kv) : 0.0;
+    if (!chunks.empty()) {
+      if (b) {
+        // The chunks' tokens ride in the same forward: their GEMMs' share on top of the
+        // decoders', and their own attention.
+        const PrefillChunk decoders{static_cast<std::int64_t>(b) * per_request, 0};
+        std::vector<PrefillChunk> with = priced;
+        with.push_back(decoders);
+        us += std::max(0.0, costs_.prefill_us(with, speculative()) - costs_.prefill_us({decoders}, speculative()));
+      } else {
+        us += costs_.prefill_us(priced, speculative());
+      }
+    }
+    run_.peak_running = std::max(run_.peak_running, b + static_cast<int>(chunks.size()));
+    now_ += us * 1e-6;
+    const IterationKind kind = chunks.empty() ? IterationKind::decode : b ? IterationKind::mixed : IterationKind::prefill;
+    ++(kind == IterationKind::decode ? run_.decode_forwards : kind == IterationKind::mixed ? run_.mixed_forwards : run_.prefill_forwards);
+    std::int64_t prefill_tokens = 0;
+    for (const auto& c : chunks) prefill_tokens += c.second;
+    record(kind, start, b, static_cast<int>(chunks.size()), prefill_tokens, kv);
+    advance_decoders(batch);
+    std::vector<std::size_t> still;
+    for (std::size_t i : decoding_) {
+      if (remaining(i) <= 0) finish(i);
+      else still.push_back(i);
+    }
+    decoding_ = std::move(still);
+    finish_chunks(chunks);
+  }
+
+  const std::vector<ServeRequest>& work_;
+  const IterationCosts& costs_;
+  const ServeSettings& s_;
+  const SchedulerRules& rules_;
+  ServeRng rng_;
+  ServeRun run_;
+  std::vector<Live> live_;
+  std::vector<std::int64_t> kv_cached_ = std::vector<std::int64_t>(work_.size(), 0);
+  std::deque<std::size_t> waiting_;
+  std::vector<std::size_t> decoding_;
+  std::size_t next_ = 0, finished_ = 0;
+  int in_flight_ = 0;
+  double now_ = 0, slot_free_s_ = 0;
+  std::int64_t kv_used_ = 0;
+  double ratio_ = 0.7;
+};
+
+}  // namespace
+
+ServeRun simulate_serving(const std::vector<ServeRequest>& workload, const IterationCosts& costs,
+                          const ServeSettings& settings) {
+  if (workload.empty()) throw InputError("workload: no requests");
+  if (settings.rules.kv_capacity_tokens <= 0)
+    throw InputError("serve: the KV cache holds no tokens on this deployment (weights fill the memory)");
+  return Simulation(workload, costs, settings).run();
+}
+
+}  // namespace eaglesim

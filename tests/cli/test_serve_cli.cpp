@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+
+using namespace eaglesim::test;
+using nlohmann::json;
+
+namespace {
+const char* kDeployment =
+    "serve --model llama-3.1-8b --topology 8x-h100-nvswitch --tp 1 --num-prompts 200 --random-input-len 512 "
+    "--random-output-len 256 --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 "
+    "--accept-len 2.6";
+const std::string kServe = std::string(kDeployment) + " --max-concurrency 16";
+}  // namespace
+
+// bench_serving's summary, plain and EAGLE-3 side by side, and the same figures in the JSON.
+TEST(ServeCli, PrintsTheBenchmarkSummaryPlainAndSpeculative) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli(std::string(kServe) + " --json " + dir + "/s.json --csv " + dir + "/r.csv --timeline " +
+                              dir + "/t.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* label : {"Serving Benchmark Result", "Output token throughput (tok/s):", "Mean TPOT (ms):",
+                            "P99 ITL (ms):", "Accept length:", "EAGLE-3 3/1/4 vs plain: output tok/s"})
+    EXPECT_NE(r.out.find(label), std::string::npos) << label << "\n" << r.out;
+  const json j = json::parse(slurp(dir + "/s.json"));
+  EXPECT_EQ(j["format"], "eaglesim-serve");
+  ASSERT_EQ(j["cases"].size(), 2u);
+  const json& plain = j["cases"][0]["metrics"];
+  const json& spec = j["cases"][1]["metrics"];
+  EXPECT_EQ(plain["completed"], 200);
+  EXPECT_EQ(plain["total_output_tokens"], spec["total_output_tokens"]);  // same seed, same lengths
+  EXPECT_NEAR(spec["accept_length"].get<double>(), 2.6, 0.05);
+  EXPECT_LE(plain["concurrency"].get<double>(), 16.0 + 1e-9);
+  // Throughput is tokens over duration.
+  EXPECT_NEAR(plain["output_throughput"].get<double>(),
+              plain["total_output_tokens"].get<double>() / plain["duration"].get<double>(), 0.01);
+  EXPECT_EQ(j["cases"][1]["engine_rules"]["max_running_requests"], 48);
+  // One CSV row per request and configuration; the timeline has every iteration.
+  std::size_t lines = 0;
+  for (char c : slurp(dir + "/r.csv")) lines += c == '\n';
+  EXPECT_EQ(lines, 1u + 2 * 200);
+  const json t = json::parse(slurp(dir + "/t.json"));
+  std::size_t iterations = 0;
+  for (const json& e : t["traceEvents"]) iterations += e["ph"] == "X";
+  EXPECT_EQ(iterations, plain["prefill_forwards"].get<std::size_t>() + plain["decode_forwards"].get<std::size_t>() +
+                            spec["prefill_forwards"].get<std::size_t>() + spec["decode_forwards"].get<std::size_t>());
+}
+
+TEST(ServeCli, SameSeedSameNumbers) {
+  const std::string dir = temp_dir();
+  const CliResult a = run_cli(std::string(kServe) + " --json " + dir + "/a.json");
+  const CliResult b = run_cli(std::string(kServe) + " --json " + dir + "/b.json");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(json::parse(slurp(dir + "/a.json"))["cases"], json::parse(slurp(dir + "/b.json"))["cases"]);
+}
+
+// Capacity: the highest Poisson rate meeting the SLO, per configuration; at that rate the run
+// meets it.
+TEST(ServeCli, SloFindsTheHighestRateThatMeetsIt) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli(std::string(kDeployment) + " --slo mean_tpot_ms=12,p99_ttft_ms=1000 --json " +
+                              dir + "/s.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("capacity under mean_tpot_ms <= 12, p99_ttft_ms <= 1000"), std::string::npos) << r.out;
+  const json j = json::parse(slurp(dir + "/s.json"));
+  for (const json& c : j["cases"]) {
+    ASSERT_TRUE(c["capacity"]["load"].is_number()) << c["label"];
+    EXPECT_LE(c["capacity"]["metrics"]["mean_tpot_ms"].get<double>(), 12.0);
+    EXPECT_LE(c["capacity"]["metrics"]["p99_ttft_ms"].get<double>(), 1000.0);
+  }
+}
+
+// A measured bench_serving result beside the prediction, with the error per figure.
+TEST(ServeCli, ComparePutsTheMeasuredResultBeside) {
+  const std::string dir = temp_dir();
+  const std::string measured = dir + "/bench.json";
+  {
+    std::FILE* f = std::fopen(measured.c_str(), "w");
+    std::fputs("{\"backend\": \"sglang\", \"completed\": 200, \"output_throughput\": 2000.0, \"mean_ttft_ms\": 50.0, "
+               "\"mean_tpot_ms\": 7.5, \"accept_length\": 2.6, \"total_token_throughput\": 6000}",
+               f);
+    std::fclose(f);
+  }
+  const CliResult r = run_cli(std::string(kServe) + " --compare " + measured + " --json " + dir + "/s.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("measured"), std::string::npos);
+  const json j = json::parse(slurp(dir + "/s.json"));
+  EXPECT_EQ(j["measured"]["values"]["output_throughput"], 2000.0);
+  EXPECT_EQ(j["measured"]["values"]["total_throughput"], 6000.0);  // vLLM's name read as bench_serving's
+  EXPECT_EQ(j["measured"]["compared_with"], "EAGLE-3 3/1/4");
+}
+
+// vLLM's scheduler: mixed forwards, its batch defaults.
+TEST(ServeCli, VllmRunsMixedSteps) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli("serve --model llama-3.1-8b --topology 8x-h100-nvswitch --engine vllm --num-prompts 100 "
+                              "--request-rate 20 --num-speculative-tokens 3 --accept-len 2.4 --json " + dir + "/s.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(slurp(dir + "/s.json"));
+  EXPECT_EQ(j["cases"][0]["engine_rules"]["token_budget"], 8192);
+  EXPECT_EQ(j["cases"][0]["engine_rules"]["max_running_requests"], 1024);
+  EXPECT_GT(j["cases"][0]["metrics"]["mixed_forwards"].get<int>(), 0);
+  EXPECT_EQ(j["workload"]["request_rate"], 20.0);
+}
