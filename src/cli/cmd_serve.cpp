@@ -12,6 +12,7 @@
 
 #include "backend/backend.hpp"
 #include "cli/commands.hpp"
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/mpi_launch.hpp"
 #include "domain/spec_decode_metrics.hpp"
@@ -37,7 +38,7 @@ namespace {
 
 struct ServeArgs {
   std::string model, draft = "auto", topology, engine = "sglang", weight_dtype, kv_cache_dtype = "auto", strategy;
-  int tp = 1;
+  std::string tps = "1";
   std::optional<int> num_steps, eagle_topk, num_draft_tokens, num_speculative_tokens;
   std::optional<double> accept_len, accept_rate;
   bool plain_only = false;
@@ -56,6 +57,7 @@ struct ServeArgs {
   std::optional<double> mem_fraction;
   // Outputs.
   std::string slo, capacity_axis = "rate", compare, json, csv, timeline;
+  double traffic = 0;
 };
 
 DType dtype_flag(const std::string& flag, const std::string& v) {
@@ -101,32 +103,28 @@ MeasuredResult read_measured(const std::string& path) {
   return m;
 }
 
-void run_serve(const ServeArgs& a) {
-  for (const std::string* p : {&a.json, &a.csv, &a.timeline})
-    if (!p->empty()) check_writable(*p);
-  const auto engine = parse_serving_engine(a.engine);
-  if (!engine || (*engine != ServingEngine::sglang && *engine != ServingEngine::vllm))
-    throw InputError(fmt::format("--engine: expected sglang or vllm, got '{}'", a.engine));
-  if (a.tp < 1 || a.tp > 1024) throw InputError(fmt::format("--tp: expected 1 to 1024, got {}", a.tp));
-
-  const std::string model_path = resolve_model_path("--model", a.model);
-  const ModelConfig target = read_model_config(model_path);
-  if (target.is_draft())
-    throw InputError(fmt::format("--model: {} is an EAGLE-3 head; give the target model (and the head with --draft)", model_path));
-  check_tp(target, a.tp);
-  const Topology topo = read_topology(resolve_topology_path(a.topology));
-  if (a.tp > topo.gpu_count)
-    throw InputError(fmt::format("--tp: {} needs {} GPUs, {} has {}", a.tp, a.tp, topo.name, topo.gpu_count));
-
+// Everything a serve run needs that does not depend on the deployment, resolved and checked once.
+struct ServeInputs {
+  ServingEngine engine = ServingEngine::sglang;
+  std::vector<int> tps;
+  std::string model_path;
+  ModelConfig target;
+  std::vector<Topology> topologies;
   LinearFormats formats = LinearFormats::all(DType::bf16);
-  if (!a.weight_dtype.empty()) formats = LinearFormats::all(dtype_flag("--weight-dtype", a.weight_dtype));
-  else if (target.quantization) formats = target.quantization->formats;
   DType kv_dtype = DType::bf16;
-  if (a.kv_cache_dtype == "fp8") kv_dtype = DType::fp8;
-  else if (a.kv_cache_dtype == "auto") kv_dtype = target.quantization && target.quantization->kv_cache ? *target.quantization->kv_cache : DType::bf16;
-  else if (a.kv_cache_dtype != "bf16") throw InputError(fmt::format("--kv-cache-dtype: expected auto, bf16 or fp8, got '{}'", a.kv_cache_dtype));
+  std::optional<SpeculativeConfig> spec;
+  std::optional<ModelConfig> draft;
+  double accept_len = 0;
+  std::vector<std::string> notes;
+  WorkloadSpec workload;
+  std::vector<ServeRequest> requests;
+  std::optional<MeasuredResult> measured;
+  std::vector<SloBound> slo;
+  LoadAxis axis = LoadAxis::request_rate;
+};
 
-  // Speculative configuration: SGLang's three numbers, or vLLM's chain of k tokens.
+// SGLang's three numbers, or vLLM's chain of k tokens; none without either.
+std::optional<SpeculativeConfig> speculative_config(const ServeArgs& a, ServingEngine engine) {
   std::optional<SpeculativeConfig> spec;
   if (a.num_speculative_tokens) {
     if (a.num_steps || a.eagle_topk || a.num_draft_tokens)
@@ -137,205 +135,273 @@ void run_serve(const ServeArgs& a) {
   } else if (a.num_steps || a.eagle_topk || a.num_draft_tokens) {
     spec = resolve_speculative_flags({a.num_steps, a.eagle_topk, a.num_draft_tokens}).config;
   }
-  if (spec && *engine == ServingEngine::vllm && spec->eagle_topk > 1)
+  if (spec && engine == ServingEngine::vllm && spec->eagle_topk > 1)
     throw InputError("--speculative-eagle-topk: vLLM's EAGLE-3 drafts a chain (topk 1); use --engine sglang for trees");
   if (!spec && (a.accept_len || a.accept_rate))
     throw InputError("--accept-len/--accept-rate: no speculative configuration given (--speculative-num-steps ... or --num-speculative-tokens)");
   if (a.accept_len && a.accept_rate) throw InputError("--accept-len and --accept-rate: give one");
+  return spec;
+}
 
-  ServeReport report;
-  std::optional<ModelConfig> draft;
-  if (spec) {
-    if (a.draft == "none") throw InputError("--draft none: speculative decoding needs an EAGLE-3 head (auto derives one)");
-    if (a.draft == "auto") {
-      const std::string beside = find_draft_beside(model_path);
-      if (!beside.empty()) draft = read_model_config(beside);
-      else {
-        draft = default_eagle3_head(target);
-        report.notes.push_back(describe_default_head(target, *draft));
-      }
+// The EAGLE-3 head (beside the model, derived, or given) and the mean accept length.
+void resolve_head_and_acceptance(const ServeArgs& a, ServeInputs& in) {
+  if (!in.spec) return;
+  if (a.draft == "none") throw InputError("--draft none: speculative decoding needs an EAGLE-3 head (auto derives one)");
+  if (a.draft == "auto") {
+    const std::string beside = find_draft_beside(in.model_path);
+    if (!beside.empty()) {
+      in.draft = read_model_config(beside);
     } else {
-      draft = read_model_config(resolve_model_path("--draft", a.draft));
-      if (!draft->is_draft()) throw InputError(fmt::format("--draft: {} is not an EAGLE-3 head", a.draft));
+      in.draft = default_eagle3_head(in.target);
+      in.notes.push_back(describe_default_head(in.target, *in.draft));
     }
+  } else {
+    in.draft = read_model_config(resolve_model_path("--draft", a.draft));
+    if (!in.draft->is_draft()) throw InputError(fmt::format("--draft: {} is not an EAGLE-3 head", a.draft));
   }
-  double accept_len = 0;
-  if (spec) {
-    if (a.accept_len) accept_len = *a.accept_len;
-    else {
-      const double rate = a.accept_rate.value_or(0.7);
-      if (!(rate >= 0 && rate <= 1)) throw InputError(fmt::format("--accept-rate: expected a rate in [0, 1], got {}", rate));
-      accept_len = spec->eagle_topk > 1 ? TreeBreakevenCurve(*spec).tokens_at(rate) : chain_tokens_per_cycle(rate, spec->num_steps);
-      if (!a.accept_rate)
-        report.notes.push_back(fmt::format("acceptance: no --accept-len given; the accept length is {:.2f}, the {} at a "
-                                           "per-position rate of 0.7 (an assumption: give the accept length your "
-                                           "engine prints)", accept_len, spec->eagle_topk > 1 ? "tree model" : "chain"));
-    }
+  if (a.accept_len) {
+    in.accept_len = *a.accept_len;
+    return;
   }
+  const double rate = a.accept_rate.value_or(0.7);
+  if (!(rate >= 0 && rate <= 1)) throw InputError(fmt::format("--accept-rate: expected a rate in [0, 1], got {}", rate));
+  in.accept_len = in.spec->eagle_topk > 1 ? TreeBreakevenCurve(*in.spec).tokens_at(rate)
+                                          : chain_tokens_per_cycle(rate, in.spec->num_steps);
+  if (!a.accept_rate)
+    in.notes.push_back(fmt::format("acceptance: no --accept-len given; the accept length is {:.2f}, the {} at a "
+                                   "per-position rate of 0.7 (an assumption: give the accept length your engine prints)",
+                                   in.accept_len, in.spec->eagle_topk > 1 ? "tree model" : "chain"));
+}
 
+WorkloadSpec workload_spec(const ServeArgs& a, ServingEngine engine) {
   WorkloadSpec w;
   w.num_prompts = a.num_prompts;
   w.input_len = a.input_len;
   w.output_len = a.output_len;
-  w.range_rule = *engine == ServingEngine::vllm ? RangeRule::vllm : RangeRule::sglang;
+  w.range_rule = engine == ServingEngine::vllm ? RangeRule::vllm : RangeRule::sglang;
   w.range_ratio = a.range_ratio < 0 ? 0.0 : a.range_ratio;
   w.lengths_file = a.dataset_path;
   w.request_rate = rate_flag(a.request_rate);
   w.burstiness = a.burstiness;
   w.max_concurrency = a.max_concurrency;
   w.seed = a.seed;
-  const std::vector<ServeRequest> requests = make_workload(w);
-  std::optional<MeasuredResult> measured;
-  if (!a.compare.empty()) measured = read_measured(a.compare);
-  std::vector<SloBound> slo;
-  if (!a.slo.empty()) slo = parse_slo(a.slo);
+  return w;
+}
+
+ServeInputs resolve_inputs(const ServeArgs& a) {
+  ServeInputs in;
+  const auto engine = parse_serving_engine(a.engine);
+  if (!engine || (*engine != ServingEngine::sglang && *engine != ServingEngine::vllm))
+    throw InputError(fmt::format("--engine: expected sglang or vllm, got '{}'", a.engine));
+  in.engine = *engine;
+  in.tps = parse_int_axis("--tp", a.tps, 1, 1024);
+  in.model_path = resolve_model_path("--model", a.model);
+  in.target = read_model_config(in.model_path);
+  if (in.target.is_draft())
+    throw InputError(fmt::format("--model: {} is an EAGLE-3 head; give the target model (and the head with --draft)", in.model_path));
+  for (const std::string& item : split_comma_list("--topology", a.topology))
+    for (const std::string& path : expand_topology_item("--topology", item)) in.topologies.push_back(read_topology(path));
+  if (!a.weight_dtype.empty()) in.formats = LinearFormats::all(dtype_flag("--weight-dtype", a.weight_dtype));
+  else if (in.target.quantization) in.formats = in.target.quantization->formats;
+  if (a.kv_cache_dtype == "fp8") in.kv_dtype = DType::fp8;
+  else if (a.kv_cache_dtype == "auto" && in.target.quantization && in.target.quantization->kv_cache)
+    in.kv_dtype = *in.target.quantization->kv_cache;
+  else if (a.kv_cache_dtype != "bf16" && a.kv_cache_dtype != "auto")
+    throw InputError(fmt::format("--kv-cache-dtype: expected auto, bf16 or fp8, got '{}'", a.kv_cache_dtype));
+  in.spec = speculative_config(a, in.engine);
+  resolve_head_and_acceptance(a, in);
+  in.workload = workload_spec(a, in.engine);
+  in.requests = make_workload(in.workload);
+  if (!a.compare.empty()) in.measured = read_measured(a.compare);
+  if (!a.slo.empty()) in.slo = parse_slo(a.slo);
   if (a.capacity_axis != "rate" && a.capacity_axis != "concurrency")
     throw InputError(fmt::format("--capacity: expected rate or concurrency, got '{}'", a.capacity_axis));
-  const LoadAxis axis = a.capacity_axis == "rate" ? LoadAxis::request_rate : LoadAxis::concurrency;
+  in.axis = a.capacity_axis == "rate" ? LoadAxis::request_rate : LoadAxis::concurrency;
+  if (a.traffic != 0) {
+    if (in.slo.empty()) throw InputError("--traffic: needs --slo (the instances needed are counted at the highest load meeting it)");
+    if (!(a.traffic > 0) || !std::isfinite(a.traffic))
+      throw InputError(fmt::format("--traffic: expected requests per second > 0, got {}", a.traffic));
+  }
+  return in;
+}
 
-  // The engine's rules for each configuration.
-  auto rules_for = [&](bool speculative, const ModelConfig* head, KvCapacity& kv) {
-    SchedulerRules r = default_scheduler_rules(*engine, topo.gpu.mem_gb, a.tp, speculative);
-    if (a.max_running_requests) {
-      if (*a.max_running_requests < 1) throw InputError("--max-running-requests: expected a positive count");
-      r.max_running_requests = *a.max_running_requests;
-    }
-    if (a.token_budget) {
-      if (*a.token_budget < 1) throw InputError("--chunked-prefill-size/--max-num-batched-tokens: expected a positive token count");
-      r.token_budget = *a.token_budget;
-    }
-    if (a.mem_fraction) {
-      if (!(*a.mem_fraction > 0 && *a.mem_fraction <= 1)) throw InputError("--mem-fraction: expected a fraction in (0, 1]");
-      r.mem_fraction = *a.mem_fraction;
-    }
-    kv = kv_capacity(target, head, a.tp, formats, kv_dtype, topo.gpu, r.mem_fraction);
-    r.kv_capacity_tokens = kv.tokens;
-    if (kv.tokens <= 0)
-      throw InputError(fmt::format("--model: {} at TP{} does not leave room for a KV cache on {}: weights {:.1f} GB per GPU "
-                                   "of {:.1f} GB the engine may use ({:.0f}% of {:.0f} GB)",
-                                   target.name, a.tp, topo.gpu.name, kv.weights_gb, topo.gpu.mem_gb * r.mem_fraction,
-                                   r.mem_fraction * 100, topo.gpu.mem_gb));
-    return r;
-  };
+// The engine's scheduler rules on this deployment, the user's engine flags applied, and the KV
+// cache they leave.
+SchedulerRules engine_rules(const ServeArgs& a, const ServeInputs& in, const Topology& topo, int tp,
+                            const ModelConfig* head, KvCapacity& kv) {
+  SchedulerRules r = default_scheduler_rules(in.engine, topo.gpu.mem_gb, tp, head != nullptr);
+  if (a.max_running_requests) {
+    if (*a.max_running_requests < 1) throw InputError("--max-running-requests: expected a positive count");
+    r.max_running_requests = *a.max_running_requests;
+  }
+  if (a.token_budget) {
+    if (*a.token_budget < 1) throw InputError("--chunked-prefill-size/--max-num-batched-tokens: expected a positive token count");
+    r.token_budget = *a.token_budget;
+  }
+  if (a.mem_fraction) {
+    if (!(*a.mem_fraction > 0 && *a.mem_fraction <= 1)) throw InputError("--mem-fraction: expected a fraction in (0, 1]");
+    r.mem_fraction = *a.mem_fraction;
+  }
+  kv = kv_capacity(in.target, head, tp, in.formats, in.kv_dtype, topo.gpu, r.mem_fraction);
+  r.kv_capacity_tokens = kv.tokens;
+  if (kv.tokens <= 0)
+    throw InputError(fmt::format("--model: {} at TP{} does not leave room for a KV cache on {}: weights {:.1f} GB per GPU "
+                                 "of {:.1f} GB the engine may use ({:.0f}% of {:.0f} GB)",
+                                 in.target.name, tp, topo.gpu.name, kv.weights_gb, topo.gpu.mem_gb * r.mem_fraction,
+                                 r.mem_fraction * 100, topo.gpu.mem_gb));
+  const std::int64_t longest = longest_request(in.requests);
+  if (longest > kv.tokens)
+    throw InputError(fmt::format("workload: the longest request needs {} positions of KV cache; {} at TP{} on {} holds {}: "
+                                 "shorten the requests or use more GPUs",
+                                 longest, in.target.name, tp, topo.name, kv.tokens));
+  return r;
+}
 
-  report.model = target.name;
-  report.draft_model = draft ? draft->name : "";
-  report.topology = topo.name;
-  report.gpu = topo.gpu.name;
-  report.engine = to_string(*engine);
-  report.strategy = a.strategy.empty() ? engine_strategy(*engine) : a.strategy;
-  report.tp = a.tp;
-  report.weights = formats.describe(target.is_moe());
-  report.workload = w;
-  report.workload_text = fmt::format(
+// The step grid one configuration's runs read.
+StepCostRequest cost_request(const ServeArgs& a, const ServeInputs& in, const Topology& topo, int tp, const ServeCase& c) {
+  StepCostRequest rq;
+  rq.target = &in.target;
+  rq.draft = c.speculative ? &*in.draft : nullptr;
+  rq.topology = &topo;
+  rq.tp = tp;
+  rq.formats = in.formats;
+  rq.kv_cache_dtype = in.kv_dtype;
+  rq.engine = in.engine;
+  rq.strategy = a.strategy;
+  if (c.speculative) rq.speculative = in.spec;
+  const WorkloadSpec& w = in.workload;
+  // The largest batch a run can hold: the client's cap (or every prompt), the engine's cap, and
+  // with an SLO search any concurrency up to the engine's cap.
+  const int in_flight = w.max_concurrency ? std::min(w.max_concurrency, w.num_prompts) : w.num_prompts;
+  rq.max_batch = std::min({c.rules.max_running_requests, in.slo.empty() ? in_flight : c.rules.max_running_requests, 1024});
+  rq.max_batch = std::max(1, rq.max_batch);
+  rq.max_kv = longest_request(in.requests);
+  rq.max_prefill_tokens = std::min<std::int64_t>(c.rules.token_budget, 16384);
+  return rq;
+}
+
+// One configuration (plain or EAGLE-3) on one deployment: price its grid, simulate the workload,
+// and with an SLO search its capacity.
+ServeCase simulate_case(const ServeArgs& a, const ServeInputs& in, const Topology& topo, int tp, bool speculative,
+                        ServeReport& report) {
+  ServeCase c;
+  c.speculative = speculative;
+  c.label = speculative ? fmt::format("EAGLE-3 {}/{}/{}", in.spec->num_steps, in.spec->eagle_topk, in.spec->num_draft_tokens)
+                        : "plain";
+  c.rules = engine_rules(a, in, topo, tp, speculative ? &*in.draft : nullptr, c.kv);
+  if (speculative) {
+    c.num_steps = in.spec->num_steps;
+    c.eagle_topk = in.spec->eagle_topk;
+    c.num_draft_tokens = in.spec->num_draft_tokens;
+    c.accept_len = in.accept_len;
+  }
+  const auto p0 = std::chrono::steady_clock::now();
+  const StepCostTable costs(cost_request(a, in, topo, tp, c));
+  report.pricing_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+  report.grid_points += costs.points_priced();
+  for (const std::string& n : costs.notes())
+    if (std::find(report.notes.begin(), report.notes.end(), n) == report.notes.end()) report.notes.push_back(n);
+
+  ServeSettings settings;
+  settings.rules = c.rules;
+  if (speculative) {
+    settings.accept.emplace(in.accept_len, in.spec->num_steps);
+    // SGLang check_decode_mem: a cycle needs max(num_steps x topk, num_draft_tokens) free positions per request.
+    settings.verify_tokens = std::max(in.spec->num_steps * in.spec->eagle_topk, in.spec->num_draft_tokens);
+  }
+  settings.max_concurrency = in.workload.max_concurrency;
+  settings.seed = in.workload.seed;
+  settings.record_iterations = !a.timeline.empty();
+  const auto s0 = std::chrono::steady_clock::now();
+  c.run = simulate_serving(in.requests, costs, settings);
+  c.metrics = serving_metrics(c.run);
+  if (!in.slo.empty()) {
+    settings.record_iterations = false;
+    auto at_load = [&](double load) {
+      WorkloadSpec w = in.workload;
+      if (in.axis == LoadAxis::request_rate) {
+        w.request_rate = load;
+      } else {
+        w.request_rate = std::numeric_limits<double>::infinity();
+        w.max_concurrency = static_cast<int>(load);
+      }
+      ServeSettings st = settings;
+      st.max_concurrency = w.max_concurrency;
+      return serving_metrics(simulate_serving(make_workload(w), costs, st));
+    };
+    const double max_load = in.axis == LoadAxis::request_rate
+                                ? 1e4
+                                : std::min(c.rules.max_running_requests * 4, in.workload.num_prompts);
+    c.capacity = find_capacity(at_load, in.slo, in.axis, max_load);
+  }
+  report.simulation_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+  return c;
+}
+
+// One engine instance of TP `tp` on `topo`: plain (unless --speculative-only) and EAGLE-3.
+ServeReport simulate_deployment(const ServeArgs& a, const ServeInputs& in, const Topology& topo, int tp) {
+  check_tp(in.target, tp);
+  if (tp > topo.gpu_count) throw InputError(fmt::format("--tp: {} needs {} GPUs, {} has {}", tp, tp, topo.name, topo.gpu_count));
+  ServeReport r;
+  r.notes = in.notes;
+  r.model = in.target.name;
+  r.draft_model = in.draft ? in.draft->name : "";
+  r.topology = topo.name;
+  r.gpu = topo.gpu.name;
+  r.engine = to_string(in.engine);
+  r.strategy = a.strategy.empty() ? engine_strategy(in.engine) : a.strategy;
+  r.tp = tp;
+  r.weights = in.formats.describe(in.target.is_moe());
+  const WorkloadSpec& w = in.workload;
+  r.workload = w;
+  r.workload_text = fmt::format(
       "{} prompts, {}, request rate {}{}, max concurrency {}, seed {}", w.num_prompts,
-      w.lengths_file.empty() ? fmt::format("random input {} / output {} tokens (range ratio {:g})", w.input_len, w.output_len, w.range_ratio)
-                             : "lengths from " + w.lengths_file,
+      w.lengths_file.empty()
+          ? fmt::format("random input {} / output {} tokens (range ratio {:g})", w.input_len, w.output_len, w.range_ratio)
+          : "lengths from " + w.lengths_file,
       a.request_rate, w.burstiness != 1 ? fmt::format(" (burstiness {:g})", w.burstiness) : "",
       w.max_concurrency ? std::to_string(w.max_concurrency) : "none", w.seed);
-  report.slo = slo;
-  report.capacity_axis = axis;
-  report.measured = measured;
+  r.slo = in.slo;
+  r.capacity_axis = in.axis;
+  r.traffic = a.traffic;
+  r.measured = in.measured;
+  if (!a.plain_only || !in.spec) r.cases.push_back(simulate_case(a, in, topo, tp, false, r));
+  if (in.spec) r.cases.push_back(simulate_case(a, in, topo, tp, true, r));
+  return r;
+}
 
-  struct Config {
-    bool speculative;
-    std::string label;
-  };
-  std::vector<Config> configs;
-  if (!a.plain_only || !spec) configs.push_back({false, "plain"});
-  if (spec)
-    configs.push_back({true, fmt::format("EAGLE-3 {}/{}/{}", spec->num_steps, spec->eagle_topk, spec->num_draft_tokens)});
-
-  const auto t0 = std::chrono::steady_clock::now();
-  double pricing = 0, simulating = 0;
-  for (const Config& c : configs) {
-    ServeCase sc;
-    sc.label = c.label;
-    sc.speculative = c.speculative;
-    sc.rules = rules_for(c.speculative, c.speculative ? &*draft : nullptr, sc.kv);
-    if (requests.size() && longest_request(requests) > sc.rules.kv_capacity_tokens)
-      throw InputError(fmt::format("workload: the longest request needs {} positions of KV cache; {} at TP{} on {} holds "
-                                   "{} ({}): shorten the requests or use more GPUs",
-                                   longest_request(requests), target.name, a.tp, topo.name, sc.rules.kv_capacity_tokens, c.label));
-    if (c.speculative) {
-      sc.num_steps = spec->num_steps;
-      sc.eagle_topk = spec->eagle_topk;
-      sc.num_draft_tokens = spec->num_draft_tokens;
-      sc.accept_len = accept_len;
+void run_serve(const ServeArgs& a) {
+  for (const std::string* p : {&a.json, &a.csv, &a.timeline})
+    if (!p->empty()) check_writable(*p);
+  const ServeInputs in = resolve_inputs(a);
+  // Every topology x TP asked for; with several, those that cannot run are listed, not fatal.
+  const bool several = in.topologies.size() * in.tps.size() > 1;
+  std::vector<ServeReport> reports;
+  std::vector<std::string> skipped;
+  for (const Topology& topo : in.topologies)
+    for (int tp : in.tps) {
+      try {
+        reports.push_back(simulate_deployment(a, in, topo, tp));
+      } catch (const InputError& e) {
+        if (!several) throw;
+        skipped.push_back(fmt::format("{} TP{}: {}", topo.name, tp, e.what()));
+      }
     }
-    StepCostRequest rq;
-    rq.target = &target;
-    rq.draft = c.speculative ? &*draft : nullptr;
-    rq.topology = &topo;
-    rq.tp = a.tp;
-    rq.formats = formats;
-    rq.kv_cache_dtype = kv_dtype;
-    rq.engine = *engine;
-    rq.strategy = a.strategy;
-    if (c.speculative) rq.speculative = spec;
-    const int in_flight = w.max_concurrency ? std::min(w.max_concurrency, w.num_prompts) : w.num_prompts;
-    rq.max_batch = std::max(1, std::min(sc.rules.max_running_requests, slo.empty() ? in_flight : sc.rules.max_running_requests));
-    rq.max_batch = std::min(rq.max_batch, 1024);
-    rq.max_kv = longest_request(requests);
-    rq.max_prefill_tokens = std::min<std::int64_t>(sc.rules.token_budget, 16384);
-    const auto p0 = std::chrono::steady_clock::now();
-    const StepCostTable costs(rq);
-    pricing += std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
-    report.grid_points += costs.points_priced();
-
-    ServeSettings settings;
-    settings.rules = sc.rules;
-    if (c.speculative) {
-      settings.accept.emplace(accept_len, spec->num_steps);
-      // SGLang check_decode_mem: a cycle needs max(num_steps x topk, num_draft_tokens) free positions per request.
-      settings.verify_tokens = std::max(spec->num_steps * spec->eagle_topk, spec->num_draft_tokens);
-    }
-    settings.max_concurrency = w.max_concurrency;
-    settings.seed = w.seed;
-    settings.record_iterations = !a.timeline.empty();
-    const auto s0 = std::chrono::steady_clock::now();
-    sc.run = simulate_serving(requests, costs, settings);
-    sc.metrics = serving_metrics(sc.run);
-    if (!slo.empty()) {
-      ServeSettings quiet = settings;
-      quiet.record_iterations = false;
-      WorkloadSpec load_spec = w;
-      auto simulate = [&](double load) {
-        WorkloadSpec ls = load_spec;
-        if (axis == LoadAxis::request_rate) ls.request_rate = load;
-        else {
-          ls.request_rate = std::numeric_limits<double>::infinity();
-          ls.max_concurrency = static_cast<int>(load);
-        }
-        ServeSettings st = quiet;
-        st.max_concurrency = ls.max_concurrency;
-        return serving_metrics(simulate_serving(make_workload(ls), costs, st));
-      };
-      const double max_load = axis == LoadAxis::request_rate ? 1e4 : std::min(sc.rules.max_running_requests * 4, w.num_prompts);
-      sc.capacity = find_capacity(simulate, slo, axis, max_load);
-    }
-    simulating += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
-    for (const std::string& n : costs.notes())
-      if (std::find(report.notes.begin(), report.notes.end(), n) == report.notes.end()) report.notes.push_back(n);
-    report.cases.push_back(std::move(sc));
-  }
-  (void)t0;
-  report.pricing_s = pricing;
-  report.simulation_s = simulating;
-  if (!slo.empty()) {
+  if (reports.empty()) throw InputError(fmt::format("--topology/--tp: no deployment can run: {}", skipped.front()));
+  if (!in.slo.empty()) {
     bool any = false;
-    for (const ServeCase& c : report.cases) any = any || (c.capacity && c.capacity->load);
+    for (const ServeReport& r : reports)
+      for (const ServeCase& c : r.cases) any = any || (c.capacity && c.capacity->load);
     if (!any)
       throw InputError(fmt::format("--slo: no configuration meets {} even at the lowest load ({}); relax the bounds or "
                                    "change the deployment",
-                                   describe(slo), report.cases.front().capacity->limit));
+                                   describe(in.slo), reports.front().cases.front().capacity->limit));
   }
-
-  std::string json = a.json.empty() ? "" : serve_to_json(report);
-  std::string csv = a.csv.empty() ? "" : serve_requests_csv(report);
-  std::string timeline = a.timeline.empty() ? "" : serve_timeline_json(report);
+  std::string json = a.json.empty() ? "" : serve_to_json(reports, skipped);
+  std::string csv = a.csv.empty() ? "" : serve_requests_csv(reports);
+  std::string timeline = a.timeline.empty() ? "" : serve_timeline_json(reports);
   write_files_atomic({{a.json, json}, {a.csv, csv}, {a.timeline, timeline}});
-  fmt::print("{}", serve_to_text(report));
+  fmt::print("{}", serve_to_text(reports, skipped));
 }
 
 }  // namespace
@@ -345,8 +411,10 @@ void add_serve(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve", "Simulate an engine serving a benchmark's requests: bench_serving's numbers, "
                                           "plain and EAGLE-3, and capacity under a latency target");
   cmd->add_option("--model", a->model, "Target model: a name under models/llm or a config.json")->required();
-  cmd->add_option("--topology", a->topology, "Topology preset or file")->required();
-  cmd->add_option("--tp", a->tp, "Tensor-parallel size of the engine instance")->capture_default_str();
+  cmd->add_option("--topology", a->topology,
+                  "Topology presets or files, comma-separated (globs and all as in sweep): one engine instance on each")
+      ->required();
+  cmd->add_option("--tp", a->tps, "Tensor-parallel sizes of the engine instance: list and/or ranges")->capture_default_str();
   cmd->add_option("--engine", a->engine, "Serving engine whose scheduler and kernels are simulated: sglang or vllm")
       ->capture_default_str();
   cmd->add_option("--draft", a->draft, "EAGLE-3 head: auto (beside the model, else derived from its dimensions) or a config")
@@ -384,6 +452,7 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--slo", a->slo, "Latency target, e.g. mean_tpot_ms=50,p99_ttft_ms=2000: find the highest load meeting it");
   cmd->add_option("--capacity", a->capacity_axis, "What --slo searches: rate (Poisson request rate) or concurrency")
       ->capture_default_str();
+  cmd->add_option("--traffic", a->traffic, "With --slo: requests per second to serve; prints the instances and GPUs needed");
   cmd->add_option("--compare", a->compare, "A measured benchmark result JSON to print beside the prediction");
   cmd->add_option("--json", a->json, "Write the results as JSON");
   cmd->add_option("--csv", a->csv, "Write one row per simulated request");

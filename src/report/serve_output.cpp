@@ -75,6 +75,13 @@ json rules_json(const SchedulerRules& r, const KvCapacity& kv) {
           {"sources", r.sources}};
 }
 
+// Requests per second one instance serves within the SLO: the highest Poisson rate meeting it, or
+// at the highest concurrency meeting it, the run's request throughput.
+double sustained(const ServeReport& r, const CapacityResult& cap) {
+  if (!cap.load || !cap.at) return 0;
+  return r.capacity_axis == LoadAxis::request_rate ? *cap.load : cap.at->request_throughput;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, double>> metrics_by_key(const ServeMetrics& m) {
@@ -98,7 +105,7 @@ std::vector<std::pair<std::string, double>> metrics_by_key(const ServeMetrics& m
   return out;
 }
 
-std::string serve_to_text(const ServeReport& r) {
+static std::string report_text(const ServeReport& r) {
   std::string s;
   s += fmt::format("serve: {} TP{} ({}) on {}, {} engine, allreduce {}\n", r.model, r.tp, r.weights, r.topology, r.engine,
                    r.strategy);
@@ -164,15 +171,18 @@ std::string serve_to_text(const ServeReport& r) {
                        c.label, rate ? fmt::format("{:.2f} req/s", *cap.load) : fmt::format("{:.0f}", *cap.load),
                        rate ? "max rate" : "max concurrency", cap.at->output_throughput, cap.at->request_throughput, r.tp,
                        cap.limit.empty() ? "(the largest load searched)" : cap.limit);
+      if (r.traffic > 0 && sustained(r, cap) > 0) {
+        const double instances = std::ceil(r.traffic / sustained(r, cap) - 1e-9);
+        s += fmt::format("  {:<16} {:g} req/s needs {:.0f} instance{} = {:.0f} GPUs\n", "", r.traffic, instances,
+                         instances == 1 ? "" : "s", instances * r.tp);
+      }
     }
   }
   return s;
 }
 
-std::string serve_to_json(const ServeReport& r) {
+static json report_json(const ServeReport& r) {
   json j;
-  j["format"] = "eaglesim-serve";
-  j["version"] = 1;
   j["deployment"] = {{"model", r.model}, {"draft_model", r.draft_model}, {"topology", r.topology}, {"gpu", r.gpu},
                      {"tp", r.tp}, {"weights", r.weights}, {"engine", r.engine}, {"strategy", r.strategy}};
   const WorkloadSpec& w = r.workload;
@@ -207,6 +217,12 @@ std::string serve_to_json(const ServeReport& r) {
                   {"load", c.capacity->load ? json(round_to(*c.capacity->load, 4)) : json(nullptr)},
                   {"limit", c.capacity->limit},
                   {"runs", c.capacity->runs}};
+      if (r.traffic > 0 && c.capacity->at && sustained(r, *c.capacity) > 0) {
+        const double instances = std::ceil(r.traffic / sustained(r, *c.capacity) - 1e-9);
+        cap["traffic"] = r.traffic;
+        cap["instances"] = instances;
+        cap["gpus"] = instances * r.tp;
+      }
       if (c.capacity->at) {
         json at = json::object();
         for (const auto& [k, v] : metrics_by_key(*c.capacity->at)) at[k] = round_to(v, 4);
@@ -228,40 +244,104 @@ std::string serve_to_json(const ServeReport& r) {
     j["measured"] = {{"file", r.measured->file}, {"compared_with", r.cases.back().label}, {"values", std::move(m)}};
   }
   j["notes"] = r.notes;
-  return j.dump(2) + "\n";
+  return j;
 }
 
-std::string serve_requests_csv(const ServeReport& r) {
-  std::string s = "case,request,input_len,output_len,sent_s,ttft_ms,e2e_latency_ms,tpot_ms,cycles,retractions\n";
-  for (const ServeCase& c : r.cases)
-    for (std::size_t i = 0; i < c.run.requests.size(); ++i) {
-      const RequestRecord& q = c.run.requests[i];
-      const double e2e = q.finish_s - q.sent_s, ttft = q.first_token_s - q.sent_s;
-      const double tpot = q.output_len > 1 ? (e2e - ttft) / static_cast<double>(q.output_len - 1) : 0.0;
-      s += fmt::format("{},{},{},{},{:.6f},{:.3f},{:.3f},{:.3f},{},{}\n", c.label, i, q.input_len, q.output_len, q.sent_s,
-                       ttft * 1e3, e2e * 1e3, tpot * 1e3, q.cycles, q.retractions);
+std::string serve_to_text(const std::vector<ServeReport>& reports, const std::vector<std::string>& skipped) {
+  std::string s;
+  for (const ServeReport& r : reports) s += (s.empty() ? "" : "\n\n") + report_text(r);
+  if (reports.size() > 1 || !skipped.empty()) {
+    const bool capacity = !reports.front().slo.empty();
+    const bool rate = reports.front().capacity_axis == LoadAxis::request_rate;
+    const double traffic = reports.front().traffic;
+    s += "\n\nper deployment";
+    s += capacity ? fmt::format(" (capacity under {})", describe(reports.front().slo)) : " (the workload above)";
+    s += ":\n";
+    if (capacity) {
+      // Under an SLO the figures are at each configuration's highest load meeting it.
+      s += fmt::format("{:<30} {:>3} {:<16} {:>12} {:>12} {:>10} {:>9}", "topology", "TP", "configuration",
+                       rate ? "max req/s" : "max conc.", "out tok/s", "mean TPOT", "vs plain");
+      if (traffic > 0) s += fmt::format(" {:>14}", fmt::format("GPUs@{:g}/s", traffic));
+      s += "\n";
+    } else {
+      s += fmt::format("{:<30} {:>3} {:<16} {:>11} {:>11} {:>9}\n", "topology", "TP", "configuration", "out tok/s",
+                       "mean TPOT", "vs plain");
     }
+    for (const ServeReport& r : reports)
+      for (const ServeCase& c : r.cases) {
+        const bool vs = c.speculative && !r.cases.front().speculative;
+        if (!capacity) {
+          const double plain = r.cases.front().metrics.output_throughput;
+          s += fmt::format("{:<30} {:>3} {:<16} {:>11.1f} {:>11.2f} {:>9}\n", r.topology, r.tp, c.label,
+                           c.metrics.output_throughput, c.metrics.tpot.mean_ms,
+                           vs && plain > 0 ? fmt::format("{:.2f}x", c.metrics.output_throughput / plain) : "");
+          continue;
+        }
+        const auto load_of = [&](const ServeCase& x) { return x.capacity ? sustained(r, *x.capacity) : 0.0; };
+        s += fmt::format("{:<30} {:>3} {:<16}", r.topology, r.tp, c.label);
+        if (c.capacity && c.capacity->load)
+          s += fmt::format(" {:>12} {:>12.1f} {:>10.2f} {:>9}", fmt::format(rate ? "{:.2f}" : "{:.0f}", *c.capacity->load),
+                           c.capacity->at->output_throughput, c.capacity->at->tpot.mean_ms,
+                           vs && load_of(r.cases.front()) > 0 ? fmt::format("{:.2f}x", load_of(c) / load_of(r.cases.front())) : "");
+        else
+          s += fmt::format(" {:>12} {:>12} {:>10} {:>9}", "none", "", "", "");
+        if (traffic > 0) {
+          const double per = load_of(c);
+          s += fmt::format(" {:>14}", per > 0 ? fmt::format("{:.0f}", std::ceil(traffic / per - 1e-9) * r.tp) : "-");
+        }
+        s += "\n";
+      }
+    for (const std::string& why : skipped) s += "cannot run: " + why + "\n";
+  }
   return s;
 }
 
-std::string serve_timeline_json(const ServeReport& r) {
+std::string serve_to_json(const std::vector<ServeReport>& reports, const std::vector<std::string>& skipped) {
+  json j;
+  j["format"] = "eaglesim-serve";
+  j["version"] = 1;
+  json runs = json::array();
+  for (const ServeReport& r : reports) runs.push_back(report_json(r));
+  j["runs"] = std::move(runs);
+  j["skipped"] = skipped;
+  return j.dump(2) + "\n";
+}
+
+std::string serve_requests_csv(const std::vector<ServeReport>& reports) {
+  std::string s = "topology,tp,case,request,input_len,output_len,sent_s,ttft_ms,e2e_latency_ms,tpot_ms,cycles,retractions\n";
+  for (const ServeReport& r : reports)
+    for (const ServeCase& c : r.cases)
+      for (std::size_t i = 0; i < c.run.requests.size(); ++i) {
+        const RequestRecord& q = c.run.requests[i];
+        const double e2e = q.finish_s - q.sent_s, ttft = q.first_token_s - q.sent_s;
+        const double tpot = q.output_len > 1 ? (e2e - ttft) / static_cast<double>(q.output_len - 1) : 0.0;
+        s += fmt::format("{},{},{},{},{},{},{:.6f},{:.3f},{:.3f},{:.3f},{},{}\n", r.topology, r.tp, c.label, i, q.input_len,
+                         q.output_len, q.sent_s, ttft * 1e3, e2e * 1e3, tpot * 1e3, q.cycles, q.retractions);
+      }
+  return s;
+}
+
+std::string serve_timeline_json(const std::vector<ServeReport>& reports) {
   json events = json::array();
-  for (std::size_t c = 0; c < r.cases.size(); ++c) {
-    const ServeCase& sc = r.cases[c];
-    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", c}, {"args", {{"name", sc.label}}}});
-    for (const IterationRecord& it : sc.run.iterations)
-      events.push_back({{"ph", "X"},
-                        {"name", to_string(it.kind)},
-                        {"pid", c},
-                        {"tid", 0},
-                        {"ts", round_to(it.start_s * 1e6, 3)},
-                        {"dur", round_to((it.end_s - it.start_s) * 1e6, 3)},
-                        {"args",
-                         {{"decode_requests", it.decode_requests},
-                          {"prefill_requests", it.prefill_requests},
-                          {"prefill_tokens", it.prefill_tokens},
-                          {"mean_kv", round_to(it.mean_kv, 1)}}}});
-  }
+  std::size_t pid = 0;
+  for (const ServeReport& r : reports)
+    for (const ServeCase& sc : r.cases) {
+      events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
+                        {"args", {{"name", fmt::format("{} TP{} {}", r.topology, r.tp, sc.label)}}}});
+      for (const IterationRecord& it : sc.run.iterations)
+        events.push_back({{"ph", "X"},
+                          {"name", to_string(it.kind)},
+                          {"pid", pid},
+                          {"tid", 0},
+                          {"ts", round_to(it.start_s * 1e6, 3)},
+                          {"dur", round_to((it.end_s - it.start_s) * 1e6, 3)},
+                          {"args",
+                           {{"decode_requests", it.decode_requests},
+                            {"prefill_requests", it.prefill_requests},
+                            {"prefill_tokens", it.prefill_tokens},
+                            {"mean_kv", round_to(it.mean_kv, 1)}}}});
+      ++pid;
+    }
   return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump() + "\n";
 }
 

@@ -8,11 +8,14 @@
 
 namespace eaglesim {
 
-std::string serve_to_text(const ServeReport& report);
-std::string serve_to_json(const ServeReport& report);
-std::string serve_requests_csv(const ServeReport& report);
-// Iterations as complete events, one track per configuration; needs the runs' iteration records.
-std::string serve_timeline_json(const ServeReport& report);
+// One report per deployment (topology x TP); `skipped`: the deployments that could not run, why.
+// Several deployments add a summary table (and, with --slo, the capacity and GPUs per deployment).
+std::string serve_to_text(const std::vector<ServeReport>& reports, const std::vector<std::string>& skipped);
+std::string serve_to_json(const std::vector<ServeReport>& reports, const std::vector<std::string>& skipped);
+std::string serve_requests_csv(const std::vector<ServeReport>& reports);
+// Iterations as complete events, one track per deployment and configuration; needs the runs'
+// iteration records.
+std::string serve_timeline_json(const std::vector<ServeReport>& reports);
 
 // The benchmarks' keys of a summary with their values (bench_serving's names), in print order.
 std::vector<std::pair<std::string, double>> metrics_by_key(const ServeMetrics& m);

@@ -44,6 +44,7 @@ struct ServeReport {
   std::vector<ServeCase> cases;
   std::vector<SloBound> slo;
   LoadAxis capacity_axis = LoadAxis::request_rate;
+  double traffic = 0;               // requests/s to serve (--traffic): instances needed per configuration
   std::optional<MeasuredResult> measured;
   std::size_t grid_points = 0;
   double pricing_s = 0, simulation_s = 0;

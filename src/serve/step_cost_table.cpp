@@ -40,6 +40,24 @@ std::pair<std::size_t, double> segment(const std::vector<double>& xs, double x) 
 
 double lerp(double a, double b, double f) { return a + (b - a) * f; }
 
+// SGLang and vLLM prefill an MLA model (DeepSeek-V3, Kimi-K2) in the multi-head form (SGLang's
+// forward_normal, vLLM's MLA prefill path): the latent KV is expanded per head and each head
+// attends with qk_nope + rope dims for QK and v_head dims for PV, far fewer FLOPs than the
+// absorbed form decode and verify use at prompt lengths. Priced as attention over per-head K/V
+// whose width averages the two products.
+void mla_prefill_in_mha_form(Trace& trace, const ModelConfig& m) {
+  if (!m.is_mla()) return;
+  for (Step& step : trace.steps)
+    for (Op& op : step.ops)
+      if (op.kind == OpKind::attention && op.variant == AttentionVariant::mla) {
+        op.variant = AttentionVariant::gqa;
+        op.kv_heads = op.heads;
+        op.head_dim = (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) / 2;
+        op.kv_lora_rank = 0;
+        op.rope_dim = 0;
+      }
+}
+
 }  // namespace
 
 std::string engine_strategy(ServingEngine engine) { return engine == ServingEngine::vllm ? "vllm" : "sglang"; }
@@ -102,7 +120,8 @@ StepCostTable::StepCostTable(const StepCostRequest& rq) {
       GenOptions g = base;
       g.tokens = static_cast<int>(tokens);
       g.kv_len = static_cast<std::int64_t>(tokens + (c ? prefix : 0.0));
-      const Trace trace = generate_trace(*rq.target, g);
+      Trace trace = generate_trace(*rq.target, g);
+      mla_prefill_in_mha_form(trace, *rq.target);
       const PricedStep p = price_step(backend, trace, trace.steps.front(), strategy, rq.topology, rq.options);
       if (!p.supported)
         throw InputError(fmt::format("--strategy: {} cannot run on {}: {}", strategy, rq.topology->name, p.reason));

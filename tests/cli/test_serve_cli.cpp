@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -26,8 +27,8 @@ TEST(ServeCli, PrintsTheBenchmarkSummaryPlainAndSpeculative) {
   for (const char* label : {"Serving Benchmark Result", "Output token throughput (tok/s):", "Mean TPOT (ms):",
                             "P99 ITL (ms):", "Accept length:", "EAGLE-3 3/1/4 vs plain: output tok/s"})
     EXPECT_NE(r.out.find(label), std::string::npos) << label << "\n" << r.out;
-  const json j = json::parse(slurp(dir + "/s.json"));
-  EXPECT_EQ(j["format"], "eaglesim-serve");
+  const json j = json::parse(slurp(dir + "/s.json"))["runs"][0];
+  EXPECT_EQ(json::parse(slurp(dir + "/s.json"))["format"], "eaglesim-serve");
   ASSERT_EQ(j["cases"].size(), 2u);
   const json& plain = j["cases"][0]["metrics"];
   const json& spec = j["cases"][1]["metrics"];
@@ -56,7 +57,7 @@ TEST(ServeCli, SameSeedSameNumbers) {
   const CliResult b = run_cli(std::string(kServe) + " --json " + dir + "/b.json");
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
-  EXPECT_EQ(json::parse(slurp(dir + "/a.json"))["cases"], json::parse(slurp(dir + "/b.json"))["cases"]);
+  EXPECT_EQ(json::parse(slurp(dir + "/a.json"))["runs"], json::parse(slurp(dir + "/b.json"))["runs"]);
 }
 
 // Capacity: the highest Poisson rate meeting the SLO, per configuration; at that rate the run
@@ -67,7 +68,7 @@ TEST(ServeCli, SloFindsTheHighestRateThatMeetsIt) {
                               dir + "/s.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("capacity under mean_tpot_ms <= 12, p99_ttft_ms <= 1000"), std::string::npos) << r.out;
-  const json j = json::parse(slurp(dir + "/s.json"));
+  const json j = json::parse(slurp(dir + "/s.json"))["runs"][0];
   for (const json& c : j["cases"]) {
     ASSERT_TRUE(c["capacity"]["load"].is_number()) << c["label"];
     EXPECT_LE(c["capacity"]["metrics"]["mean_tpot_ms"].get<double>(), 12.0);
@@ -89,7 +90,7 @@ TEST(ServeCli, ComparePutsTheMeasuredResultBeside) {
   const CliResult r = run_cli(std::string(kServe) + " --compare " + measured + " --json " + dir + "/s.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("measured"), std::string::npos);
-  const json j = json::parse(slurp(dir + "/s.json"));
+  const json j = json::parse(slurp(dir + "/s.json"))["runs"][0];
   EXPECT_EQ(j["measured"]["values"]["output_throughput"], 2000.0);
   EXPECT_EQ(j["measured"]["values"]["total_throughput"], 6000.0);  // vLLM's name read as bench_serving's
   EXPECT_EQ(j["measured"]["compared_with"], "EAGLE-3 3/1/4");
@@ -101,9 +102,30 @@ TEST(ServeCli, VllmRunsMixedSteps) {
   const CliResult r = run_cli("serve --model llama-3.1-8b --topology 8x-h100-nvswitch --engine vllm --num-prompts 100 "
                               "--request-rate 20 --num-speculative-tokens 3 --accept-len 2.4 --json " + dir + "/s.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json j = json::parse(slurp(dir + "/s.json"));
+  const json j = json::parse(slurp(dir + "/s.json"))["runs"][0];
   EXPECT_EQ(j["cases"][0]["engine_rules"]["token_budget"], 8192);
   EXPECT_EQ(j["cases"][0]["engine_rules"]["max_running_requests"], 1024);
   EXPECT_GT(j["cases"][0]["metrics"]["mixed_forwards"].get<int>(), 0);
   EXPECT_EQ(j["workload"]["request_rate"], 20.0);
+}
+
+// Several deployments: one instance per topology x TP, a summary per deployment with the GPUs a
+// traffic needs; a TP the topology cannot hold is listed, not fatal.
+TEST(ServeCli, CapacityPerTopologyAndTp) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli(
+      "serve --model llama-3.1-8b --topology 8x-h100-nvswitch,2x-h200-nvlink --tp 1,4 --num-prompts 100 "
+      "--random-input-len 512 --random-output-len 128 --slo mean_tpot_ms=15 --traffic 30 --json " + dir + "/s.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(slurp(dir + "/s.json"));
+  EXPECT_EQ(j["runs"].size(), 3u);  // 2x-h200-nvlink cannot hold TP4
+  ASSERT_EQ(j["skipped"].size(), 1u);
+  EXPECT_NE(j["skipped"][0].get<std::string>().find("2x-h200-nvlink TP4"), std::string::npos);
+  EXPECT_NE(r.out.find("per deployment (capacity under mean_tpot_ms <= 15)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GPUs@30/s"), std::string::npos) << r.out;
+  for (const json& run : j["runs"]) {
+    const json& cap = run["cases"][0]["capacity"];
+    ASSERT_TRUE(cap["load"].is_number());
+    EXPECT_EQ(cap["gpus"].get<double>(), std::ceil(30.0 / cap["load"].get<double>() - 1e-9) * run["deployment"]["tp"].get<int>());
+  }
 }
