@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
@@ -47,9 +48,9 @@ struct ServeArgs {
   std::int64_t input_len = 1024, output_len = 1024;
   double range_ratio = -1;  // unset: the benchmark's default (0)
   std::string dataset_path;
-  std::string request_rate = "inf";
+  std::string request_rate = "inf";      // a list: one run per rate
+  std::string max_concurrency_list = "0";  // a list: one run per cap
   double burstiness = 1.0;
-  int max_concurrency = 0;
   std::uint64_t seed = 1;
   // Engine settings.
   std::optional<int> max_running_requests;
@@ -116,8 +117,11 @@ struct ServeInputs {
   std::optional<ModelConfig> draft;
   double accept_len = 0;
   std::vector<std::string> notes;
-  WorkloadSpec workload;
-  std::vector<ServeRequest> requests;
+  WorkloadSpec workload;                              // the first load's
+  std::vector<ServeRequest> requests;                 // the first load's
+  std::vector<WorkloadSpec> loads;                    // one per --request-rate / --max-concurrency value
+  std::vector<std::vector<ServeRequest>> load_requests;
+  bool load_ladder = false;                           // several loads: the summary says where speculation stops paying
   std::optional<MeasuredResult> measured;
   std::vector<SloBound> slo;
   LoadAxis axis = LoadAxis::request_rate;
@@ -181,11 +185,35 @@ WorkloadSpec workload_spec(const ServeArgs& a, ServingEngine engine) {
   w.range_rule = engine == ServingEngine::vllm ? RangeRule::vllm : RangeRule::sglang;
   w.range_ratio = a.range_ratio < 0 ? 0.0 : a.range_ratio;
   w.lengths_file = a.dataset_path;
-  w.request_rate = rate_flag(a.request_rate);
   w.burstiness = a.burstiness;
-  w.max_concurrency = a.max_concurrency;
   w.seed = a.seed;
   return w;
+}
+
+// The loads to run: each --request-rate value, or each --max-concurrency value (one of the two may
+// list several: a load ladder).
+std::vector<WorkloadSpec> load_specs(const ServeArgs& a, const WorkloadSpec& base) {
+  std::vector<double> rates;
+  for (const std::string& v : split_comma_list("--request-rate", a.request_rate)) rates.push_back(rate_flag(v));
+  std::vector<int> caps;
+  for (const std::string& v : split_comma_list("--max-concurrency", a.max_concurrency_list)) {
+    char* end = nullptr;
+    const long c = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || c < 0 || c > 10'000'000)
+      throw InputError(fmt::format("--max-concurrency: expected counts >= 0 (0: no cap), comma-separated, got '{}'", v));
+    caps.push_back(static_cast<int>(c));
+  }
+  if (rates.size() > 1 && caps.size() > 1)
+    throw InputError("--request-rate and --max-concurrency: one of them may list several loads, not both");
+  std::vector<WorkloadSpec> out;
+  for (double r : rates)
+    for (int c : caps) {
+      WorkloadSpec w = base;
+      w.request_rate = r;
+      w.max_concurrency = c;
+      out.push_back(w);
+    }
+  return out;
 }
 
 ServeInputs resolve_inputs(const ServeArgs& a) {
@@ -210,8 +238,11 @@ ServeInputs resolve_inputs(const ServeArgs& a) {
     throw InputError(fmt::format("--kv-cache-dtype: expected auto, bf16 or fp8, got '{}'", a.kv_cache_dtype));
   in.spec = speculative_config(a, in.engine);
   resolve_head_and_acceptance(a, in);
-  in.workload = workload_spec(a, in.engine);
-  in.requests = make_workload(in.workload);
+  in.loads = load_specs(a, workload_spec(a, in.engine));
+  for (const WorkloadSpec& w : in.loads) in.load_requests.push_back(make_workload(w));
+  in.workload = in.loads.front();
+  in.requests = in.load_requests.front();
+  in.load_ladder = in.loads.size() > 1;
   if (!a.compare.empty()) in.measured = read_measured(a.compare);
   if (!a.slo.empty()) in.slo = parse_slo(a.slo);
   if (a.capacity_axis != "rate" && a.capacity_axis != "concurrency")
@@ -269,10 +300,11 @@ StepCostRequest cost_request(const ServeArgs& a, const ServeInputs& in, const To
   rq.engine = in.engine;
   rq.strategy = a.strategy;
   if (c.speculative) rq.speculative = in.spec;
-  const WorkloadSpec& w = in.workload;
   // The largest batch a run can hold: the client's cap (or every prompt), the engine's cap, and
   // with an SLO search any concurrency up to the engine's cap.
-  const int in_flight = w.max_concurrency ? std::min(w.max_concurrency, w.num_prompts) : w.num_prompts;
+  int in_flight = 1;
+  for (const WorkloadSpec& w : in.loads)
+    in_flight = std::max(in_flight, w.max_concurrency ? std::min(w.max_concurrency, w.num_prompts) : w.num_prompts);
   rq.max_batch = std::min({c.rules.max_running_requests, in.slo.empty() ? in_flight : c.rules.max_running_requests, 1024});
   rq.max_batch = std::max(1, rq.max_batch);
   rq.max_kv = longest_request(in.requests);
@@ -280,11 +312,18 @@ StepCostRequest cost_request(const ServeArgs& a, const ServeInputs& in, const To
   return rq;
 }
 
-// One configuration (plain or EAGLE-3) on one deployment: price its grid, simulate the workload,
-// and with an SLO search its capacity.
-ServeCase simulate_case(const ServeArgs& a, const ServeInputs& in, const Topology& topo, int tp, bool speculative,
-                        ServeReport& report) {
-  ServeCase c;
+// One configuration (plain or EAGLE-3) on one deployment: its engine rules and the step grid its
+// runs read, priced once for every load.
+struct PricedConfig {
+  ServeCase base;  // label, rules, KV, speculative settings, capacity
+  std::unique_ptr<StepCostTable> costs;
+  ServeSettings settings;
+};
+
+PricedConfig price_config(const ServeArgs& a, const ServeInputs& in, const Topology& topo, int tp, bool speculative,
+                          ServeReport& timing) {
+  PricedConfig p;
+  ServeCase& c = p.base;
   c.speculative = speculative;
   c.label = speculative ? fmt::format("EAGLE-3 {}/{}/{}", in.spec->num_steps, in.spec->eagle_topk, in.spec->num_draft_tokens)
                         : "plain";
@@ -296,27 +335,20 @@ ServeCase simulate_case(const ServeArgs& a, const ServeInputs& in, const Topolog
     c.accept_len = in.accept_len;
   }
   const auto p0 = std::chrono::steady_clock::now();
-  const StepCostTable costs(cost_request(a, in, topo, tp, c));
-  report.pricing_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
-  report.grid_points += costs.points_priced();
-  for (const std::string& n : costs.notes())
-    if (std::find(report.notes.begin(), report.notes.end(), n) == report.notes.end()) report.notes.push_back(n);
-
-  ServeSettings settings;
-  settings.rules = c.rules;
+  p.costs = std::make_unique<StepCostTable>(cost_request(a, in, topo, tp, c));
+  timing.pricing_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+  timing.grid_points += p.costs->points_priced();
+  for (const std::string& n : p.costs->notes())
+    if (std::find(timing.notes.begin(), timing.notes.end(), n) == timing.notes.end()) timing.notes.push_back(n);
+  p.settings.rules = c.rules;
   if (speculative) {
-    settings.accept.emplace(in.accept_len, in.spec->num_steps);
+    p.settings.accept.emplace(in.accept_len, in.spec->num_steps);
     // SGLang check_decode_mem: a cycle needs max(num_steps x topk, num_draft_tokens) free positions per request.
-    settings.verify_tokens = std::max(in.spec->num_steps * in.spec->eagle_topk, in.spec->num_draft_tokens);
+    p.settings.verify_tokens = std::max(in.spec->num_steps * in.spec->eagle_topk, in.spec->num_draft_tokens);
   }
-  settings.max_concurrency = in.workload.max_concurrency;
-  settings.seed = in.workload.seed;
-  settings.record_iterations = !a.timeline.empty();
-  const auto s0 = std::chrono::steady_clock::now();
-  c.run = simulate_serving(in.requests, costs, settings);
-  c.metrics = serving_metrics(c.run);
+  p.settings.seed = in.workload.seed;
   if (!in.slo.empty()) {
-    settings.record_iterations = false;
+    const auto s0 = std::chrono::steady_clock::now();
     auto at_load = [&](double load) {
       WorkloadSpec w = in.workload;
       if (in.axis == LoadAxis::request_rate) {
@@ -325,49 +357,69 @@ ServeCase simulate_case(const ServeArgs& a, const ServeInputs& in, const Topolog
         w.request_rate = std::numeric_limits<double>::infinity();
         w.max_concurrency = static_cast<int>(load);
       }
-      ServeSettings st = settings;
+      ServeSettings st = p.settings;
       st.max_concurrency = w.max_concurrency;
-      return serving_metrics(simulate_serving(make_workload(w), costs, st));
+      return serving_metrics(simulate_serving(make_workload(w), *p.costs, st));
     };
-    const double max_load = in.axis == LoadAxis::request_rate
-                                ? 1e4
-                                : std::min(c.rules.max_running_requests * 4, in.workload.num_prompts);
+    const double max_load =
+        in.axis == LoadAxis::request_rate ? 1e4 : std::min(c.rules.max_running_requests * 4, in.workload.num_prompts);
     c.capacity = find_capacity(at_load, in.slo, in.axis, max_load);
+    timing.simulation_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
   }
-  report.simulation_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
-  return c;
+  return p;
 }
 
-// One engine instance of TP `tp` on `topo`: plain (unless --speculative-only) and EAGLE-3.
-ServeReport simulate_deployment(const ServeArgs& a, const ServeInputs& in, const Topology& topo, int tp) {
+// One instance of TP `tp` on `topo`: plain (unless --speculative-only) and EAGLE-3, one report per
+// load.
+std::vector<ServeReport> simulate_deployment(const ServeArgs& a, const ServeInputs& in, const Topology& topo, int tp) {
   check_tp(in.target, tp);
   if (tp > topo.gpu_count) throw InputError(fmt::format("--tp: {} needs {} GPUs, {} has {}", tp, tp, topo.name, topo.gpu_count));
-  ServeReport r;
-  r.notes = in.notes;
-  r.model = in.target.name;
-  r.draft_model = in.draft ? in.draft->name : "";
-  r.topology = topo.name;
-  r.gpu = topo.gpu.name;
-  r.engine = to_string(in.engine);
-  r.strategy = a.strategy.empty() ? engine_strategy(in.engine) : a.strategy;
-  r.tp = tp;
-  r.weights = in.formats.describe(in.target.is_moe());
-  const WorkloadSpec& w = in.workload;
-  r.workload = w;
-  r.workload_text = fmt::format(
-      "{} prompts, {}, request rate {}{}, max concurrency {}, seed {}", w.num_prompts,
-      w.lengths_file.empty()
-          ? fmt::format("random input {} / output {} tokens (range ratio {:g})", w.input_len, w.output_len, w.range_ratio)
-          : "lengths from " + w.lengths_file,
-      a.request_rate, w.burstiness != 1 ? fmt::format(" (burstiness {:g})", w.burstiness) : "",
-      w.max_concurrency ? std::to_string(w.max_concurrency) : "none", w.seed);
-  r.slo = in.slo;
-  r.capacity_axis = in.axis;
-  r.traffic = a.traffic;
-  r.measured = in.measured;
-  if (!a.plain_only || !in.spec) r.cases.push_back(simulate_case(a, in, topo, tp, false, r));
-  if (in.spec) r.cases.push_back(simulate_case(a, in, topo, tp, true, r));
-  return r;
+  ServeReport base;
+  base.notes = in.notes;
+  std::vector<PricedConfig> configs;
+  if (!a.plain_only || !in.spec) configs.push_back(price_config(a, in, topo, tp, false, base));
+  if (in.spec) configs.push_back(price_config(a, in, topo, tp, true, base));
+  std::vector<ServeReport> reports;
+  for (std::size_t l = 0; l < in.loads.size(); ++l) {
+    const WorkloadSpec& w = in.loads[l];
+    ServeReport r = base;
+    r.model = in.target.name;
+    r.draft_model = in.draft ? in.draft->name : "";
+    r.topology = topo.name;
+    r.gpu = topo.gpu.name;
+    r.engine = to_string(in.engine);
+    r.strategy = a.strategy.empty() ? engine_strategy(in.engine) : a.strategy;
+    r.tp = tp;
+    r.weights = in.formats.describe(in.target.is_moe());
+    r.workload = w;
+    r.workload_text = fmt::format(
+        "{} prompts, {}, request rate {}{}, max concurrency {}, seed {}", w.num_prompts,
+        w.lengths_file.empty()
+            ? fmt::format("random input {} / output {} tokens (range ratio {:g})", w.input_len, w.output_len, w.range_ratio)
+            : "lengths from " + w.lengths_file,
+        std::isfinite(w.request_rate) ? fmt::format("{:g}", w.request_rate) : "inf",
+        w.burstiness != 1 ? fmt::format(" (burstiness {:g})", w.burstiness) : "",
+        w.max_concurrency ? std::to_string(w.max_concurrency) : "none", w.seed);
+    r.slo = in.slo;
+    r.capacity_axis = in.axis;
+    r.traffic = a.traffic;
+    r.measured = in.measured;
+    r.simulation_s = 0;
+    for (PricedConfig& p : configs) {
+      ServeCase c = p.base;
+      ServeSettings st = p.settings;
+      st.max_concurrency = w.max_concurrency;
+      st.record_iterations = !a.timeline.empty();
+      const auto s0 = std::chrono::steady_clock::now();
+      c.run = simulate_serving(in.load_requests[l], *p.costs, st);
+      c.metrics = serving_metrics(c.run);
+      r.simulation_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+      r.cases.push_back(std::move(c));
+    }
+    if (l == 0) r.simulation_s += base.simulation_s;
+    reports.push_back(std::move(r));
+  }
+  return reports;
 }
 
 void run_serve(const ServeArgs& a) {
@@ -381,7 +433,7 @@ void run_serve(const ServeArgs& a) {
   for (const Topology& topo : in.topologies)
     for (int tp : in.tps) {
       try {
-        reports.push_back(simulate_deployment(a, in, topo, tp));
+        for (ServeReport& r : simulate_deployment(a, in, topo, tp)) reports.push_back(std::move(r));
       } catch (const InputError& e) {
         if (!several) throw;
         skipped.push_back(fmt::format("{} TP{}: {}", topo.name, tp, e.what()));
@@ -437,10 +489,12 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--dataset-path", a->dataset_path,
                   "Request lengths instead of the random dataset: JSON Lines {input_len, output_len}, a CSV with those "
                   "columns, or a benchmark result with input_lens/output_lens");
-  cmd->add_option("--request-rate", a->request_rate, "Requests per second (Poisson), or inf: all at once")
+  cmd->add_option("--request-rate", a->request_rate,
+                  "Requests per second (Poisson), or inf: all at once; a list runs each (a load ladder)")
       ->capture_default_str();
   cmd->add_option("--burstiness", a->burstiness, "Gamma shape of the gaps between requests (1: Poisson)")->capture_default_str();
-  cmd->add_option("--max-concurrency", a->max_concurrency, "The client's cap on requests in flight (0: none)")
+  cmd->add_option("--max-concurrency", a->max_concurrency_list,
+                  "The client's cap on requests in flight (0: none); a list runs each (a load ladder)")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Random seed of the lengths, arrivals and acceptance")->capture_default_str();
   cmd->add_option("--max-running-requests,--max-num-seqs", a->max_running_requests,

@@ -82,6 +82,40 @@ double sustained(const ServeReport& r, const CapacityResult& cap) {
   return r.capacity_axis == LoadAxis::request_rate ? *cap.load : cap.at->request_throughput;
 }
 
+// "8/s", "c64", "inf": the load a run was driven at.
+std::string load_label(const WorkloadSpec& w) {
+  if (std::isfinite(w.request_rate))
+    return fmt::format("{:g}/s", w.request_rate) + (w.max_concurrency ? fmt::format(" c{}", w.max_concurrency) : "");
+  return w.max_concurrency ? fmt::format("c{}", w.max_concurrency) : "inf";
+}
+
+// Per deployment run at several loads: the first load, in the order given, at which EAGLE-3 stops
+// paying: its output tok/s more than 1 % below plain decoding's (below saturation both serve what
+// arrives), or its mean TPOT above plain's.
+std::string speculation_limits(const std::vector<ServeReport>& reports) {
+  std::string out;
+  for (std::size_t i = 0; i < reports.size();) {
+    std::size_t j = i;
+    while (j < reports.size() && reports[j].topology == reports[i].topology && reports[j].tp == reports[i].tp) ++j;
+    if (j - i > 1 && reports[i].cases.size() > 1 && !reports[i].cases.front().speculative) {
+      std::string where;
+      for (std::size_t k = i; k < j && where.empty(); ++k) {
+        const ServeMetrics& plain = reports[k].cases.front().metrics;
+        const ServeMetrics& spec = reports[k].cases.back().metrics;
+        if (plain.output_throughput > 0 &&
+            (spec.output_throughput < 0.99 * plain.output_throughput || spec.tpot.mean_ms > plain.tpot.mean_ms))
+          where = fmt::format("stops paying at {} ({:.2f}x output tok/s, mean TPOT {:.1f} against {:.1f} ms)",
+                              load_label(reports[k].workload), spec.output_throughput / plain.output_throughput,
+                              spec.tpot.mean_ms, plain.tpot.mean_ms);
+      }
+      out += fmt::format("{} TP{}: speculation {}\n", reports[i].topology, reports[i].tp,
+                         where.empty() ? "pays at every load run" : where);
+    }
+    i = j;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, double>> metrics_by_key(const ServeMetrics& m) {
@@ -264,16 +298,17 @@ std::string serve_to_text(const std::vector<ServeReport>& reports, const std::ve
       if (traffic > 0) s += fmt::format(" {:>14}", fmt::format("GPUs@{:g}/s", traffic));
       s += "\n";
     } else {
-      s += fmt::format("{:<30} {:>3} {:<16} {:>11} {:>11} {:>9}\n", "topology", "TP", "configuration", "out tok/s",
-                       "mean TPOT", "vs plain");
+      s += fmt::format("{:<30} {:>3} {:>9} {:<16} {:>11} {:>11} {:>11} {:>9}\n", "topology", "TP", "load", "configuration",
+                       "out tok/s", "mean TPOT", "p99 TTFT", "vs plain");
     }
     for (const ServeReport& r : reports)
       for (const ServeCase& c : r.cases) {
         const bool vs = c.speculative && !r.cases.front().speculative;
         if (!capacity) {
           const double plain = r.cases.front().metrics.output_throughput;
-          s += fmt::format("{:<30} {:>3} {:<16} {:>11.1f} {:>11.2f} {:>9}\n", r.topology, r.tp, c.label,
-                           c.metrics.output_throughput, c.metrics.tpot.mean_ms,
+          s += fmt::format("{:<30} {:>3} {:>9} {:<16} {:>11.1f} {:>11.2f} {:>11.1f} {:>9}\n", r.topology, r.tp,
+                           load_label(r.workload), c.label, c.metrics.output_throughput, c.metrics.tpot.mean_ms,
+                           c.metrics.ttft.p99_ms,
                            vs && plain > 0 ? fmt::format("{:.2f}x", c.metrics.output_throughput / plain) : "");
           continue;
         }
@@ -291,6 +326,7 @@ std::string serve_to_text(const std::vector<ServeReport>& reports, const std::ve
         }
         s += "\n";
       }
+    s += speculation_limits(reports);
     for (const std::string& why : skipped) s += "cannot run: " + why + "\n";
   }
   return s;

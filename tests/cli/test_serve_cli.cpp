@@ -129,3 +129,18 @@ TEST(ServeCli, CapacityPerTopologyAndTp) {
     EXPECT_EQ(cap["gpus"].get<double>(), std::ceil(30.0 / cap["load"].get<double>() - 1e-9) * run["deployment"]["tp"].get<int>());
   }
 }
+
+// A load ladder: one run per listed load with the same step grid, and where speculation stops
+// paying as the load grows.
+TEST(ServeCli, LoadLadderSaysWhereSpeculationStopsPaying) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli(std::string(kDeployment) + " --max-concurrency 2,64 --json " + dir + "/s.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(slurp(dir + "/s.json"));
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][0]["workload"]["max_concurrency"], 2);
+  EXPECT_EQ(j["runs"][1]["workload"]["max_concurrency"], 64);
+  EXPECT_LE(j["runs"][1]["cases"][1]["metrics"]["peak_running_requests"].get<int>(), 48);  // SGLang's EAGLE cap
+  EXPECT_NE(r.out.find("8x-h100-nvswitch TP1: speculation "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("       c64 EAGLE-3 3/1/4"), std::string::npos) << r.out;
+}
