@@ -21,6 +21,7 @@
 #include "model/default_eagle3_head.hpp"
 #include "model/model_config.hpp"
 #include "model/speculative_flags.hpp"
+#include "report/html_report.hpp"
 #include "report/serve_output.hpp"
 #include "serve/capacity_search.hpp"
 #include "serve/kv_capacity.hpp"
@@ -57,7 +58,7 @@ struct ServeArgs {
   std::optional<std::int64_t> token_budget;
   std::optional<double> mem_fraction;
   // Outputs.
-  std::string slo, capacity_axis = "rate", compare, json, csv, timeline;
+  std::string slo, capacity_axis = "rate", compare, json, csv, timeline, report;
   double traffic = 0;
 };
 
@@ -338,8 +339,12 @@ PricedConfig price_config(const ServeArgs& a, const ServeInputs& in, const Topol
   p.costs = std::make_unique<StepCostTable>(cost_request(a, in, topo, tp, c));
   timing.pricing_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
   timing.grid_points += p.costs->points_priced();
-  for (const std::string& n : p.costs->notes())
+  for (const std::string& n : p.costs->notes()) {
+    // A plain configuration's traces have no draft step by design; the run's note about it is
+    // for traces meant to speculate.
+    if (!speculative && n.rfind("the trace has no draft step", 0) == 0) continue;
     if (std::find(timing.notes.begin(), timing.notes.end(), n) == timing.notes.end()) timing.notes.push_back(n);
+  }
   p.settings.rules = c.rules;
   if (speculative) {
     p.settings.accept.emplace(in.accept_len, in.spec->num_steps);
@@ -352,7 +357,9 @@ PricedConfig price_config(const ServeArgs& a, const ServeInputs& in, const Topol
     auto at_load = [&](double load) {
       WorkloadSpec w = in.workload;
       if (in.axis == LoadAxis::request_rate) {
+        // Open loop: Poisson arrivals at the rate, no client cap.
         w.request_rate = load;
+        w.max_concurrency = 0;
       } else {
         w.request_rate = std::numeric_limits<double>::infinity();
         w.max_concurrency = static_cast<int>(load);
@@ -423,7 +430,7 @@ std::vector<ServeReport> simulate_deployment(const ServeArgs& a, const ServeInpu
 }
 
 void run_serve(const ServeArgs& a) {
-  for (const std::string* p : {&a.json, &a.csv, &a.timeline})
+  for (const std::string* p : {&a.json, &a.csv, &a.timeline, &a.report})
     if (!p->empty()) check_writable(*p);
   const ServeInputs in = resolve_inputs(a);
   // Every topology x TP asked for; with several, those that cannot run are listed, not fatal.
@@ -452,7 +459,8 @@ void run_serve(const ServeArgs& a) {
   std::string json = a.json.empty() ? "" : serve_to_json(reports, skipped);
   std::string csv = a.csv.empty() ? "" : serve_requests_csv(reports);
   std::string timeline = a.timeline.empty() ? "" : serve_timeline_json(reports);
-  write_files_atomic({{a.json, json}, {a.csv, csv}, {a.timeline, timeline}});
+  std::string html = a.report.empty() ? "" : render_serve_html_report(reports, skipped);
+  write_files_atomic({{a.json, json}, {a.csv, csv}, {a.timeline, timeline}, {a.report, html}});
   fmt::print("{}", serve_to_text(reports, skipped));
 }
 
@@ -511,6 +519,8 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--json", a->json, "Write the results as JSON");
   cmd->add_option("--csv", a->csv, "Write one row per simulated request");
   cmd->add_option("--timeline", a->timeline, "Write the engine's iterations as a Chrome/Perfetto trace");
+  cmd->add_option("--report", a->report,
+                  "Write a self-contained HTML report: the summary per run, latency distributions, requests in flight, capacity");
   cmd->callback([a] {
     require_single_process("serve", kNoGpuWork);
     run_serve(*a);

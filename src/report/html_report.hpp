@@ -7,7 +7,10 @@
 // Callers write the text with write_file_atomic.
 #include <string>
 
+#include <vector>
+
 #include "domain/report.hpp"
+#include "serve/serve_report.hpp"
 #include "sweep/sweep_result.hpp"
 
 namespace eaglesim {
@@ -19,5 +22,9 @@ std::string render_html_report(const Report& report);
 // `eaglesim sweep --report`: the whole grid, the best configuration per model and topology,
 // and the waterfall of each model's fastest configuration.
 std::string render_sweep_html_report(const SweepResults& results);
+
+// `eaglesim serve --report`: per run (deployment x load) the benchmark summary, the latency
+// distributions, the requests in the engine over time and the capacity (html_serve_view.hpp).
+std::string render_serve_html_report(const std::vector<ServeReport>& reports, const std::vector<std::string>& skipped);
 
 }  // namespace eaglesim

@@ -301,7 +301,10 @@ std::string serve_to_text(const std::vector<ServeReport>& reports, const std::ve
       s += fmt::format("{:<30} {:>3} {:>9} {:<16} {:>11} {:>11} {:>11} {:>9}\n", "topology", "TP", "load", "configuration",
                        "out tok/s", "mean TPOT", "p99 TTFT", "vs plain");
     }
-    for (const ServeReport& r : reports)
+    for (std::size_t ri = 0; ri < reports.size(); ++ri) {
+      const ServeReport& r = reports[ri];
+      // The capacity does not depend on the load a run was driven at: one row per deployment.
+      if (capacity && ri > 0 && reports[ri - 1].topology == r.topology && reports[ri - 1].tp == r.tp) continue;
       for (const ServeCase& c : r.cases) {
         const bool vs = c.speculative && !r.cases.front().speculative;
         if (!capacity) {
@@ -326,6 +329,7 @@ std::string serve_to_text(const std::vector<ServeReport>& reports, const std::ve
         }
         s += "\n";
       }
+    }
     s += speculation_limits(reports);
     for (const std::string& why : skipped) s += "cannot run: " + why + "\n";
   }

@@ -29,6 +29,15 @@ std::vector<SloBound> parse_slo(const std::string& text) {
     out.push_back({key, v});
   }
   if (out.empty()) throw InputError("--slo: expected at least one KEY=MS bound");
+  // Past saturation requests queue: TTFT and end-to-end latency grow without bound while TPOT
+  // stays where the engine's running-request cap holds it, so a load is only bounded by them.
+  bool queueing = false;
+  for (const SloBound& b : out)
+    queueing = queueing || b.key.find("ttft") != std::string::npos || b.key.find("e2e") != std::string::npos;
+  if (!queueing)
+    throw InputError(fmt::format("--slo: {} bounds no latency that queueing shows in: add a TTFT or end-to-end bound "
+                                 "(e.g. p99_ttft_ms=2000); past saturation requests wait while TPOT stays flat",
+                                 text));
   return out;
 }
 

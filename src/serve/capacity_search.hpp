@@ -20,7 +20,8 @@ struct SloBound {
 };
 
 // "tpot_ms=50,ttft_ms=2000": a key without a statistic is its mean ("tpot_ms" = "mean_tpot_ms").
-// InputError naming --slo for an unknown key, a missing or non-positive value.
+// InputError naming --slo for an unknown key, a missing or non-positive value, or bounds of which
+// none is on TTFT or end-to-end latency (where queueing past saturation shows).
 std::vector<SloBound> parse_slo(const std::string& text);
 std::string describe(const std::vector<SloBound>& slo);
 

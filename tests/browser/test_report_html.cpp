@@ -746,3 +746,56 @@ int main(int argc, char** argv) {
   }
   return RUN_ALL_TESTS();
 }
+
+// The serve page: the summary table is the JSON's metrics, every latency chart and the in-flight
+// chart drew, the capacity table holds the JSON's capacity, and the run selector covers every run.
+TEST(BrowserReport, ServeReportDrawsTheBenchmarkSummaryAndDistributions) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli(
+      "serve --model llama-3.1-8b --topology 8x-h100-nvswitch --num-prompts 120 --max-concurrency 4,32 "
+      "--random-input-len 512 --random-output-len 128 --speculative-num-steps 3 --speculative-eagle-topk 1 "
+      "--speculative-num-draft-tokens 4 --accept-len 2.6 --slo mean_tpot_ms=12,p99_ttft_ms=2000 --json " + dir +
+      "/s.json --report " + dir + "/s.html");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json expected = json::parse(slurp(dir + "/s.json"));
+  const Rendered page = render(dir + "/s.html", "serve-report.png");
+  expect_clean_render(page, 5);
+  EXPECT_EQ(page.data, expected);
+  const Dom& dom = page.dom;
+  ASSERT_EQ(page.view["kind"], "serve");
+  EXPECT_EQ(dom.descendants(dom.find("select", "data-control", "run").at(0), "option").size(), expected["runs"].size());
+  // The first run is shown: its summary cells are the JSON's metrics.
+  const json& run = expected["runs"][0];
+  for (const char* key : {"output_throughput", "mean_tpot_ms", "p99_ttft_ms", "completed"}) {
+    const auto row = dom.find("tr", "data-key", key);
+    ASSERT_EQ(row.size(), 1u) << key;
+    std::size_t c = 0;
+    for (int td : dom.descendants(row[0], "td")) {
+      if (!dom.at(td).has("data-config")) continue;
+      EXPECT_NEAR(num(dom.at(td).attr("data-value")), run["cases"][c]["metrics"][key].get<double>(),
+                  1e-3 + 1e-6 * std::abs(run["cases"][c]["metrics"][key].get<double>()))
+          << key << " " << c;
+      ++c;
+    }
+    EXPECT_EQ(c, run["cases"].size()) << key;
+  }
+  // Each latency chart's median is the JSON's median to within the nearest-rank step.
+  for (const char* what : {"ttft", "tpot", "e2e_latency"}) {
+    const int chart_el = chart(dom, std::string("latency-") + what);
+    ASSERT_GE(chart_el, 0) << what;
+    for (const DomElement* line : numbers(dom, chart_el)) {
+      if (line->attr("data-quantile") != "0.5") continue;
+      std::size_t c = 0;
+      while (run["cases"][c]["label"] != line->attr("data-series")) ++c;
+      const double median = run["cases"][c]["metrics"][std::string("median_") + what + "_ms"].get<double>();
+      EXPECT_NEAR(num(line->attr("data-value")), median, 0.1 * median + 0.05) << what;
+    }
+  }
+  ASSERT_GE(chart(dom, "in-flight"), 0);
+  ASSERT_GE(chart(dom, "latency-itl"), 0);
+  // Capacity: one row per configuration, the JSON's load.
+  const auto cap_rows = dom.with_attr("tr", "data-load");
+  ASSERT_EQ(cap_rows.size(), run["cases"].size());
+  for (std::size_t c = 0; c < cap_rows.size(); ++c)
+    EXPECT_NEAR(num(dom.at(cap_rows[c]).attr("data-load")), run["cases"][c]["capacity"]["load"].get<double>(), 1e-3);
+}

@@ -115,13 +115,13 @@ TEST(ServeCli, CapacityPerTopologyAndTp) {
   const std::string dir = temp_dir();
   const CliResult r = run_cli(
       "serve --model llama-3.1-8b --topology 8x-h100-nvswitch,2x-h200-nvlink --tp 1,4 --num-prompts 100 "
-      "--random-input-len 512 --random-output-len 128 --slo mean_tpot_ms=15 --traffic 30 --json " + dir + "/s.json");
+      "--random-input-len 512 --random-output-len 128 --slo mean_tpot_ms=15,p99_ttft_ms=2000 --traffic 30 --json " + dir + "/s.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(slurp(dir + "/s.json"));
   EXPECT_EQ(j["runs"].size(), 3u);  // 2x-h200-nvlink cannot hold TP4
   ASSERT_EQ(j["skipped"].size(), 1u);
   EXPECT_NE(j["skipped"][0].get<std::string>().find("2x-h200-nvlink TP4"), std::string::npos);
-  EXPECT_NE(r.out.find("per deployment (capacity under mean_tpot_ms <= 15)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("per deployment (capacity under mean_tpot_ms <= 15, p99_ttft_ms <= 2000)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("GPUs@30/s"), std::string::npos) << r.out;
   for (const json& run : j["runs"]) {
     const json& cap = run["cases"][0]["capacity"];

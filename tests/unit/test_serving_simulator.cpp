@@ -283,7 +283,7 @@ TEST(Workload, MalformedLengthsFilesSayWhereAndWhat) {
 
 // The search finds the largest load whose latency stays under the bound: here TPOT = load ms.
 TEST(CapacitySearch, FindsTheLargestLoadMeetingTheSlo) {
-  const auto slo = parse_slo("tpot_ms=37.5");
+  const auto slo = parse_slo("tpot_ms=37.5,p99_ttft_ms=1e9");
   ASSERT_EQ(slo[0].key, "mean_tpot_ms");
   auto sim = [](double load) {
     ServeMetrics m;
@@ -302,6 +302,7 @@ TEST(CapacitySearch, FindsTheLargestLoadMeetingTheSlo) {
   EXPECT_FALSE(none.load);
   EXPECT_NE(none.limit.find("mean_tpot_ms 99.0 > 37.5"), std::string::npos);
   EXPECT_THROW(parse_slo("tpot=5"), InputError);
+  EXPECT_THROW(parse_slo("mean_tpot_ms=50"), InputError);  // nothing bounds queueing
   EXPECT_THROW(parse_slo("mean_tpot_ms=0"), InputError);
   EXPECT_THROW(parse_slo("p50_tpot_ms=3"), InputError);
 }

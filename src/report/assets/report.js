@@ -41,12 +41,12 @@
   const doc = unpackRows(readJson('eaglesim-data'));
   const view = readJson('eaglesim-view');
   const timelines = readJson('eaglesim-timelines') || [];
-  const rowList = view.kind === 'sweep' ? doc.rows : view.rows;
+  const rowList = (view.kind === 'sweep' ? doc.rows : view.rows) || [];
   const rows = {};
   rowList.forEach((r) => { rows[r.index] = r; });
   // tok/s against the acceptance rate: the row's draft shape times its factor (html_view_rows.hpp,
   // curves_json); the break-even point where it meets the row's own plain decoding.
-  const curves = view.explorer.curves;
+  const curves = view.explorer ? view.explorer.curves : null;
   const curveOf = (r) => {
     const c = curves.rows[r.index];
     if (!c) return null;
@@ -76,7 +76,7 @@
   const LABEL_FONT = '600 12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
 
   const strategies = {};
-  view.strategies.forEach((s, i) => { strategies[s.name] = Object.assign({ color: PALETTE[i % PALETTE.length] }, s); });
+  (view.strategies || []).forEach((s, i) => { strategies[s.name] = Object.assign({ color: PALETTE[i % PALETTE.length] }, s); });
   const strategy = (name) => strategies[name] || { name: name, lower_bound: false, color: '#475569' };
 
   function el(tag, attrs, parent, text) {
@@ -686,8 +686,117 @@
     notes(doc.notes);
   }
 
+  // ---------------------------------------------------------------- serve
+  // bench_serving's labels for the summary's keys (html_serve_view.cpp lists them in its order).
+  const SERVE_LABELS = {
+    completed: 'Successful requests', duration: 'Benchmark duration (s)', total_input_tokens: 'Total input tokens',
+    total_output_tokens: 'Total generated tokens', request_throughput: 'Request throughput (req/s)',
+    input_throughput: 'Input token throughput (tok/s)', output_throughput: 'Output token throughput (tok/s)',
+    total_throughput: 'Total token throughput (tok/s)', concurrency: 'Concurrency', accept_length: 'Accept length',
+  };
+  const serveLabel = (key) => SERVE_LABELS[key] || key.replace(/^(mean|median|p99)_(.*)_ms$/, (m, st, what) =>
+    (st === 'p99' ? 'P99' : st[0].toUpperCase() + st.slice(1)) + ' ' +
+    { ttft: 'TTFT', tpot: 'TPOT', itl: 'ITL', e2e_latency: 'E2E Latency' }[what] + ' (ms)');
+  const configColor = (i) => PALETTE[i % PALETTE.length];
+
+  function serveSummary(host, run) {
+    const measured = run.summary.some((r) => r.measured !== undefined);
+    const table = el('table', { 'class': 'data', id: 'serve-summary' }, el('div', { 'class': 'table-wrap' }, host));
+    const tr = el('tr', null, el('thead', null, table));
+    el('th', null, tr, '');
+    run.configs.forEach((c) => el('th', { 'class': 'num' }, tr, c));
+    if (measured) el('th', { 'class': 'num' }, tr, 'measured');
+    const tb = el('tbody', null, table);
+    run.summary.forEach((r) => {
+      const row = el('tr', { 'data-key': r.key }, tb);
+      el('td', null, row, serveLabel(r.key));
+      const digits = ['completed', 'total_input_tokens', 'total_output_tokens'].includes(r.key) ? 0 : 2;
+      r.values.forEach((v, i) => el('td', { 'class': 'num', 'data-config': run.configs[i], 'data-value': v === null ? 'none' : v },
+        row, v === null ? '-' : fmt(v, digits)));
+      if (measured) el('td', { 'class': 'num' }, row, r.measured === undefined ? '' : fmt(r.measured, digits));
+    });
+  }
+  // Latency against the share of requests at or below it: one line per configuration.
+  function chartLatency(host, run, d) {
+    const box = chartBox(host, 'latency-' + d.key, d.title + ' (ms)', 'x: the share of requests at or below the latency.',
+      { 'data-run': run.label });
+    const ok = d.curves.filter((c) => c.values.length);
+    if (!ok.length) return emptyChart(box, 'No request has this latency.');
+    const series = [{ label: 'share', value: (u, v) => (v === null ? '' : fmt(v * 100, 1) + ' %') }];
+    const data = [run.quantiles];
+    const lines = [];
+    ok.forEach((c) => {
+      const i = run.configs.indexOf(c.label);
+      series.push({ label: c.label, stroke: configColor(i), width: 2, points: { show: false } });
+      data.push(c.values);
+      [0.5, 0.99].forEach((q) => {
+        const at = run.quantiles.findIndex((x) => x >= q - 1e-9);
+        lines.push({ attrs: { 'data-series': c.label, 'data-quantile': q, 'data-value': c.values[at] },
+          cells: [c.label, (q === 0.5 ? 'median' : 'P99'), fmt(c.values[at], 2) + ' ms'] });
+      });
+    });
+    plot(box, { height: 260, series: series, scales: { x: { time: false, range: [0, 1] }, y: { range: FROM_ZERO } },
+      axes: [axis({ label: 'share of requests', values: (u, v) => v.map((x) => fmt(x * 100, 0) + ' %') }),
+        axis({ label: 'ms', size: 64 })] }, data, ok.length * run.quantiles.length);
+    numbersTable(box, ['configuration', 'quantile', 'latency'], lines);
+  }
+  function chartInFlight(host, run) {
+    const box = chartBox(host, 'in-flight', 'Requests in the engine', null, { 'data-run': run.label });
+    const f = run.in_flight;
+    const series = [{ label: 's', value: (u, v) => (v === null ? '' : fmt(v, 2) + ' s') }];
+    const data = [f.times_s];
+    f.curves.forEach((c) => {
+      series.push({ label: c.label, stroke: configColor(run.configs.indexOf(c.label)), width: 1.5, points: { show: false } });
+      data.push(c.values);
+    });
+    plot(box, { height: 240, series: series, scales: { x: { time: false }, y: { range: FROM_ZERO } },
+      axes: [axis({ label: 'time (s)' }), axis({ label: 'requests', size: 56 })] }, data, f.curves.length * f.times_s.length);
+    numbersTable(box, ['configuration', 'peak'], f.curves.map((c) => ({ attrs: { 'data-series': c.label,
+      'data-value': Math.max.apply(null, c.values) }, cells: [c.label, Math.max.apply(null, c.values)] })));
+  }
+  function capacityTable(host, run) {
+    host.innerHTML = '';
+    if (!view.slo) { el('p', { 'class': 'muted' }, host, 'No SLO given (--slo).'); return; }
+    el('p', { 'class': 'explain' }, host, 'The highest ' + (view.capacity_axis === 'request_rate' ? 'Poisson request rate' :
+      'concurrency') + ' meeting ' + view.slo + ', and what breaks just above it.');
+    const table = el('table', { 'class': 'data', id: 'capacity-table' }, host);
+    const tr = el('tr', null, el('thead', null, table));
+    ['configuration', view.capacity_axis === 'request_rate' ? 'max req/s' : 'max concurrency', 'output tok/s', 'mean TPOT (ms)',
+      'P99 TTFT (ms)', 'above it'].forEach((h) => el('th', null, tr, h));
+    const tb = el('tbody', null, table);
+    run.capacity.forEach((c) => {
+      const row = el('tr', { 'data-config': c.label, 'data-load': c.load === null ? 'none' : c.load }, tb);
+      [c.label, c.load === null ? 'none' : fmt(c.load, 2), c.output_throughput === null ? '' : fmt(c.output_throughput, 1),
+        c.mean_tpot_ms === null ? '' : fmt(c.mean_tpot_ms, 2), c.p99_ttft_ms === null ? '' : fmt(c.p99_ttft_ms, 1), c.limit]
+        .forEach((v) => el('td', null, row, String(v)));
+    });
+  }
+  function renderServe() {
+    const controls = byId('controls');
+    const label = el('label', null, controls, 'run');
+    const select = el('select', { 'data-control': 'run' }, label);
+    view.runs.forEach((r, i) => el('option', { value: i }, select, r.label));
+    function draw(run) {
+      ['summary-host', 'dist-host', 'flight-host'].forEach((id) => destroyPlots(byId(id)));
+      el('p', { 'class': 'explain' }, byId('summary-host'), run.workload);
+      serveSummary(byId('summary-host'), run);
+      const grid = el('div', { 'class': 'grid2' }, byId('dist-host'));
+      run.distributions.forEach((d) => chartLatency(el('div', null, grid), run, d));
+      chartInFlight(byId('flight-host'), run);
+      capacityTable(byId('capacity-host'), run);
+    }
+    select.onchange = () => draw(view.runs[Number(select.value)]);
+    draw(view.runs[0]);
+    const list = view.runs[0].notes.slice();
+    view.skipped.forEach((s) => list.push('cannot run: ' + s));
+    notes(list);
+  }
+
   headline();
-  strategiesTable(byId('strategies-host'));
-  if (view.kind === 'sweep') renderSweep(); else renderRun();
+  if (view.kind === 'serve') renderServe();
+  else {
+    strategiesTable(byId('strategies-host'));
+    if (view.kind === 'sweep') renderSweep(); else renderRun();
+  }
   document.body.setAttribute('data-rendered', 'true');
 })();
