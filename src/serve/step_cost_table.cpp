@@ -137,21 +137,17 @@ StepCostTable::StepCostTable(const StepCostRequest& rq) {
   if (rq.draft) draft_prefill_factor_ = 1.0 + 1.0 / std::max(1, rq.target->layers);
 }
 
-double StepCostTable::decode_us(int batch, double kv) const {
+double StepCostTable::bilinear(const std::vector<double>& table, int batch, double kv) const {
   const auto [b, fb] = segment(std::vector<double>(batches_.begin(), batches_.end()), batch);
   const auto [k, fk] = segment(kvs_, kv);
-  const auto at = [&](std::size_t bi, std::size_t ki) { return decode_[bi * kvs_.size() + ki]; };
+  const auto at = [&](std::size_t bi, std::size_t ki) { return table[bi * kvs_.size() + ki]; };
   const std::size_t b1 = std::min(b + 1, batches_.size() - 1), k1 = std::min(k + 1, kvs_.size() - 1);
   return std::max(0.0, lerp(lerp(at(b, k), at(b, k1), fk), lerp(at(b1, k), at(b1, k1), fk), fb));
 }
 
-double StepCostTable::cycle_us(int batch, double kv) const {
-  const auto [b, fb] = segment(std::vector<double>(batches_.begin(), batches_.end()), batch);
-  const auto [k, fk] = segment(kvs_, kv);
-  const auto at = [&](std::size_t bi, std::size_t ki) { return cycle_[bi * kvs_.size() + ki]; };
-  const std::size_t b1 = std::min(b + 1, batches_.size() - 1), k1 = std::min(k + 1, kvs_.size() - 1);
-  return std::max(0.0, lerp(lerp(at(b, k), at(b, k1), fk), lerp(at(b1, k), at(b1, k1), fk), fb));
-}
+double StepCostTable::decode_us(int batch, double kv) const { return bilinear(decode_, batch, kv); }
+
+double StepCostTable::cycle_us(int batch, double kv) const { return bilinear(cycle_, batch, kv); }
 
 double StepCostTable::prefill_us(const std::vector<PrefillChunk>& chunks, bool speculative) const {
   const auto at = [&](const std::vector<double>& ys, double tokens) {

@@ -54,6 +54,9 @@ class StepCostTable : public IterationCosts {
   const std::vector<std::string>& notes() const { return notes_; }
 
  private:
+  // `table` ([batch index * kvs + kv index]) between the grid's points, linearly in both.
+  double bilinear(const std::vector<double>& table, int batch, double kv) const;
+
   std::vector<int> batches_;
   std::vector<double> kvs_;
   std::vector<double> decode_, cycle_;  // [batch index * kvs + kv index]
