@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target for SECONDS each (default 300), one after another, single process.
 # Usage: tools/fuzz.sh [SECONDS] [TARGET...]      targets: trace_reader topology_reader
-#                                                  model_config_reader kineto_importer
+#                                                  model_config_reader kineto_importer lengths_file_reader
 # Builds build-fuzz (clang, ASan + UBSan, libFuzzer) when needed. Each target's working corpus
 # lives in build-fuzz/corpus/TARGET (kept between runs, so later runs start where earlier ones
 # stopped) and is seeded from the repository's files of that format. Crashes, hangs and leaks
@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 seconds=${1:-300}
 shift || true
-all_targets=(trace_reader topology_reader model_config_reader kineto_importer)
+all_targets=(trace_reader topology_reader model_config_reader kineto_importer lengths_file_reader)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 build=${FUZZ_BUILD_DIR:-build-fuzz}
@@ -39,6 +39,7 @@ seeds_of() {
     topology_reader) ls models/topologies/*.json tests/data/bad_topology/*.json tests/data/run_topo_*.json ;;
     model_config_reader) ls models/llm/*.json ;;
     kineto_importer) find tests/data/kineto -name '*.json' ;;
+    lengths_file_reader) ls tests/data/serve/* tests/data/bad_inputs/serve_* ;;
   esac 2>/dev/null
   # Earlier findings are seeds too: the fuzzer then checks around the fixed spot.
   [ -d "tests/data/fuzz_regressions/$1" ] && find "tests/data/fuzz_regressions/$1" -type f

@@ -7,9 +7,10 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include <fmt/ranges.h>
 
 #include "backend/backend.hpp"
 #include "cli/commands.hpp"
@@ -23,6 +24,7 @@
 #include "model/speculative_flags.hpp"
 #include "report/html_report.hpp"
 #include "report/serve_output.hpp"
+#include "serve/bench_result.hpp"
 #include "serve/capacity_search.hpp"
 #include "serve/kv_capacity.hpp"
 #include "serve/serve_report.hpp"
@@ -59,6 +61,7 @@ struct ServeArgs {
   std::optional<double> mem_fraction;
   // Outputs.
   std::string slo, capacity_axis = "rate", compare, json, csv, timeline, report;
+  std::set<std::string> given;  // the workload flags on the command line (--compare fills the others)
   double traffic = 0;
 };
 
@@ -78,30 +81,34 @@ double rate_flag(const std::string& v) {
   return r;
 }
 
-// bench_serving's --output-file or vllm bench serve's --save-result: the summary keys we print.
-MeasuredResult read_measured(const std::string& path) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(read_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError::at(path, "", fmt::format("not JSON: {}", e.what()));
+// The figures of a measured result beside the prediction, and the workload it was driven with
+// for every workload flag the user did not give (so `--compare FILE` simulates the same run).
+MeasuredResult apply_bench_result(const std::string& path, ServeArgs& a, std::vector<std::string>& notes) {
+  std::vector<std::string> keys;
+  for (const auto& kv : metrics_by_key(ServeMetrics{})) keys.push_back(kv.first);
+  const BenchResult b = read_bench_result(path, keys);
+  const auto free = [&](const char* flag) { return a.given.count(flag) == 0; };
+  std::vector<std::string> taken;
+  if (b.has_lengths && free("--dataset-path") && free("--random-input-len") && free("--random-output-len")) {
+    a.dataset_path = path;
+    taken.push_back("its requests' lengths");
+  } else {
+    if (b.random_input_len && free("--random-input-len")) a.input_len = *b.random_input_len, taken.push_back("input length");
+    if (b.random_output_len && free("--random-output-len")) a.output_len = *b.random_output_len, taken.push_back("output length");
+    if (b.random_range_ratio && free("--random-range-ratio")) a.range_ratio = *b.random_range_ratio, taken.push_back("range ratio");
   }
-  if (!doc.is_object()) throw InputError::at(path, "", "expected a benchmark result object");
+  if (b.num_prompts && *b.num_prompts > 0 && free("--num-prompts")) a.num_prompts = *b.num_prompts, taken.push_back("prompts");
+  if (b.max_concurrency && free("--max-concurrency"))
+    a.max_concurrency_list = std::to_string(*b.max_concurrency), taken.push_back("max concurrency");
+  if (b.request_rate && free("--request-rate"))
+    a.request_rate = std::isfinite(*b.request_rate) ? fmt::format("{:g}", *b.request_rate) : "inf", taken.push_back("request rate");
+  if (b.burstiness && free("--burstiness")) a.burstiness = *b.burstiness, taken.push_back("burstiness");
+  if (!taken.empty())
+    notes.push_back(fmt::format("workload from {}{}: {}", path, b.line ? fmt::format(" (line {}, its last run)", b.line) : "",
+                                fmt::join(taken, ", ")));
   MeasuredResult m;
   m.file = path;
-  for (const auto& [key, value] : metrics_by_key(ServeMetrics{})) {
-    (void)value;
-    // vLLM names the total throughput total_token_throughput.
-    const std::string alias = key == "total_throughput" ? "total_token_throughput" : key;
-    for (const std::string& k : {key, alias})
-      if (doc.contains(k) && doc[k].is_number()) {
-        m.values.emplace_back(key, doc[k].get<double>());
-        break;
-      }
-  }
-  if (m.values.empty())
-    throw InputError::at(path, "", "no benchmark figures: expected keys such as output_throughput and mean_ttft_ms "
-                                   "(bench_serving --output-file or vllm bench serve --save-result)");
+  m.values = b.values;
   return m;
 }
 
@@ -217,8 +224,10 @@ std::vector<WorkloadSpec> load_specs(const ServeArgs& a, const WorkloadSpec& bas
   return out;
 }
 
-ServeInputs resolve_inputs(const ServeArgs& a) {
+ServeInputs resolve_inputs(const ServeArgs& given) {
   ServeInputs in;
+  ServeArgs a = given;
+  if (!a.compare.empty()) in.measured = apply_bench_result(a.compare, a, in.notes);
   const auto engine = parse_serving_engine(a.engine);
   if (!engine || (*engine != ServingEngine::sglang && *engine != ServingEngine::vllm))
     throw InputError(fmt::format("--engine: expected sglang or vllm, got '{}'", a.engine));
@@ -244,7 +253,6 @@ ServeInputs resolve_inputs(const ServeArgs& a) {
   in.workload = in.loads.front();
   in.requests = in.load_requests.front();
   in.load_ladder = in.loads.size() > 1;
-  if (!a.compare.empty()) in.measured = read_measured(a.compare);
   if (!a.slo.empty()) in.slo = parse_slo(a.slo);
   if (a.capacity_axis != "rate" && a.capacity_axis != "concurrency")
     throw InputError(fmt::format("--capacity: expected rate or concurrency, got '{}'", a.capacity_axis));
@@ -515,14 +523,19 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--capacity", a->capacity_axis, "What --slo searches: rate (Poisson request rate) or concurrency")
       ->capture_default_str();
   cmd->add_option("--traffic", a->traffic, "With --slo: requests per second to serve; prints the instances and GPUs needed");
-  cmd->add_option("--compare", a->compare, "A measured benchmark result JSON to print beside the prediction");
+  cmd->add_option("--compare", a->compare,
+                  "A measured result (bench_serving --output-file, vllm bench serve --save-result) beside the "
+                  "prediction; its workload is simulated wherever the flags above are not given");
   cmd->add_option("--json", a->json, "Write the results as JSON");
   cmd->add_option("--csv", a->csv, "Write one row per simulated request");
   cmd->add_option("--timeline", a->timeline, "Write the engine's iterations as a Chrome/Perfetto trace");
   cmd->add_option("--report", a->report,
                   "Write a self-contained HTML report: the summary per run, latency distributions, requests in flight, capacity");
-  cmd->callback([a] {
+  cmd->callback([a, cmd] {
     require_single_process("serve", kNoGpuWork);
+    for (const char* flag : {"--num-prompts", "--max-concurrency", "--request-rate", "--burstiness", "--random-input-len",
+                             "--random-output-len", "--random-range-ratio", "--dataset-path"})
+      if (cmd->count(flag) > 0) a->given.insert(flag);
     run_serve(*a);
   });
 }

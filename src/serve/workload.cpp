@@ -22,7 +22,9 @@ constexpr int kMaxPrompts = 10'000'000;
 std::int64_t length_value(const std::string& file, const std::string& where, const nlohmann::json& v,
                           std::int64_t min) {
   if (!v.is_number_integer())
-    throw InputError::at(file, where, fmt::format("expected an integer, got {}", v.dump()));
+    throw InputError::at(file, where,
+                         fmt::format("expected an integer, got {}",
+                                     v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   const auto n = v.get<std::int64_t>();
   if (n < min || n > kMaxLength)
     throw InputError::at(file, where, fmt::format("expected an integer in [{}, {}], got {}", min, kMaxLength, n));
@@ -132,6 +134,18 @@ std::vector<std::pair<std::int64_t, std::int64_t>> read_lengths_file(const std::
       doc = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception&) {
       whole = false;
+    }
+    if (!whole) {
+      // bench_serving's --output-file: JSON Lines of runs; the last run's requests.
+      std::stringstream ss(text);
+      std::string line, last;
+      while (std::getline(ss, line))
+        if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+      try {
+        const nlohmann::json run = nlohmann::json::parse(last);
+        if (run.is_object() && run.contains("input_lens")) doc = run, whole = true;
+      } catch (const nlohmann::json::exception&) {
+      }
     }
     lens = whole && doc.is_object() && doc.contains("input_lens") ? from_result_json(path, doc) : from_jsonl(path, text);
   } else if (text[first] == '[') {

@@ -43,7 +43,7 @@ std::vector<ServeRequest> make_workload(const WorkloadSpec& spec);
 
 // Lengths from a file: JSON Lines of {"input_len": N, "output_len": M}; a CSV whose header names
 // input_len and output_len; or a `vllm bench serve --save-result` / bench_serving result with
-// input_lens and output_lens arrays. In file order; InputError with the file, line or field.
+// input_lens and output_lens arrays (of bench_serving's JSON Lines of runs, the last run). In file order; InputError with the file, line or field.
 std::vector<std::pair<std::int64_t, std::int64_t>> read_lengths_file(const std::string& path);
 
 // Largest input + output length the workload holds.

@@ -144,3 +144,29 @@ TEST(ServeCli, LoadLadderSaysWhereSpeculationStopsPaying) {
   EXPECT_NE(r.out.find("8x-h100-nvswitch TP1: speculation "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("       c64 EAGLE-3 3/1/4"), std::string::npos) << r.out;
 }
+
+// --compare alone: the result's own workload is simulated (its requests' lengths, its
+// concurrency), from the last run of a bench_serving JSON Lines file.
+TEST(ServeCli, CompareSimulatesTheResultsOwnWorkload) {
+  const std::string dir = temp_dir();
+  const std::string results = dir + "/bench.jsonl";
+  {
+    std::FILE* f = std::fopen(results.c_str(), "w");
+    std::fputs("{\"completed\": 10, \"output_throughput\": 1.0, \"max_concurrency\": 2}\n"
+               "{\"completed\": 3, \"failed\": 0, \"output_throughput\": 900.0, \"mean_tpot_ms\": 8.0, "
+               "\"max_concurrency\": 3, \"request_rate\": \"inf\", \"input_lens\": [100, 200, 300], "
+               "\"output_lens\": [10, 20, 30]}\n",
+               f);
+    std::fclose(f);
+  }
+  const CliResult r = run_cli("serve --model llama-3.1-8b --topology 8x-h100-nvswitch --compare " + results + " --json " +
+                              dir + "/s.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json run = json::parse(slurp(dir + "/s.json"))["runs"][0];
+  EXPECT_EQ(run["workload"]["num_prompts"], 3);
+  EXPECT_EQ(run["workload"]["max_concurrency"], 3);
+  EXPECT_EQ(run["workload"]["dataset"], results);
+  EXPECT_EQ(run["cases"][0]["metrics"]["total_output_tokens"], 60);
+  EXPECT_EQ(run["measured"]["values"]["output_throughput"], 900.0);
+  EXPECT_NE(r.out.find("workload from " + results + " (line 2, its last run)"), std::string::npos) << r.out;
+}

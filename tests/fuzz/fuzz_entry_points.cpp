@@ -13,6 +13,7 @@
 #include "io/json_cursor.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
+#include "serve/workload.hpp"
 #include "topology/paths.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
@@ -131,12 +132,32 @@ bool kineto_importer(const std::uint8_t* data, std::size_t size) {
   }
 }
 
+bool lengths_file_reader(const std::uint8_t* data, std::size_t size) {
+  // The reader tells its formats apart by their first characters, not the name.
+  TempFile file(as_text(data, size), ".jsonl");
+  try {
+    const auto lens = read_lengths_file(file.path());
+    if (lens.empty()) throw std::logic_error("lengths_file_reader: an accepted file with no requests");
+    for (const auto& [in, out] : lens)
+      if (in < 1 || out < 1) throw std::logic_error("lengths_file_reader: an accepted length below 1");
+    WorkloadSpec w;
+    w.lengths_file = file.path();
+    w.num_prompts = 3;
+    w.request_rate = 2.0;
+    if (make_workload(w).size() != 3) throw std::logic_error("lengths_file_reader: the workload lost requests");
+    return true;
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"trace_reader", trace_reader},
       {"topology_reader", topology_reader},
       {"model_config_reader", model_config_reader},
       {"kineto_importer", kineto_importer},
+      {"lengths_file_reader", lengths_file_reader},
   };
   return all;
 }

@@ -23,6 +23,9 @@ bool model_config_reader(const std::uint8_t* data, std::size_t size);
 // importer reads files; named .json.gz when the bytes start with the gzip magic, so that the
 // gzip path is fuzzed too); when accepted the imported trace must round-trip.
 bool kineto_importer(const std::uint8_t* data, std::size_t size);
+// serve's --dataset-path: JSON Lines, CSV or a benchmark result; accepted files give lengths >= 1
+// and a workload of the prompts asked for.
+bool lengths_file_reader(const std::uint8_t* data, std::size_t size);
 
 struct Target {
   const char* name;  // directory name under tests/data/fuzz_regressions/ and tools/fuzz.sh

@@ -79,6 +79,9 @@ TEST(FuzzRegressions, ShippedInputsPassTheHarness) {
       {"model_config_reader", repo / "models" / "llm" / "kimi-k2-instruct.json"},
       {"model_config_reader", repo / "models" / "llm" / "qwen3-235b-a22b.json"},
       {"kineto_importer", data / "kineto" / "synthetic" / "vllm_tp2_rank0.json"},
+      {"lengths_file_reader", data / "serve" / "lengths.jsonl"},
+      {"lengths_file_reader", data / "serve" / "lengths.csv"},
+      {"lengths_file_reader", data / "serve" / "vllm_result.json"},
   };
   for (const auto& [name, file] : good) {
     SCOPED_TRACE(file.string());
