@@ -120,10 +120,14 @@ void run_gen(const GenArgs& a, bool tokens_given) {
     allreduces.push_back(fmt::format("{} x {:.1f} KiB", count, bytes / 1024.0));
   std::vector<std::string> steps;
   for (const Step& st : trace.steps) steps.push_back(st.name);
-  fmt::print("wrote {}: {} TP{}, batch {}, {} tokens per request verified ({} engine); steps {}; verify step {} ops, "
-             "allreduces {}\n",
-             a.output, model.name, opt.tp, opt.batch, trace.meta.tokens, a.engine,
-             fmt::join(steps, ", "), verify.op_count, allreduces.empty() ? "none" : fmt::format("{}", fmt::join(allreduces, ", ")));
+  // Parameters in all (any format: two bf16 bytes each) and the rank's weights in the trace's formats.
+  const double params = weight_bytes_per_rank(model, 1, DType::bf16) / 2.0;
+  const LinearFormats formats = opt.formats ? *opt.formats : LinearFormats::all(opt.weight_dtype);
+  fmt::print("wrote {}: {} TP{} ({:.2f} B parameters, {:.2f} GB of weights per rank), batch {}, {} tokens per request "
+             "verified ({} engine); steps {}; verify step {} ops, allreduces {}\n",
+             a.output, model.name, opt.tp, params / 1e9, weight_bytes_per_rank(model, opt.tp, formats) / 1e9, opt.batch,
+             trace.meta.tokens, a.engine, fmt::join(steps, ", "), verify.op_count,
+             allreduces.empty() ? "none" : fmt::format("{}", fmt::join(allreduces, ", ")));
 }
 
 }  // namespace

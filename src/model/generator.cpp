@@ -22,6 +22,7 @@ struct Requests {
   std::int64_t kv_len = 0;
   const std::vector<std::int64_t>* kv_lens = nullptr;  // ragged; nullptr: kv_len for every request
   AttentionMask mask = AttentionMask::causal;
+  std::int64_t window = 0;  // the target's sliding window: attention over at most this many positions
   std::int64_t rows() const { return batch * tokens_per_request; }
 };
 
@@ -120,6 +121,10 @@ class StepBuilder {
     op.batch = req_.batch;
     op.kv_len = req_.kv_len;
     if (req_.kv_lens) op.kv_lens = *req_.kv_lens;
+    if (req_.window > 0) {
+      op.kv_len = std::min(op.kv_len, req_.window);
+      for (std::int64_t& kv : op.kv_lens) kv = std::min(kv, req_.window);
+    }
     op.mask = req_.mask;
     return op;
   }
@@ -555,14 +560,16 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
 
   const std::vector<std::int64_t>* per_request = ragged.empty() ? nullptr : &ragged;
   const std::int64_t B = o.batch;
-  auto requests = [&](std::int64_t tokens, AttentionMask mask) {
-    return Requests{B, tokens, kv_len, per_request, mask};
+  // The target's steps attend within its sliding window; the draft head's over the whole context.
+  auto requests = [&](std::int64_t tokens, AttentionMask mask, std::int64_t window = 0) {
+    return Requests{B, tokens, kv_len, per_request, mask, window};
   };
   auto step = [&](const char* name, StepBuilder& b) { t.steps.push_back({name, b.take(), std::nullopt}); };
 
   {
-    StepBuilder b(o.tp, requests(verify_tokens(spec), spec.mask == VerifyMask::tree ? AttentionMask::tree
-                                                                                       : AttentionMask::causal),
+    StepBuilder b(o.tp,
+                  requests(verify_tokens(spec), spec.mask == VerifyMask::tree ? AttentionMask::tree : AttentionMask::causal,
+                           m.sliding_window),
                   o.engine, o.kv_cache_dtype);
     if (o.engine_cycle && drafts) b.tree_build(draft_candidates(spec.num_steps, spec.eagle_topk));
     target_forward(b, m, formats, o.draft.has_value());
@@ -597,7 +604,7 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
     }
   }
   {
-    StepBuilder b(o.tp, requests(1, AttentionMask::causal), o.engine, o.kv_cache_dtype);
+    StepBuilder b(o.tp, requests(1, AttentionMask::causal, m.sliding_window), o.engine, o.kv_cache_dtype);
     target_forward(b, m, formats, false);
     if (o.engine_cycle) {
       b.sampling(m.vocab);

@@ -18,6 +18,7 @@ constexpr std::int64_t kMaxModelDim = std::int64_t{1} << 20;    // hidden, inter
 constexpr std::int64_t kMaxVocab = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxModelHeads = 4096;
 constexpr std::int64_t kMaxModelExperts = 65536;
+constexpr std::int64_t kMaxModelPositions = std::int64_t{1} << 24;  // sliding windows
 
 std::string stem_of(const std::string& path) {
   auto slash = path.find_last_of('/');
@@ -66,12 +67,13 @@ void read_gqa(ModelConfig& m, const JsonCursor& root) {
   }
 }
 
-void read_moe(ModelConfig& m, const JsonCursor& root, const char* experts_key) {
+void read_moe(ModelConfig& m, const JsonCursor& root, const char* experts_key,
+              const char* width_key = "moe_intermediate_size") {
   m.routed_experts = read_int(root, experts_key, kMaxModelExperts);
   m.experts_per_token = read_int(root, "num_experts_per_tok", kMaxModelExperts);
   if (m.experts_per_token > m.routed_experts)
     root.at("num_experts_per_tok").fail(fmt::format("at most {} ({})", experts_key, m.routed_experts));
-  m.moe_intermediate = read_int(root, "moe_intermediate_size", kMaxModelDim);
+  m.moe_intermediate = read_int(root, width_key, kMaxModelDim);
 }
 
 void read_mla(ModelConfig& m, const JsonCursor& root) {
@@ -95,13 +97,15 @@ const char* to_string(Architecture a) {
     case Architecture::qwen3_moe: return "qwen3_moe";
     case Architecture::glm4_moe: return "glm4_moe";
     case Architecture::deepseek_v3: return "deepseek_v3";
+    case Architecture::mixtral: return "mixtral";
     case Architecture::eagle3_draft: return "eagle3";
   }
   return "?";
 }
 
 const std::vector<std::string>& supported_model_types() {
-  static const std::vector<std::string> types{"llama", "qwen3", "qwen3_moe", "glm4_moe", "deepseek_v3", "kimi_k2"};
+  static const std::vector<std::string> types{"llama",    "qwen2",       "qwen3",   "qwen3_moe", "mistral",
+                                              "mixtral",  "glm4_moe",    "deepseek_v3", "kimi_k2"};
   return types;
 }
 
@@ -116,23 +120,42 @@ bool ModelConfig::layer_is_moe(int layer) const {
       return layer >= first_dense_layers;
     case Architecture::deepseek_v3:
       return layer >= first_dense_layers && layer % moe_layer_freq == 0;
+    case Architecture::mixtral:
+      return true;
     default: return false;
   }
 }
 
+// Multimodal checkpoints (Llama-4, Qwen2.5-VL, Mistral-3, Gemma-3 ...) nest the language model's
+// fields under "text_config"; its model_type names the text architecture.
+JsonCursor text_part(const JsonCursor& top) {
+  if (top.has("num_hidden_layers")) return top;
+  if (auto text = top.find("text_config")) {
+    text->expect_object();
+    return *text;
+  }
+  if (top.has("vision_config"))
+    top.fail_raw("a multimodal config without text_config: expected the language model's fields under "
+                 "\"text_config\" (num_hidden_layers, hidden_size, ...)");
+  return top;
+}
+
 ModelConfig parse_model_config(const nlohmann::json& doc, const std::string& file, const std::string& name) {
-  JsonCursor root(doc, file);
-  root.expect_object();
+  JsonCursor top(doc, file);
+  top.expect_object();
+  const JsonCursor root = text_part(top);
   ModelConfig m;
   m.name = name;
   m.file = file;
   m.model_type = root.at("model_type").as_enum(supported_model_types());
-  if (m.model_type == "llama") m.arch = names_eagle3(root) ? Architecture::eagle3_draft : Architecture::llama;
+  if (m.model_type == "llama") m.arch = names_eagle3(top) ? Architecture::eagle3_draft : Architecture::llama;
+  else if (m.model_type == "qwen2" || m.model_type == "mistral") m.arch = Architecture::llama;
+  else if (m.model_type == "mixtral") m.arch = Architecture::mixtral;
   else if (m.model_type == "qwen3") m.arch = Architecture::qwen3;
   else if (m.model_type == "qwen3_moe") m.arch = Architecture::qwen3_moe;
   else if (m.model_type == "glm4_moe") m.arch = Architecture::glm4_moe;
   else m.arch = Architecture::deepseek_v3;  // deepseek_v3, kimi_k2 (same layer layout)
-  if (auto archs = root.find("architectures")) {
+  if (auto archs = top.find("architectures")) {
     archs->expect_array();
     if (archs->size() > 0) m.hf_architecture = archs->at(std::size_t{0}).as_string();
   }
@@ -144,9 +167,20 @@ ModelConfig parse_model_config(const nlohmann::json& doc, const std::string& fil
   m.vocab = read_int(root, "vocab_size", kMaxVocab);
   if (auto t = root.find("tie_word_embeddings")) m.tie_embeddings = t->as_bool();
 
+  // Qwen2 projects q, k and v with a bias; sliding windows where the config turns them on
+  // (Qwen's use_sliding_window; Mistral's sliding_window when not null).
+  m.qkv_bias = m.model_type == "qwen2";
+  if (auto w = root.find("sliding_window")) {  // null counts as absent
+    const auto use = root.find("use_sliding_window");  // Qwen's switch; Mistral's window is on when set
+    if (!use || use->as_bool()) m.sliding_window = w->as_positive_int(kMaxModelPositions);
+  }
   switch (m.arch) {
     case Architecture::llama:
       read_gqa(m, root);
+      break;
+    case Architecture::mixtral:
+      read_gqa(m, root);
+      read_moe(m, root, "num_local_experts", "intermediate_size");
       break;
     case Architecture::eagle3_draft:
       read_gqa(m, root);
@@ -267,6 +301,7 @@ double weight_bytes_per_rank(const ModelConfig& m, int tp, const LinearFormats& 
       const double d = static_cast<double>(m.head_dim);
       const double in = m.is_draft() ? 2.0 * H : H;  // EAGLE-3: qkv reads [embedding, hidden]
       total += (hq + 2.0 * hkv) * d * in * w + H * hq * d * w;
+      if (m.qkv_bias) total += (hq + 2.0 * hkv) * d * b16;
       if (m.qk_norm) total += 2.0 * d * b16;
     }
     if (m.layer_is_moe(layer)) {

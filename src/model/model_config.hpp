@@ -21,6 +21,7 @@ enum class Architecture {
   qwen3_moe,     // GQA + routed experts, no shared expert (qwen3_moe)
   glm4_moe,      // GQA + first dense layers + routed and shared experts (glm4_moe)
   deepseek_v3,   // MLA + first dense layers + routed and shared experts (deepseek_v3, kimi_k2)
+  mixtral,       // GQA + routed experts in every layer, each expert intermediate_size wide (mixtral)
   eagle3_draft,  // EAGLE-3 draft head: fc(3H -> H) + one Llama decoder layer (LlamaForCausalLMEagle3)
 };
 const char* to_string(Architecture a);
@@ -44,6 +45,10 @@ struct ModelConfig {
   std::int64_t vocab = 0;
   bool tie_embeddings = false;
   bool qk_norm = false;             // RMSNorm over each q and k head before attention
+  bool qkv_bias = false;            // the q, k and v projections carry a bias (qwen2)
+  // Attention over at most the last sliding_window positions (Mistral-7B v0.1; 0: full context).
+  // Every layer; the KV cache is still counted in full, as engines allocate it by default.
+  std::int64_t sliding_window = 0;
 
   // Mixture of experts (routed_experts == 0: dense model).
   std::int64_t routed_experts = 0;

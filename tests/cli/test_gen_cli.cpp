@@ -67,7 +67,8 @@ TEST(GenCli, TakesModelNamesAndSaysWhatItWrote) {
   CliResult r = run_cli("gen --model llama-3.1-8b --draft llama-3.1-8b-eagle3 --tp 2 --tokens 4 -o " + out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "wrote " + out +
-                       ": llama-3.1-8b TP2, batch 1, 4 tokens per request verified (sglang engine); steps verify, "
+                       ": llama-3.1-8b TP2 (8.03 B parameters, 8.03 GB of weights per rank), batch 1, 4 tokens per "
+                       "request verified (sglang engine); steps verify, "
                        "draft, decode; verify step 455 ops, allreduces 65 x 32.0 KiB\n");
   CliResult bad = run_cli("gen --model no-such-model --tp 2 --tokens 4 -o " + out + "2");
   EXPECT_EQ(bad.exit_code, 2);
@@ -99,7 +100,7 @@ TEST(GenCli, UnknownModelTypeExits2WithoutOutput) {
   write_text(cfg, R"({"model_type":"mamba","num_hidden_layers":4,"hidden_size":256})");
   CliResult r = run_cli("gen --model " + cfg + " --tp 1 --tokens 2 -o " + out);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find(cfg + ": model_type: expected one of llama, qwen3, qwen3_moe, glm4_moe, deepseek_v3, kimi_k2, got \"mamba\""),
+  EXPECT_NE(r.err.find(cfg + ": model_type: expected one of llama, qwen2, qwen3, qwen3_moe, mistral, mixtral, glm4_moe, deepseek_v3, kimi_k2, got \"mamba\""),
             std::string::npos) << r.err;
   EXPECT_FALSE(file_exists(out));
 }

@@ -5,7 +5,10 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/errors.hpp"
+#include "model/generator.hpp"
 #include "model/model_config.hpp"
 
 using namespace eaglesim;
@@ -168,8 +171,8 @@ TEST(ModelConfig, Eagle3DraftHeads) {
 
 TEST(ModelConfig, UnknownModelTypeListsSupported) {
   std::string e = error_of(R"({"model_type":"mamba","num_hidden_layers":2})");
-  EXPECT_EQ(e, "cfg.json: model_type: expected one of llama, qwen3, qwen3_moe, glm4_moe, deepseek_v3, "
-               "kimi_k2, got \"mamba\"");
+  EXPECT_EQ(e, "cfg.json: model_type: expected one of llama, qwen2, qwen3, qwen3_moe, mistral, mixtral, glm4_moe, "
+               "deepseek_v3, kimi_k2, got \"mamba\"");
 }
 
 TEST(ModelConfig, FieldErrorsNameTheField) {
@@ -259,4 +262,71 @@ TEST(ModelConfig, KvCacheBytesPerTokenPerRank) {
   ModelConfig k2 = shipped("kimi-k2-instruct");
   EXPECT_DOUBLE_EQ(kv_cache_bytes_per_token_per_rank(k2, 1), 70272.0);
   EXPECT_DOUBLE_EQ(kv_cache_bytes_per_token_per_rank(k2, 8), 70272.0);
+}
+
+// Qwen2 (QKV bias), Mistral (sliding window), Mixtral (every layer MoE, experts intermediate_size
+// wide): parameters in all equal the published checkpoints' counts (safetensors totals).
+TEST(ModelConfig, MoreArchitecturesMatchTheirPublishedParameterCounts) {
+  const std::pair<const char*, double> published[] = {
+      {"qwen2.5-7b", 7615616512.0},       {"qwen2.5-72b", 72706203648.0}, {"mistral-7b-v0.3", 7248023552.0},
+      {"mistral-7b-v0.1", 7241732096.0},  {"mixtral-8x7b", 46702792704.0},
+  };
+  for (const auto& [name, params] : published) {
+    const ModelConfig m = shipped(name);
+    EXPECT_DOUBLE_EQ(weight_bytes_per_rank(m, 1, DType::bf16), 2.0 * params) << name;
+  }
+  const ModelConfig q = shipped("qwen2.5-7b");
+  EXPECT_EQ(q.arch, Architecture::llama);
+  EXPECT_TRUE(q.qkv_bias);
+  EXPECT_EQ(q.sliding_window, 0);  // use_sliding_window false
+  EXPECT_EQ(shipped("mistral-7b-v0.1").sliding_window, 4096);
+  EXPECT_EQ(shipped("mistral-7b-v0.3").sliding_window, 0);  // null
+  const ModelConfig x = shipped("mixtral-8x7b");
+  EXPECT_EQ(x.arch, Architecture::mixtral);
+  EXPECT_EQ(x.routed_experts, 8);
+  EXPECT_EQ(x.experts_per_token, 2);
+  EXPECT_EQ(x.moe_intermediate, 14336);
+  for (int layer = 0; layer < x.layers; ++layer) EXPECT_TRUE(x.layer_is_moe(layer));
+  // TP8 per rank: Mixtral's experts split 8 ways (TP-MoE), embedding and lm_head vocab-parallel.
+  EXPECT_NEAR(weight_bytes_per_rank(x, 8, DType::bf16) / 1e9, 11.68, 0.01);
+}
+
+// A multimodal config nests the language model under text_config; one with a vision part and no
+// text part is refused with the field it needs.
+TEST(ModelConfig, NestedTextConfigIsRead) {
+  nlohmann::json doc = {{"architectures", {"SomeVLForConditionalGeneration"}},
+                        {"model_type", "some_vl"},
+                        {"vision_config", {{"hidden_size", 1024}}},
+                        {"text_config",
+                         {{"model_type", "mistral"}, {"hidden_size", 4096}, {"num_hidden_layers", 2},
+                          {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"intermediate_size", 14336},
+                          {"vocab_size", 32768}}}};
+  const ModelConfig m = parse_model_config(doc, "vl.json", "vl");
+  EXPECT_EQ(m.model_type, "mistral");
+  EXPECT_EQ(m.layers, 2);
+  EXPECT_EQ(m.hf_architecture, "SomeVLForConditionalGeneration");
+  doc.erase("text_config");
+  try {
+    parse_model_config(doc, "vl.json", "vl");
+    ADD_FAILURE() << "accepted a vision config without its text part";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("text_config"), std::string::npos) << e.what();
+  }
+}
+
+// Mistral-7B v0.1's sliding window: every target attention op attends over at most 4096 positions.
+TEST(Generator, SlidingWindowBoundsTheTargetsAttention) {
+  const ModelConfig m = shipped("mistral-7b-v0.1");
+  GenOptions o;
+  o.tokens = 4;
+  o.kv_len = 8192;
+  const Trace t = generate_trace(m, o);
+  int attention = 0;
+  for (const Step& s : t.steps)
+    for (const Op& op : s.ops)
+      if (op.kind == OpKind::attention) {
+        EXPECT_EQ(op.kv_len, 4096) << s.name;
+        ++attention;
+      }
+  EXPECT_EQ(attention, 2 * m.layers);
 }
