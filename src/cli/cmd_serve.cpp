@@ -282,6 +282,13 @@ SchedulerRules engine_rules(const ServeArgs& a, const ServeInputs& in, const Top
     if (!(*a.mem_fraction > 0 && *a.mem_fraction <= 1)) throw InputError("--mem-fraction: expected a fraction in (0, 1]");
     r.mem_fraction = *a.mem_fraction;
   }
+  // vLLM schedules a running request's verify tokens within the step's budget: a budget below one
+  // request's tokens would schedule nothing.
+  const std::int64_t per_request = head ? in.spec->num_draft_tokens : 1;
+  if (r.mixed_batches && r.token_budget < per_request)
+    throw InputError(fmt::format("--max-num-batched-tokens: {} is below one request's {} tokens per step (1 + the "
+                                 "speculative tokens); vLLM refuses such a budget",
+                                 r.token_budget, per_request));
   kv = kv_capacity(in.target, head, tp, in.formats, in.kv_dtype, topo.gpu, r.mem_fraction);
   r.kv_capacity_tokens = kv.tokens;
   if (kv.tokens <= 0)
