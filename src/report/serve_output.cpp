@@ -116,6 +116,13 @@ std::string speculation_limits(const std::vector<ServeReport>& reports) {
   return out;
 }
 
+// Instances of the report's TP that serve its --traffic within the SLO; 0 when not asked or not
+// known (nothing met the SLO).
+double instances_needed(const ServeReport& r, const CapacityResult& cap) {
+  const double per = sustained(r, cap);
+  return r.traffic > 0 && per > 0 ? std::ceil(r.traffic / per - 1e-9) : 0.0;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, double>> metrics_by_key(const ServeMetrics& m) {
@@ -205,8 +212,7 @@ static std::string report_text(const ServeReport& r) {
                        c.label, rate ? fmt::format("{:.2f} req/s", *cap.load) : fmt::format("{:.0f}", *cap.load),
                        rate ? "max rate" : "max concurrency", cap.at->output_throughput, cap.at->request_throughput, r.tp,
                        cap.limit.empty() ? "(the largest load searched)" : cap.limit);
-      if (r.traffic > 0 && sustained(r, cap) > 0) {
-        const double instances = std::ceil(r.traffic / sustained(r, cap) - 1e-9);
+      if (const double instances = instances_needed(r, cap); instances > 0) {
         s += fmt::format("  {:<16} {:g} req/s needs {:.0f} instance{} = {:.0f} GPUs\n", "", r.traffic, instances,
                          instances == 1 ? "" : "s", instances * r.tp);
       }
@@ -251,8 +257,7 @@ static json report_json(const ServeReport& r) {
                   {"load", c.capacity->load ? json(round_to(*c.capacity->load, 4)) : json(nullptr)},
                   {"limit", c.capacity->limit},
                   {"runs", c.capacity->runs}};
-      if (r.traffic > 0 && c.capacity->at && sustained(r, *c.capacity) > 0) {
-        const double instances = std::ceil(r.traffic / sustained(r, *c.capacity) - 1e-9);
+      if (const double instances = instances_needed(r, *c.capacity); instances > 0) {
         cap["traffic"] = r.traffic;
         cap["instances"] = instances;
         cap["gpus"] = instances * r.tp;
@@ -324,8 +329,8 @@ std::string serve_to_text(const std::vector<ServeReport>& reports, const std::ve
         else
           s += fmt::format(" {:>12} {:>12} {:>10} {:>9}", "none", "", "", "");
         if (traffic > 0) {
-          const double per = load_of(c);
-          s += fmt::format(" {:>14}", per > 0 ? fmt::format("{:.0f}", std::ceil(traffic / per - 1e-9) * r.tp) : "-");
+          const double instances = c.capacity ? instances_needed(r, *c.capacity) : 0.0;
+          s += fmt::format(" {:>14}", instances > 0 ? fmt::format("{:.0f}", instances * r.tp) : "-");
         }
         s += "\n";
       }

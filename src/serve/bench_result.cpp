@@ -30,6 +30,17 @@ std::optional<int> count(const nlohmann::json& doc, const char* key) {
 
 }  // namespace
 
+std::pair<std::string, int> last_nonblank_line(const std::string& text) {
+  std::stringstream ss(text);
+  std::string line, last;
+  int n = 0, last_n = 0;
+  while (std::getline(ss, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line, last_n = n;
+  }
+  return {last, last_n};
+}
+
 BenchResult read_bench_result(const std::string& path, const std::vector<std::string>& keys) {
   const std::string text = read_file(path);
   BenchResult r;
@@ -39,13 +50,7 @@ BenchResult read_bench_result(const std::string& path, const std::vector<std::st
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception&) {
     // bench_serving appends one line per run: the last one is the latest.
-    std::stringstream ss(text);
-    std::string line, last;
-    int n = 0, last_n = 0;
-    while (std::getline(ss, line)) {
-      ++n;
-      if (line.find_first_not_of(" \t\r") != std::string::npos) last = line, last_n = n;
-    }
+    const auto [last, last_n] = last_nonblank_line(text);
     try {
       doc = nlohmann::json::parse(last);
       r.line = last_n;

@@ -26,6 +26,10 @@ struct BenchResult {
   bool has_lengths = false;                            // input_lens / output_lens per request
 };
 
+// The last non-blank line of `text` and its number (1-based; 0 when there is none): the latest
+// run of bench_serving's JSON Lines.
+std::pair<std::string, int> last_nonblank_line(const std::string& text);
+
 // `keys`: the summary keys to read (report/serve_output.hpp, metrics_by_key). InputError naming the
 // file (and line) when it is not a result or holds none of them.
 BenchResult read_bench_result(const std::string& path, const std::vector<std::string>& keys);

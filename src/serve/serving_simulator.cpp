@@ -246,18 +246,36 @@ class Simulation {
     if (run_.retractions == retractions) ratio_ = std::max(rules_.new_token_ratio_min, ratio_ - rules_.new_token_ratio_decay);
   }
 
-  // A decode forward (or speculative cycle) of every decoding request, retracting the latest
-  // admitted while the cycle's tokens would not fit the KV cache.
-  void decode_step() {
-    const std::int64_t per_request = speculative() ? s_.verify_tokens : 1;
+  // KV positions a decoding request holds during one forward: its token, or the cycle's tree.
+  std::int64_t cycle_tokens() const { return speculative() ? s_.verify_tokens : 1; }
+
+  // Retracts the latest admitted decoding requests while one forward's tokens would not fit the
+  // KV cache (one request always runs); whether any was retracted.
+  bool make_kv_room() {
     bool retracted = false;
     while (decoding_.size() > 1 &&
-           kv_used_ + per_request * static_cast<std::int64_t>(decoding_.size()) > rules_.kv_capacity_tokens) {
+           kv_used_ + cycle_tokens() * static_cast<std::int64_t>(decoding_.size()) > rules_.kv_capacity_tokens) {
       retract(decoding_.back());
       decoding_.pop_back();
       retracted = true;
     }
-    if (retracted) reset_ratio_after_retraction();
+    return retracted;
+  }
+
+  // After a forward: decoding requests that have their whole output finish, the rest go on.
+  void retire_finished() {
+    std::vector<std::size_t> still;
+    for (std::size_t i : decoding_) {
+      if (remaining(i) <= 0) finish(i);
+      else still.push_back(i);
+    }
+    decoding_ = std::move(still);
+  }
+
+  // A decode forward (or speculative cycle) of every decoding request, retracting the latest
+  // admitted while the cycle's tokens would not fit the KV cache.
+  void decode_step() {
+    if (make_kv_room()) reset_ratio_after_retraction();
     const double start = now_;
     const double kv = mean_kv(decoding_);
     const int batch = static_cast<int>(decoding_.size());
@@ -265,26 +283,17 @@ class Simulation {
     now_ += decode_cost(batch, kv) * 1e-6;
     ++run_.decode_forwards;
     record(IterationKind::decode, start, batch, 0, 0, kv);
-    std::vector<std::size_t> batch_ids = decoding_;
-    advance_decoders(batch_ids);
-    decoding_.clear();
-    for (std::size_t i : batch_ids) {
-      if (remaining(i) <= 0) finish(i);
-      else decoding_.push_back(i);
-    }
+    advance_decoders(decoding_);
+    retire_finished();
   }
 
   // ------------------------------------------------------------------ vLLM V1
   void vllm_step() {
     std::int64_t budget = rules_.token_budget;
-    const std::int64_t per_request = speculative() ? s_.verify_tokens : 1;
+    const std::int64_t per_request = cycle_tokens();
     // Running requests first: each decoding one takes its tokens of the budget and KV room,
     // preempting the latest admitted when the cache is full.
-    while (!decoding_.empty() && kv_used_ + per_request * static_cast<std::int64_t>(decoding_.size()) > rules_.kv_capacity_tokens &&
-           decoding_.size() > 1) {
-      retract(decoding_.back());
-      decoding_.pop_back();
-    }
+    make_kv_room();
     std::vector<std::size_t> batch;
     for (std::size_t i : decoding_) {
       if (budget < per_request) break;
@@ -336,12 +345,7 @@ class Simulation {
     for (const auto& c : chunks) prefill_tokens += c.second;
     record(kind, start, b, static_cast<int>(chunks.size()), prefill_tokens, kv);
     advance_decoders(batch);
-    std::vector<std::size_t> still;
-    for (std::size_t i : decoding_) {
-      if (remaining(i) <= 0) finish(i);
-      else still.push_back(i);
-    }
-    decoding_ = std::move(still);
+    retire_finished();
     finish_chunks(chunks);
   }
 

@@ -67,6 +67,7 @@ StepCostTable::StepCostTable(const StepCostRequest& rq) {
   if (rq.speculative && !rq.draft) throw InputError("serve: speculative decoding needs an EAGLE-3 head");
   const std::string strategy = rq.strategy.empty() ? engine_strategy(rq.engine) : rq.strategy;
   batches_ = grid_up_to(kBatches, std::max(1, rq.max_batch));
+  batch_axis_.assign(batches_.begin(), batches_.end());
   kvs_ = grid_up_to(kKvs, static_cast<double>(std::max<std::int64_t>(rq.max_kv, 16)));
   SimBackend backend;
 
@@ -138,7 +139,7 @@ StepCostTable::StepCostTable(const StepCostRequest& rq) {
 }
 
 double StepCostTable::bilinear(const std::vector<double>& table, int batch, double kv) const {
-  const auto [b, fb] = segment(std::vector<double>(batches_.begin(), batches_.end()), batch);
+  const auto [b, fb] = segment(batch_axis_, batch);
   const auto [k, fk] = segment(kvs_, kv);
   const auto at = [&](std::size_t bi, std::size_t ki) { return table[bi * kvs_.size() + ki]; };
   const std::size_t b1 = std::min(b + 1, batches_.size() - 1), k1 = std::min(k + 1, kvs_.size() - 1);

@@ -58,6 +58,7 @@ class StepCostTable : public IterationCosts {
   double bilinear(const std::vector<double>& table, int batch, double kv) const;
 
   std::vector<int> batches_;
+  std::vector<double> batch_axis_;  // batches_ as the interpolation's axis
   std::vector<double> kvs_;
   std::vector<double> decode_, cycle_;  // [batch index * kvs + kv index]
   // Prefill of one fresh prompt of prefill_tokens_[i] tokens: its time, its attention's share, and

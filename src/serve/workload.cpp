@@ -9,6 +9,7 @@
 
 #include "core/errors.hpp"
 #include "io/atomic_file.hpp"
+#include "serve/bench_result.hpp"
 #include "serve/serve_rng.hpp"
 
 namespace eaglesim {
@@ -137,12 +138,8 @@ std::vector<std::pair<std::int64_t, std::int64_t>> read_lengths_file(const std::
     }
     if (!whole) {
       // bench_serving's --output-file: JSON Lines of runs; the last run's requests.
-      std::stringstream ss(text);
-      std::string line, last;
-      while (std::getline(ss, line))
-        if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
       try {
-        const nlohmann::json run = nlohmann::json::parse(last);
+        const nlohmann::json run = nlohmann::json::parse(last_nonblank_line(text).first);
         if (run.is_object() && run.contains("input_lens")) doc = run, whole = true;
       } catch (const nlohmann::json::exception&) {
       }
