@@ -16,7 +16,7 @@ AllreduceRoutes route_allreduces(const Step& step, const std::string& engine, co
   std::map<std::tuple<std::int64_t, DType, std::int64_t>, std::size_t> group_of;  // (bytes, dtype, rows) -> group
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const Op& op = step.ops[i];
-    if (!op.is_comm()) continue;
+    if (op.kind != OpKind::allreduce) continue;
     const int followers = fusable_followers(step.ops, i);
     const AllreduceCall call{ranks, op.bytes, op.dtype, followers > 0,
                              followers > 0 ? step.ops[i + static_cast<std::size_t>(followers)].tokens : 0};

@@ -21,6 +21,7 @@ CommBenchResult predict_comm_bench(const CommBenchPrediction& p) {
   if (ranks < 2 || ranks > topo.gpu_count)
     throw SettingError(Setting::ranks, fmt::format("topology {} has {} GPUs; expected 2..{}, got {}", topo.name,
                                                    topo.gpu_count, topo.gpu_count, ranks));
+  if (std::string why = ranks_placement_problem(topo, ranks); !why.empty()) throw SettingError(Setting::ranks, why);
   Topology uncalibrated = topo;
   uncalibrated.calibration = Calibration{};
 

@@ -34,7 +34,7 @@ KindTraffic step_kind_traffic(const Step& step, bool fuses, bool fuse_add_norm) 
       continue;
     }
     add_traffic(t, step.ops[i]);
-    if (fuses && step.ops[i].is_comm()) i += static_cast<std::size_t>(fusable_followers(step.ops, i));
+    if (fuses && step.ops[i].kind == OpKind::allreduce) i += static_cast<std::size_t>(fusable_followers(step.ops, i));
   }
   return t;
 }

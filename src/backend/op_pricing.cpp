@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/all_to_all.hpp"
 #include "comm/strategy_facts.hpp"
 #include "core/errors.hpp"
 #include "backend/pricing_tally.hpp"
@@ -110,6 +111,7 @@ class StepPricer {
 
   // Price ops[i] into `p`; each returns how many ops after ops[i] it fused into `p`.
   int price_allreduce(std::size_t i, PricedOp& p);
+  void price_all_to_all(std::size_t i, PricedOp& p);
   int price_compute(std::size_t i, PricedOp& p);
 
   bool planned_allreduces() const { return memo_.has_comms(); }
@@ -141,6 +143,7 @@ class StepPricer {
   const int d_in_context_;
   StepPricingMemo memo_;
   PricingTally tally_;
+  std::map<std::pair<std::int64_t, bool>, std::pair<double, int>> all_to_all_;  // (tokens, combine) -> us, detail
   const Op* prev_ = nullptr;  // the compute op before the current one
   int prev_shape_ = -1;       // its shape id; -1: not interned yet (a measured op)
 };
@@ -185,6 +188,32 @@ int StepPricer::price_allreduce(std::size_t i, PricedOp& p) {
   const int absorbed = priced.fuses ? followers : 0;
   if (has_contexts_ && prev_) price_in_context(i, absorbed, priced.model, p);
   return count_fusion(absorbed, p);
+}
+
+// A MoE layer's dispatch or combine, priced by the run's all-to-all strategy over the trace's
+// ranks (expert parallelism spans them all); every layer's is the same, so once per shape.
+void StepPricer::price_all_to_all(std::size_t i, PricedOp& p) {
+  const Op& op = step_.ops[i];
+  p.collective = true;
+  auto [it, fresh] = all_to_all_.try_emplace({op.tokens, op.combine});
+  if (fresh) {
+    if (!opts_.query.topo)
+      throw InputError(fmt::format("step {}: op {} ('{}') is an all_to_all: pricing it needs a topology", step_.name, i,
+                                   op.name));
+    AllToAllQuery q;
+    q.topo = opts_.query.topo;
+    q.ranks = opts_.query.ranks;
+    q.phase = op.combine ? AllToAllPhase::combine : AllToAllPhase::dispatch;
+    q.tokens = op.tokens;
+    q.hidden = op.hidden;
+    q.top_k = op.topk;
+    q.experts = op.experts;
+    q.dtype = op.dtype;
+    const AllToAllCost c = all_to_all_cost(opts_.a2a, q);
+    it->second = {c.us, details_.id(c.detail)};
+  }
+  p.us = it->second.first;
+  p.detail = it->second.second;
 }
 
 // The communicator's plan for one distinct allreduce call, asked once per call (the memo's).
@@ -311,7 +340,9 @@ StepPlan plan_step(const Step& step, const PricingOptions& opts) {
     p.op_index = static_cast<int>(i);
     p.kind = op.kind;
     p.layer = op.layer;
-    const int fused = op.is_comm() ? pricer.price_allreduce(i, p) : pricer.price_compute(i, p);
+    int fused = 0;
+    if (op.kind == OpKind::all_to_all) pricer.price_all_to_all(i, p);
+    else fused = op.is_comm() ? pricer.price_allreduce(i, p) : pricer.price_compute(i, p);
     i += static_cast<std::size_t>(fused);
   }
   if (pricer.planned_allreduces() && opts.query.ranks > 1) plan.notes = opts.comm->setup_notes(opts.query);

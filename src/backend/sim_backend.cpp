@@ -51,11 +51,14 @@ StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std:
   if (ranks > topo->gpu_count)
     throw InputError(fmt::format("{} ranks ({}, or the trace's meta.tp when not given): topology '{}' has only {} GPUs",
                                  ranks, setting_name(Setting::ranks), topo->name, topo->gpu_count));
+  if (std::string why = ranks_placement_problem(*topo, ranks); !why.empty())
+    throw InputError(fmt::format("{} ranks ({}, or the trace's meta.tp when not given): {}", ranks,
+                                 setting_name(Setting::ranks), why));
 
   const CommCostModel& comm = find_cost_model(strategy);
   std::set<std::int64_t> sizes;
   for (const Op& op : step.ops)
-    if (op.is_comm()) sizes.insert(op.bytes);
+    if (op.kind == OpKind::allreduce) sizes.insert(op.bytes);
   for (std::int64_t bytes : sizes) {
     CommSupport sup = comm.supports(*topo, ranks, bytes);
     if (!sup.ok) throw StrategyUnsupported(sup.reason);
@@ -63,6 +66,7 @@ StepResult SimBackend::run_step(const Trace& trace, const Step& step, const std:
 
   PricingOptions po;
   po.comm = &comm;
+  po.a2a = opts.a2a;
   po.query.topo = topo;
   po.query.ranks = ranks;
   po.query.nccl = opts.nccl;

@@ -144,6 +144,7 @@ void add_bench_comm(CLI::App& app) {
     std::string engine_options;
     int ranks = 0;
     int nccl_channels = 0;
+    std::string nccl_algo, nccl_proto;
     int iters = 20;
     double timeout_s = 30;
     bool wide = false;
@@ -177,6 +178,12 @@ void add_bench_comm(CLI::App& app) {
                   "sim: price NCCL on this many channels, as NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS would run it "
                   "(default: the channels NCCL's search picks)")
       ->check(CLI::Range(1, 64));
+  cmd->add_option("--nccl-algo", opt->nccl_algo,
+                  "sim: force the NCCL model's algorithm, as NCCL_ALGO would (ring or tree; default: NCCL's choice)")
+      ->check(CLI::IsMember({"ring", "tree"}));
+  cmd->add_option("--nccl-proto", opt->nccl_proto,
+                  "sim: force the NCCL model's protocol, as NCCL_PROTO would (LL, LL128 or Simple)")
+      ->check(CLI::IsMember({"LL", "LL128", "Simple"}));
   add_engine_option_flag(cmd, opt->engine_options);
   cmd->add_option("--json", opt->json, "Also write the results as JSON to this file");
   cmd->add_option("--csv", opt->csv, "Also write the results as CSV to this file");
@@ -207,6 +214,8 @@ void add_bench_comm(CLI::App& app) {
       p.sizes = sizes;
       p.dtype = dtype;
       p.nccl.channels = opt->nccl_channels;
+      p.nccl.algo = opt->nccl_algo;
+      p.nccl.proto = opt->nccl_proto;
       p.engine = &engine;
       r = predict_comm_bench(p);
     } else {
@@ -220,6 +229,9 @@ void add_bench_comm(CLI::App& app) {
       if (opt->nccl_channels != 0)
         throw InputError("--nccl-channels: for --backend sim; measuring, set NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS "
                          "in the environment");
+      if (!opt->nccl_algo.empty() || !opt->nccl_proto.empty())
+        throw InputError(fmt::format("{}: for --backend sim; measuring, set NCCL_ALGO / NCCL_PROTO in the environment",
+                                     opt->nccl_algo.empty() ? "--nccl-proto" : "--nccl-algo"));
       q.dtype = dtype;
       q.sizes = sizes;
       q.ranks = opt->ranks;

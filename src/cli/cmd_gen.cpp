@@ -36,6 +36,8 @@ struct GenArgs {
   std::string kv_cache_dtype;  // empty: the checkpoint's KV-cache format when it names one, else bf16
   std::string kv_lens;
   int tp = 1;
+  int ep = 1;
+  bool dp_attention = false;
   int tokens = 0;
   int batch = 1;
   std::int64_t kv_len = 4096;
@@ -64,6 +66,8 @@ void run_gen(const GenArgs& a, bool tokens_given) {
   check_writable(a.output);
   GenOptions opt;
   opt.tp = a.tp;
+  opt.ep = a.ep;
+  opt.dp_attention = a.dp_attention;
   opt.kv_len = a.kv_len;
   opt.batch = a.batch;
   opt.engine_cycle = a.engine_cycle;
@@ -123,11 +127,21 @@ void run_gen(const GenArgs& a, bool tokens_given) {
   // Parameters in all (any format: two bf16 bytes each) and the rank's weights in the trace's formats.
   const double params = weight_bytes_per_rank(model, 1, DType::bf16) / 2.0;
   const LinearFormats formats = opt.formats ? *opt.formats : LinearFormats::all(opt.weight_dtype);
-  fmt::print("wrote {}: {} TP{} ({:.2f} B parameters, {:.2f} GB of weights per rank), batch {}, {} tokens per request "
-             "verified ({} engine); steps {}; verify step {} ops, allreduces {}\n",
-             a.output, model.name, opt.tp, params / 1e9, weight_bytes_per_rank(model, opt.tp, formats) / 1e9, opt.batch,
-             trace.meta.tokens, a.engine, fmt::join(steps, ", "), verify.op_count,
-             allreduces.empty() ? "none" : fmt::format("{}", fmt::join(allreduces, ", ")));
+  // A multimodal checkpoint's vision tower is neither traced nor in the count: said beside it.
+  const std::string vision = model.vision_params > 0 ? fmt::format(" and a {:.2f} B vision tower not priced",
+                                                                    static_cast<double>(model.vision_params) / 1e9)
+                                                      : "";
+  const int a2a = verify.ops_by_kind[static_cast<int>(OpKind::all_to_all)];
+  std::string layout = fmt::format("TP{}", opt.tp);
+  if (opt.ep > 1) layout += fmt::format(" EP{}", opt.ep);
+  if (opt.dp_attention) layout += " DP-attention";
+  fmt::print("wrote {}: {} {} ({:.2f} B parameters{}, {:.2f} GB of weights per rank), batch {}, {} tokens per request "
+             "verified ({} engine); steps {}; verify step {} ops, allreduces {}{}\n",
+             a.output, model.name, layout, params / 1e9, vision,
+             weight_bytes_per_rank(model, opt.tp, formats, opt.dp_attention) / 1e9, opt.batch, trace.meta.tokens, a.engine,
+             fmt::join(steps, ", "), verify.op_count,
+             allreduces.empty() ? "none" : fmt::format("{}", fmt::join(allreduces, ", ")),
+             a2a > 0 ? fmt::format(", all-to-alls {}", a2a) : std::string());
 }
 
 }  // namespace
@@ -137,6 +151,14 @@ void add_gen(CLI::App& app) {
   auto a = std::make_shared<GenArgs>();
   cmd->add_option("--model", a->model, "Target model: a name in models/llm (llama-3.1-8b) or a config.json path")->required();
   cmd->add_option("--tp", a->tp, "Tensor-parallel ranks")->required();
+  cmd->add_option("--ep", a->ep,
+                  "Expert-parallel groups the routed experts split over (a divisor of --tp and of the experts; "
+                  "SGLang --ep-size); default 1: TP-MoE")
+      ->capture_default_str();
+  cmd->add_flag("--dp-attention", a->dp_attention,
+                "Data-parallel attention (SGLang --enable-dp-attention, --dp = --tp): each rank runs attention, "
+                "dense layers and lm_head unsharded on its share of --batch; the MoE exchanges tokens by all-to-all "
+                "(needs --ep = --tp)");
   auto* tokens = cmd->add_option("--tokens", a->tokens, "Tokens in the verify step (1 + draft tokens, a chain)");
   auto* steps = cmd->add_option_function<int>(
       "--speculative-num-steps", [a](const int& v) { a->speculative.num_steps = v; },

@@ -58,6 +58,7 @@ struct RunArgs {
   int draft_tokens = 0;
   int ranks = 0;
   std::string nccl_algo, nccl_proto;
+  std::string a2a = "deepep_ll";
   int nccl_channels = 0;
   std::string skew_us, rank_slowdown;
   std::string op_times = "auto";
@@ -206,6 +207,7 @@ void run(const RunArgs& a) {
   req.trace_file = trace_path;
   req.options.ranks = a.ranks;
   req.options.nccl.algo = a.nccl_algo;
+  req.options.a2a = a.a2a;
   req.options.nccl.proto = a.nccl_proto;
   req.options.nccl.channels = a.nccl_channels;
   if (!a.skew_us.empty()) req.options.rank_skew_us = parse_per_rank(a.skew_us, "--skew-us");
@@ -279,6 +281,11 @@ void add_run(CLI::App& app) {
       ->check(CLI::Range(1, 64));
   cmd->add_option("--ranks", a->ranks, "cuda: GPUs to replay on (default: the trace's tp); sim runs the trace's tp")->check(CLI::Range(1, kMaxTp));
   cmd->add_option("--nccl-algo", a->nccl_algo, "Force the NCCL model's algorithm")->check(CLI::IsMember({"ring", "tree"}));
+  cmd->add_option("--a2a", a->a2a,
+                  "sim: what runs an expert-parallel trace's MoE dispatch and combine: deepep_ll (DeepEP's "
+                  "low-latency kernels), nccl (all-to-all by grouped send/recv) or ideal (free)")
+      ->check(CLI::IsMember({"deepep_ll", "nccl", "ideal"}))
+      ->capture_default_str();
   cmd->add_option("--nccl-proto", a->nccl_proto, "Force the NCCL model's protocol")
       ->check(CLI::IsMember({"LL", "LL128", "Simple"}));
   cmd->add_option("--nccl-channels", a->nccl_channels,

@@ -41,6 +41,8 @@ std::string flag_of(Setting s) {
     case Setting::layers: return "--layers";
     case Setting::engine: return "--engine";
     case Setting::engine_cycle: return "--engine-cycle";
+    case Setting::ep: return "--ep";
+    case Setting::dp_attention: return "--dp-attention";
   }
   return std::string(library_name(s));
 }

@@ -105,6 +105,12 @@ DispatchChoice dispatch_allreduce(const std::string& name, const MachineFacts& m
                                   const ServingEngineOptions* options) {
   const Engine& e = engine(name);
   if (call.ranks <= 1) return {nccl_strategy(), "no allreduce", "1 rank: nothing to reduce", false};
+  if (call.ranks > machine.gpus_per_node)
+    return {nccl_strategy(), "NCCL",
+            fmt::format("the {} ranks span nodes of {} GPUs: the custom allreduce, its fusion and symmetric memory "
+                        "are off across nodes (both engines check in_the_same_node_as), NCCL runs every allreduce",
+                        call.ranks, machine.gpus_per_node),
+            false};
   DispatchChoice d = e.dispatch(machine, call, EngineSettings(e.model(), options));
   if (uses_p2p_kernels(d.strategy)) {
     const CommSupport kernel = p2p_kernel_support(machine.p2p, call.ranks, call.bytes);
@@ -120,11 +126,13 @@ DispatchChoice dispatch_allreduce(const std::string& name, const MachineFacts& m
 
 std::string engine_setup(const std::string& name, const MachineFacts& m, int ranks, const ServingEngineOptions* options) {
   const Engine& e = engine(name);
-  std::string machine = fmt::format("SM {}, {} GPUs, {}, {}{}", m.capability.to_string(), m.gpu_count,
+  std::string machine = fmt::format("SM {}, {} GPUs{}, {}, {}{}", m.capability.to_string(), m.gpu_count,
+                                    m.nodes > 1 ? fmt::format(" on {} nodes", m.nodes) : std::string(),
                                     m.full_nvlink ? "NVLink between every pair" : "no NVLink",
                                     m.p2p ? "P2P" : "no P2P", m.multicast ? ", NVLink multicast" : "");
   std::string line = fmt::format("{} {} on {} ({}): ", e.model().display, e.model().version, m.source, machine);
   if (ranks <= 1) return line + "1 rank, no allreduce";
+  if (ranks > m.gpus_per_node) return line + fmt::format("{} ranks span nodes: NCCL for every allreduce", ranks);
   const std::vector<std::string> parts = e.setup(m, ranks, EngineSettings(e.model(), options));
   for (std::size_t i = 0; i < parts.size(); ++i) line += (i ? "; " : "") + parts[i];
   return line;

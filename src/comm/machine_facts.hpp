@@ -12,9 +12,11 @@ namespace eaglesim {
 struct MachineFacts {
   std::string gpu_name;
   int gpu_count = 1;
+  int nodes = 1;
+  int gpus_per_node = 1;     // a group of more ranks spans nodes: the engines' custom paths are off
   ComputeCapability capability;
   bool p2p = false;          // every pair of GPUs loads/stores the other's memory (the engines' P2P test)
-  bool full_nvlink = false;  // NVLink between every pair (SGLang is_full_nvlink, vLLM is_fully_connected)
+  bool full_nvlink = false;  // NVLink between every pair of a node (SGLang is_full_nvlink, vLLM is_fully_connected)
   bool multicast = false;    // NVLink multicast objects can be made (torch symmetric memory's multicast_ptr)
   std::string source;        // where the facts come from, for the report: "topology NAME" or the probe
 };

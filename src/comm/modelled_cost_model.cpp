@@ -12,6 +12,7 @@ CommSupport ModelledCostModel::supports(const Topology& topo, int ranks, std::in
   if (bytes <= 0) return {false, fmt::format("needs a positive message size, got {} B", bytes)};
   if (ranks > topo.gpu_count)
     return {false, fmt::format("needs {} GPUs; topology {} has {}", ranks, topo.name, topo.gpu_count)};
+  if (std::string why = ranks_placement_problem(topo, ranks); !why.empty()) return {false, why};
   if (ranks == 1) return {};
   return strategy_supports(topo, ranks, bytes);
 }
@@ -40,6 +41,9 @@ CommCost ModelledCostModel::cost(const CommQuery& q) const {
 }
 
 CommSupport p2p_kernel_support(const Topology& topo, int ranks, std::int64_t bytes) {
+  if (topo.nodes_spanned(ranks) > 1)
+    return {false, fmt::format("needs every rank in one node (P2P loads and stores); {} ranks span {} nodes of {}",
+                               ranks, topo.nodes_spanned(ranks), topo.name)};
   return p2p_kernel_support(topo.p2p, ranks, bytes);
 }
 

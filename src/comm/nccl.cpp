@@ -1,6 +1,8 @@
 // NCCL allreduce, priced the way NCCL's own tuner prices it (nccl_constants.hpp): for each
 // algorithm x protocol, time = latency + bytes / algorithm bandwidth, with
-//   latency   = baseLat[algo][proto] + steps * hwLat[link class][algo][proto], steps = 2(n-1)
+//   latency   = baseLat[algo][proto] + the steps' hwLat: a ring's 2(n-1) steps, a tree's
+//               2(ranks per node - 1) inside the nodes and 2 log2(nodes) between them, each step
+//               between nodes at the network's hwLat
 //   bandwidth = bus bandwidth of the channels used, times the protocol's efficiency and caps,
 //               times n / (2(n-1)) for the ring (0.5 for the tree)
 // and the minimum is chosen as NCCL would (LL128 only over NVLink), unless --nccl-algo /
@@ -10,11 +12,12 @@
 // reported cost adds what the topology knows and NCCL's table does not: each ring step waits
 // for its slowest hop, so a ring that crosses the root complex or the socket link pays that
 // extra latency on every step; without P2P every step is a device->host->device staging
-// (links.host_staging latency). The reported cost also lets each step's hop latency overlap the
-// previous step's transfer, as NCCL's sliced steps do (pipelined_us below), where NCCL's own
-// estimate adds them. Over PCIe with P2P the Simple protocol runs on the channels NCCL's topology
+// (links.host_staging latency). The reported cost also lets each step's hop latency (on one node)
+// overlap the previous step's transfer, as NCCL's sliced steps do (pipelined_us below), where
+// NCCL's own estimate adds them. Over PCIe with P2P the Simple protocol runs on the channels NCCL's topology
 // search builds (comm/nccl_channels.hpp), each at most a fitted per-channel rate: too few of them
 // leave the links idle, as on two AMD sockets. The choice itself still follows NCCL's estimate.
+// Across nodes the ring's bus bandwidth is also bounded by the node's NICs together.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -61,7 +64,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-// The time of a ring (or chain) of `steps` dependent steps, each moving transfer / steps over
+// The time of a ring of `steps` dependent steps, each moving transfer / steps over
 // every rank's link after its data from the previous step has started to arrive one hop latency
 // later. NCCL's own estimate adds the two (latency + steps * hop + bytes / bandwidth), which holds
 // at either end: a tiny message pays every hop, a large one the bandwidth. In between the two
@@ -88,25 +91,41 @@ struct Estimate {
   double us = 0;       // with the topology's extra per-step latency
 };
 
-// What the topology fixes for every algorithm, protocol and size: the ring's bus bandwidth and
-// the extra latency of each of its steps.
+// What the topology fixes for every algorithm, protocol and size: the ring's bus bandwidth, the
+// extra latency of each of its steps inside a node, and how the ranks sit on nodes.
 struct Ring {
   double bw_gbs = 0;          // bottleneck link of the ring, counting shared links
   double extra_per_step = 0;  // latency beyond the reference hop NCCL's hwLat describes
+  int nodes = 1;              // nodes the ranks span
+  int per_node = 1;           // ranks on each of them
 };
 
 Ring ring_of(const Topology& t, int n) {
   Ring ring;
-  ring.bw_gbs = 1e3 / flows_time_us(t, ring_flows(n, 1e6));  // GB/s
+  ring.nodes = t.nodes_spanned(n);
+  ring.per_node = n / ring.nodes;
+  const int local = ring.per_node;  // the ring's hops inside one node
+  ring.bw_gbs = local > 1 ? 1e3 / flows_time_us(t, ring_flows(local, 1e6)) : std::numeric_limits<double>::infinity();
+  if (ring.nodes > 1) {
+    // Each channel's ring leaves every node once, through one NIC; NCCL spreads the channels over
+    // the node's NICs, so together they carry at most every NIC's rate.
+    ring.bw_gbs = std::min(ring.bw_gbs, t.network.nics_per_node * t.network.nic.bw_gbs);
+  }
   const bool nvlink = uses_nvlink(t) && t.p2p;
-  Path worst;  // slowest hop of the ring: every step waits for it
-  for (int r = 0; r < n; ++r) {
-    Path hop = path_between(t, r, (r + 1) % n);
+  Path worst;  // slowest hop inside a node: every step there waits for it
+  for (int r = 0; r < local && local > 1; ++r) {
+    Path hop = path_between(t, r, (r + 1) % local);
     if (hop.latency_us >= worst.latency_us) worst = hop;
   }
   if (worst.staged) ring.extra_per_step = t.host_staging.latency_us;
-  else if (!nvlink) ring.extra_per_step = std::max(0.0, worst.latency_us - t.pcie.latency_us);
+  else if (!nvlink && local > 1) ring.extra_per_step = std::max(0.0, worst.latency_us - t.pcie.latency_us);
   return ring;
+}
+
+int log2_floor(int v) {
+  int l = 0;
+  while (v >>= 1) ++l;
+  return l;
 }
 
 Estimate estimate(const CommQuery& q, const Ring& ring, const std::optional<RingPlan>& plan, Algo a, Proto p) {
@@ -114,7 +133,8 @@ Estimate estimate(const CommQuery& q, const Ring& ring, const std::optional<Ring
   const int n = q.ranks;
   const double bytes = static_cast<double>(q.bytes);
   const bool nvlink = uses_nvlink(t) && t.p2p;
-  const ArchCaps caps = arch_caps(t.gpu.arch);
+  const bool multi_node = ring.nodes > 1;
+  const ArchCaps caps = arch_caps(t.gpu.arch, ring.nodes, t.cpu);
 
   const double ring_bw = ring.bw_gbs;
   // Enough channels of the architecture's per-channel tree rate to carry the ring, 2 to 32: the
@@ -149,7 +169,8 @@ Estimate estimate(const CommQuery& q, const Ring& ring, const std::optional<Ring
   } else {
     bus = std::min(bus * kTreeFactor, used * caps.tree_per_ch);
     if (p == kLL) bus = std::min(bus * kTreeLLFactor, caps.ll_max_bw);
-    if (p == kLL128) bus = std::min(bus * kTreeLL128Factor, used * caps.tree_ll128_per_ch);
+    if (p == kLL128)
+      bus = std::min(bus * (multi_node ? kTreeLL128FactorMultiNode : kTreeLL128Factor), used * caps.tree_ll128_per_ch);
     alg_bw = bus * 0.5;
     const std::int64_t units = q.bytes >> 6;
     if (units >= 1) {
@@ -158,9 +179,26 @@ Estimate estimate(const CommQuery& q, const Ring& ring, const std::optional<Ring
     }
   }
 
-  const int steps = 2 * (n - 1);
-  const Hw hw = nvlink ? kNvlink : kPci;
-  const double nccl_latency = kBaseLatUs[a][p] + steps * kHwLatUs[hw][a][p];
+  // Steps and their hop latencies, as NCCL's tuner counts them: a ring allreduce takes 2(n-1)
+  // steps, 2(nodes-1) of them between nodes, and each step inside a node costs at least the host's
+  // cost of posting a network send; a tree allreduce climbs and descends the chain inside each node
+  // and log2(nodes) levels between them. Between nodes a step costs the network's hwLat (the
+  // tree's when one rank sits on each node, where nothing hides it).
+  const Hw intra_hw = nvlink ? kNvlink : kPci;
+  double intra_lat = kHwLatUs[intra_hw][a][p];
+  const double inter_lat = kHwLatUs[kNet][ring.per_node == 1 ? kTree : a][p];
+  int inter_steps = 0, intra_steps = 0;
+  if (a == kRing) {
+    if (multi_node) intra_lat = std::max(intra_lat, net_overhead_us(t.cpu) * (p == kSimple ? 3 : 1));
+    inter_steps = multi_node ? 2 * (ring.nodes - 1) : 0;
+    intra_steps = 2 * (n - 1) - inter_steps;
+  } else {
+    inter_steps = 2 * log2_floor(ring.nodes);
+    intra_steps = 2 * (ring.per_node - 1);
+  }
+  const int steps = std::max(1, intra_steps + inter_steps);
+  const double hops_us = intra_steps * intra_lat + inter_steps * inter_lat;
+  const double nccl_latency = kBaseLatUs[a][p] + hops_us;
 
   Estimate e;
   e.algo = a;
@@ -168,7 +206,16 @@ Estimate estimate(const CommQuery& q, const Ring& ring, const std::optional<Ring
   e.channels = used;
   const double transfer = bytes / (alg_bw * 1e3);
   e.nccl_us = nccl_latency + transfer;
-  e.us = pipelined_us(kBaseLatUs[a][p], steps, kHwLatUs[hw][a][p] + ring.extra_per_step, transfer / channel_share);
+  const double extra_us = intra_steps * ring.extra_per_step;
+  if (a == kTree && multi_node) {
+    // Across nodes the tree streams the message through a chain that crosses the network: its last
+    // slice arrives the chain's depth after the transfer ends, NCCL's own sum. Overlapping them as
+    // a ring's steps overlap puts 2 x 8 H100 over InfiniBand 24 % under all_reduce_perf at 64 KiB
+    // (25.6 against 33.8 us; the sum 30.8), docs/validation.md "Multi-node".
+    e.us = nccl_latency + extra_us + transfer / channel_share;
+  } else {
+    e.us = pipelined_us(kBaseLatUs[a][p], steps, (hops_us + extra_us) / steps, transfer / channel_share);
+  }
   return e;
 }
 
@@ -204,7 +251,9 @@ class NcclCostModel final : public ModelledCostModel {
 
     const Ring ring = ring_of(*q.topo, q.ranks);
     std::optional<RingPlan> plan;
-    if (plans_pcie_rings(*q.topo)) plan = plan_pcie_rings(*q.topo, q.ranks);
+    // Over PCIe the channels are those NCCL's search finds inside one node (a multi-node ring
+    // takes the same rings through each node).
+    if (plans_pcie_rings(*q.topo) && ring.per_node > 1) plan = plan_pcie_rings(*q.topo, ring.per_node);
     Estimate best;
     best.nccl_us = std::numeric_limits<double>::infinity();
     for (Algo a : algos)
@@ -214,6 +263,7 @@ class NcclCostModel final : public ModelledCostModel {
         if (e.nccl_us < best.nccl_us) best = e;
       }
     std::string detail = fmt::format("{}/{} {}ch", kAlgoNames[best.algo], kProtoNames[best.proto], best.channels);
+    if (ring.nodes > 1) detail += fmt::format(" over {} nodes", ring.nodes);
     if (!q.topo->p2p) detail += " via host memory";
     return {best.us, detail, false, false};
   }

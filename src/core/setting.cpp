@@ -43,6 +43,8 @@ std::string_view library_name(Setting s) {
     case Setting::layers: return "layers";
     case Setting::engine: return "engine";
     case Setting::engine_cycle: return "engine_cycle";
+    case Setting::ep: return "ep";
+    case Setting::dp_attention: return "dp_attention";
   }
   return "?";
 }

@@ -46,6 +46,8 @@ enum class Setting {
   layers,
   engine,
   engine_cycle,
+  ep,
+  dp_attention,
 };
 
 // Every Setting, in declaration order (for tests and namers that check they cover all).
@@ -57,7 +59,7 @@ inline constexpr Setting kAllSettings[] = {
     Setting::strategy, Setting::ranks, Setting::op_times, Setting::unfused_add_norm, Setting::engine_option,
     Setting::gpu_mem_util, Setting::iters, Setting::warmup, Setting::timeout_s, Setting::no_nccl_prime,
     Setting::nccl_algo, Setting::nccl_proto, Setting::nccl_channels, Setting::step, Setting::all_steps,
-    Setting::layers, Setting::engine, Setting::engine_cycle,
+    Setting::layers, Setting::engine, Setting::engine_cycle, Setting::ep, Setting::dp_attention,
 };
 
 std::string_view library_name(Setting s);

@@ -354,7 +354,9 @@ OpCost chain_cost(const Op& op, const Topology& topo) {
       return c;
     }
     case OpKind::allreduce:
-      throw std::invalid_argument("compute_cost: allreduce '" + op.name + "' is priced by a communicator");
+    case OpKind::all_to_all:
+      throw std::invalid_argument("compute_cost: " + std::string(to_string(op.kind)) + " '" + op.name +
+                                  "' is priced by a communicator");
   }
   throw std::invalid_argument("compute_cost: unknown op kind");
 }

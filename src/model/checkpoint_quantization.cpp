@@ -227,21 +227,46 @@ CheckpointQuantization read_modelopt(const JsonCursor& block, const ClassModules
   return out;
 }
 
+// MXFP4 (OCP microscaling): 32 e2m1 values share one e8m0 scale byte.
+constexpr int kMxfp4Block = 32;
+
+// gpt-oss's block: the checkpoints' quantizer (transformers' Mxfp4HfQuantizer) converts the MoE
+// experts only, and SGLang and vLLM run the rest unquantised. On Hopper the engines' MoE kernels
+// read the 4-bit weights and their scales and compute in bf16, as an int4 weight-only GEMM does,
+// so the experts are priced as int4 (0.5 B a weight; Blackwell's FP4 MMAs are not modelled) and
+// held with their 1/32 B of scales.
+CheckpointQuantization read_mxfp4(const JsonCursor& q, const ClassModules& c) {
+  CheckpointQuantization out;
+  out.group_size = kMxfp4Block;
+  out.formats = LinearFormats::all(DType::bf16);
+  if (!any_matches(read_patterns(q, "modules_to_not_convert"), c.routed_experts)) {
+    out.formats.routed_experts = DType::int4;
+    out.formats.routed_scale_bytes = 1.0 / kMxfp4Block;
+  }
+  out.summary = fmt::format("mxfp4, routed experts e2m1 with an e8m0 scale per {} weights (4.25 bits; priced as int4), "
+                            "the rest bf16",
+                            kMxfp4Block);
+  return out;
+}
+
 }  // namespace
 
 bool LinearFormats::uniform() const {
-  return attention == dense_mlp && dense_mlp == shared_experts && shared_experts == routed_experts;
+  return attention == dense_mlp && dense_mlp == shared_experts && shared_experts == routed_experts &&
+         routed_scale_bytes == 0.0;
 }
 
 bool LinearFormats::operator==(const LinearFormats& o) const {
   return attention == o.attention && dense_mlp == o.dense_mlp && shared_experts == o.shared_experts &&
-         routed_experts == o.routed_experts;
+         routed_experts == o.routed_experts && routed_scale_bytes == o.routed_scale_bytes;
 }
 
 std::string LinearFormats::describe(bool moe) const {
   if (uniform() || (!moe && attention == dense_mlp)) return to_string(attention);
   std::string s = fmt::format("attention {}, dense MLP {}", to_string(attention), to_string(dense_mlp));
   if (moe) s += fmt::format(", shared experts {}, routed experts {}", to_string(shared_experts), to_string(routed_experts));
+  if (moe && routed_scale_bytes > 0.0)
+    s += fmt::format(" with a scale byte per {:.0f} weights", 1.0 / routed_scale_bytes);
   return s;
 }
 
@@ -284,9 +309,7 @@ std::optional<CheckpointQuantization> read_checkpoint_quantization(const JsonCur
   else if (method == "compressed-tensors") out = read_compressed_tensors(*q, c);
   else if (method == "awq" || method == "gptq") out = read_int4_groups(*q, method, c);
   else if (method == "modelopt") out = read_modelopt(*q, c);
-  else
-    q->at("quant_method")
-        .fail_raw("mxfp4 (4-bit float experts) is not modelled; --weight-dtype prices the checkpoint in a modelled format");
+  else out = read_mxfp4(*q, c);
   out.method = method;
   return out;
 }

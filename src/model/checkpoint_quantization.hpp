@@ -20,8 +20,13 @@
 //                       `modules_to_not_convert` excludes modules.
 //   modelopt            NVIDIA ModelOpt FP8 (`quant_algo` FP8); `exclude_modules` / `ignore`;
 //                       `kv_cache_quant_algo` FP8 quantises the KV cache.
-// 4-bit float formats (mxfp4, NVFP4) and 8-bit integer weights are not modelled: the block is
-// refused naming the field, and `--weight-dtype` prices the checkpoint in a modelled format.
+//   mxfp4               gpt-oss: the routed experts' weights as 4-bit e2m1 values with one e8m0
+//                       scale byte per 32 (4.25 bits a weight); every other layer bf16, as the
+//                       checkpoints' quantizer converts only the experts. Priced as int4 weights,
+//                       stored with their scale bytes; `modules_to_not_convert` excludes modules. A
+//                       model without routed experts is refused.
+// NVFP4 and 8-bit integer weights are not modelled: the block is refused naming the field, and
+// `--weight-dtype` prices the checkpoint in a modelled format.
 //
 // Module names are matched as the engines match them (SGLang quantization/utils.py, vLLM
 // compressed_tensors_utils.py): "re:" + a regex matched from the start of the name; a pattern with
@@ -40,6 +45,10 @@ struct LinearFormats {
   DType dense_mlp = DType::bf16;       // dense layers' gate/up and down
   DType shared_experts = DType::bf16;  // MoE layers' shared experts
   DType routed_experts = DType::bf16;  // MoE layers' routed experts
+  // Bytes of block scales stored beside each routed-expert weight (mxfp4: one e8m0 byte per 32
+  // weights, 1/32); 0 where a format's scales are not counted. Weights held, not GEMM traffic:
+  // the trace's ops carry the dtype alone.
+  double routed_scale_bytes = 0.0;
   static LinearFormats all(DType d) { return {d, d, d, d}; }
   bool uniform() const;
   // The one dtype that stands for the set (a trace's meta.weight_dtype): the common one, else the

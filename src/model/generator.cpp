@@ -22,7 +22,9 @@ struct Requests {
   std::int64_t kv_len = 0;
   const std::vector<std::int64_t>* kv_lens = nullptr;  // ragged; nullptr: kv_len for every request
   AttentionMask mask = AttentionMask::causal;
-  std::int64_t window = 0;  // the target's sliding window: attention over at most this many positions
+  // The model whose layers' reach (sliding window, attention chunk) bounds the KV each attention op
+  // reads; nullptr: every layer over the whole context.
+  const ModelConfig* reach = nullptr;
   std::int64_t rows() const { return batch * tokens_per_request; }
 };
 
@@ -35,6 +37,12 @@ class StepBuilder {
 
   std::vector<Op> take() { return std::move(ops_); }
   int tp() const { return tp_; }
+  // Expert parallelism: the experts over `ep` groups; with `a2a` the tokens of all `world` ranks
+  // reach them by all-to-all (data-parallel attention, tp() 1), else through the TP allreduce.
+  void set_expert_parallel(int ep, bool a2a, int world) { ep_ = ep; a2a_ = a2a; world_ = world; }
+  int ep() const { return ep_; }
+  bool a2a() const { return a2a_; }
+  int world() const { return world_; }
   ServingEngine engine() const { return engine_; }
   std::int64_t tokens_per_request() const { return req_.tokens_per_request; }
   std::int64_t kv_len() const { return req_.kv_len; }
@@ -106,6 +114,16 @@ class StepBuilder {
     ops_.push_back(op);
   }
   void host_sync() { ops_.push_back(make(OpKind::host_sync, "host_sync", -1)); }
+  // A MoE layer's dispatch (this rank's tokens to their experts' ranks) or combine.
+  void all_to_all(const std::string& name, int layer, bool combine, std::int64_t hidden, std::int64_t top_k,
+                  std::int64_t experts, DType payload) {
+    Op op = make(OpKind::all_to_all, name, layer);
+    op.combine = combine;
+    op.tokens = t_; op.hidden = hidden; op.topk = static_cast<std::int32_t>(top_k); op.experts = experts;
+    op.dtype = payload;
+    op.site = combine ? "moe_combine" : "moe_dispatch";
+    ops_.push_back(op);
+  }
 
  private:
   static Op make(OpKind kind, const std::string& name, int layer) {
@@ -121,14 +139,18 @@ class StepBuilder {
     op.batch = req_.batch;
     op.kv_len = req_.kv_len;
     if (req_.kv_lens) op.kv_lens = *req_.kv_lens;
-    if (req_.window > 0) {
-      op.kv_len = std::min(op.kv_len, req_.window);
-      for (std::int64_t& kv : op.kv_lens) kv = std::min(kv, req_.window);
+    if (req_.reach) {
+      const std::int64_t q = req_.tokens_per_request;
+      op.kv_len = attended_kv(*req_.reach, layer, op.kv_len, q);
+      for (std::int64_t& kv : op.kv_lens) kv = attended_kv(*req_.reach, layer, kv, q);
+      if (!op.kv_lens.empty()) op.kv_len = *std::max_element(op.kv_lens.begin(), op.kv_lens.end());
     }
     op.mask = req_.mask;
     return op;
   }
   int tp_;
+  int ep_ = 1, world_ = 1;
+  bool a2a_ = false;
   ServingEngine engine_;
   DType kv_dtype_;  // the KV cache's format, on every attention op
   Requests req_;
@@ -165,9 +187,14 @@ void torch_rope(StepBuilder& b, const char* which, int layer, std::int64_t heads
 }
 
 // RoPE on q and k and the KV-cache store of the new tokens' K and V, as each engine launches them.
+// A layer without RoPE (Llama-4's NoPE layers) stores K and V only.
 void rope_and_kv_store(StepBuilder& b, const ModelConfig& m, int layer, std::int64_t hq, std::int64_t hkv,
                        std::int64_t d) {
   const std::int64_t T = b.tokens();
+  if (!m.layer_uses_rope(layer) && !b.is(ServingEngine::torch) && !b.is(ServingEngine::trtllm)) {
+    b.elementwise(b.is(ServingEngine::vllm) ? "reshape_and_cache_flash" : "set_kv_buffer", layer, T, 2 * hkv * d, 2);
+    return;
+  }
   switch (b.engine()) {
     case ServingEngine::torch:
       torch_rope(b, "q", layer, hq, d);
@@ -216,7 +243,7 @@ void linear(StepBuilder& b, const std::string& name, int layer, std::int64_t n, 
 void gqa_block(StepBuilder& b, const ModelConfig& m, int layer, std::int64_t in_width, DType w) {
   const std::int64_t hq = heads_per_rank(m, b.tp()), hkv = kv_heads_per_rank(m, b.tp()), d = m.head_dim;
   linear(b, "qkv_proj", layer, (hq + 2 * hkv) * d, in_width, w);
-  if (m.qk_norm) {
+  if (m.layer_has_qk_norm(layer)) {
     if (b.is(ServingEngine::torch)) {  // F.rms_norm on q, then on k, each a strided view of qkv copied first
       b.elementwise("q_contiguous", layer, b.tokens(), hq * d, 2);
       b.rowwise(OpKind::rmsnorm, "q_norm", layer, b.tokens() * hq, d);
@@ -302,22 +329,38 @@ void moe_routing(StepBuilder& b, const ModelConfig& m, int layer) {
 // intermediate dimension, so each rank runs all T*k routed rows against all touched experts.
 // After the down projection the top-k rows of each token are summed (SGLang: torch.sum or
 // moe_sum_reduce; vLLM: moe_sum; TensorRT-LLM: finalizeMoeRouting).
+//
+// Expert parallelism over ep groups: a rank holds E / ep experts, each tp / ep ranks wide (whole
+// with all-to-all), and runs the routed rows that land on them: with TP attention its share
+// T * k / ep of the step's rows, whose partial sums the layer's allreduce adds up; with
+// all-to-all its own tokens' T * k rows on average (balanced routing), dispatched in and combined
+// back (the combine sums each token's top-k outputs).
 void moe_block(StepBuilder& b, const ModelConfig& m, int layer, const LinearFormats& f) {
-  const int tp = b.tp();
-  b.gemm("router", layer, m.routed_experts, m.hidden, DType::bf16);
+  const int tp = b.tp(), ep = b.ep();
+  const std::int64_t E = m.routed_experts, k = m.experts_per_token;
+  b.gemm("router", layer, E, m.hidden, DType::bf16);
   moe_routing(b, m, layer);
   if (m.shared_experts > 0)
     mlp_block(b, "shared_experts.", layer, m.hidden, m.shared_experts * m.moe_intermediate / tp, f.shared_experts);
   const DType w = f.routed_experts;
-  const std::int64_t rows = b.tokens() * m.experts_per_token;
-  const std::int64_t touched = experts_touched(m.routed_experts, m.experts_per_token, b.tokens());
-  const std::int64_t width = m.moe_intermediate / tp;
+  // fp8 experts take fp8 activations: the dispatch sends them quantised (DeepEP's fp8 dispatch).
+  const DType payload = w == DType::fp8 ? DType::fp8 : DType::bf16;
+  const int moe_tp = b.a2a() ? 1 : tp / ep;
+  const std::int64_t routed_tokens = b.a2a() ? b.tokens() * b.world() : b.tokens();
+  const std::int64_t rows = b.a2a() ? b.tokens() * k : (b.tokens() * k + ep - 1) / ep;
+  const std::int64_t touched = local_experts_touched(E, k, routed_tokens, ep);
+  const std::int64_t width = m.moe_intermediate / moe_tp;
+  if (b.a2a()) b.all_to_all("moe_dispatch", layer, false, m.hidden, k, E, payload);
   activation_quant(b, layer, rows, m.hidden, w);
   b.grouped_gemm("experts.gate_up_proj", layer, rows, touched, 2 * width, m.hidden, w);
   b.rowwise(OpKind::act, "experts.act", layer, rows, width);
   activation_quant(b, layer, rows, width, w);
   b.grouped_gemm("experts.down_proj", layer, rows, touched, m.hidden, width, w);
-  const int summed = static_cast<int>(std::min<std::int64_t>(m.experts_per_token + 1, kMaxElementwiseOperands));
+  if (b.a2a()) {
+    b.all_to_all("moe_combine", layer, true, m.hidden, k, E, DType::bf16);
+    return;
+  }
+  const int summed = static_cast<int>(std::min<std::int64_t>(k + 1, kMaxElementwiseOperands));
   b.elementwise("moe_sum", layer, b.tokens(), m.hidden, summed);
 }
 
@@ -448,6 +491,26 @@ void check_options(const ModelConfig& m, const GenOptions& o) {
                                                          o.kv_lens[r], r));
   }
   if (o.speculative) throw_if_speculative_problem(*o.speculative);
+  if (o.ep < 1 || o.ep > o.tp || o.tp % o.ep != 0)
+    throw SettingError(Setting::ep, fmt::format("expected a divisor of {} {}, got {}", setting_name(Setting::tp), o.tp,
+                                                o.ep));
+  if (o.ep > 1 && !m.is_moe())
+    throw SettingError(Setting::ep, fmt::format("{} has no routed experts: expert parallelism needs a MoE model", m.name));
+  if (o.ep > 1 && m.routed_experts % o.ep != 0)
+    throw SettingError(Setting::ep, fmt::format("{} does not divide the {} routed experts of {} (every rank holds as "
+                                                "many)", o.ep, m.routed_experts, m.name));
+  if (o.dp_attention) {
+    if (!m.is_moe() || o.tp < 2 || o.ep != o.tp)
+      throw SettingError(Setting::dp_attention,
+                         fmt::format("needs a MoE model and {} equal to {} (> 1): the ranks' own tokens reach the "
+                                     "experts by all-to-all; got {} {}, {} {}{}",
+                                     setting_name(Setting::ep), setting_name(Setting::tp), setting_name(Setting::tp),
+                                     o.tp, setting_name(Setting::ep), o.ep, m.is_moe() ? "" : ", and a dense model"));
+    if (!o.kv_lens.empty())
+      throw SettingError(Setting::dp_attention, fmt::format("per-request {} are not split over the attention ranks; "
+                                                            "give one {}", setting_name(Setting::kv_lens),
+                                                            setting_name(Setting::kv_len)));
+  }
   const std::int64_t rows = static_cast<std::int64_t>(o.batch) * verify_tokens(resolved_speculative(o));
   if (rows > kMaxTokens)
     throw SettingError(Setting::batch, fmt::format("{} requests x {} verify tokens = {} rows per step, expected at most {}",
@@ -462,7 +525,7 @@ void check_options(const ModelConfig& m, const GenOptions& o) {
     throw InputError::at(m.file, "architectures",
                          fmt::format("this is an EAGLE-3 draft head; pass it with {} and give the target model with {}",
                                      setting_name(Setting::draft), setting_name(Setting::model)));
-  check_tp(m, o.tp);
+  check_tp(m, o.dp_attention ? 1 : o.tp);
   if (o.engine == ServingEngine::torch) {
     // The reference step (tools/torch-steps.tsv) is one GPU's bf16 target forward, nothing else.
     const std::string why = "the torch reference step is one GPU's bf16 target forward";
@@ -491,8 +554,30 @@ void check_options(const ModelConfig& m, const GenOptions& o) {
     if (resolved_speculative(o).method == SpecMethod::none)
       throw SettingError(Setting::tokens, fmt::format("with {} the verify step needs at least 2 tokens (1 + draft tokens)",
                                                        setting_name(Setting::draft)));
-    check_tp(d, o.tp);
+    check_tp(d, o.dp_attention ? 1 : o.tp);
   }
+}
+
+// What the notes say of a model whose layers do not all attend over the whole context, and of a
+// multimodal checkpoint's vision tower, which gen does not trace.
+std::string model_notes(const ModelConfig& m) {
+  std::string n;
+  int sliding = 0, chunked = 0;
+  for (int layer = 0; layer < m.layers; ++layer) {
+    sliding += m.reach(layer) == AttentionReach::sliding;
+    chunked += m.reach(layer) == AttentionReach::chunked;
+  }
+  if (sliding > 0)
+    n += fmt::format("; {} of {} layers attend within a sliding window of {} positions", sliding, m.layers,
+                     m.sliding_window);
+  if (chunked > 0)
+    n += fmt::format("; {} of {} layers attend within their chunk of {} positions", chunked, m.layers,
+                     m.attention_chunk);
+  if (sliding > 0 || chunked > 0) n += " (the KV cache counted in full)";
+  if (m.vision_params > 0)
+    n += fmt::format("; the vision tower ({:.2f} B parameters) is not priced",
+                     static_cast<double>(m.vision_params) / 1e9);
+  return n;
 }
 
 std::string version2_notes(const GenOptions& o, const SpeculativeConfig& c) {
@@ -505,6 +590,15 @@ std::string version2_notes(const GenOptions& o, const SpeculativeConfig& c) {
 }
 
 }  // namespace
+
+std::int64_t local_experts_touched(std::int64_t experts, std::int64_t top_k, std::int64_t tokens, int ep) {
+  if (ep <= 1) return experts_touched(experts, top_k, tokens);
+  if (experts <= 0 || top_k <= 0 || tokens <= 0) return 0;
+  const std::int64_t local = experts / ep;
+  const double p_miss = std::pow(1.0 - static_cast<double>(std::min(top_k, experts)) / experts, static_cast<double>(tokens));
+  const auto expected = static_cast<std::int64_t>(std::llround(static_cast<double>(local) * (1.0 - p_miss)));
+  return std::clamp<std::int64_t>(expected, 1, local);
+}
 
 std::int64_t experts_touched(std::int64_t experts, std::int64_t top_k, std::int64_t tokens) {
   if (experts <= 0 || top_k <= 0 || tokens <= 0) return 0;
@@ -546,10 +640,21 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
   if (!formats.uniform() || o.formats)
     notes += fmt::format("; weights {}{}", formats.describe(m.is_moe()),
                          o.formats && m.quantization ? fmt::format(" (quantization_config: {})", m.quantization->summary) : "");
-  if (m.is_moe())
+  notes += model_notes(m);
+  if (m.is_moe() && o.ep == 1)
     notes += fmt::format("; TP-MoE, experts touched per MoE layer = {0} x (1 - (1 - {1}/{0})^tokens) rounded, "
                          "the expected distinct experts under balanced routing",
                          m.routed_experts, m.experts_per_token);
+  if (o.ep > 1)
+    notes += fmt::format("; expert parallelism EP{0}: {1} experts a rank, each {2} ranks wide, the routed rows and "
+                         "experts touched of balanced routing", o.ep, m.routed_experts / o.ep,
+                         o.dp_attention ? 1 : o.tp / o.ep);
+  if (o.dp_attention)
+    notes += fmt::format("; data-parallel attention over {0} ranks: each runs attention, the dense layers, the shared "
+                         "experts and lm_head unsharded on its {1} of the {2} requests (the step is the busiest "
+                         "rank's), and the MoE's tokens go out and back by all-to-all (dispatch {3}, combine bf16)",
+                         o.tp, (o.batch + o.tp - 1) / o.tp, o.batch,
+                         to_string(formats.routed_experts == DType::fp8 ? DType::fp8 : DType::bf16));
   if (version2) {
     t.meta.batch = o.batch;
     t.meta.kv_lens = ragged;
@@ -559,18 +664,22 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
   t.meta.notes = notes;
 
   const std::vector<std::int64_t>* per_request = ragged.empty() ? nullptr : &ragged;
-  const std::int64_t B = o.batch;
-  // The target's steps attend within its sliding window; the draft head's over the whole context.
-  auto requests = [&](std::int64_t tokens, AttentionMask mask, std::int64_t window = 0) {
-    return Requests{B, tokens, kv_len, per_request, mask, window};
+  // Data-parallel attention: each rank's share of the requests, everything but the MoE unsharded.
+  const int attn_tp = o.dp_attention ? 1 : o.tp;
+  const std::int64_t B = o.dp_attention ? (o.batch + o.tp - 1) / o.tp : o.batch;
+  // The target's steps attend within each layer's reach (window, chunk); the draft head's over the
+  // whole context.
+  auto requests = [&](std::int64_t tokens, AttentionMask mask, const ModelConfig* reach = nullptr) {
+    return Requests{B, tokens, kv_len, per_request, mask, reach};
   };
   auto step = [&](const char* name, StepBuilder& b) { t.steps.push_back({name, b.take(), std::nullopt}); };
 
   {
-    StepBuilder b(o.tp,
+    StepBuilder b(attn_tp,
                   requests(verify_tokens(spec), spec.mask == VerifyMask::tree ? AttentionMask::tree : AttentionMask::causal,
-                           m.sliding_window),
+                           &m),
                   o.engine, o.kv_cache_dtype);
+    b.set_expert_parallel(o.ep, o.dp_attention, o.tp);
     if (o.engine_cycle && drafts) b.tree_build(draft_candidates(spec.num_steps, spec.eagle_topk));
     target_forward(b, m, formats, o.draft.has_value());
     if (o.engine_cycle) {
@@ -587,24 +696,25 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
       // The draft model over each request's accepted tokens, padded to num_steps + 1 as SGLang's
       // CUDA graph for it runs (eagle_draft_extend_cuda_graph_runner.py); logits only for each
       // request's last token, whose top-k are the tree's first level.
-      StepBuilder e(o.tp, requests(spec.num_steps + 1, AttentionMask::causal), o.engine, o.kv_cache_dtype);
+      StepBuilder e(attn_tp, requests(spec.num_steps + 1, AttentionMask::causal), o.engine, o.kv_cache_dtype);
       draft_forward(e, d, DraftForward{true, B});
       e.topk_select(B, d.draft_vocab, topk);
       step("draft_extend", e);
       if (spec.num_steps > 1) {
-        StepBuilder f(o.tp, requests(topk, branch_mask), o.engine, o.kv_cache_dtype);
+        StepBuilder f(attn_tp, requests(topk, branch_mask), o.engine, o.kv_cache_dtype);
         draft_forward(f, d, DraftForward{false, 0});
         f.topk_select(B * topk, d.draft_vocab, topk);
         step("draft", f);
       }
     } else {
-      StepBuilder f(o.tp, requests(topk, branch_mask), o.engine, o.kv_cache_dtype);
+      StepBuilder f(attn_tp, requests(topk, branch_mask), o.engine, o.kv_cache_dtype);
       draft_forward(f, d, DraftForward{true, 0});
       step("draft", f);
     }
   }
   {
-    StepBuilder b(o.tp, requests(1, AttentionMask::causal, m.sliding_window), o.engine, o.kv_cache_dtype);
+    StepBuilder b(attn_tp, requests(1, AttentionMask::causal, &m), o.engine, o.kv_cache_dtype);
+    b.set_expert_parallel(o.ep, o.dp_attention, o.tp);
     target_forward(b, m, formats, false);
     if (o.engine_cycle) {
       b.sampling(m.vocab);

@@ -18,7 +18,7 @@ namespace eaglesim {
 struct GenOptions {
   int tp = 1;
   int tokens = 1;                    // verify-step tokens per request, without `speculative`: 1 + chain drafts
-  std::int64_t kv_len = 4096;        // context length every attention op attends over
+  std::int64_t kv_len = 4096;        // context length the attention ops attend over (within each layer's reach)
   DType weight_dtype = DType::bf16;  // bf16, fp8 or int4 (weight-only) for the target's linear layers
   // Per class of linear layer (a checkpoint's quantization_config, model/checkpoint_quantization.hpp):
   // when set, instead of weight_dtype.
@@ -41,6 +41,15 @@ struct GenOptions {
   // routing and sorting, activation quantisation, EAGLE-3's captured hidden states). `torch` is the
   // PyTorch reference step: one GPU, bf16, no draft.
   ServingEngine engine = ServingEngine::sglang;
+  // Expert parallelism (SGLang --ep-size, vLLM --enable-expert-parallel): the routed experts split
+  // over `ep` groups of tp / ep ranks, each expert's width over a group's ranks; 1: TP-MoE. It
+  // divides tp and the routed experts.
+  int ep = 1;
+  // Data-parallel attention (SGLang --enable-dp-attention with --dp = tp): every rank runs
+  // attention, the dense layers and lm_head unsharded on its own ceil(batch / tp) requests, and
+  // the MoE exchanges tokens by all-to-all dispatch and combine (DeepEP) over all tp ranks; needs
+  // ep = tp.
+  bool dp_attention = false;
 };
 
 // Limits gen accepts (beyond them a verify step is not a verify step any more).
@@ -57,6 +66,9 @@ constexpr int kMaxGenBatch = 4096;
 // (Kimi-K2, E = 384, k = 8: T = 4 gives 31 against 32, T = 32 gives 188 against 256), which
 // would inflate a verify's expert-weight reads against a decode's.
 std::int64_t experts_touched(std::int64_t experts, std::int64_t top_k, std::int64_t tokens);
+// The experts of one rank's experts / ep that `tokens` tokens touch: (E / ep) x (1 - (1 - k/E)^T),
+// rounded, at least 1; experts_touched for ep 1.
+std::int64_t local_experts_touched(std::int64_t experts, std::int64_t top_k, std::int64_t tokens, int ep);
 
 // Throws InputError on options the model cannot be laid out with (tp not dividing heads, ...).
 Trace generate_trace(const ModelConfig& model, const GenOptions& options);

@@ -18,7 +18,10 @@ constexpr std::int64_t kMaxModelDim = std::int64_t{1} << 20;    // hidden, inter
 constexpr std::int64_t kMaxVocab = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxModelHeads = 4096;
 constexpr std::int64_t kMaxModelExperts = 65536;
-constexpr std::int64_t kMaxModelPositions = std::int64_t{1} << 24;  // sliding windows
+constexpr std::int64_t kMaxModelPositions = std::int64_t{1} << 24;  // sliding windows, attention chunks
+constexpr std::int64_t kLlama4DefaultChunk = 8192;                   // Llama4TextConfig's attention_chunk_size
+constexpr std::int64_t kMaxVisionPatch = 4096;                       // vision_config patch_size (pixels)
+constexpr std::int64_t kMaxVisionImage = std::int64_t{1} << 16;      // vision_config image_size (pixels)
 
 std::string stem_of(const std::string& path) {
   auto slash = path.find_last_of('/');
@@ -52,6 +55,11 @@ std::int64_t read_int_or(const JsonCursor& root, const char* key, std::int64_t f
   return fallback;
 }
 
+bool read_bool_or(const JsonCursor& root, const char* key, bool fallback) {
+  if (auto c = root.find(key)) return c->as_bool();
+  return fallback;
+}
+
 void read_gqa(ModelConfig& m, const JsonCursor& root) {
   m.kv_heads = read_int_or(root, "num_key_value_heads", m.heads, 1, kMaxModelHeads);
   if (m.heads % m.kv_heads != 0)
@@ -76,6 +84,114 @@ void read_moe(ModelConfig& m, const JsonCursor& root, const char* experts_key,
   m.moe_intermediate = read_int(root, width_key, kMaxModelDim);
 }
 
+// gpt-oss (transformers' GptOssConfig): GQA whose q, k, v and o projections carry biases
+// (attention_bias), a learned sink per head, routed experts in every layer (num_local_experts of
+// intermediate_size width, router and experts with biases, no shared expert), and per layer
+// sliding-window or full attention (layer_types; absent: transformers' default, sliding first,
+// alternating).
+void read_gpt_oss(ModelConfig& m, const JsonCursor& root) {
+  read_gqa(m, root);
+  m.routed_experts = read_int(root, "num_local_experts", kMaxModelExperts);
+  // Top-k as transformers names it; the original checkpoint format's experts_per_token, which the
+  // HF configs carry too, must agree.
+  const std::optional<JsonCursor> hf = root.find("num_experts_per_tok"), own = root.find("experts_per_token");
+  const JsonCursor k = hf ? *hf : own ? *own : root.at("num_experts_per_tok");
+  m.experts_per_token = k.as_positive_int(kMaxModelExperts);
+  if (m.experts_per_token > m.routed_experts)
+    k.fail(fmt::format("at most num_local_experts ({})", m.routed_experts));
+  if (hf && own && own->as_positive_int(kMaxModelExperts) != m.experts_per_token)
+    own->fail(fmt::format("num_experts_per_tok's value ({})", m.experts_per_token));
+  m.moe_intermediate = m.intermediate;
+  m.qkv_bias = m.o_proj_bias = read_bool_or(root, "attention_bias", true);
+  m.attention_sinks = m.router_bias = m.expert_bias = true;
+
+  m.layer_reach.assign(static_cast<std::size_t>(m.layers), AttentionReach::full);
+  if (auto types = root.find("layer_types")) {
+    types->expect_array();
+    if (types->size() != static_cast<std::size_t>(m.layers))
+      types->fail(fmt::format("one entry per layer ({} = num_hidden_layers)", m.layers));
+    for (std::size_t i = 0; i < types->size(); ++i)
+      if (types->at(i).as_enum({"sliding_attention", "full_attention"}) == "sliding_attention")
+        m.layer_reach[i] = AttentionReach::sliding;
+  } else {
+    for (std::size_t i = 0; i < m.layer_reach.size(); i += 2) m.layer_reach[i] = AttentionReach::sliding;
+  }
+  // The window is gpt-oss's own (there is no use_sliding_window switch): needed by any sliding layer.
+  if (std::find(m.layer_reach.begin(), m.layer_reach.end(), AttentionReach::sliding) != m.layer_reach.end())
+    m.sliding_window = root.at("sliding_window").as_positive_int(kMaxModelPositions);
+}
+
+// Llama-4's text model (transformers' Llama4TextConfig): GQA without biases (attention_bias),
+// RoPE layers with a weightless L2 q/k norm (use_qk_norm) attending within their chunk
+// (attention_chunk_size) and NoPE layers attending over the whole context (no_rope_layers: 1 RoPE,
+// 0 NoPE; absent or empty: a NoPE layer every no_rope_layer_interval-th), MoE layers (moe_layers,
+// else every interleave_moe_layer_step-th) of num_local_experts routed experts plus one shared
+// expert, all intermediate_size wide, and dense layers intermediate_size_mlp wide. Absent fields
+// take transformers' defaults.
+void read_llama4(ModelConfig& m, const JsonCursor& root) {
+  read_gqa(m, root);
+  m.qk_norm = read_bool_or(root, "use_qk_norm", true);
+  m.qk_norm_weights = false;
+  m.qkv_bias = m.o_proj_bias = read_bool_or(root, "attention_bias", false);
+  read_moe(m, root, "num_local_experts", "intermediate_size");
+  m.shared_experts = 1;
+  if (auto list = root.find("moe_layers")) {
+    list->expect_array();
+    for (std::size_t i = 0; i < list->size(); ++i)
+      m.moe_layers.push_back(static_cast<int>(list->at(i).as_int(0, m.layers - 1)));
+  } else {
+    const int step = static_cast<int>(read_int_or(root, "interleave_moe_layer_step", 1, 1, m.layers));
+    for (int layer = step - 1; layer < m.layers; layer += step) m.moe_layers.push_back(layer);
+  }
+  bool dense = false;
+  for (int layer = 0; layer < m.layers && !dense; ++layer) dense = !m.layer_is_moe(layer);
+  if (dense) m.intermediate = read_int(root, "intermediate_size_mlp", kMaxModelDim);
+  else if (auto w = root.find("intermediate_size_mlp")) m.intermediate = w->as_positive_int(kMaxModelDim);
+
+  m.nope_layers.assign(static_cast<std::size_t>(m.layers), false);
+  const std::optional<JsonCursor> rope = root.find("no_rope_layers");
+  if (rope) rope->expect_array();
+  if (rope && rope->size() > 0) {
+    if (rope->size() < static_cast<std::size_t>(m.layers))
+      rope->fail(fmt::format("at least one entry per layer ({} = num_hidden_layers)", m.layers));
+    for (std::size_t i = 0; i < m.nope_layers.size(); ++i) m.nope_layers[i] = rope->at(i).as_int(0, 1) == 0;
+  } else {
+    const std::int64_t interval = read_int_or(root, "no_rope_layer_interval", 4, 1, kMaxLayers);
+    for (std::size_t i = 0; i < m.nope_layers.size(); ++i) m.nope_layers[i] = (i + 1) % interval == 0;
+  }
+  // null turns chunking off; absent is transformers' default chunk.
+  if (auto chunk = root.find("attention_chunk_size")) m.attention_chunk = chunk->as_positive_int(kMaxModelPositions);
+  else if (!root.json().contains("attention_chunk_size")) m.attention_chunk = kLlama4DefaultChunk;
+  m.layer_reach.assign(static_cast<std::size_t>(m.layers), AttentionReach::full);
+  if (m.attention_chunk > 0)
+    for (std::size_t i = 0; i < m.layer_reach.size(); ++i)
+      if (!m.nope_layers[i]) m.layer_reach[i] = AttentionReach::chunked;
+}
+
+// Parameters of Llama-4's vision tower and projector (transformers' Llama4VisionModel and
+// Llama4MultiModalProjector): class and position embeddings, the unfold patch projection, pre and
+// post layer norms, `num_hidden_layers` encoder layers (q, k, v, o and the two MLP linears with
+// biases, two layer norms with biases), the pixel-shuffle MLP and the projection to the text model.
+std::int64_t llama4_vision_params(const JsonCursor& v, std::int64_t text_hidden) {
+  v.expect_object();
+  const std::int64_t h = read_int(v, "hidden_size", kMaxModelDim);
+  const std::int64_t inter = read_int(v, "intermediate_size", kMaxModelDim);
+  const std::int64_t layers = read_int(v, "num_hidden_layers", kMaxLayers);
+  const std::int64_t patch = read_int(v, "patch_size", kMaxVisionPatch);
+  const std::int64_t image = read_int(v, "image_size", kMaxVisionImage);
+  const std::int64_t channels = read_int_or(v, "num_channels", 3, 1, 64);
+  const std::int64_t out = read_int(v, "vision_output_dim", kMaxModelDim);
+  const std::int64_t proj_in = read_int(v, "projector_input_dim", kMaxModelDim);
+  const std::int64_t proj_out = read_int(v, "projector_output_dim", kMaxModelDim);
+  const bool proj_bias = read_bool_or(v, "multi_modal_projector_bias", false);
+  const std::int64_t side = image / patch;
+  std::int64_t n = h + (side * side + 1) * h + channels * patch * patch * h + 4 * h;
+  n += layers * (4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 4 * h);
+  n += inter * proj_in + proj_out * proj_out;
+  n += out * text_hidden + (proj_bias ? text_hidden : 0);
+  return n;
+}
+
 void read_mla(ModelConfig& m, const JsonCursor& root) {
   // DeepSeek-V2-Lite style configs have "q_lora_rank": null: q is then projected directly.
   m.q_lora_rank = root.has("q_lora_rank") ? root.at("q_lora_rank").as_positive_int(kMaxModelDim) : 0;
@@ -98,14 +214,18 @@ const char* to_string(Architecture a) {
     case Architecture::glm4_moe: return "glm4_moe";
     case Architecture::deepseek_v3: return "deepseek_v3";
     case Architecture::mixtral: return "mixtral";
+    case Architecture::gpt_oss: return "gpt_oss";
+    case Architecture::llama4: return "llama4";
     case Architecture::eagle3_draft: return "eagle3";
   }
   return "?";
 }
 
+
 const std::vector<std::string>& supported_model_types() {
-  static const std::vector<std::string> types{"llama",    "qwen2",       "qwen3",   "qwen3_moe", "mistral",
-                                              "mixtral",  "glm4_moe",    "deepseek_v3", "kimi_k2"};
+  static const std::vector<std::string> types{"llama",   "qwen2",       "qwen3",   "qwen3_moe", "mistral",
+                                              "mixtral", "glm4_moe",    "deepseek_v3", "kimi_k2", "gpt_oss",
+                                              "llama4_text"};
   return types;
 }
 
@@ -121,9 +241,17 @@ bool ModelConfig::layer_is_moe(int layer) const {
     case Architecture::deepseek_v3:
       return layer >= first_dense_layers && layer % moe_layer_freq == 0;
     case Architecture::mixtral:
+    case Architecture::gpt_oss:
       return true;
+    case Architecture::llama4:
+      return std::find(moe_layers.begin(), moe_layers.end(), layer) != moe_layers.end();
     default: return false;
   }
+}
+
+AttentionReach ModelConfig::reach(int layer) const {
+  if (!layer_reach.empty()) return layer_reach[static_cast<std::size_t>(layer)];
+  return sliding_window > 0 ? AttentionReach::sliding : AttentionReach::full;
 }
 
 // Multimodal checkpoints (Llama-4, Qwen2.5-VL, Mistral-3, Gemma-3 ...) nest the language model's
@@ -151,6 +279,8 @@ ModelConfig parse_model_config(const nlohmann::json& doc, const std::string& fil
   if (m.model_type == "llama") m.arch = names_eagle3(top) ? Architecture::eagle3_draft : Architecture::llama;
   else if (m.model_type == "qwen2" || m.model_type == "mistral") m.arch = Architecture::llama;
   else if (m.model_type == "mixtral") m.arch = Architecture::mixtral;
+  else if (m.model_type == "gpt_oss") m.arch = Architecture::gpt_oss;
+  else if (m.model_type == "llama4_text") m.arch = Architecture::llama4;
   else if (m.model_type == "qwen3") m.arch = Architecture::qwen3;
   else if (m.model_type == "qwen3_moe") m.arch = Architecture::qwen3_moe;
   else if (m.model_type == "glm4_moe") m.arch = Architecture::glm4_moe;
@@ -181,6 +311,13 @@ ModelConfig parse_model_config(const nlohmann::json& doc, const std::string& fil
     case Architecture::mixtral:
       read_gqa(m, root);
       read_moe(m, root, "num_local_experts", "intermediate_size");
+      break;
+    case Architecture::gpt_oss:
+      read_gpt_oss(m, root);
+      break;
+    case Architecture::llama4:
+      read_llama4(m, root);
+      if (auto vision = top.find("vision_config")) m.vision_params = llama4_vision_params(*vision, m.hidden);
       break;
     case Architecture::eagle3_draft:
       read_gqa(m, root);
@@ -223,6 +360,10 @@ ModelConfig parse_model_config(const nlohmann::json& doc, const std::string& fil
   while (dense_layer + 1 < m.layers && m.layer_is_moe(dense_layer)) ++dense_layer;
   while (moe_layer + 1 < m.layers && !m.layer_is_moe(moe_layer)) ++moe_layer;
   m.quantization = read_checkpoint_quantization(root, dense_layer, moe_layer);
+  if (m.quantization && m.quantization->method == "mxfp4" && !m.is_moe())
+    root.at("quantization_config")
+        .at("quant_method")
+        .fail_raw("mxfp4 quantises routed experts (as the checkpoints' quantizer does) and this model has none");
   return m;
 }
 
@@ -272,7 +413,7 @@ double weight_bytes_per_rank(const ModelConfig& m, int tp, const LinearFormats& 
   const double w = bytes_per_element(formats.attention);
   const double w_mlp = bytes_per_element(formats.dense_mlp);
   const double w_shared = bytes_per_element(formats.shared_experts);
-  const double w_routed = bytes_per_element(formats.routed_experts);
+  const double w_routed = bytes_per_element(formats.routed_experts) + formats.routed_scale_bytes;
   const double b16 = 2.0;
   const double H = static_cast<double>(m.hidden);
   double total = 0.0;
@@ -302,18 +443,55 @@ double weight_bytes_per_rank(const ModelConfig& m, int tp, const LinearFormats& 
       const double in = m.is_draft() ? 2.0 * H : H;  // EAGLE-3: qkv reads [embedding, hidden]
       total += (hq + 2.0 * hkv) * d * in * w + H * hq * d * w;
       if (m.qkv_bias) total += (hq + 2.0 * hkv) * d * b16;
-      if (m.qk_norm) total += 2.0 * d * b16;
+      if (m.o_proj_bias) total += H * b16;  // replicated: added once, after the row-parallel sum
+      if (m.attention_sinks) total += hq * b16;
+      if (m.layer_has_qk_norm(layer) && m.qk_norm_weights) total += 2.0 * d * b16;
     }
     if (m.layer_is_moe(layer)) {
       const double im = static_cast<double>(m.moe_intermediate) / tp;
-      total += static_cast<double>(m.routed_experts) * H * b16;                 // router
+      const double E = static_cast<double>(m.routed_experts);
+      total += E * H * b16;                                                       // router
+      if (m.router_bias) total += E * b16;
       total += 3.0 * H * im * static_cast<double>(m.shared_experts) * w_shared;  // shared experts
-      total += static_cast<double>(m.routed_experts) * 3.0 * H * im * w_routed;  // routed experts
+      total += E * 3.0 * H * im * w_routed;                                       // routed experts
+      if (m.expert_bias) total += E * (2.0 * im + H) * b16;  // gate_up split like its weights, down's replicated
     } else {
       total += 3.0 * H * (static_cast<double>(m.intermediate) / tp) * w_mlp;
     }
   }
   return total;
+}
+
+double routed_expert_bytes(const ModelConfig& m, const LinearFormats& formats) {
+  const double w_routed = bytes_per_element(formats.routed_experts) + formats.routed_scale_bytes;
+  const double H = static_cast<double>(m.hidden), im = static_cast<double>(m.moe_intermediate);
+  const double E = static_cast<double>(m.routed_experts);
+  double total = 0.0;
+  for (int layer = 0; layer < m.layers; ++layer)
+    if (m.layer_is_moe(layer)) {
+      total += E * 3.0 * H * im * w_routed;
+      if (m.expert_bias) total += E * (2.0 * im + H) * 2.0;
+    }
+  return total;
+}
+
+double weight_bytes_per_rank(const ModelConfig& m, int tp, const LinearFormats& formats, bool dp_attention) {
+  if (!dp_attention) return weight_bytes_per_rank(m, tp, formats);
+  // Everything unsharded but the routed experts, of which each rank holds 1/tp.
+  return weight_bytes_per_rank(m, 1, formats) - routed_expert_bytes(m, formats) * (1.0 - 1.0 / tp);
+}
+
+std::int64_t attended_kv(const ModelConfig& m, int layer, std::int64_t kv_len, std::int64_t q_tokens) {
+  switch (m.reach(layer)) {
+    case AttentionReach::full: return kv_len;
+    case AttentionReach::sliding: return std::min(kv_len, m.sliding_window);
+    case AttentionReach::chunked: {
+      if (m.attention_chunk <= 0) return kv_len;
+      const std::int64_t first = std::max<std::int64_t>(0, kv_len - q_tokens);  // the first new token's position
+      return std::min(kv_len, first % m.attention_chunk + q_tokens);
+    }
+  }
+  return kv_len;
 }
 
 double kv_cache_bytes_per_token_per_rank(const ModelConfig& m, int tp, DType kv_dtype) {

@@ -22,9 +22,18 @@ enum class Architecture {
   glm4_moe,      // GQA + first dense layers + routed and shared experts (glm4_moe)
   deepseek_v3,   // MLA + first dense layers + routed and shared experts (deepseek_v3, kimi_k2)
   mixtral,       // GQA + routed experts in every layer, each expert intermediate_size wide (mixtral)
+  gpt_oss,       // GQA with biases and sinks, sliding/full layers, routed experts with biases (gpt_oss)
+  llama4,        // GQA, chunked RoPE / full NoPE layers, MoE (+ shared expert) and dense layers (llama4_text)
   eagle3_draft,  // EAGLE-3 draft head: fc(3H -> H) + one Llama decoder layer (LlamaForCausalLMEagle3)
 };
 const char* to_string(Architecture a);
+
+// How far back one layer's attention reaches.
+enum class AttentionReach {
+  full,     // the whole context
+  sliding,  // the last sliding_window positions (Mistral v0.1; gpt-oss's sliding layers)
+  chunked,  // the query's own chunk of attention_chunk positions (Llama-4's RoPE layers)
+};
 
 // model_type values accepted in config.json, in the order the error message lists them.
 const std::vector<std::string>& supported_model_types();
@@ -45,16 +54,28 @@ struct ModelConfig {
   std::int64_t vocab = 0;
   bool tie_embeddings = false;
   bool qk_norm = false;             // RMSNorm over each q and k head before attention
-  bool qkv_bias = false;            // the q, k and v projections carry a bias (qwen2)
-  // Attention over at most the last sliding_window positions (Mistral-7B v0.1; 0: full context).
-  // Every layer; the KV cache is still counted in full, as engines allocate it by default.
+  bool qk_norm_weights = true;      // false: the q/k norm has no learned scale (Llama-4's L2 norm)
+  bool qkv_bias = false;            // the q, k and v projections carry a bias (qwen2, gpt_oss)
+  bool o_proj_bias = false;         // the output projection carries one too (gpt_oss)
+  bool attention_sinks = false;     // one learned sink logit per head (gpt_oss)
+  // Attention over at most the last sliding_window positions (Mistral-7B v0.1; 0: full context):
+  // every layer, unless layer_reach says which. The KV cache is still counted in full, as
+  // engines allocate it by default.
   std::int64_t sliding_window = 0;
+  std::int64_t attention_chunk = 0;  // Llama-4's attention_chunk_size (0: no chunked layers)
+  // Per layer, where the layers differ (gpt_oss layer_types, Llama-4's RoPE/NoPE layers); empty:
+  // every layer sliding when sliding_window > 0, else full.
+  std::vector<AttentionReach> layer_reach;
+  std::vector<bool> nope_layers;    // Llama-4: layers without RoPE (no rotary kernel, no q/k norm); empty: none
 
   // Mixture of experts (routed_experts == 0: dense model).
   std::int64_t routed_experts = 0;
   std::int64_t experts_per_token = 0;
   std::int64_t shared_experts = 0;
   std::int64_t moe_intermediate = 0;
+  bool router_bias = false;         // the router projection carries a bias (gpt_oss)
+  bool expert_bias = false;         // every routed expert's gate_up and down carry biases (gpt_oss)
+  std::vector<int> moe_layers;      // llama4: the MoE layers (moe_layers, or every interleave_moe_layer_step-th)
   int first_dense_layers = 0;       // first_k_dense_replace
   int moe_layer_freq = 1;           // deepseek: layer i >= first_dense is MoE when i % freq == 0
   int decoder_sparse_step = 1;      // qwen3_moe: layer i is MoE when (i + 1) % step == 0 ...
@@ -71,11 +92,17 @@ struct ModelConfig {
   std::int64_t draft_vocab = 0;     // draft_vocab_size (reduced vocabulary of the draft lm_head)
   // The checkpoint's quantization_config (checkpoint_quantization.hpp); absent: bf16 weights.
   std::optional<CheckpointQuantization> quantization;
+  // Parameters of a multimodal checkpoint's vision tower and projector (Llama-4's vision_config):
+  // reported beside the count, never priced (gen traces the text model). 0: none read.
+  std::int64_t vision_params = 0;
 
   bool is_moe() const { return routed_experts > 0; }
   bool is_mla() const { return arch == Architecture::deepseek_v3; }
   bool is_draft() const { return arch == Architecture::eagle3_draft; }
   bool layer_is_moe(int layer) const;
+  AttentionReach reach(int layer) const;
+  bool layer_uses_rope(int layer) const { return nope_layers.empty() || !nope_layers[static_cast<std::size_t>(layer)]; }
+  bool layer_has_qk_norm(int layer) const { return qk_norm && layer_uses_rope(layer); }
 };
 
 ModelConfig read_model_config(const std::string& path);
@@ -92,11 +119,26 @@ std::int64_t kv_heads_per_rank(const ModelConfig& m, int tp);
 std::int64_t vocab_per_rank(std::int64_t vocab, int tp);
 
 // Bytes of weights one rank holds: embedding, decoder layers (all experts), norms, lm_head.
-// Linear layers are stored as `weight_dtype`; embedding, lm_head, router and norms stay bf16,
-// as the generator assumes (docs/trace-format.md, "Generated traces").
+// Linear layers are stored as `weight_dtype`; embedding, lm_head, router, norms, biases and sinks
+// stay bf16, as the generator assumes (docs/trace-format.md, "Generated traces"). The vision
+// tower of a multimodal checkpoint is not counted.
 double weight_bytes_per_rank(const ModelConfig& m, int tp, DType weight_dtype);
-// The same with each class of linear layer in its own format.
+// The same with each class of linear layer in its own format (routed experts with their block
+// scales, LinearFormats::routed_scale_bytes).
 double weight_bytes_per_rank(const ModelConfig& m, int tp, const LinearFormats& formats);
+// The routed experts' weights of the whole model (every MoE layer), in their format.
+double routed_expert_bytes(const ModelConfig& m, const LinearFormats& formats);
+// With data-parallel attention (GenOptions::dp_attention) a rank holds everything unsharded but
+// 1/tp of the routed experts; expert parallelism with TP attention holds what TP-MoE holds (E/ep
+// experts, each ep/tp wide: the same bytes).
+double weight_bytes_per_rank(const ModelConfig& m, int tp, const LinearFormats& formats, bool dp_attention);
+// Positions of one request's context that `layer`'s attention reads in a step of `q_tokens` new
+// tokens over `kv_len` positions (the new tokens included). Full: kv_len. Sliding: each query reads
+// its own window, min(kv_len, sliding_window). Chunked: from the start of the chunk holding the
+// request's first new token to the end, (kv_len - q_tokens) mod chunk + q_tokens, capped at kv_len:
+// at most chunk + q_tokens - 1, and ((kv_len - 1) mod chunk) + 1 for one token.
+std::int64_t attended_kv(const ModelConfig& m, int layer, std::int64_t kv_len, std::int64_t q_tokens);
+
 // KV-cache bytes one rank stores per token of context, over all layers.
 // GQA: 2 (K and V) x kv heads per rank x head_dim; MLA: the compressed latent + rope key
 // (kv_lora_rank + qk_rope_head_dim), which every rank stores in full under TP.

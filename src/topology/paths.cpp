@@ -11,21 +11,25 @@ bool uses_nvlink(const Topology& t) {
 }
 
 int switch_group_of(const Topology& t, int gpu) {
+  const int local = t.local_index(gpu);
   for (std::size_t g = 0; g < t.switch_groups.size(); ++g)
     for (int member : t.switch_groups[g])
-      if (member == gpu) return static_cast<int>(g);
+      if (member == local) return static_cast<int>(g);
   return -1;
 }
 
 int socket_of(const Topology& t, int gpu) {
-  return t.socket_of_gpu.empty() ? 0 : t.socket_of_gpu[static_cast<std::size_t>(gpu)];
+  return t.socket_of_gpu.empty() ? 0 : t.socket_of_gpu[static_cast<std::size_t>(t.local_index(gpu))];
 }
+
+bool crosses_nodes(const Topology& t, int a, int b) { return t.node_of(a) != t.node_of(b); }
 
 namespace {
 
 double nvlink_pair_bw(const Topology& t) {
   // A mesh splits each GPU's links among its peers; a switch gives any pair the full injection rate.
-  if (t.interconnect == Interconnect::nvlink_mesh && t.gpu_count > 2) return t.nvlink.bw_gbs / (t.gpu_count - 1);
+  const int n = t.gpus_per_node();
+  if (t.interconnect == Interconnect::nvlink_mesh && n > 2) return t.nvlink.bw_gbs / (n - 1);
   return t.nvlink.bw_gbs;
 }
 
@@ -34,6 +38,13 @@ double nvlink_pair_bw(const Topology& t) {
 Path path_between(const Topology& t, int a, int b) {
   Path p;
   if (a == b) return p;
+  if (crosses_nodes(t, a, b)) {
+    // GPUDirect RDMA: NIC to NIC over the fabric; P2P inside the nodes does not matter.
+    p.network = true;
+    p.bw_gbs = t.network.nic.bw_gbs;
+    p.latency_us = t.network.nic.latency_us;
+    return p;
+  }
   if (!t.p2p) {
     p.staged = true;
     p.bw_gbs = t.host_staging.bw_gbs;
@@ -89,6 +100,23 @@ double flows_time_us(const Topology& t, const std::vector<Flow>& flows) {
   for (const auto& f : flows) {
     if (f.src == f.dst || f.bytes <= 0) continue;
     const std::string s = std::to_string(f.src), d = std::to_string(f.dst);
+    if (crosses_nodes(t, f.src, f.dst)) {
+      // Out of the sending node's NIC, into the receiving node's. On a rail-optimised fabric the
+      // flow takes the destination's rail, reached over the sending node's own links first (PXN)
+      // when the sender sits on another rail.
+      const int rail = t.network.rail_optimized ? t.nic_of(f.dst) : t.nic_of(f.src);
+      const std::string out_nic = std::to_string(t.node_of(f.src)) + "." + std::to_string(rail);
+      const std::string in_nic = std::to_string(t.node_of(f.dst)) + "." +
+                                 std::to_string(t.network.rail_optimized ? rail : t.nic_of(f.dst));
+      add("nic_out" + out_nic, t.network.nic.bw_gbs, f.bytes);
+      add("nic_in" + in_nic, t.network.nic.bw_gbs, f.bytes);
+      if (t.network.rail_optimized && t.nic_of(f.src) != rail && uses_nvlink(t) && t.p2p) {
+        const int relay = t.node_of(f.src) * t.gpus_per_node() + t.local_index(f.dst);
+        add("out" + s, t.nvlink.bw_gbs, f.bytes);
+        add("in" + std::to_string(relay), t.nvlink.bw_gbs, f.bytes);
+      }
+      continue;
+    }
     if (!t.p2p) {
       // Device -> host copy on the sender, host -> device copy on the receiver.
       add("stage_out" + s, t.host_staging.bw_gbs, f.bytes);

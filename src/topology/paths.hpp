@@ -11,6 +11,8 @@
 //                 sockets also links.inter_socket; with acs every pair crosses the root complex,
 //                 GPUs behind one switch included (up and down their switch's uplink)
 //   p2p false     every transfer is staged through pinned host memory (links.host_staging)
+//   other node    NIC to NIC over the network (network.nic), GPUDirect RDMA; each NIC's bandwidth
+//                 is shared by the flows through it (rail-optimised: the destination's rail)
 #include <vector>
 
 #include "topology/topology.hpp"
@@ -23,11 +25,13 @@ struct Path {
   bool root_complex = false;
   bool cross_socket = false;
   bool staged = false;     // through host memory (no P2P)
+  bool network = false;    // between nodes, NIC to NIC
 };
 
 bool uses_nvlink(const Topology& t);
 int switch_group_of(const Topology& t, int gpu);  // -1: the GPU is not behind a switch
 int socket_of(const Topology& t, int gpu);
+bool crosses_nodes(const Topology& t, int a, int b);
 Path path_between(const Topology& t, int a, int b);
 // The slowest (highest-latency) path between any two of ranks 0..ranks-1.
 Path worst_path(const Topology& t, int ranks);

@@ -17,6 +17,22 @@ const std::vector<std::string>& interconnect_names() {
 }
 const char* to_string(Interconnect ic) { return interconnect_names()[static_cast<int>(ic)].c_str(); }
 
+const std::vector<std::string>& network_kind_names() {
+  static const std::vector<std::string> names{"infiniband", "roce"};
+  return names;
+}
+const char* to_string(NetworkKind k) { return network_kind_names()[static_cast<int>(k)].c_str(); }
+
+std::string ranks_placement_problem(const Topology& t, int ranks) {
+  if (ranks > t.gpu_count) return fmt::format("{} ranks need {} GPUs; topology {} has {}", ranks, ranks, t.name, t.gpu_count);
+  const int per_node = t.gpus_per_node();
+  if (t.nodes > 1 && ranks > per_node && ranks % per_node != 0)
+    return fmt::format("{} ranks span {} nodes of {} GPUs unevenly ({} on the last); topology {} needs at most {} "
+                       "ranks (one node) or a multiple of {} (whole nodes)",
+                       ranks, t.nodes_spanned(ranks), per_node, ranks % per_node, t.name, per_node, per_node);
+  return "";
+}
+
 const std::vector<std::string>& cpu_kind_names() {
   static const std::vector<std::string> names{"unknown",      "amd", "intel-broadwell", "intel-skylake",
                                               "intel-sapphire-rapids", "intel-emerald-rapids", "arm", "power9"};
@@ -201,6 +217,16 @@ std::string topology_to_string(const Topology& t) {
   if (!t.gpu.source.empty()) g["source"] = t.gpu.source;
   j["gpu"] = g;
   j["gpu_count"] = t.gpu_count;
+  if (t.nodes > 1) {
+    j["nodes"] = t.nodes;
+    ojson n;
+    n["kind"] = to_string(t.network.kind);
+    n["nics_per_node"] = t.network.nics_per_node;
+    n["rail_optimized"] = t.network.rail_optimized;
+    n["nic"] = link_json(t.network.nic);
+    if (!t.network.source.empty()) n["source"] = t.network.source;
+    j["network"] = n;
+  }
   j["interconnect"] = to_string(t.interconnect);
   j["p2p"] = t.p2p;
   if (t.acs) j["acs"] = true;

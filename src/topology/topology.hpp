@@ -75,6 +75,22 @@ struct LinkSpec {
   bool present() const { return bw_gbs > 0; }  // bw 0: the topology has no such link
 };
 
+// The network joining the nodes of a multi-node topology. Every GPU reaches the fabric through a
+// NIC of its node (GPUDirect RDMA); NICs are shared evenly, GPU g of a node on NIC
+// g * nics_per_node / gpus_per_node. Rail-optimised fabrics join NIC i of every node on rail i:
+// traffic to a GPU of another rail first crosses the node to the GPU on the destination's rail
+// (NCCL's PXN), as NCCL routes all-to-all on such fabrics.
+enum class NetworkKind { infiniband, roce };
+const char* to_string(NetworkKind k);
+const std::vector<std::string>& network_kind_names();
+struct NetworkSpec {
+  NetworkKind kind = NetworkKind::infiniband;
+  int nics_per_node = 0;
+  bool rail_optimized = true;
+  LinkSpec nic;        // one NIC per direction; latency one-way GPU to GPU across the fabric
+  std::string source;  // where the NIC count, rails and rates come from
+};
+
 // Measured tables that override the models where present (interpolated; see cost/table_interpolation.hpp).
 struct GemmCalPoint { std::int64_t m, n, k; DType dtype; double us; };
 struct SizeCalPoint { std::int64_t size; double us; };  // size: bytes (allreduce) or kv_len / tokens
@@ -136,7 +152,9 @@ struct Topology {
   std::string file;        // path it was read from
   std::string description;
   GpuSpec gpu;
-  int gpu_count = 1;
+  int gpu_count = 1;       // in all nodes together; rank r runs on GPU r, node r / gpus_per_node()
+  int nodes = 1;           // identical nodes; the intra-node fields below describe one of them
+  NetworkSpec network;     // nodes > 1 only
   Interconnect interconnect = Interconnect::nvswitch;
   bool p2p = true;         // peer-to-peer loads/stores between GPUs (false: staged through host memory)
   // PCIe Access Control Services on the switch ports: the switch may not route P2P between its
@@ -158,7 +176,20 @@ struct Topology {
 
   Calibration calibration;
   std::vector<std::string> sources;  // where the figures come from (kept from the file)
+
+  int gpus_per_node() const { return gpu_count / nodes; }
+  int node_of(int gpu) const { return gpu / gpus_per_node(); }
+  int local_index(int gpu) const { return gpu % gpus_per_node(); }
+  // The NIC (index within its node) GPU `gpu` sends and receives through.
+  int nic_of(int gpu) const { return local_index(gpu) * network.nics_per_node / gpus_per_node(); }
+  // Nodes ranks 0..ranks-1 occupy.
+  int nodes_spanned(int ranks) const { return (ranks + gpus_per_node() - 1) / gpus_per_node(); }
 };
+
+// Why `ranks` ranks (on GPUs 0..ranks-1) cannot run on `t`, or "" when they can: more ranks than
+// GPUs, or a rank count that spans nodes without filling each of them (NCCL's hierarchical
+// algorithms and the engines place the same number of ranks on every node).
+std::string ranks_placement_problem(const Topology& t, int ranks);
 
 Topology read_topology(const std::string& path);       // validates everything, InputError on problems
 Topology parse_topology(const nlohmann::json& doc, const std::string& file);  // same, from parsed JSON

@@ -6,6 +6,8 @@
 namespace eaglesim {
 
 constexpr std::int64_t kMaxGpus = 1024;
+constexpr std::int64_t kMaxNodes = 128;
+constexpr std::int64_t kMaxNicsPerNode = 64;
 constexpr std::int64_t kMaxSms = 1000;
 constexpr double kMaxTflops = 100000;      // 100 PFLOP/s dense on one GPU
 constexpr double kMaxBwGbs = 100000;       // 100 TB/s for one memory system or link

@@ -64,6 +64,19 @@ LinkSpec read_link(const JsonCursor& c, bool reads_cross_it = false) {
   return l;
 }
 
+NetworkSpec read_network(const JsonCursor& c) {
+  c.only_keys({"kind", "nics_per_node", "rail_optimized", "nic", "source"});
+  NetworkSpec n;
+  const std::string kind = c.at("kind").as_enum(network_kind_names());
+  const auto& names = network_kind_names();
+  n.kind = static_cast<NetworkKind>(std::find(names.begin(), names.end(), kind) - names.begin());
+  n.nics_per_node = static_cast<int>(c.at("nics_per_node").as_positive_int(kMaxNicsPerNode));
+  if (auto r = c.find("rail_optimized")) n.rail_optimized = r->as_bool();
+  n.nic = read_link(c.at("nic"));
+  if (auto s = c.find("source")) n.source = s->as_string();
+  return n;
+}
+
 Interconnect read_interconnect(const JsonCursor& c) {
   std::string s = c.as_enum(interconnect_names());
   const auto& names = interconnect_names();
@@ -229,10 +242,10 @@ void check_layout(const JsonCursor& root, const Topology& t) {
       throw InputError::at(root.file(), std::string("links.") + name,
                            fmt::format("missing required field ({})", why));
   };
-  if (!pcie_kind && t.gpu_count > 1)
+  if (!pcie_kind && t.gpus_per_node() > 1)
     need(t.nvlink, "nvlink", fmt::format("interconnect {} moves data over NVLink", to_string(t.interconnect)));
   if (pcie_kind) need(t.pcie, "pcie", "a PCIe interconnect needs the GPU's PCIe link");
-  if (!t.p2p && t.gpu_count > 1)
+  if (!t.p2p && t.gpus_per_node() > 1)
     need(t.host_staging, "host_staging", "with p2p false every transfer is staged through host memory");
   if (!pcie_kind && !t.switch_groups.empty())
     root.at("switch_groups").fail_raw(fmt::format(
@@ -277,7 +290,7 @@ void check_layout(const JsonCursor& root, const Topology& t) {
 Topology parse_topology(const nlohmann::json& doc, const std::string& file) {
   JsonCursor root(doc, file);
   root.expect_object();
-  root.only_keys({"format", "version", "name", "description", "sources", "gpu", "gpu_count", "interconnect",
+  root.only_keys({"format", "version", "name", "description", "sources", "gpu", "gpu_count", "nodes", "network", "interconnect",
                   "p2p", "acs", "switch_groups", "socket_of_gpu", "cpu", "layout_source", "links", "calibration"});
   root.at("format").as_enum({"eaglesim-topology"});
   {
@@ -295,14 +308,29 @@ Topology parse_topology(const nlohmann::json& doc, const std::string& file) {
   }
   t.gpu = read_gpu(root.at("gpu"));
   t.gpu_count = static_cast<int>(root.at("gpu_count").as_int(1, kMaxGpus));
+  if (auto n = root.find("nodes")) {
+    t.nodes = static_cast<int>(n->as_int(1, kMaxNodes));
+    if (t.gpu_count % t.nodes != 0)
+      n->fail(fmt::format("a node count that divides gpu_count {} (every node holds as many GPUs)", t.gpu_count));
+  }
+  if (auto n = root.find("network")) {
+    if (t.nodes == 1) n->fail_raw("network joins the nodes of a multi-node topology; this one has 1 node (set nodes)");
+    t.network = read_network(*n);
+  } else if (t.nodes > 1) {
+    throw InputError::at(root.file(), "network",
+                         fmt::format("missing required field ({} nodes are joined by a network)", t.nodes));
+  }
+  // The intra-node layout describes one node: its GPUs are 0..gpus_per_node-1.
+  const int per_node = t.gpus_per_node();
   t.interconnect = read_interconnect(root.at("interconnect"));
   t.p2p = root.at("p2p").as_bool();
   if (auto a = root.find("acs")) t.acs = a->as_bool();
-  if (auto g = root.find("switch_groups")) t.switch_groups = read_switch_groups(*g, t.gpu_count);
+  if (auto g = root.find("switch_groups")) t.switch_groups = read_switch_groups(*g, per_node);
   if (auto s = root.find("socket_of_gpu")) {
     s->expect_array();
-    if (static_cast<int>(s->size()) != t.gpu_count)
-      s->fail(fmt::format("an array of {} socket indices (one per GPU)", t.gpu_count));
+    if (static_cast<int>(s->size()) != per_node)
+      s->fail(t.nodes > 1 ? fmt::format("an array of {} socket indices (one per GPU of a node)", per_node)
+                          : fmt::format("an array of {} socket indices (one per GPU)", per_node));
     for (std::size_t i = 0; i < s->size(); ++i) t.socket_of_gpu.push_back(static_cast<int>(s->at(i).as_int(0, 7)));
   }
   if (auto c = root.find("cpu")) {
@@ -322,6 +350,8 @@ Topology parse_topology(const nlohmann::json& doc, const std::string& file) {
   check_layout(root, t);
 
   if (auto c = root.find("calibration")) t.calibration = read_calibration(*c, t.gpu_count);
+  if (t.nodes > 1 && t.network.nics_per_node > per_node)
+    root.at("network").at("nics_per_node").fail(fmt::format("at most one NIC per GPU ({} GPUs a node)", per_node));
   return t;
 }
 

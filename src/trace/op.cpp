@@ -8,7 +8,7 @@ const std::vector<std::string>& op_kind_names() {
   static const std::vector<std::string> names{"gemm",         "grouped_gemm", "attention", "allreduce",
                                               "rmsnorm",      "residual_add", "act",       "embedding",
                                               "lm_head",      "other",        "topk_select", "tree_build",
-                                              "sampling",     "host_sync",  "elementwise"};
+                                              "sampling",     "host_sync",  "elementwise", "all_to_all"};
   return names;
 }
 
@@ -108,6 +108,8 @@ double Op::io_bytes() const {
     case OpKind::sampling: return 4.0 * static_cast<double>(rows) * vocab;
     case OpKind::host_sync: return 0.0;
     case OpKind::elementwise: return a * operands * static_cast<double>(tokens) * hidden;
+    // What leaves the rank: one payload per routed expert at most (the strategy decides how many).
+    case OpKind::all_to_all: return static_cast<double>(tokens) * topk * hidden * bytes_per_element(dtype);
   }
   return 0.0;
 }
@@ -140,6 +142,9 @@ std::string Op::shape_string() const {
     case OpKind::sampling: return fmt::format("rows={} vocab={}", rows, vocab);
     case OpKind::host_sync: return us ? fmt::format("{:.1f} us", *us) : std::string("-");
     case OpKind::elementwise: return fmt::format("{}x{} x{}", tokens, hidden, operands);
+    case OpKind::all_to_all:
+      return fmt::format("{} tokens={} hidden={} top{} of {} {}", combine ? "combine" : "dispatch", tokens, hidden,
+                         topk, experts, to_string(dtype));
   }
   return "";
 }

@@ -33,12 +33,16 @@ enum class OpKind {
   // activation quantisation. tokens, hidden, operands: it reads and writes `operands` bf16
   // tensors of tokens x hidden; `name` says which kernel it is.
   elementwise,
+  // Expert parallelism's exchange of a MoE layer's tokens (trace version 2): tokens, hidden, topk,
+  // experts, phase (dispatch: the rank's tokens out to the ranks of their routed experts, bf16 or
+  // fp8 payload; combine: the experts' bf16 outputs back), dtype. Priced by the --a2a strategy.
+  all_to_all,
 };
 
 const char* to_string(OpKind k);
 bool parse_op_kind(const std::string& name, OpKind& out);
 const std::vector<std::string>& op_kind_names();
-constexpr int kOpKindCount = 15;
+constexpr int kOpKindCount = 16;
 // Kinds a version-1 trace may hold: every kind before topk_select.
 bool is_version1_kind(OpKind k);
 
@@ -67,6 +71,7 @@ struct Op {
   UsSource us_source = UsSource::measured;
   AttentionVariant variant = AttentionVariant::gqa;  // attention
   AttentionMask mask = AttentionMask::causal;        // attention
+  bool combine = false;       // all_to_all: the combine (experts' outputs back); false: the dispatch
   DType dtype = DType::bf16;  // GEMMs, allreduces: their elements; attention: the KV cache's format
   std::string name;
   std::optional<double> us;       // measured duration on the recording machine
@@ -75,7 +80,7 @@ struct Op {
   // Shape fields; which are used depends on kind.
   std::int64_t m = 0, n = 0, k = 0;     // gemm, lm_head; grouped_gemm uses n, k
   std::int64_t tokens = 0;              // grouped_gemm, rmsnorm, residual_add, act, embedding, elementwise, tree_build
-  std::int64_t experts = 0;             // grouped_gemm
+  std::int64_t experts = 0;             // grouped_gemm; all_to_all: routed experts in all
   std::int64_t hidden = 0;              // rmsnorm, residual_add, act, embedding, elementwise
   std::int64_t bytes = 0;               // allreduce
   // attention: `batch` requests of q_tokens query tokens each. Every request attends over kv_len
@@ -87,6 +92,7 @@ struct Op {
   std::int32_t batch = 1;                       // attention, tree_build: requests (at most 4096)
   // topk_select, sampling: rows of `vocab` fp32 logits (at most 2^22 and 2^24); topk_select
   // keeps `topk` per row. tree_build: per request, tokens - 1 drafts chosen among `candidates`.
+  // all_to_all: topk routed experts per token.
   std::int32_t rows = 0, vocab = 0, topk = 0;
   std::int32_t operands = 0;                    // elementwise: tensors of tokens x hidden read + written
   std::vector<std::int64_t> kv_lens;            // attention: per request; empty: kv_len for all
@@ -98,7 +104,7 @@ struct Op {
   double kv_len_total() const;   // attention: KV positions over all requests
   double kv_element_bytes() const;  // attention: bytes per KV-cache element (1 for an fp8 cache, else 2)
   bool has_version2_fields() const;  // a kind or field only trace version 2 has
-  bool is_comm() const { return kind == OpKind::allreduce; }
+  bool is_comm() const { return kind == OpKind::allreduce || kind == OpKind::all_to_all; }
   bool is_matmul() const {
     return kind == OpKind::gemm || kind == OpKind::grouped_gemm || kind == OpKind::lm_head;
   }

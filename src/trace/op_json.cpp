@@ -28,6 +28,7 @@ const std::vector<std::string>& kind_fields(OpKind kind) {
   static const std::vector<std::string> tree_build{"batch", "candidates", "tokens"};
   static const std::vector<std::string> sampling{"rows", "vocab"};
   static const std::vector<std::string> elementwise{"tokens", "hidden", "operands"};
+  static const std::vector<std::string> all_to_all{"phase", "tokens", "hidden", "topk", "experts", "dtype"};
   static const std::vector<std::string> none{};
   switch (kind) {
     case OpKind::gemm:
@@ -43,6 +44,7 @@ const std::vector<std::string>& kind_fields(OpKind kind) {
     case OpKind::tree_build: return tree_build;
     case OpKind::sampling: return sampling;
     case OpKind::elementwise: return elementwise;
+    case OpKind::all_to_all: return all_to_all;
     case OpKind::other:
     case OpKind::host_sync: return none;
   }
@@ -202,6 +204,17 @@ Op parse_op(const JsonCursor& c, int version, const TraceMeta& meta) {
       op.hidden = c.at("hidden").as_positive_int(kMaxDim);
       op.operands = static_cast<std::int32_t>(c.at("operands").as_positive_int(kMaxElementwiseOperands));
       break;
+    case OpKind::all_to_all:
+      op.combine = c.at("phase").as_enum({"dispatch", "combine"}) == "combine";
+      op.tokens = c.at("tokens").as_int(0, kMaxTokens);
+      op.hidden = c.at("hidden").as_positive_int(kMaxDim);
+      op.experts = c.at("experts").as_positive_int(kMaxExperts);
+      op.topk = static_cast<std::int32_t>(c.at("topk").as_positive_int(op.experts));
+      op.dtype = read_dtype(c.at("dtype"));
+      if (op.combine ? op.dtype != DType::bf16 : op.dtype != DType::bf16 && op.dtype != DType::fp8)
+        c.at("dtype").fail(op.combine ? "bf16 (the experts' outputs come back in bf16)"
+                                      : "bf16 or fp8 (the dispatch's payload)");
+      break;
   }
   return op;
 }
@@ -251,6 +264,11 @@ ojson op_to_json(const Op& op) {
       break;
     case OpKind::elementwise:
       j["tokens"] = op.tokens; j["hidden"] = op.hidden; j["operands"] = op.operands;
+      break;
+    case OpKind::all_to_all:
+      j["phase"] = op.combine ? "combine" : "dispatch";
+      j["tokens"] = op.tokens; j["hidden"] = op.hidden; j["topk"] = op.topk; j["experts"] = op.experts;
+      j["dtype"] = to_string(op.dtype);
       break;
     case OpKind::other:
     case OpKind::host_sync: break;

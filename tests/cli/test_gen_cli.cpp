@@ -76,6 +76,39 @@ TEST(GenCli, TakesModelNamesAndSaysWhatItWrote) {
   EXPECT_EQ(bad.out, "");
 }
 
+// gpt-oss (mxfp4 experts at 4.25 bits, the rest bf16) and Llama-4 (bf16, its vision tower beside
+// the count): the parameters and weights per rank gen prints at TP1 and TP8, and a trace inspect
+// reads.
+TEST(GenCli, GptOssAndLlama4SayTheirParametersAndWeightsPerRank) {
+  TempDir tmp;
+  const std::string out = tmp.path + "/t.json";
+  const std::tuple<const char*, int, const char*> cases[] = {
+      {"gpt-oss-120b", 1, "(116.83 B parameters, 65.25 GB of weights per rank)"},
+      {"gpt-oss-120b", 8, "(116.83 B parameters, 8.20 GB of weights per rank)"},
+      {"gpt-oss-20b", 1, "(20.91 B parameters, 13.76 GB of weights per rank)"},
+      {"gpt-oss-20b", 8, "(20.91 B parameters, 1.73 GB of weights per rank)"},
+      {"llama-4-scout-17b-16e-instruct", 1,
+       "(107.77 B parameters and a 0.87 B vision tower not priced, 215.54 GB of weights per rank)"},
+      {"llama-4-scout-17b-16e-instruct", 8,
+       "(107.77 B parameters and a 0.87 B vision tower not priced, 26.95 GB of weights per rank)"},
+      {"llama-4-maverick-17b-128e-instruct", 1,
+       "(400.71 B parameters and a 0.87 B vision tower not priced, 801.42 GB of weights per rank)"},
+      {"llama-4-maverick-17b-128e-instruct", 8,
+       "(400.71 B parameters and a 0.87 B vision tower not priced, 100.21 GB of weights per rank)"},
+  };
+  for (const auto& [model, tp, said] : cases) {
+    CliResult r = run_cli(fmt::format("gen --model {} --tp {} --tokens 4 -o {}", model, tp, out));
+    ASSERT_EQ(r.exit_code, 0) << model << " " << r.err;
+    EXPECT_NE(r.out.find(fmt::format(": {} TP{} {}, batch 1", model, tp, said)), std::string::npos) << r.out;
+    CliResult i = run_cli("inspect --json " + out);
+    ASSERT_EQ(i.exit_code, 0) << model << " " << i.err;
+  }
+  // --weight-dtype prices every linear layer in one format, without mxfp4's scales.
+  CliResult int4 = run_cli("gen --model gpt-oss-120b --tp 1 --tokens 4 --weight-dtype int4 -o " + out);
+  ASSERT_EQ(int4.exit_code, 0) << int4.err;
+  EXPECT_NE(int4.out.find("(116.83 B parameters, 60.23 GB of weights per rank)"), std::string::npos) << int4.out;
+}
+
 TEST(GenCli, KimiK2Tp8ThreeTokensShows123AllreducesOf43008InInspect) {
   TempDir tmp;
   const std::string dir = tmp.path, out = dir + "/k2.json";
@@ -100,7 +133,7 @@ TEST(GenCli, UnknownModelTypeExits2WithoutOutput) {
   write_text(cfg, R"({"model_type":"mamba","num_hidden_layers":4,"hidden_size":256})");
   CliResult r = run_cli("gen --model " + cfg + " --tp 1 --tokens 2 -o " + out);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find(cfg + ": model_type: expected one of llama, qwen2, qwen3, qwen3_moe, mistral, mixtral, glm4_moe, deepseek_v3, kimi_k2, got \"mamba\""),
+  EXPECT_NE(r.err.find(cfg + ": model_type: expected one of llama, qwen2, qwen3, qwen3_moe, mistral, mixtral, glm4_moe, deepseek_v3, kimi_k2, gpt_oss, llama4_text, got \"mamba\""),
             std::string::npos) << r.err;
   EXPECT_FALSE(file_exists(out));
 }

@@ -362,3 +362,42 @@ TEST(CommCalibration, TableMeasuredOnOtherRankCountIsNotUsed) {
   EXPECT_TRUE(a.calibrated);
   EXPECT_NEAR(a.us, 2.0 * std::pow(2.0, std::log2(42.0) / 10), 1e-9);
 }
+
+TEST(NcclModel, TwoNodesTreeLLForSmallMessages) {
+  // 16 ranks of 2 x 8 H100 over InfiniBand: NCCL's tree crosses the nodes once up and once down.
+  // Latency: baseLat 6.8 + 2 x (7 NVLink steps x 0.6 + 1 network step x 5.0) = 25.2 us, the
+  // all_reduce_perf floor measured on such a pair (25 us at 16-128 B, NVIDIA/nccl-tests issue 309).
+  // Bandwidth at 42 KiB: ring bus bw min(450 NVLink, 8 NICs x 48) = 384 on 10 channels (ceil(384 /
+  // 41.4), Hopper's 2-node per-channel tree cap), all 10 used (43008 / 4096 B); tree x0.92 = 353,
+  // LL /3.8 then the 2-node Intel LL cap 39 GB/s, x0.5, and the tree correction at log2(672) = 9
+  // (LL 0.7): 13.65 GB/s, 3.15 us. Across nodes the tree's cost is NCCL's sum.
+  Topology t = preset("2x8-h100-nvswitch-ib400");
+  const CommCost c = cost("nccl", t, 16, k42K);
+  EXPECT_EQ(c.detail, "tree/LL 10ch over 2 nodes");
+  EXPECT_NEAR(c.us, 25.2 + 43008.0 / (39.0 * 0.5 * 0.7 * 1e3), 1e-6);
+  // Inside one node of it nothing changes: 8 ranks cost what they cost on 8x-h100-nvswitch.
+  EXPECT_DOUBLE_EQ(cost("nccl", t, 8, k42K).us, cost("nccl", preset("8x-h100-nvswitch"), 8, k42K).us);
+  // A forced ring: 30 steps, 2 of them across the network (2.7 us), 28 at max(0.6, the 1 us
+  // network-post overhead of an Intel host).
+  const CommCost ring = cost("nccl", t, 16, k42K, NcclOptions{"ring", "LL", 0});
+  EXPECT_EQ(ring.detail.substr(0, 7), "ring/LL");
+  EXPECT_GT(ring.us, 6.6 + 28 * 1.0 + 2 * 2.7);
+  // Large messages: the ring is bound by the node's 8 NICs (384 GB/s busBW), as forced-ring
+  // all_reduce_perf shows on such a pair (392.7 GB/s at 8 GB, issue 309).
+  const CommCost big = cost("nccl", t, 16, std::int64_t{8} << 30);
+  EXPECT_EQ(big.detail, "ring/Simple 10ch over 2 nodes");
+  const double bus = (8.0 * 1073741824) / big.us / 1e3 * 30 / 16;
+  EXPECT_NEAR(bus, 384.0, 2.0);
+}
+
+TEST(CommSupport, OurKernelsStayInsideANode) {
+  Topology t = preset("2x8-h100-nvswitch-ib400");
+  const CommCostModel& oneshot = find_cost_model("oneshot");
+  EXPECT_TRUE(oneshot.supports(t, 8, k42K).ok);
+  const CommSupport s = oneshot.supports(t, 16, k42K);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("16 ranks span 2 nodes"), std::string::npos) << s.reason;
+  const CommSupport uneven = find_cost_model("nccl").supports(t, 12, k42K);
+  EXPECT_FALSE(uneven.ok);
+  EXPECT_NE(uneven.reason.find("unevenly"), std::string::npos) << uneven.reason;
+}

@@ -172,7 +172,7 @@ TEST(ModelConfig, Eagle3DraftHeads) {
 TEST(ModelConfig, UnknownModelTypeListsSupported) {
   std::string e = error_of(R"({"model_type":"mamba","num_hidden_layers":2})");
   EXPECT_EQ(e, "cfg.json: model_type: expected one of llama, qwen2, qwen3, qwen3_moe, mistral, mixtral, glm4_moe, "
-               "deepseek_v3, kimi_k2, got \"mamba\"");
+               "deepseek_v3, kimi_k2, gpt_oss, llama4_text, got \"mamba\"");
 }
 
 TEST(ModelConfig, FieldErrorsNameTheField) {
@@ -329,4 +329,287 @@ TEST(Generator, SlidingWindowBoundsTheTargetsAttention) {
         ++attention;
       }
   EXPECT_EQ(attention, 2 * m.layers);
+}
+
+// gpt-oss (biases on q, k, v and o, a sink per head, router and experts with biases) and Llama-4's
+// text model (routed + shared experts, dense layers intermediate_size_mlp wide, weightless q/k
+// norm): parameters in all equal the published checkpoints' counts. gpt-oss: 116,829,156,672 and
+// 20,914,757,184 (the model card's 116.83 B and 20.91 B; its "Check-point size" 60.8 GiB and 12.8
+// GiB are the mxfp4 weights below). Llama-4: the Hub's safetensors counts 108,641,793,536 (Scout)
+// and 401,583,781,376 (Maverick) include the vision tower and projector, 871,932,416 parameters,
+// which gen reports beside the text model and does not price.
+TEST(ModelConfig, GptOssAndLlama4MatchTheirPublishedParameterCounts) {
+  struct Published {
+    const char* name;
+    double text, vision;
+  };
+  const Published published[] = {
+      {"gpt-oss-120b", 116829156672.0, 0.0},
+      {"gpt-oss-20b", 20914757184.0, 0.0},
+      {"llama-4-scout-17b-16e-instruct", 108641793536.0 - 871932416.0, 871932416.0},
+      {"llama-4-maverick-17b-128e-instruct", 401583781376.0 - 871932416.0, 871932416.0},
+  };
+  for (const Published& p : published) {
+    const ModelConfig m = shipped(p.name);
+    EXPECT_DOUBLE_EQ(weight_bytes_per_rank(m, 1, DType::bf16), 2.0 * p.text) << p.name;
+    EXPECT_EQ(static_cast<double>(m.vision_params), p.vision) << p.name;
+  }
+  // The model cards' rounded totals (gpt-oss 116.83 B / 20.91 B; Llama-4 109 B / 400 B with the
+  // vision tower) within 2 %.
+  EXPECT_NEAR(weight_bytes_per_rank(shipped("gpt-oss-120b"), 1, DType::bf16) / 2e9, 116.83, 0.01);
+  EXPECT_NEAR(weight_bytes_per_rank(shipped("gpt-oss-20b"), 1, DType::bf16) / 2e9, 20.91, 0.01);
+  const ModelConfig scout = shipped("llama-4-scout-17b-16e-instruct");
+  const ModelConfig maverick = shipped("llama-4-maverick-17b-128e-instruct");
+  EXPECT_NEAR((weight_bytes_per_rank(scout, 1, DType::bf16) / 2 + scout.vision_params) / 109e9, 1.0, 0.02);
+  EXPECT_NEAR((weight_bytes_per_rank(maverick, 1, DType::bf16) / 2 + maverick.vision_params) / 400e9, 1.0, 0.02);
+}
+
+// Weights per rank in the checkpoints' own formats. gpt-oss-120b at TP1: 36 x 128 experts x 3 x
+// 2880 x 2880 = 114,661,785,600 mxfp4 weights at 17/32 B (4-bit value + an e8m0 byte per 32) =
+// 60,914,073,600 B, and the other 2,167,371,072 parameters bf16 = 4,334,742,144 B: 65,248,815,744
+// B (60.77 GiB). At TP8 every expert's intermediate dimension and the q/k/v/o heads split 8 ways,
+// the embedding and lm_head are vocab-parallel, the router, o_proj and down_proj biases and the
+// norms replicated. Llama-4 (bf16) splits the same way, its dense layers' 16384 too.
+TEST(ModelConfig, GptOssAndLlama4WeightsPerRank) {
+  const ModelConfig big = shipped("gpt-oss-120b"), small = shipped("gpt-oss-20b");
+  ASSERT_TRUE(big.quantization);
+  const LinearFormats f = big.quantization->formats;
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(big, 1, f), 65248815744.0);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(big, 8, f), 8203108032.0);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(small, 1, small.quantization->formats), 13761264768.0);  // 12.82 GiB
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(small, 8, small.quantization->formats), 1728268800.0);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(shipped("llama-4-scout-17b-16e-instruct"), 1, DType::bf16), 215539722240.0);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(shipped("llama-4-scout-17b-16e-instruct"), 8, DType::bf16), 26950215680.0);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(shipped("llama-4-maverick-17b-128e-instruct"), 1, DType::bf16), 801423697920.0);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(shipped("llama-4-maverick-17b-128e-instruct"), 8, DType::bf16), 100206356480.0);
+  // Without the scale bytes (what the GEMMs are priced at): 1/32 B less per expert weight.
+  LinearFormats unscaled = f;
+  unscaled.routed_scale_bytes = 0.0;
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(big, 1, f) - weight_bytes_per_rank(big, 1, unscaled), 114661785600.0 / 32);
+}
+
+TEST(ModelConfig, GptOssLayout) {
+  const ModelConfig m = shipped("gpt-oss-120b");
+  EXPECT_EQ(m.arch, Architecture::gpt_oss);
+  EXPECT_EQ(m.layers, 36);
+  EXPECT_EQ(m.head_dim, 64);
+  EXPECT_EQ(m.routed_experts, 128);
+  EXPECT_EQ(m.experts_per_token, 4);
+  EXPECT_EQ(m.moe_intermediate, 2880);
+  EXPECT_EQ(m.shared_experts, 0);
+  EXPECT_TRUE(m.qkv_bias && m.o_proj_bias && m.attention_sinks && m.router_bias && m.expert_bias);
+  EXPECT_EQ(m.sliding_window, 128);
+  for (int layer = 0; layer < m.layers; ++layer) {
+    EXPECT_TRUE(m.layer_is_moe(layer));
+    EXPECT_EQ(m.reach(layer), layer % 2 == 0 ? AttentionReach::sliding : AttentionReach::full) << layer;
+  }
+  // mxfp4: the routed experts 4-bit with a scale byte per 32 weights, everything else bf16.
+  ASSERT_TRUE(m.quantization);
+  EXPECT_EQ(m.quantization->method, "mxfp4");
+  LinearFormats want = LinearFormats::all(DType::bf16);
+  want.routed_experts = DType::int4;
+  want.routed_scale_bytes = 1.0 / 32;
+  EXPECT_EQ(m.quantization->formats, want);
+  EXPECT_EQ(m.quantization->group_size, 32);
+}
+
+TEST(ModelConfig, Llama4Layout) {
+  const ModelConfig scout = shipped("llama-4-scout-17b-16e-instruct");
+  const ModelConfig maverick = shipped("llama-4-maverick-17b-128e-instruct");
+  for (const ModelConfig* m : {&scout, &maverick}) {
+    EXPECT_EQ(m->arch, Architecture::llama4);
+    EXPECT_EQ(m->model_type, "llama4_text");
+    EXPECT_EQ(m->hf_architecture, "Llama4ForConditionalGeneration");
+    EXPECT_EQ(m->layers, 48);
+    EXPECT_EQ(m->experts_per_token, 1);
+    EXPECT_EQ(m->shared_experts, 1);
+    EXPECT_EQ(m->moe_intermediate, 8192);
+    EXPECT_EQ(m->intermediate, 16384);
+    EXPECT_EQ(m->attention_chunk, 8192);
+    EXPECT_FALSE(m->qkv_bias || m->o_proj_bias || m->qk_norm_weights);
+    // no_rope_layers is empty in the shipped configs: a NoPE layer (full attention) every 4th.
+    for (int layer = 0; layer < 48; ++layer) {
+      const bool nope = (layer + 1) % 4 == 0;
+      EXPECT_EQ(m->layer_uses_rope(layer), !nope) << layer;
+      EXPECT_EQ(m->reach(layer), nope ? AttentionReach::full : AttentionReach::chunked) << layer;
+    }
+  }
+  EXPECT_EQ(scout.routed_experts, 16);
+  EXPECT_EQ(maverick.routed_experts, 128);
+  EXPECT_TRUE(scout.qk_norm);
+  EXPECT_TRUE(scout.layer_has_qk_norm(0));
+  EXPECT_FALSE(scout.layer_has_qk_norm(3));  // NoPE layers have no q/k norm
+  EXPECT_FALSE(maverick.qk_norm);
+  for (int layer = 0; layer < 48; ++layer) {
+    EXPECT_TRUE(scout.layer_is_moe(layer));
+    EXPECT_EQ(maverick.layer_is_moe(layer), layer % 2 == 1) << layer;  // interleave_moe_layer_step 2
+  }
+}
+
+// Optional Llama-4 fields as transformers reads them: moe_layers over interleave_moe_layer_step,
+// an explicit no_rope_layers list, a null attention_chunk_size turning chunking off.
+TEST(ModelConfig, Llama4ExplicitLayerLists) {
+  nlohmann::json doc = nlohmann::json::parse(R"({"architectures":["Llama4ForConditionalGeneration"],
+      "text_config":{"model_type":"llama4_text","num_hidden_layers":4,"hidden_size":64,"num_attention_heads":4,
+      "num_key_value_heads":2,"head_dim":16,"intermediate_size":32,"intermediate_size_mlp":128,"vocab_size":100,
+      "num_local_experts":4,"num_experts_per_tok":1,"interleave_moe_layer_step":2,"moe_layers":[0],
+      "no_rope_layers":[1,0,1,1,0],"attention_chunk_size":16}})");
+  ModelConfig m = parse_model_config(doc, "l4.json", "l4");
+  EXPECT_TRUE(m.layer_is_moe(0));
+  EXPECT_FALSE(m.layer_is_moe(1));
+  EXPECT_EQ(m.intermediate, 128);
+  EXPECT_EQ(m.reach(0), AttentionReach::chunked);
+  EXPECT_EQ(m.reach(1), AttentionReach::full);
+  EXPECT_EQ(m.vision_params, 0);  // no vision_config
+  doc["text_config"]["attention_chunk_size"] = nullptr;
+  m = parse_model_config(doc, "l4.json", "l4");
+  EXPECT_EQ(m.attention_chunk, 0);
+  EXPECT_EQ(m.reach(0), AttentionReach::full);
+  EXPECT_TRUE(m.layer_uses_rope(0));
+}
+
+// The KV positions an attention op reads per layer kind, for T new tokens over kv_len positions.
+TEST(ModelConfig, AttendedKvPerLayerReach) {
+  const ModelConfig g = shipped("gpt-oss-120b");
+  EXPECT_EQ(attended_kv(g, 0, 4096, 4), 128);  // sliding: each query its own window
+  EXPECT_EQ(attended_kv(g, 0, 100, 4), 100);
+  EXPECT_EQ(attended_kv(g, 1, 4096, 4), 4096);  // full
+  const ModelConfig s = shipped("llama-4-scout-17b-16e-instruct");
+  EXPECT_EQ(attended_kv(s, 3, 20000, 4), 20000);     // NoPE: full context
+  EXPECT_EQ(attended_kv(s, 0, 20000, 4), 3616);      // 19996 mod 8192 + 4
+  EXPECT_EQ(attended_kv(s, 0, 20000, 1), 3616);      // 19999 mod 8192 + 1
+  EXPECT_EQ(attended_kv(s, 0, 16384, 1), 8192);      // the last position of a chunk sees it all
+  EXPECT_EQ(attended_kv(s, 0, 16385, 1), 1);         // the first of the next sees itself
+  EXPECT_EQ(attended_kv(s, 0, 8194, 4), 8194);       // new tokens straddling a boundary: both chunks' part
+  EXPECT_EQ(attended_kv(s, 0, 3000, 4), 3000);
+}
+
+TEST(ModelConfig, GptOssAndLlama4FieldErrorsNameTheField) {
+  const std::string gpt = R"("model_type":"gpt_oss","num_hidden_layers":4,"hidden_size":64,"num_attention_heads":4,
+      "num_key_value_heads":2,"head_dim":16,"intermediate_size":32,"vocab_size":100,"sliding_window":8)";
+  EXPECT_EQ(error_of("{" + gpt + R"(,"num_experts_per_tok":2})"), "cfg.json: num_local_experts: missing required field");
+  EXPECT_EQ(error_of("{" + gpt + R"(,"num_local_experts":4})"), "cfg.json: num_experts_per_tok: missing required field");
+  EXPECT_EQ(error_of("{" + gpt + R"(,"num_local_experts":4,"num_experts_per_tok":2,"experts_per_token":3})"),
+            "cfg.json: experts_per_token: expected num_experts_per_tok's value (2), got 3");
+  EXPECT_EQ(error_of("{" + gpt + R"(,"num_local_experts":4,"experts_per_token":2,
+      "layer_types":["sliding_attention","full_attention","sliding_attention"]})"),
+            "cfg.json: layer_types: expected one entry per layer (4 = num_hidden_layers), got an array of 3");
+  EXPECT_EQ(error_of("{" + gpt + R"(,"num_local_experts":4,"experts_per_token":2,
+      "layer_types":["sliding_attention","full_attention","chunked_attention","full_attention"]})"),
+            "cfg.json: layer_types[2]: expected one of sliding_attention, full_attention, got \"chunked_attention\"");
+  std::string no_window = gpt;
+  no_window.replace(no_window.find(R"(,"sliding_window":8)"), std::string(R"(,"sliding_window":8)").size(), "");
+  EXPECT_EQ(error_of("{" + no_window + R"(,"num_local_experts":4,"experts_per_token":2})"),
+            "cfg.json: sliding_window: missing required field");
+  EXPECT_EQ(from_text("{" + no_window + R"(,"num_local_experts":4,"experts_per_token":2,
+      "layer_types":["full_attention","full_attention","full_attention","full_attention"]})")
+                .sliding_window,
+            0);  // no sliding layer, no window needed
+
+  const std::string text = R"("model_type":"llama4_text","num_hidden_layers":4,"hidden_size":64,
+      "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"intermediate_size":32,"vocab_size":100)";
+  auto nested = [&](const std::string& fields) {
+    return R"({"architectures":["Llama4ForConditionalGeneration"],"model_type":"llama4","text_config":{)" + text +
+           fields + "}}";
+  };
+  EXPECT_EQ(error_of(nested(R"(,"num_experts_per_tok":1)")), "cfg.json: text_config.num_local_experts: missing required field");
+  EXPECT_EQ(error_of(nested(R"(,"num_local_experts":4,"num_experts_per_tok":1,"interleave_moe_layer_step":2)")),
+            "cfg.json: text_config.intermediate_size_mlp: missing required field");
+  EXPECT_EQ(error_of(nested(R"(,"num_local_experts":4,"num_experts_per_tok":1,"no_rope_layers":[1,1,0])")),
+            "cfg.json: text_config.no_rope_layers: expected at least one entry per layer (4 = num_hidden_layers), got an "
+            "array of 3");
+  EXPECT_EQ(error_of(nested(R"(,"num_local_experts":4,"num_experts_per_tok":1,"moe_layers":[0,4])")),
+            "cfg.json: text_config.moe_layers[1]: expected an integer in [0, 3], got 4");
+  // Every layer MoE: the dense width is not needed.
+  EXPECT_EQ(from_text(nested(R"(,"num_local_experts":4,"num_experts_per_tok":1)")).moe_intermediate, 32);
+  nlohmann::json vision = nlohmann::json::parse(nested(R"(,"num_local_experts":4,"num_experts_per_tok":1)"));
+  vision["vision_config"] = {{"hidden_size", 8}};
+  EXPECT_EQ(error_of(vision.dump()), "cfg.json: vision_config.intermediate_size: missing required field");
+}
+
+// gpt-oss: sliding layers' attention ops read at most the 128-position window, the full layers the
+// whole context; Llama-4: RoPE layers read their chunk, NoPE layers the whole context, in the
+// verify and the decode steps alike; the draft head's attention is never bounded.
+TEST(Generator, PerLayerReachBoundsTheTargetsAttention) {
+  GenOptions o;
+  o.tokens = 4;
+  o.kv_len = 20000;
+  const ModelConfig g = shipped("gpt-oss-20b");
+  const Trace tg = generate_trace(g, o);
+  int attention = 0;
+  for (const Step& s : tg.steps)
+    for (const Op& op : s.ops)
+      if (op.kind == OpKind::attention) {
+        EXPECT_EQ(op.kv_len, op.layer % 2 == 0 ? 128 : 20000) << s.name << " layer " << op.layer;
+        ++attention;
+      }
+  EXPECT_EQ(attention, 2 * g.layers);
+  EXPECT_NE(tg.meta.notes.find("12 of 24 layers attend within a sliding window of 128 positions"), std::string::npos)
+      << tg.meta.notes;
+
+  const ModelConfig s = shipped("llama-4-scout-17b-16e-instruct");
+  const Trace ts = generate_trace(s, o);
+  for (const Step& st : ts.steps)
+    for (const Op& op : st.ops)
+      if (op.kind == OpKind::attention) {
+        EXPECT_EQ(op.kv_len, (op.layer + 1) % 4 == 0 ? 20000 : 3616) << st.name << " layer " << op.layer;
+      }
+  EXPECT_NE(ts.meta.notes.find("36 of 48 layers attend within their chunk of 8192 positions"), std::string::npos)
+      << ts.meta.notes;
+  EXPECT_NE(ts.meta.notes.find("the vision tower (0.87 B parameters) is not priced"), std::string::npos) << ts.meta.notes;
+
+  // Ragged batches bound each request's length.
+  o.batch = 2;
+  o.kv_lens = {8000, 9000};
+  const Trace tr = generate_trace(s, o);
+  for (const Op& op : tr.verify().ops)
+    if (op.kind == OpKind::attention && op.layer == 0) {
+      EXPECT_EQ(op.kv_lens, (std::vector<std::int64_t>{8000, 808}));  // 8996 mod 8192 + 4
+      EXPECT_EQ(op.kv_len, 8000);                                     // the longest of them
+    }
+}
+
+// Llama-4's layers as the engines run them: Maverick's even layers dense (intermediate_size_mlp),
+// odd layers routed + shared experts; Scout's q/k norm on the RoPE layers only, and no RoPE kernel
+// on the NoPE layers.
+TEST(Generator, Llama4DenseAndMoeLayersAndNoPe) {
+  GenOptions o;
+  o.tp = 8;
+  o.tokens = 4;
+  const ModelConfig mav = shipped("llama-4-maverick-17b-128e-instruct");
+  const Trace t = generate_trace(mav, o);
+  std::vector<int> dense_gate_up(48, 0), experts(48, 0), shared(48, 0);
+  for (const Op& op : t.verify().ops) {
+    if (op.layer < 0) continue;
+    if (op.name == "gate_up_proj") {
+      EXPECT_EQ(op.n, 2 * 16384 / 8);
+      ++dense_gate_up[op.layer];
+    }
+    if (op.name == "experts.gate_up_proj") {
+      EXPECT_EQ(op.n, 2 * 8192 / 8);
+      ++experts[op.layer];
+    }
+    if (op.name == "shared_experts.gate_up_proj") ++shared[op.layer];
+  }
+  for (int layer = 0; layer < 48; ++layer) {
+    const bool moe = layer % 2 == 1;
+    EXPECT_EQ(dense_gate_up[layer], moe ? 0 : 1) << layer;
+    EXPECT_EQ(experts[layer], moe ? 1 : 0) << layer;
+    EXPECT_EQ(shared[layer], moe ? 1 : 0) << layer;
+  }
+
+  const Trace ts = generate_trace(shipped("llama-4-scout-17b-16e-instruct"), o);
+  std::vector<int> qk_norm(48, 0), rope(48, 0), kv_store(48, 0);
+  for (const Op& op : ts.verify().ops) {
+    if (op.layer < 0) continue;
+    qk_norm[op.layer] += op.name == "qk_norm";
+    rope[op.layer] += op.name == "rotary_emb";
+    kv_store[op.layer] += op.name == "set_kv_buffer";
+  }
+  for (int layer = 0; layer < 48; ++layer) {
+    const bool nope = (layer + 1) % 4 == 0;
+    EXPECT_EQ(qk_norm[layer], nope ? 0 : 1) << layer;
+    EXPECT_EQ(rope[layer], nope ? 0 : 1) << layer;
+    EXPECT_EQ(kv_store[layer], 1) << layer;
+  }
 }

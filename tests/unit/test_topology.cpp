@@ -31,15 +31,16 @@ std::vector<std::string> preset_files() {
 
 TEST(Topology, EveryPresetLoadsAndCarriesItsSources) {
   auto files = preset_files();
-  ASSERT_GE(files.size(), 9u);
+  ASSERT_GE(files.size(), 13u);
   for (const auto& f : files) {
     SCOPED_TRACE(f);
     Topology t = read_topology(f);
     EXPECT_EQ(t.name, fs::path(f).stem().string()) << "preset name must match its file name";
     EXPECT_FALSE(t.gpu.source.empty());
     EXPECT_FALSE(t.layout_source.empty());
-    for (const LinkSpec* l : {&t.nvlink, &t.pcie, &t.uplink, &t.inter_socket, &t.host_staging})
+    for (const LinkSpec* l : {&t.nvlink, &t.pcie, &t.uplink, &t.inter_socket, &t.host_staging, &t.network.nic})
       if (l->present()) EXPECT_FALSE(l->source.empty());
+    if (t.nodes > 1) EXPECT_FALSE(t.network.source.empty());
     EXPECT_GT(t.gpu.launch_gap_us, 0.0);
   }
 }
@@ -154,6 +155,17 @@ TEST(Topology, BadFilesGiveOneClearError) {
       {"read_round_trip_below_one_way", "links.inter_socket.read_round_trip_us: expected at least twice the one-way "
                                         "cross-socket path latency (pcie + uplink + inter_socket latency_us = 2.1 us, "
                                         "so >= 4.2), got 2"},
+      // Multi-node: the node count divides the GPUs, network and nodes come together, the intra-node
+      // layout describes one node.
+      {"nodes_not_dividing", "nodes: expected a node count that divides gpu_count 16 (every node holds as many "
+                             "GPUs), got 3"},
+      {"network_without_nodes", "network: network joins the nodes of a multi-node topology; this one has 1 node"},
+      {"nodes_without_network", "network: missing required field (2 nodes are joined by a network)"},
+      {"unknown_network_kind", "network.kind: expected one of infiniband, roce, got \"omnipath\""},
+      {"more_nics_than_gpus", "network.nics_per_node: expected at most one NIC per GPU (8 GPUs a node), got 12"},
+      {"network_nic_missing", "network.nic: missing required field"},
+      {"socket_count_per_node", "socket_of_gpu: expected an array of 8 socket indices (one per GPU of a node), got an "
+                                "array of 16"},
       // Only reads across the sockets have a round trip of their own.
       {"read_round_trip_on_pcie", "links.pcie.read_round_trip_us: unknown field (allowed here: bw_gbs, latency_us, "
                                   "source)"},
@@ -189,7 +201,7 @@ TEST(Topology, ResolvesPresetNamesAndPaths) {
   } catch (const InputError& e) {
     std::string msg = e.what();
     EXPECT_NE(msg.find("unknown topology \"9x-imaginary\""), std::string::npos) << msg;
-    EXPECT_NE(msg.find("2x-h200-nvlink, 4x-rtx-pro-6000-pcie5"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("2x-h200-nvlink, 2x8-h100-nvswitch-ib400"), std::string::npos) << msg;
   }
   EXPECT_THROW(resolve_topology_path("no/such/file.json"), InputError);
   EXPECT_THROW(resolve_topology_path(""), InputError);
@@ -226,4 +238,53 @@ TEST(TopologyPaths, SharedLinksDivideBandwidth) {
   Topology n = preset("8x-rtx-pro-6000-pcie5-nop2p");
   EXPECT_NEAR(flows_time_us(n, ring_flows(8, 1e6)), 1e6 / (n.host_staging.bw_gbs * 1e3), 1e-9);
   EXPECT_TRUE(path_between(n, 0, 1).staged);
+}
+
+TEST(Topology, TwoNodePresets) {
+  for (const char* name : {"2x8-h100-nvswitch-ib400", "2x8-h200-nvswitch-ib400"}) {
+    SCOPED_TRACE(name);
+    Topology t = preset(name);
+    EXPECT_EQ(t.gpu_count, 16);
+    EXPECT_EQ(t.nodes, 2);
+    EXPECT_EQ(t.gpus_per_node(), 8);
+    EXPECT_EQ(t.network.kind, NetworkKind::infiniband);
+    EXPECT_EQ(t.network.nics_per_node, 8);
+    EXPECT_TRUE(t.network.rail_optimized);
+    EXPECT_DOUBLE_EQ(t.network.nic.bw_gbs, 48.0);
+    EXPECT_EQ(t.node_of(7), 0);
+    EXPECT_EQ(t.node_of(8), 1);
+    EXPECT_EQ(t.nic_of(11), 3);
+  }
+}
+
+TEST(Topology, RanksMustFillWholeNodesOrStayInOne) {
+  Topology t = preset("2x8-h100-nvswitch-ib400");
+  EXPECT_EQ(ranks_placement_problem(t, 8), "");
+  EXPECT_EQ(ranks_placement_problem(t, 16), "");
+  EXPECT_EQ(ranks_placement_problem(t, 4), "");
+  EXPECT_NE(ranks_placement_problem(t, 12).find("12 ranks span 2 nodes of 8 GPUs unevenly (4 on the last)"),
+            std::string::npos);
+  EXPECT_NE(ranks_placement_problem(t, 32).find("32 ranks need 32 GPUs"), std::string::npos);
+}
+
+TEST(TopologyPaths, BetweenNodesTheNicCarriesTheFlows) {
+  Topology t = preset("2x8-h100-nvswitch-ib400");
+  const Path inside = path_between(t, 0, 7);
+  EXPECT_FALSE(inside.network);
+  EXPECT_DOUBLE_EQ(inside.bw_gbs, 450.0);
+  const Path across = path_between(t, 3, 11);
+  EXPECT_TRUE(across.network);
+  EXPECT_DOUBLE_EQ(across.bw_gbs, 48.0);
+  EXPECT_DOUBLE_EQ(across.latency_us, 3.0);
+  // 1 MB from GPU 0 to GPU 8: one NIC each way, 1e6 / 48e3 us.
+  EXPECT_NEAR(flows_time_us(t, {{0, 8, 1e6}}), 1e6 / 48e3, 1e-9);
+  // Every GPU of node 0 to its rail peer on node 1: eight NICs in parallel.
+  std::vector<Flow> rails;
+  for (int g = 0; g < 8; ++g) rails.push_back({g, g + 8, 1e6});
+  EXPECT_NEAR(flows_time_us(t, rails), 1e6 / 48e3, 1e-9);
+  // All of node 0 to GPU 8: on a rail-optimised fabric every flow takes rail 0, relayed over
+  // NVLink to GPU 0 first (PXN), so NIC 0 carries all eight.
+  std::vector<Flow> one_rail;
+  for (int g = 0; g < 8; ++g) one_rail.push_back({g, 8, 1e6});
+  EXPECT_NEAR(flows_time_us(t, one_rail), 8e6 / 48e3, 1e-9);
 }

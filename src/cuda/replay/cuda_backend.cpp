@@ -65,6 +65,12 @@ class CudaBackend final : public Backend {
 
   StepResult run_step(const Trace& trace, const Step& step, const std::string& strategy, const Topology*,
                       const RunOptions& opts) override {
+    for (const Op& op : step.ops)
+      if (op.kind == OpKind::all_to_all)
+        throw InputError(fmt::format("step {}: op '{}' is an expert-parallel all-to-all; the CUDA replay runs "
+                                     "allreduces only (no DeepEP or NCCL all-to-all kernels): price this trace with "
+                                     "--backend sim",
+                                     step.name, op.name));
     const int gpus = visible_gpus();
     const int tp = trace.meta.tp;
     ReplayConfig config;

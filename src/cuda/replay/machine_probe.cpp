@@ -32,6 +32,7 @@ bool multicast_supported(int device) {
 MachineFacts probe_machine(const std::vector<int>& devices) {
   MachineFacts m;
   m.gpu_count = static_cast<int>(devices.size());
+  m.gpus_per_node = m.gpu_count;  // one machine: every GPU it drives is local
   if (devices.empty()) return m;
   cudaDeviceProp prop{};
   EAGLESIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, devices[0]));
