@@ -100,6 +100,8 @@ void run_gen(const GenArgs& a, bool tokens_given) {
       opt.draft = default_eagle3_head(model);
       spdlog::warn("{}", describe_default_head(model, *opt.draft));
     }
+  } else if (a.draft == "mtp") {
+    opt.mtp_draft = true;
   } else if (!a.draft.empty() && a.draft != "none") {
     opt.draft = read_model_config(resolve_model_path("--draft", a.draft));
   }
@@ -172,9 +174,10 @@ void add_gen(CLI::App& app) {
   for (CLI::Option* o : {steps, topk, draft_tokens}) tokens->excludes(o);
   cmd->add_option("--batch", a->batch, "Concurrent requests (1-4096)")->capture_default_str();
   cmd->add_option("--draft", a->draft,
-                  "EAGLE-3 draft head, adding the draft step: a name in models/llm, a config.json path, or auto (the "
-                  "head beside the model, else one derived from its dimensions); without it the trace has no draft "
-                  "step");
+                  "EAGLE-3 draft head, adding the draft step: a name in models/llm, a config.json path, auto (the "
+                  "head beside the model, else one derived from its dimensions), or mtp (the model's own "
+                  "multi-token-prediction layer, num_nextn_predict_layers: DeepSeek-V3, GLM-4.5); without it the "
+                  "trace has no draft step");
   auto* kv_len = cmd->add_option("--kv-len", a->kv_len, "Context length every request's attention attends over")
                      ->capture_default_str();
   auto* kv_lens = cmd->add_option("--kv-lens", a->kv_lens, "Context length per request, comma-separated (one per --batch request)");

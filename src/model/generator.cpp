@@ -441,6 +441,35 @@ void draft_forward(StepBuilder& b, const ModelConfig& d, const DraftForward& f) 
   b.gemm("lm_head", -1, vocab_per_rank(d.draft_vocab, tp), H, w, OpKind::lm_head, f.logit_rows);
 }
 
+// One forward of the target's multi-token-prediction layer (DeepSeek-V3's and GLM-4.5's NextN, as
+// SGLang's deepseek_nextn.py / glm4_moe_nextn.py run it): the token's embedding and the previous
+// hidden state each normalised (enorm, hnorm), concatenated and projected back to the hidden size
+// by the replicated eh_proj, then one decoder layer of the target's last layer's kind (attention,
+// its allreduce, the MoE or MLP and its allreduce), the head's norm and the target's vocab-parallel
+// lm_head. The embedding and lm_head are the target's own weights.
+void mtp_forward(StepBuilder& b, const ModelConfig& m, const LinearFormats& f, const DraftForward& df) {
+  const int tp = b.tp();
+  const std::int64_t tokens = b.tokens();
+  const std::int64_t H = m.hidden;
+  const int layer = m.layers - 1;  // the MTP layer is built like the target's last one
+  embedding(b, H);
+  b.rowwise(OpKind::rmsnorm, "enorm", layer, tokens, H);
+  b.rowwise(OpKind::rmsnorm, "hnorm", layer, tokens, H);
+  b.gemm("eh_proj", layer, H, 2 * H, DType::bf16);
+  b.rowwise(OpKind::rmsnorm, "input_layernorm", layer, tokens, H);
+  if (m.is_mla()) mla_block(b, m, layer, f.attention);
+  else gqa_block(b, m, layer, H, f.attention);
+  b.allreduce("attn_allreduce", layer, H, "attn_out");
+  residual(b, "attn_residual", layer, H);
+  b.rowwise(OpKind::rmsnorm, "post_attention_layernorm", layer, tokens, H);
+  if (m.layer_is_moe(layer)) moe_block(b, m, layer, f);
+  else mlp_block(b, "", layer, H, m.intermediate / tp, f.dense_mlp);
+  b.allreduce("mlp_allreduce", layer, H, "mlp_out");
+  residual(b, "mlp_residual", layer, H);
+  b.rowwise(OpKind::rmsnorm, "shared_head.norm", -1, tokens, H);
+  b.gemm("lm_head", -1, vocab_per_rank(m.vocab, tp), H, DType::bf16, OpKind::lm_head, df.logit_rows);
+}
+
 // The configuration a trace is generated for: SGLang's, or the chain of tokens - 1 drafts the
 // --tokens flag describes (no drafts at all for one token).
 SpeculativeConfig resolved_speculative(const GenOptions& o) {
@@ -536,11 +565,23 @@ void check_options(const ModelConfig& m, const GenOptions& o) {
     if (!(formats == LinearFormats::all(DType::bf16)))
       throw SettingError(Setting::weight_dtype, fmt::format("expected bf16 with engine torch ({}), got {}", why,
                                                             formats.describe(m.is_moe())));
-    if (o.draft) throw SettingError(Setting::draft, fmt::format("not available with engine torch ({})", why));
+    if (o.draft || o.mtp_draft)
+      throw SettingError(Setting::draft, fmt::format("not available with engine torch ({})", why));
     if (o.engine_cycle) throw SettingError(Setting::engine_cycle, fmt::format("not available with engine torch ({})", why));
     if (m.is_moe() || m.is_mla())
       throw InputError::at(m.file, "model_type",
                            fmt::format("expected a dense GQA model with engine torch ({}), got {}", why, m.model_type));
+  }
+  if (o.mtp_draft) {
+    if (o.draft)
+      throw SettingError(Setting::draft, "one draft: the model's MTP layer or an EAGLE-3 head, not both");
+    if (m.mtp_layers < 1)
+      throw SettingError(Setting::draft, fmt::format("mtp: {} ships no multi-token-prediction layer "
+                                                     "(num_nextn_predict_layers is {} in {})",
+                                                     m.name, m.mtp_layers, m.file));
+    if (resolved_speculative(o).method == SpecMethod::none)
+      throw SettingError(Setting::tokens, fmt::format("with {} mtp the verify step needs at least 2 tokens (1 + draft "
+                                                       "tokens)", setting_name(Setting::draft)));
   }
   if (o.draft) {
     const ModelConfig& d = *o.draft;
@@ -634,6 +675,7 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
   t.meta.weight_dtype = formats.summary(m.is_moe());
   t.meta.engine = o.engine;
   if (o.draft) t.meta.draft_model = o.draft->name;
+  if (o.mtp_draft) t.meta.draft_model = m.name + " (MTP layer)";
   std::string notes = fmt::format("eaglesim gen from {} ({}): per-rank ops at TP {}, the kernels of {}", m.name,
                                   m.model_type, o.tp, modelled_version(o.engine));
   if (o.kv_cache_dtype != DType::bf16) notes += fmt::format("; KV cache {}", to_string(o.kv_cache_dtype));
@@ -688,27 +730,37 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
     }
     step("verify", b);
   }
-  if (o.draft) {
-    const ModelConfig& d = *o.draft;
+  if (o.draft || o.mtp_draft) {
     const std::int64_t topk = spec.eagle_topk;
+    const std::int64_t vocab = o.mtp_draft ? m.vocab : o.draft->draft_vocab;
+    // One forward of the draft: the EAGLE-3 head, or the target's MTP layer (an MoE layer with
+    // expert parallelism like the target's).
+    auto draft_pass = [&](StepBuilder& s, const DraftForward& f) {
+      if (o.mtp_draft) {
+        s.set_expert_parallel(o.ep, o.dp_attention, o.tp);
+        mtp_forward(s, m, formats, f);
+      } else {
+        draft_forward(s, *o.draft, f);
+      }
+    };
     const AttentionMask branch_mask = topk > 1 ? AttentionMask::branches : AttentionMask::causal;
     if (o.engine_cycle) {
       // The draft model over each request's accepted tokens, padded to num_steps + 1 as SGLang's
       // CUDA graph for it runs (eagle_draft_extend_cuda_graph_runner.py); logits only for each
       // request's last token, whose top-k are the tree's first level.
       StepBuilder e(attn_tp, requests(spec.num_steps + 1, AttentionMask::causal), o.engine, o.kv_cache_dtype);
-      draft_forward(e, d, DraftForward{true, B});
-      e.topk_select(B, d.draft_vocab, topk);
+      draft_pass(e, DraftForward{true, B});
+      e.topk_select(B, vocab, topk);
       step("draft_extend", e);
       if (spec.num_steps > 1) {
         StepBuilder f(attn_tp, requests(topk, branch_mask), o.engine, o.kv_cache_dtype);
-        draft_forward(f, d, DraftForward{false, 0});
-        f.topk_select(B * topk, d.draft_vocab, topk);
+        draft_pass(f, DraftForward{false, 0});
+        f.topk_select(B * topk, vocab, topk);
         step("draft", f);
       }
     } else {
       StepBuilder f(attn_tp, requests(topk, branch_mask), o.engine, o.kv_cache_dtype);
-      draft_forward(f, d, DraftForward{true, 0});
+      draft_pass(f, DraftForward{true, 0});
       step("draft", f);
     }
   }

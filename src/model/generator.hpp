@@ -27,6 +27,9 @@ struct GenOptions {
   // KV bytes.
   DType kv_cache_dtype = DType::bf16;
   std::optional<ModelConfig> draft;  // EAGLE-3 head: adds the "draft" step (and "draft_extend")
+  // The draft is the target's own multi-token-prediction layer (ModelConfig::mtp_layers; SGLang's
+  // NEXTN under --speculative-algorithm EAGLE): instead of `draft`.
+  bool mtp_draft = false;
   // Version 2 (docs/trace-format.md). A trace that needs none of it is written as version 1.
   int batch = 1;                          // concurrent requests
   std::vector<std::int64_t> kv_lens;      // per request (one per request); empty: kv_len for every one

@@ -356,6 +356,7 @@ ModelConfig parse_model_config(const nlohmann::json& doc, const std::string& fil
       m.moe_layer_freq = static_cast<int>(read_int_or(root, "moe_layer_freq", 1, 1, m.layers));
       break;
   }
+  m.mtp_layers = static_cast<int>(read_int_or(root, "num_nextn_predict_layers", 0, 0, 16));
   int dense_layer = 0, moe_layer = 0;
   while (dense_layer + 1 < m.layers && m.layer_is_moe(dense_layer)) ++dense_layer;
   while (moe_layer + 1 < m.layers && !m.layer_is_moe(moe_layer)) ++moe_layer;

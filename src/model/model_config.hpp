@@ -77,6 +77,9 @@ struct ModelConfig {
   bool expert_bias = false;         // every routed expert's gate_up and down carry biases (gpt_oss)
   std::vector<int> moe_layers;      // llama4: the MoE layers (moe_layers, or every interleave_moe_layer_step-th)
   int first_dense_layers = 0;       // first_k_dense_replace
+  // num_nextn_predict_layers: the multi-token-prediction layers a checkpoint ships (DeepSeek-V3,
+  // GLM-4.5), each one decoder layer of the target's kind; 0: none.
+  int mtp_layers = 0;
   int moe_layer_freq = 1;           // deepseek: layer i >= first_dense is MoE when i % freq == 0
   int decoder_sparse_step = 1;      // qwen3_moe: layer i is MoE when (i + 1) % step == 0 ...
   std::vector<int> mlp_only_layers; // ... and i is not listed here

@@ -373,3 +373,39 @@ TEST(Generator, RejectsWhatCannotBeSharded) {
   EXPECT_NE(error_of("llama-3.1-8b-eagle3", 2, 4).find("pass it with draft"), std::string::npos);
   EXPECT_NE(error_of("llama-3.1-8b", 2, 4, "llama-3.1-8b").find("expected an EAGLE-3 draft head"), std::string::npos);
 }
+
+TEST(Generator, MtpDraftIsOneDecoderLayerOfTheTarget) {
+  const ModelConfig m = shipped("deepseek-v3");
+  ASSERT_EQ(m.mtp_layers, 1);
+  GenOptions o;
+  o.tp = 8;
+  o.tokens = 4;
+  o.mtp_draft = true;
+  const Trace t = generate_trace(m, o);
+  ASSERT_EQ(t.steps.size(), 3u);
+  const Step& draft = t.steps[1];
+  EXPECT_EQ(draft.name, "draft");
+  int eh = 0, grouped = 0, attention = 0, allreduces = 0;
+  std::int64_t lm_rows = 0;
+  for (const Op& op : draft.ops) {
+    if (op.name == "eh_proj") {
+      ++eh;
+      EXPECT_EQ(op.n, m.hidden);
+      EXPECT_EQ(op.k, 2 * m.hidden);
+    }
+    grouped += op.kind == OpKind::grouped_gemm;
+    attention += op.kind == OpKind::attention;
+    allreduces += op.kind == OpKind::allreduce;
+    if (op.kind == OpKind::lm_head) lm_rows = op.n;
+  }
+  EXPECT_EQ(eh, 1);
+  EXPECT_EQ(grouped, 2);     // the MTP layer is a MoE layer, as DeepSeek-V3's last
+  EXPECT_EQ(attention, 1);
+  EXPECT_EQ(allreduces, 3);  // embedding, attention, MoE
+  EXPECT_EQ(lm_rows, (m.vocab + 7) / 8);  // the target's vocabulary, not a draft vocabulary
+  EXPECT_NE(t.meta.draft_model.find("MTP"), std::string::npos);
+  // A model without MTP layers, or both drafts at once, is refused naming --draft.
+  EXPECT_THROW(generate_trace(shipped("kimi-k2-instruct"), o), SettingError);
+  o.draft = shipped("kimi-k2-eagle3");
+  EXPECT_THROW(generate_trace(m, o), SettingError);
+}
