@@ -41,7 +41,15 @@ TraceMemoryCheck check_trace_memory(const Trace& trace, const Topology& topo, do
   std::vector<std::int64_t> kv_lens = trace.meta.kv_lens;
   if (kv_lens.empty())
     kv_lens.assign(static_cast<std::size_t>(trace.meta.batch_size()), trace.meta.kv_len.value_or(0));
-  const MemoryNeed need = memory_needed(*target, draft ? &*draft : nullptr, trace.meta.tp, formats, kv_lens);
+  // A trace with all-to-alls has data-parallel attention (gen --dp-attention): a rank holds its
+  // ceil(batch / tp) requests' KV at attention TP 1, everything but the routed experts unsharded.
+  bool dp_attention = false;
+  for (const Step& s : trace.steps)
+    for (const Op& op : s.ops) dp_attention = dp_attention || op.kind == OpKind::all_to_all;
+  const int tp = trace.meta.tp;
+  if (dp_attention) kv_lens.resize((kv_lens.size() + static_cast<std::size_t>(tp) - 1) / static_cast<std::size_t>(tp));
+  MemoryNeed need = memory_needed(*target, draft ? &*draft : nullptr, dp_attention ? 1 : tp, formats, kv_lens);
+  if (dp_attention) need.weight_bytes = weight_bytes_per_rank(*target, tp, formats, true);
   out.verdict = check_memory(need, topo.gpu, gpu_mem_util);
   return out;
 }
