@@ -386,27 +386,32 @@ bool captures_eagle3_state(int layer, int layers) {
   return layer == 2 || layer == layers / 2 || layer == layers - 3;
 }
 
+// One decoder layer of the target: norm, attention and its allreduce, residual, norm, MoE or MLP
+// and its allreduce, residual. `capture`: the layer hands its state to an EAGLE-3 head.
+void decoder_layer(StepBuilder& b, const ModelConfig& m, const LinearFormats& f, int layer, bool capture) {
+  const std::int64_t tokens = b.tokens(), H = m.hidden;
+  b.rowwise(OpKind::rmsnorm, "input_layernorm", layer, tokens, H);
+  // After the layer's fused add + norm, which the add of the captured state does not split.
+  if (capture && !b.is(ServingEngine::torch)) b.elementwise("eagle3_aux_hidden_state", layer, tokens, H, 3);
+  if (m.is_mla()) mla_block(b, m, layer, f.attention);
+  else gqa_block(b, m, layer, H, f.attention);
+  b.allreduce("attn_allreduce", layer, H, "attn_out");
+  residual(b, "attn_residual", layer, H);
+  b.rowwise(OpKind::rmsnorm, "post_attention_layernorm", layer, tokens, H);
+  if (m.layer_is_moe(layer)) moe_block(b, m, layer, f);
+  else mlp_block(b, "", layer, H, m.intermediate / b.tp(), f.dense_mlp);
+  b.allreduce("mlp_allreduce", layer, H, "mlp_out");
+  residual(b, "mlp_residual", layer, H);
+}
+
 // A target-model forward pass over every request's tokens.
 void target_forward(StepBuilder& b, const ModelConfig& m, const LinearFormats& f, bool eagle3_capture) {
   const int tp = b.tp();
   const std::int64_t tokens = b.tokens();
   const std::int64_t H = m.hidden;
   embedding(b, H);
-  for (int layer = 0; layer < m.layers; ++layer) {
-    b.rowwise(OpKind::rmsnorm, "input_layernorm", layer, tokens, H);
-    // After the layer's fused add + norm, which the add of the captured state does not split.
-    if (eagle3_capture && captures_eagle3_state(layer, m.layers) && !b.is(ServingEngine::torch))
-      b.elementwise("eagle3_aux_hidden_state", layer, tokens, H, 3);
-    if (m.is_mla()) mla_block(b, m, layer, f.attention);
-    else gqa_block(b, m, layer, H, f.attention);
-    b.allreduce("attn_allreduce", layer, H, "attn_out");
-    residual(b, "attn_residual", layer, H);
-    b.rowwise(OpKind::rmsnorm, "post_attention_layernorm", layer, tokens, H);
-    if (m.layer_is_moe(layer)) moe_block(b, m, layer, f);
-    else mlp_block(b, "", layer, H, m.intermediate / tp, f.dense_mlp);
-    b.allreduce("mlp_allreduce", layer, H, "mlp_out");
-    residual(b, "mlp_residual", layer, H);
-  }
+  for (int layer = 0; layer < m.layers; ++layer)
+    decoder_layer(b, m, f, layer, eagle3_capture && captures_eagle3_state(layer, m.layers));
   b.rowwise(OpKind::rmsnorm, "final_norm", -1, tokens, H);
   b.gemm("lm_head", -1, vocab_per_rank(m.vocab, tp), H, DType::bf16, OpKind::lm_head);
 }
@@ -456,16 +461,7 @@ void mtp_forward(StepBuilder& b, const ModelConfig& m, const LinearFormats& f, c
   b.rowwise(OpKind::rmsnorm, "enorm", layer, tokens, H);
   b.rowwise(OpKind::rmsnorm, "hnorm", layer, tokens, H);
   b.gemm("eh_proj", layer, H, 2 * H, DType::bf16);
-  b.rowwise(OpKind::rmsnorm, "input_layernorm", layer, tokens, H);
-  if (m.is_mla()) mla_block(b, m, layer, f.attention);
-  else gqa_block(b, m, layer, H, f.attention);
-  b.allreduce("attn_allreduce", layer, H, "attn_out");
-  residual(b, "attn_residual", layer, H);
-  b.rowwise(OpKind::rmsnorm, "post_attention_layernorm", layer, tokens, H);
-  if (m.layer_is_moe(layer)) moe_block(b, m, layer, f);
-  else mlp_block(b, "", layer, H, m.intermediate / tp, f.dense_mlp);
-  b.allreduce("mlp_allreduce", layer, H, "mlp_out");
-  residual(b, "mlp_residual", layer, H);
+  decoder_layer(b, m, f, layer, false);
   b.rowwise(OpKind::rmsnorm, "shared_head.norm", -1, tokens, H);
   b.gemm("lm_head", -1, vocab_per_rank(m.vocab, tp), H, DType::bf16, OpKind::lm_head, df.logit_rows);
 }
