@@ -15,8 +15,9 @@
 #               eaglesim fidelity against the CUDA replay
 #   kernels     the engine-grade kernels: their GPU tests, PyTorch on the same shapes
 #               (tools/torch_attention_bench.py, torch_gemm_bench.py, torch_linear_bench.py,
-#               torch_elementwise_bench.py, if torch imports), then bench_attention, bench_gemm,
-#               bench_dense_gemm and bench_elementwise against the floor measured in the same run
+#               torch_elementwise_bench.py, torch_fp8_gemm_bench.py, if torch imports), then
+#               bench_attention, bench_gemm, bench_dense_gemm, bench_elementwise and bench_fp8_gemm
+#               against the floor measured in the same run
 #   sanitizer   compute-sanitizer memcheck, racecheck, synccheck over the kernel GPU tests
 #   torch       tools/torch_reference_step.py (PyTorch on the replay's decoder ops), if torch imports
 #   graph       tools/record_graph_trace.py (Llama-3.1-8B TP1 verify step in one CUDA graph, profiled),
@@ -135,9 +136,9 @@ step_build() {
 }
 
 step_kernels() {
-  local rc=0 torch_attn="" torch_gemm="" torch_linear="" torch_elem=""
+  local rc=0 torch_attn="" torch_gemm="" torch_linear="" torch_elem="" torch_fp8=""
   echo "### kernel tests"
-  t "$G" --gtest_filter='VerifyAttention*:MoeGemm*:WeightOnlyGemm*:CudaGemm*:GemmFingerprint*:ElementwiseKernels*:ElementwisePlan*:EngineCycle*:ReplayAttention*:DraftCandidates*' || rc=1
+  t "$G" --gtest_filter='VerifyAttention*:MoeGemm*:WeightOnlyGemm*:CudaGemm*:GemmFingerprint*:ElementwiseKernels*:ElementwisePlan*:EngineCycle*:ReplayAttention*:DraftCandidates*:Fp8*' || rc=1
   if python3 -c "import torch" 2>/dev/null; then
     echo "### PyTorch on the same shapes"
     t python3 tools/torch_attention_bench.py --out "$OUT/torch-attention.json" --budget-s "${TORCH_BUDGET_S:-120}" \
@@ -146,6 +147,7 @@ step_kernels() {
     t python3 tools/torch_linear_bench.py --out "$OUT/torch-linear.json" && torch_linear="--torch $OUT/torch-linear.json"
     t python3 tools/torch_elementwise_bench.py --out "$OUT/torch-elementwise.json" && \
       torch_elem="--torch $OUT/torch-elementwise.json"
+    t python3 tools/torch_fp8_gemm_bench.py --out "$OUT/torch-fp8.json" && torch_fp8="--torch $OUT/torch-fp8.json"
   else
     echo "### PyTorch: skipped (torch does not import)"
   fi
@@ -162,6 +164,9 @@ step_kernels() {
   echo "### bench_elementwise"
   # shellcheck disable=SC2086
   t "$BUILD_DIR/bench/bench_elementwise" $torch_elem --json "$OUT/bench-elementwise.json" || rc=1
+  echo "### bench_fp8_gemm"
+  # shellcheck disable=SC2086
+  t "$BUILD_DIR/bench/bench_fp8_gemm" $torch_fp8 --json "$OUT/bench-fp8-gemm.json" || rc=1
   return "$rc"
 }
 step_tests() {
@@ -262,7 +267,7 @@ step_sanitizer() {
   for tool in memcheck racecheck synccheck; do
     echo "### compute-sanitizer --tool $tool"
     EAGLESIM_TEST_QUICK=1 t compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$G" \
-      --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*:VerifyAttention.SmallShapes:MoeGemmGrouped.RowsPerExpertAcrossFormats:GemmFingerprint.*:ElementwiseKernels.*:EngineCycle.*:ReplayAttention.BatchedRaggedTreeShapesMatchCpuReference' || rc=1
+      --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*:VerifyAttention.SmallShapes:MoeGemmGrouped.RowsPerExpertAcrossFormats:GemmFingerprint.*:ElementwiseKernels.*:EngineCycle.*:ReplayAttention.BatchedRaggedTreeShapesMatchCpuReference:Fp8ActQuant.*:Fp8Gemm.*' || rc=1
   done
   return "$rc"
 }

@@ -25,9 +25,10 @@ double low_bit_packed_bytes(const Op& op) {
 }
 
 LowBitGemmKernel low_bit_gemm_kernel(const Op& op) {
+  const bool int4 = op.dtype == DType::int4;
   if (op.m > kWeightOnlyMaxRows) return LowBitGemmKernel::cublas;
-  if (gemv_picked(op.dtype == DType::int4, op.m, op.n, low_bit_packed_bytes(op))) return LowBitGemmKernel::gemv;
-  return LowBitGemmKernel::stream_k;
+  if (gemv_picked(int4, op.m, op.n, low_bit_packed_bytes(op))) return LowBitGemmKernel::gemv;
+  return int4 ? LowBitGemmKernel::stream_k : LowBitGemmKernel::cublas;
 }
 
 }  // namespace eaglesim

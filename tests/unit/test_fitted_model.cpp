@@ -465,8 +465,12 @@ TEST(FittedModel, LowBitGemmsHaveAFitPerKernel) {
   // Kimi-K2 TP8 dense MLP gate_up: 4608 x 7168 int4, 18.6 MB: over the GEMV kernel's 16 MB.
   EXPECT_EQ(low_bit_gemm_kernel(low_bit(4, 4608, 7168, DType::int4)), LowBitGemmKernel::stream_k);
   EXPECT_EQ(low_bit_gemm_kernel(low_bit(4, 4608, 7168, DType::fp8)), LowBitGemmKernel::gemv);  // 33 MB of fp8
-  EXPECT_EQ(low_bit_gemm_kernel(low_bit(12, 4096, 1024, DType::fp8)), LowBitGemmKernel::stream_k);  // > 2048 wide
   EXPECT_EQ(low_bit_gemm_kernel(low_bit(12, 2048, 1024, DType::fp8)), LowBitGemmKernel::gemv);
+  // fp8 the GEMV kernel does not take: cuBLASLt's fp8 GEMM (W8A8), as engines run it, never the
+  // stream-K kernel.
+  EXPECT_EQ(low_bit_gemm_kernel(low_bit(12, 4096, 1024, DType::fp8)), LowBitGemmKernel::cublas);  // > 2048 wide
+  EXPECT_EQ(low_bit_gemm_kernel(low_bit(17, 1536, 1536, DType::fp8)), LowBitGemmKernel::cublas);
+  EXPECT_EQ(low_bit_gemm_kernel(low_bit(256, 1536, 1536, DType::fp8)), LowBitGemmKernel::cublas);
   EXPECT_EQ(low_bit_gemm_kernel(low_bit(256, 1536, 1536, DType::int4)), LowBitGemmKernel::stream_k);
   EXPECT_EQ(low_bit_gemm_kernel(low_bit(257, 1536, 1536, DType::int4)), LowBitGemmKernel::cublas);
   EXPECT_TRUE(gemv_picked(true, 1, 4096, 16e6));
@@ -477,6 +481,7 @@ TEST(FittedModel, LowBitGemmsHaveAFitPerKernel) {
   EXPECT_EQ(fitted_model_key(low_bit(4, 1536, 1536, DType::int4), kSms, true), "gemm:int4:gemv");
   EXPECT_EQ(fitted_model_key(low_bit(64, 1536, 1536, DType::int4), kSms, true), "gemm:int4");
   EXPECT_EQ(fitted_model_key(low_bit(1024, 1536, 1536, DType::fp8), kSms, true), "gemm:fp8:cublas");
+  EXPECT_EQ(fitted_model_key(low_bit(128, 1536, 1536, DType::fp8), kSms, true), "gemm:fp8:cublas");
   EXPECT_EQ(fitted_model_key(gemm(4, 1536, 1536), kSms, true), "gemm:bf16");
 
   Topology t = preset("2x-h200-nvlink");
@@ -494,17 +499,19 @@ TEST(FittedModel, LowBitGemmFlopsFollowTheWeightOnlyRowTile) {
   Op op = gemm(4, 1536, 7168);
   op.dtype = DType::int4;
   EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 8 * 1536 * 7168);
-  // Above 16 rows a dense int4 GEMM runs 16-row items, fp8 16-row items up to 48 rows and 32-row
-  // items above (dense_weight_only_row_tile).
+  // Above 16 rows a dense int4 GEMM runs 16-row items (dense_weight_only_row_tile); a dense fp8
+  // GEMM the GEMV kernel does not take runs on cuBLASLt, priced by its tiles.
   op.m = 40;
   EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 48 * 1536 * 7168);
   op.m = 200;
   EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 208 * 1536 * 7168);
   op.dtype = DType::fp8;
+  op.m = 12;
+  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 16 * 1536 * 7168);
   op.m = 40;
-  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 48 * 1536 * 7168);
+  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, fitted_features(gemm(40, 1536, 7168), kSms).flops);
   op.m = 200;
-  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, 2.0 * 224 * 1536 * 7168);
+  EXPECT_DOUBLE_EQ(fitted_features(op, kSms).flops, fitted_features(gemm(200, 1536, 7168), kSms).flops);
   EXPECT_EQ(dense_weight_only_row_tile(false, 48), 16);
   EXPECT_EQ(dense_weight_only_row_tile(false, 49), 32);
   EXPECT_EQ(dense_weight_only_row_tile(true, 256), 16);

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <optional>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -51,7 +52,7 @@ constexpr double kPreRollUs = 20;
 
 // The choice per shape, for the rest of the process: calibration and the replay build many
 // programs with the same GEMM shapes.
-using ShapeKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, int, std::size_t, bool>;
+using ShapeKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, int, int, std::size_t, bool>;
 std::mutex& remembered_mutex() {
   static std::mutex m;
   return m;
@@ -62,6 +63,20 @@ std::map<ShapeKey, GemmCandidate>& remembered_choices() {
 }
 
 bool fits_int(std::int64_t v) { return v > 0 && v <= INT_MAX; }
+
+bool scale_aligned(const float* p) { return reinterpret_cast<std::uintptr_t>(p) % kLtScaleAlignment == 0; }
+
+// cuBLASLt's scale modes of the weights (A) and the activations (B) in each of our modes.
+std::pair<std::int32_t, std::int32_t> lt_scale_modes(Fp8Scaling s) {
+  switch (s) {
+    case Fp8Scaling::channel:
+      return {CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F};
+    case Fp8Scaling::block:
+      return {CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F};
+    case Fp8Scaling::tensor: break;
+  }
+  return {CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
+}
 
 // The buffers tune() runs every candidate on.
 struct GemmOperands {
@@ -247,48 +262,100 @@ UnitFp8Scales::UnitFp8Scales() : buffer_(2 * kLtScaleAlignment) {
 }
 
 LtGemm::LtGemm(cublasLtHandle_t lt, cublasHandle_t blas, std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
-               std::size_t workspace_bytes, const float* a_scale, const float* b_scale)
-    : handle_(lt), blas_(blas), m_(m), n_(n), k_(k), dtype_(dtype), workspace_bytes_(workspace_bytes) {
+               std::size_t workspace_bytes, const float* a_scale, const float* b_scale, Fp8Scaling scaling)
+    : handle_(lt),
+      blas_(blas),
+      m_(dtype == DType::fp8 ? fp8_gemm_rows(scaling, m) : m),
+      n_(n),
+      k_(k),
+      dtype_(dtype),
+      scaling_(dtype == DType::fp8 ? scaling : Fp8Scaling::tensor),
+      workspace_bytes_(workspace_bytes) {
   if (dtype != DType::bf16 && dtype != DType::fp8)
     throw InputError(fmt::format("cuBLASLt replay GEMM takes bf16 or fp8 weights, got {}", to_string(dtype)));
   const bool fp8 = dtype == DType::fp8;
+  if (fp8) {
+    if (std::string why = fp8_lt_unsupported_reason(scaling, m, n, k); !why.empty())
+      throw InputError(fmt::format("fp8 GEMM m={} n={} k={} ({}): {}", m, n, k, describe_scaling(scaling), why));
+    if (!a_scale || !b_scale) throw DeviceError("fp8 GEMM needs device scale pointers");
+    for (const float* p : {a_scale, b_scale})
+      if (!scale_aligned(p))
+        throw DeviceError(fmt::format("fp8 GEMM m={} n={} k={}: scale pointer {} is not {}-byte aligned (cuBLASLt "
+                                      "refuses such a GEMM at launch)",
+                                      m, n, k, static_cast<const void*>(p), kLtScaleAlignment));
+    default_scales_ = current_scales_ = LtScales{a_scale, b_scale};
+  }
   const cudaDataType_t in_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   try {
     EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
     EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
     EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
+    // Serving stacks run per-tensor and per-channel fp8 GEMMs with fast accumulation (the CUTLASS
+    // kernels of vLLM and SGLang); block-scaled GEMMs promote the partial sums every 128 of k
+    // anyway, and PyTorch refuses fast accumulation with them.
+    const bool fast = fp8 && scaling_ != Fp8Scaling::block;
     if (fp8) {
-      if (!a_scale || !b_scale) throw DeviceError("fp8 GEMM needs device scale pointers");
-      for (const float* p : {a_scale, b_scale})
-        if (reinterpret_cast<std::uintptr_t>(p) % kLtScaleAlignment != 0)
-          throw DeviceError(fmt::format("fp8 GEMM m={} n={} k={}: scale pointer {} is not {}-byte aligned (cuBLASLt "
-                                        "refuses such a GEMM at launch)",
-                                        m, n, k, static_cast<const void*>(p), kLtScaleAlignment));
       EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof(a_scale)));
       EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof(b_scale)));
-      // Serving stacks run fp8 GEMMs with fast accumulation; so do we.
-      const std::int8_t fast = 1;
-      EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+      set_fp8_scaling(fast);
     }
     // A = W stored [n, k] row-major = k x n column-major (ld k), used transposed.
     EAGLESIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, in_type, k, n, k));
     // B = x stored [m, k] row-major = k x m column-major (ld k).
-    EAGLESIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, in_type, k, m, k));
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, in_type, k, m_, k));
     // C = D = y stored [m, n] row-major = n x m column-major (ld n).
-    EAGLESIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c_, CUDA_R_16BF, n, m, n));
+    EAGLESIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c_, CUDA_R_16BF, n, m_, n));
+    const GemmShapeDescriptors d{handle_, op_, a_, b_, c_, in_type, k_, workspace_bytes_};
+    const std::string what =
+        fp8 ? fmt::format("fp8 ({}: {})", to_string(scaling_), describe_scaling(scaling_)) : to_string(dtype);
     try {
-      candidates_ = heuristic_candidates({handle_, op_, a_, b_, c_, in_type, k_, workspace_bytes_});
-    } catch (const DeviceError& e) {
-      throw DeviceError(fmt::format("GEMM m={} n={} k={} {}: {}", m, n, k, to_string(dtype), e.what()));
+      candidates_ = heuristic_candidates(d);
+    } catch (const DeviceError& first) {
+      // Without fast accumulation, in case the library has kernels for the mode only so.
+      if (!fast) throw DeviceError(fmt::format("GEMM m={} n={} k={} {}: {}", m_, n, k, what, first.what()));
+      set_fp8_scaling(false);
+      try {
+        candidates_ = heuristic_candidates(d);
+      } catch (const DeviceError& e) {
+        throw DeviceError(fmt::format("GEMM m={} n={} k={} {}: {} (with and without fast accumulation)", m_, n, k,
+                                      what, e.what()));
+      }
     }
   } catch (...) {
-    this->~LtGemm();
+    release();
     throw;
   }
 }
 
-LtGemm::~LtGemm() {
+void LtGemm::set_fp8_scaling(bool fast_accumulation) {
+  const auto [a_mode, b_mode] = lt_scale_modes(scaling_);
+  EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof(a_mode)));
+  EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof(b_mode)));
+  const std::int8_t fast = fast_accumulation ? 1 : 0;
+  EAGLESIM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+}
+
+bool LtGemm::point_scales(const LtScales& scales) const {
+  const float* w = scales.weight ? scales.weight : default_scales_.weight;
+  const float* a = scales.act ? scales.act : default_scales_.act;
+  if (!scale_aligned(w) || !scale_aligned(a)) return false;
+  if (w != current_scales_.weight) {
+    if (cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w, sizeof(w)) !=
+        CUBLAS_STATUS_SUCCESS)
+      return false;
+    current_scales_.weight = w;
+  }
+  if (a != current_scales_.act) {
+    if (cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a, sizeof(a)) !=
+        CUBLAS_STATUS_SUCCESS)
+      return false;
+    current_scales_.act = a;
+  }
+  return true;
+}
+
+void LtGemm::release() noexcept {
   if (c_) cublasLtMatrixLayoutDestroy(c_);
   if (b_) cublasLtMatrixLayoutDestroy(b_);
   if (a_) cublasLtMatrixLayoutDestroy(a_);
@@ -297,10 +364,13 @@ LtGemm::~LtGemm() {
   op_ = nullptr;
 }
 
+LtGemm::~LtGemm() { release(); }
+
 cublasStatus_t LtGemm::run_candidate(int c, const void* weight, const void* x, void* y, void* workspace,
-                                     cudaStream_t stream) const {
+                                     cudaStream_t stream, const LtScales& scales) const {
   const float alpha = 1.f, beta = 0.f;
   const GemmCandidate& cand = candidates_[c];
+  if (dtype_ == DType::fp8 && !point_scales(scales)) return CUBLAS_STATUS_INVALID_VALUE;
   if (cand.source != GemmSource::cublas_default)
     return cublasLtMatmul(handle_, op_, &alpha, weight, a_, x, b_, &beta, y, c_, y, c_, &cand.algo, workspace,
                           workspace_bytes_, stream);
@@ -316,8 +386,14 @@ cublasStatus_t LtGemm::run_candidate(int c, const void* weight, const void* x, v
                       &beta, y, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP);
 }
 
-void LtGemm::run(const void* weight, const void* x, void* y, void* workspace, cudaStream_t stream) const {
-  EAGLESIM_CUBLAS_CHECK(run_candidate(chosen_, weight, x, y, workspace, stream));
+void LtGemm::run(const void* weight, const void* x, void* y, void* workspace, cudaStream_t stream,
+                 const LtScales& scales) const {
+  if (dtype_ == DType::fp8)
+    for (const float* p : {scales.weight, scales.act})
+      if (p && !scale_aligned(p))
+        throw DeviceError(fmt::format("fp8 GEMM m={} n={} k={}: scale pointer {} is not {}-byte aligned", m_, n_, k_,
+                                      static_cast<const void*>(p), kLtScaleAlignment));
+  EAGLESIM_CUBLAS_CHECK(run_candidate(chosen_, weight, x, y, workspace, stream, scales));
 }
 
 void LtGemm::add_all_candidates() {
@@ -346,7 +422,8 @@ void LtGemm::tune(const void* weight, const void* x, void* y, void* workspace) {
   tuning_.done = true;
   int device = 0;
   EAGLESIM_CUDA_CHECK(cudaGetDevice(&device));
-  const ShapeKey key{device, m_, n_, k_, static_cast<int>(dtype_), workspace_bytes_, blas_ != nullptr};
+  const ShapeKey key{device, m_, n_, k_, static_cast<int>(dtype_), static_cast<int>(scaling_), workspace_bytes_,
+                     blas_ != nullptr};
   std::optional<GemmCandidate> earlier;
   {
     const std::lock_guard<std::mutex> lock(remembered_mutex());
@@ -405,7 +482,9 @@ std::string LtGemm::describe() const {
   else if (tuning_.done && tuning_.timed > 0)
     how = fmt::format("fastest of {} timed{}, {:.1f} us per call in a graph, cold L2", tuning_.timed,
                       tuning_.skipped ? fmt::format(" ({} skipped: time budget)", tuning_.skipped) : "", tuning_.us);
-  return fmt::format("{} for m={} n={} k={} {}, ws={} ({})", candidates_[chosen_].name, m_, n_, k_, to_string(dtype_),
+  const std::string type =
+      dtype_ == DType::fp8 ? fmt::format("fp8 {}-scaled", to_string(scaling_)) : std::string(to_string(dtype_));
+  return fmt::format("{} for m={} n={} k={} {}, ws={} ({})", candidates_[chosen_].name, m_, n_, k_, type,
                      candidates_[chosen_].workspace, how);
 }
 

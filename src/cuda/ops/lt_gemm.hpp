@@ -1,6 +1,7 @@
 #pragma once
 // One GEMM shape prepared for cuBLAS: y[m, n] = x[m, k] . W[n, k]^T with the weights in bf16 or
-// fp8 (e4m3, per-tensor scales), bf16 output, fp32 accumulation. Untuned, it runs cuBLASLt's
+// fp8 (e4m3 weights and activations, scaled per tensor, per channel and token, or per 128 x 128
+// block and 1 x 128 group: cuda/ops/fp8_scaling.hpp), bf16 output, fp32 accumulation. Untuned, it runs cuBLASLt's
 // heuristic first choice. tune() times every candidate of gemm_candidates.hpp (cuBLASLt's
 // heuristic proposals, split-K variants, enumerated tile sizes, and the cublasGemmEx call PyTorch
 // makes) the way the replay runs them, in a CUDA graph with a cold L2, after checking each one's
@@ -20,6 +21,7 @@
 
 #include "core/dtype.hpp"
 #include "cuda/runtime/device_buffer.hpp"
+#include "cuda/ops/fp8_scaling.hpp"
 #include "cuda/ops/gemm_candidates.hpp"
 
 namespace eaglesim::cuda {
@@ -52,19 +54,37 @@ struct GemmTuning {
   double seconds = 0;       // wall time tune() took
 };
 
+// The scales of one fp8 GEMM call: device pointers, each on a kLtScaleAlignment boundary, laid out
+// as the GEMM's Fp8Scaling says (kernels/fp8_quant_layout.cuh). Null: the ones the LtGemm was
+// made with.
+struct LtScales {
+  const float* weight = nullptr;  // cuBLASLt's A scales
+  const float* act = nullptr;     // cuBLASLt's B scales
+};
+
 class LtGemm {
  public:
-  // dtype: bf16 or fp8. For fp8, a_scale/b_scale are device pointers to one float each, aligned
-  // to kLtScaleAlignment (UnitFp8Scales holds such a pair).
+  // dtype: bf16 or fp8. For fp8, a_scale (the weights') and b_scale (the activations') are device
+  // pointers aligned to kLtScaleAlignment, laid out as `scaling` says (tensor: one float each;
+  // UnitFp8Scales holds such a pair); they serve tune() and every call that gives none of its own.
+  // In the block mode the GEMM computes rows() = fp8_gemm_rows(block, m) rows: x and y hold that
+  // many. A shape or mode cuBLASLt does not take is an InputError (fp8_lt_unsupported_reason),
+  // one it proposes no algorithm for a DeviceError naming the mode.
   // blas: the handle of the cublasGemmEx candidate (bf16 only); null leaves that candidate out.
   LtGemm(cublasLtHandle_t lt, cublasHandle_t blas, std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
-         std::size_t workspace_bytes, const float* a_scale = nullptr, const float* b_scale = nullptr);
+         std::size_t workspace_bytes, const float* a_scale = nullptr, const float* b_scale = nullptr,
+         Fp8Scaling scaling = Fp8Scaling::tensor);
   ~LtGemm();
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
 
-  // The chosen candidate (the heuristic's first before tune()). Capturable.
-  void run(const void* weight, const void* x, void* y, void* workspace, cudaStream_t stream) const;
+  std::int64_t rows() const { return m_; }
+  Fp8Scaling scaling() const { return scaling_; }
+
+  // The chosen candidate (the heuristic's first before tune()). Capturable. `scales` (fp8): this
+  // call's scales, checked for alignment.
+  void run(const void* weight, const void* x, void* y, void* workspace, cudaStream_t stream,
+           const LtScales& scales = {}) const;
   // Times the candidates on these buffers (a cold L2 each time, on a stream of its own) and keeps
   // the fastest whose output matches the reference's, or the one an earlier tune() of the same
   // shape, device and handles' kinds chose. Outside any graph capture; synchronises the device.
@@ -74,9 +94,10 @@ class LtGemm {
   int candidate_count() const { return static_cast<int>(candidates_.size()); }
   const GemmCandidate& candidate(int c) const { return candidates_[c]; }
   int chosen() const { return chosen_; }
-  // One candidate's run (tests check each against a reference); the library's status, not thrown.
+  // One candidate's run (tests check each against a reference); the library's status, not thrown
+  // (a misaligned scale pointer is CUBLAS_STATUS_INVALID_VALUE).
   cublasStatus_t run_candidate(int c, const void* weight, const void* x, void* y, void* workspace,
-                               cudaStream_t stream) const;
+                               cudaStream_t stream, const LtScales& scales = {}) const;
   // Adds the candidates beyond the heuristic's (what tune() times); once.
   void add_all_candidates();
   const GemmTuning& tuning() const { return tuning_; }
@@ -87,12 +108,22 @@ class LtGemm {
   // candidate, else the heuristic's first choice.
   int reference_candidate() const;
   void time_candidates(const void* weight, const void* x, void* y, void* workspace);
+  void release() noexcept;
+  // Sets the fp8 scale modes and the fast-accumulation flag on the descriptor.
+  void set_fp8_scaling(bool fast_accumulation);
+  // Points the descriptor at `scales` (the defaults where null); false when one is misaligned.
+  bool point_scales(const LtScales& scales) const;
 
   cublasLtHandle_t handle_;
   cublasHandle_t blas_;
   std::int64_t m_, n_, k_;
   DType dtype_;
+  Fp8Scaling scaling_ = Fp8Scaling::tensor;
   std::size_t workspace_bytes_;
+  LtScales default_scales_;
+  // The scale pointers the descriptor holds now: calls with other scales set them first (each
+  // LtGemm is used by one thread).
+  mutable LtScales current_scales_;
   cublasLtMatmulDesc_t op_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
   std::vector<GemmCandidate> candidates_;

@@ -13,8 +13,10 @@
 #include "cost/attention_geometry.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/cuda_graph.hpp"
+#include "cost/low_bit_gemm_kernel.hpp"
 #include "cuda/ops/draft_candidates.hpp"
 #include "cuda/ops/elementwise_plan.hpp"
+#include "cuda/ops/fp8_act_quant.hpp"
 #include "cuda/ops/spec_cycle_kernels.hpp"
 #include "cuda/runtime/graph_timer.hpp"
 #include "cuda/ops/moe_gemm_plan.hpp"
@@ -78,8 +80,25 @@ struct MatmulChoice {
   DType lt_dtype = DType::bf16;  // cuBLASLt operand type otherwise
   std::int64_t k_eff = 0;     // k given to the GEMM (differs when a stand-in keeps the byte count)
   std::size_t weight_bytes = 0;  // cuBLASLt: per expert; own kernel: the whole region
+  // cuBLASLt's fp8 GEMM as engines run it (W8A8): e4m3 activations in x8 with their scales, the
+  // rows quantised by the op's `act_quant_fp8` where the trace has one; the weights' scales after
+  // the weights in the op's region (per-tensor: the program's unit scales).
+  bool w8a8 = false;
+  Fp8Scaling fp8_scaling = Fp8Scaling::tensor;
+  std::size_t weight_scale_offset = 0;
+  std::int64_t rows = 0;      // rows the GEMM computes (fp8_gemm_rows: the block mode's multiple of 4)
   std::string detail;
   std::string note;           // substitution to report, empty if none
+};
+
+// An `act_quant_fp8` op run as the fp8 activation quantisation kernel (cuda/ops/fp8_act_quant.hpp):
+// bf16 x of rows x k into e4m3 x8 and the scales the GEMM after it reads, in that GEMM's mode (or,
+// before a GEMM that reads bf16 — a grouped one, one on the weight-only kernels — in the
+// program's mode, for its cost).
+struct ActQuantRun {
+  Fp8Scaling scaling = Fp8Scaling::block;
+  int rows = 0, k = 0;
+  bool feeds_gemm = false;
 };
 
 // A verify-attention plan with what it needs on the device: its workspace (work list, partials)
@@ -107,7 +126,9 @@ struct ProgramPlan {
   std::size_t logits = 1, topk = 1, predict = 1, accept = 1, accepted = 1;
   std::size_t topk_workspace_bytes = 0;  // the most any topk_select or sampling op's top-k kernel needs
   std::size_t x = 256, x8 = 256, y = 256, z = 256, residual = 256, acc_floats = 1, ml_floats = 1, ids = 1;
+  std::size_t x8_scales = 256;  // bytes of the fp8 activations' scales
   std::size_t moe_counters = 0, moe_partials = 0;  // the most any grouped-kernel plan needs of each
+  std::map<std::size_t, ActQuantRun> act_quant;   // per `act_quant_fp8` op run as the quantisation kernel
 };
 
 namespace {
@@ -219,6 +240,33 @@ MatmulChoice choose_lt_matmul(std::int64_t n, std::int64_t k, DType dtype, bool 
   return c;
 }
 
+// cuBLASLt's fp8 GEMM over e4m3 activations (W8A8): the weights, then their scales on a
+// 256-byte boundary (none per tensor: the program's unit scales serve).
+MatmulChoice choose_lt_fp8(const Op& op, Fp8Scaling scaling) {
+  MatmulChoice c;
+  c.w8a8 = true;
+  c.fp8_scaling = scaling;
+  c.lt_dtype = DType::fp8;
+  c.k_eff = op.k;
+  c.rows = fp8_gemm_rows(scaling, op.m);
+  const std::size_t weights = as_size(op.n) * as_size(op.k);
+  c.weight_scale_offset = align256(weights);
+  c.weight_bytes = scaling == Fp8Scaling::tensor
+                       ? weights
+                       : c.weight_scale_offset + fp8_weight_scale_floats(scaling, op.n, op.k) * sizeof(float);
+  c.detail = fmt::format("cublasLt fp8 W8A8 ({})", describe_scaling(scaling));
+  return c;
+}
+
+// The next matmul op after op i, or the step's size.
+std::size_t next_matmul(const Step& step, std::size_t i) {
+  for (std::size_t j = i + 1; j < step.ops.size(); ++j)
+    if (step.ops[j].is_matmul()) return j;
+  return step.ops.size();
+}
+
+constexpr const char* kActQuantName = "act_quant_fp8";
+
 std::string op_label(std::size_t i, const Op& op) {
   std::string s = fmt::format("op {} '{}' ({} {}", i, op.name, to_string(op.kind), op.shape_string());
   if (op.layer >= 0) s += fmt::format(", layer {}", op.layer);
@@ -293,11 +341,13 @@ void RankProgram::use_collective(const CollectiveUse& use) {
 }
 
 const LtGemm& RankProgram::gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* w,
-                                     const void* x, void* y) {
-  auto key = std::make_tuple(m, n, k, static_cast<int>(dtype));
+                                     const void* x, void* y, Fp8Scaling scaling, const LtScales& scales) {
+  auto key = std::make_tuple(m, n, k, static_cast<int>(dtype), static_cast<int>(scaling));
   auto it = gemms_.find(key);
   if (it != gemms_.end()) return *it->second;
-  auto plan = std::make_unique<LtGemm>(lt_, blas_, m, n, k, dtype, kLtWorkspaceBytes, fp8_scales_->a(), fp8_scales_->b());
+  const float* a_scale = scales.weight ? scales.weight : fp8_scales_->a();
+  const float* b_scale = scales.act ? scales.act : fp8_scales_->b();
+  auto plan = std::make_unique<LtGemm>(lt_, blas_, m, n, k, dtype, kLtWorkspaceBytes, a_scale, b_scale, scaling);
   // The shape's fastest algorithm, timed on its first op's real buffers (setup, before capture).
   plan->tune(w, x, y, workspace_.get());
   return *gemms_.emplace(key, std::move(plan)).first->second;
@@ -342,6 +392,9 @@ RankProgram::RankProgram(const Step& step, int device, const AllreduceComms& com
 }
 
 void RankProgram::open_device() {
+  // The settings first: an unknown value fails before anything is made.
+  fp8_path_ = fp8_gemm_path_from_env();
+  fp8_scaling_ = fp8_scaling_from_env();
   cudaDeviceProp prop{};
   EAGLESIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
   sm_count_ = prop.multiProcessorCount;
@@ -351,6 +404,14 @@ void RankProgram::open_device() {
   EAGLESIM_CUBLAS_CHECK(cublasCreate(&blas_));
   workspace_ = DeviceBuffer(kLtWorkspaceBytes);
   fp8_scales_.emplace();
+  // cuBLASLt's per-channel and 128-block fp8 scale modes are Hopper's (compute capability 9.0);
+  // elsewhere its fp8 GEMMs take per-tensor scales only.
+  if (compute_capability_ != 90 && fp8_scaling_ != Fp8Scaling::tensor) {
+    fp8_scaling_note_ = fmt::format("fp8 GEMMs on cuBLASLt with per-tensor scales: its {} mode ({}) needs "
+                                    "compute capability 9.0, this GPU is sm_{}",
+                                    to_string(fp8_scaling_), describe_scaling(fp8_scaling_), compute_capability_);
+    fp8_scaling_ = Fp8Scaling::tensor;
+  }
 }
 
 // ---------------------------------------------------------------- pass 1: the plan
@@ -378,19 +439,103 @@ ProgramPlan RankProgram::plan_step(const Step& step) {
       default: plan_rowwise(i, op, plan); break;
     }
   }
+  plan_act_quants(step, plan);
   return plan;
+}
+
+// Whether the dense fp8 op runs on cuBLASLt's fp8 GEMM (W8A8): by the rule the simulator's fits
+// share (cost/low_bit_gemm_kernel.hpp) or as EAGLESIM_FP8_GEMM forces, where cuBLASLt takes the
+// shape (else, noted, the weight-only kernels or the per-tensor GEMM run it as before).
+bool RankProgram::fp8_on_cublas(const Op& op) {
+  if (op.dtype != DType::fp8 || !has_fp8_) return false;
+  bool want = false;
+  switch (fp8_path_) {
+    case Fp8GemmPath::weight_only: return false;
+    case Fp8GemmPath::cublas: want = true; break;
+    case Fp8GemmPath::rule: want = low_bit_gemm_kernel(op) == LowBitGemmKernel::cublas; break;
+  }
+  if (!want) return false;
+  std::string why = fp8_lt_unsupported_reason(fp8_scaling_, op.m, op.n, op.k);
+  if (why.empty()) {
+    // Whether cuBLASLt proposes an algorithm for the shape in the mode, asked once per shape before
+    // anything is allocated (the scale pointers are stand-ins: the heuristic does not read them).
+    const auto key = std::make_tuple(op.m, op.n, op.k, static_cast<int>(fp8_scaling_));
+    auto it = fp8_refusals_.find(key);
+    if (it == fp8_refusals_.end()) {
+      std::string refused;
+      try {
+        const LtGemm probe(lt_, nullptr, op.m, op.n, op.k, DType::fp8, kLtWorkspaceBytes, fp8_scales_->a(),
+                           fp8_scales_->b(), fp8_scaling_);
+      } catch (const std::runtime_error& e) {
+        refused = e.what();
+      }
+      it = fp8_refusals_.emplace(key, refused).first;
+    }
+    why = it->second;
+  }
+  if (!why.empty()) {
+    note(fmt::format("'{}' ({}): cuBLASLt's fp8 GEMM does not take it ({}); replayed as before", op.name,
+                     op.shape_string(), why));
+    return false;
+  }
+  note(fp8_scaling_note_);
+  return true;
+}
+
+// The `act_quant_fp8` ops of an engine's trace as the quantisation kernel: into the fp8 GEMM
+// after it where that runs on cuBLASLt (W8A8), else for its cost only (the GEMM after it reads
+// bf16). Recorded ops and the pre-cuBLASLt replay (EAGLESIM_FP8_GEMM=weight_only) keep the
+// byte-streaming stand-in of every elementwise op.
+void RankProgram::plan_act_quants(const Step& step, ProgramPlan& plan) {
+  if (fp8_path_ == Fp8GemmPath::weight_only || !has_fp8_) return;
+  std::size_t fed = 0, alone = 0;
+  for (std::size_t i = 0; i < step.ops.size(); ++i) {
+    const Op& op = step.ops[i];
+    if (op.kind != OpKind::elementwise || op.name != kActQuantName || recorded_[i]) continue;
+    if (op.tokens < 1 || op.hidden < 1 || op.hidden % 8 != 0 || op.tokens > (1 << 24) || op.hidden > (1 << 24))
+      continue;
+    ActQuantRun q;
+    q.rows = static_cast<int>(op.tokens);
+    q.k = static_cast<int>(op.hidden);
+    q.scaling = fp8_scaling_;
+    const std::size_t j = next_matmul(step, i);
+    if (j < step.ops.size() && plan.choice[j].w8a8 && !recorded_[j] && step.ops[j].m == op.tokens &&
+        step.ops[j].k == op.hidden) {
+      q.scaling = plan.choice[j].fp8_scaling;
+      q.feeds_gemm = true;
+    }
+    (q.feeds_gemm ? fed : alone)++;
+    plan.x = std::max(plan.x, as_size(op.tokens) * as_size(op.hidden) * 2);
+    plan.x8 = std::max(plan.x8, as_size(fp8_gemm_rows(q.scaling, op.tokens)) * as_size(op.hidden));
+    plan.x8_scales = std::max(plan.x8_scales, fp8_act_scale_floats(q.scaling, op.tokens, op.hidden) * sizeof(float));
+    plan.act_quant[i] = q;
+  }
+  if (fed + alone > 0)
+    note(fmt::format("{} '{}' ops ran as the fp8 activation quantisation kernel ({}): {} into the cuBLASLt fp8 "
+                     "GEMM after them, {} before a GEMM that reads bf16 (their cost only)",
+                     fed + alone, kActQuantName, describe_scaling(fp8_scaling_), fed, alone));
 }
 
 // One weight region: packed weights and scales for eaglesim's kernel, n x k_eff for cuBLASLt;
 // x/x8/y hold the activations of m rows.
 void RankProgram::plan_matmul(std::size_t i, const Op& op, ProgramPlan& plan) {
   MatmulChoice& c = plan.choice[i];
-  const std::string why = try_own_kernel(op, false, compute_capability_, sm_count_, c);
-  if (!c.own_kernel) c = choose_lt_matmul(op.n, op.k, op.dtype, has_fp8_, compute_capability_, why);
+  if (fp8_on_cublas(op)) {
+    c = choose_lt_fp8(op, fp8_scaling_);
+    note(fmt::format("dense fp8 GEMMs {} on cuBLASLt's fp8 GEMM as engines run them (W8A8, {}; {}={}, {}={})",
+                     fp8_path_ == Fp8GemmPath::cublas ? "of every shape" : "the GEMV kernel does not take",
+                     describe_scaling(c.fp8_scaling), kFp8GemmEnv, to_string(fp8_path_), kFp8ScalingEnv,
+                     to_string(c.fp8_scaling)));
+    plan.x8_scales = std::max(plan.x8_scales, fp8_act_scale_floats(c.fp8_scaling, op.m, op.k) * sizeof(float));
+  } else {
+    const std::string why = try_own_kernel(op, false, compute_capability_, sm_count_, c);
+    if (!c.own_kernel) c = choose_lt_matmul(op.n, op.k, op.dtype, has_fp8_, compute_capability_, why);
+  }
+  const std::int64_t rows = c.w8a8 ? c.rows : op.m;
   plan.region_bytes[i] = c.weight_bytes;
   plan.x = std::max(plan.x, as_size(op.m * op.k) * 2);
-  plan.x8 = std::max(plan.x8, as_size(op.m * c.k_eff));
-  plan.y = std::max(plan.y, as_size(op.m * op.n) * 2);
+  plan.x8 = std::max(plan.x8, as_size(rows * c.k_eff));
+  plan.y = std::max(plan.y, as_size(rows * op.n) * 2);
   if (c.own_kernel) {
     plan.moe_counters = std::max(plan.moe_counters, c.gemm.counter_bytes);
     plan.moe_partials = std::max(plan.moe_partials, c.gemm.partial_bytes);
@@ -716,6 +861,7 @@ void RankProgram::allocate(const ProgramPlan& plan) {
   }
   x_ = DeviceBuffer(plan.x);
   x8_ = DeviceBuffer(plan.x8);
+  x8_scales_ = DeviceBuffer(plan.x8_scales);
   y_ = DeviceBuffer(plan.y);
   z_ = DeviceBuffer(plan.z);
   residual_ = DeviceBuffer(plan.residual);
@@ -759,6 +905,8 @@ void RankProgram::fill_contents(const Step& step, const ProgramPlan& plan, std::
   const std::uint64_t seed = program_seed * 0x100000001B3ull;
   fill_random(x_.get(), plan.x / 2, DType::bf16, seed + 1, 1.f, nullptr);
   fill_random(x8_.get(), plan.x8, DType::fp8, seed + 2, 1.f, nullptr);
+  // Scales of a size a GEMM without a quantisation op before it reads as they are.
+  fill_random(x8_scales_.get(), plan.x8_scales / sizeof(float), DType::fp32, seed + 9, 0.02f, nullptr);
   fill_random(y_.get(), plan.y / 2, DType::bf16, seed + 3, 1.f, nullptr);
   fill_random(z_.get(), plan.z / 2, DType::bf16, seed + 4, 1.f, nullptr);
   fill_random(residual_.get(), plan.residual / 2, DType::bf16, seed + 5, 1.f, nullptr);
@@ -800,6 +948,9 @@ void RankProgram::fill_contents(const Step& step, const ProgramPlan& plan, std::
         fill_random(w, as_size(op.n) * as_size(c.k_eff), c.lt_dtype, s + e, c.lt_dtype == DType::fp8 ? 0.5f : 0.05f,
                     nullptr);
       }
+      if (c.w8a8 && c.weight_bytes > c.weight_scale_offset)
+        fill_random(static_cast<char*>(r) + c.weight_scale_offset, (c.weight_bytes - c.weight_scale_offset) / sizeof(float),
+                    DType::fp32, s + 7, 0.02f, nullptr);
     } else {
       fill_random(r, plan.region_bytes[i] / 2, DType::bf16, s, 1.f, nullptr);
     }
@@ -823,6 +974,10 @@ void RankProgram::build_ops(const Step& step, const ProgramPlan& plan, const All
       continue;
     }
     if (!op.is_comm() && op.kind != OpKind::other) ++ours;
+    if (auto q = plan.act_quant.find(i); q != plan.act_quant.end()) {
+      build_act_quant(i, q->second);
+      continue;
+    }
     switch (op.kind) {
       case OpKind::gemm:
       case OpKind::lm_head:
@@ -949,6 +1104,17 @@ void RankProgram::build_matmul(std::size_t i, const Op& op, const MatmulChoice& 
   char* x8b = x8_.as<char>();
   char* yb = y_.as<char>();
   void* ws = workspace_.get();
+  if (c.w8a8) {
+    char* w = static_cast<char*>(arena_.region(i));
+    const bool per_tensor = c.fp8_scaling == Fp8Scaling::tensor;
+    const LtScales scales{per_tensor ? fp8_scales_->a() : reinterpret_cast<const float*>(w + c.weight_scale_offset),
+                          x8_scales_.as<const float>()};
+    const LtGemm* plan = &gemm_plan(op.m, op.n, op.k, DType::fp8, w, x8b, yb, c.fp8_scaling, scales);
+    detail += ": " + plan->candidate(plan->chosen()).name;
+    if (plan->rows() != op.m) detail += fmt::format(" ({} rows: the mode's multiple of 4)", plan->rows());
+    ops_[i] = [plan, w, x8b, yb, ws, scales](cudaStream_t s) { plan->run(w, x8b, yb, ws, s, scales); };
+    return;
+  }
   const std::int64_t experts = grouped ? op.experts : 1;
   const std::int64_t base = rows.base, extra = rows.extra, rows_max = rows.rows_max;
   const std::size_t w_stride = grouped ? align256(c.weight_bytes) : 0;
@@ -1144,6 +1310,23 @@ void RankProgram::build_rowwise(std::size_t i, const Op& op) {
     default:
       break;
   }
+}
+
+// An `act_quant_fp8` op as the fp8 activation quantisation kernel: x (bf16) into x8 and its
+// scales (per tensor: the scale the GEMM after it multiplies back in, read).
+void RankProgram::build_act_quant(std::size_t i, const ActQuantRun& q) {
+  Fp8QuantArgs a;
+  a.x = x_.get();
+  a.rows = q.rows;
+  a.k = q.k;
+  a.q = x8_.get();
+  a.scales = x8_scales_.as<float>();
+  if (std::string why = fp8_act_quant_unsupported_reason(a); !why.empty())
+    throw InputError(fmt::format("{}: the fp8 activation quantisation kernel cannot run it: {}", labels_[i], why));
+  details_[i] = fmt::format("fp8 activation quantisation kernel ({}){}", describe_scaling(q.scaling),
+                            q.feeds_gemm ? ", into the fp8 GEMM after it" : " (the GEMM after it reads bf16)");
+  const Fp8Scaling scaling = q.scaling;
+  ops_[i] = [this, scaling, a](cudaStream_t s) { launch_fp8_act_quant(scaling, a, s, early_launch_); };
 }
 
 RankProgram::~RankProgram() {

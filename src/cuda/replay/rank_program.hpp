@@ -34,6 +34,7 @@
 namespace eaglesim::cuda {
 
 struct MatmulChoice;        // rank_program.cpp
+struct ActQuantRun;         // rank_program.cpp
 struct ProgramPlan;         // rank_program.cpp
 struct VerifyAttentionRun;  // rank_program.cpp
 
@@ -143,12 +144,16 @@ class RankProgram {
   void check_regions_fit(const ProgramPlan& plan, std::size_t free_bytes) const;
   void plan_cycle_op(std::size_t i, const Op& op, ProgramPlan& plan);
   void build_cycle_op(std::size_t i, const Op& op);
+  bool fp8_on_cublas(const Op& op);
+  void plan_act_quants(const Step& step, ProgramPlan& plan);
+  void build_act_quant(std::size_t i, const ActQuantRun& q);
 
   void note(const std::string& text);
   void use_collective(const CollectiveUse& use);  // remembered once
-  // The cuBLASLt plan of a GEMM shape, made and tuned on (w, x, y) the first time it is asked for.
+  // The cuBLASLt plan of a GEMM shape, made and tuned on (w, x, y) the first time it is asked for
+  // (fp8: in `scaling`, tuned with `scales`, the program's unit scales where null).
   const LtGemm& gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* w, const void* x,
-                          void* y);
+                          void* y, Fp8Scaling scaling = Fp8Scaling::tensor, const LtScales& scales = {});
   // One verify-attention plan (and workspace) per distinct shape and KV lengths; throws
   // std::invalid_argument when the kernel does not take the shape.
   VerifyAttentionRun& verify_run(const Op& op, std::size_t i);
@@ -162,6 +167,15 @@ class RankProgram {
   cublasHandle_t blas_ = nullptr;  // the GEMM tuner's cublasGemmEx candidate (lt_gemm.hpp)
   DeviceBuffer workspace_, x_, x8_, y_, z_, residual_, part_acc_, part_ml_, ids_;
   std::optional<UnitFp8Scales> fp8_scales_;  // made in open_device, on the rank's device
+  // Dense fp8 GEMMs: which path (EAGLESIM_FP8_GEMM) and cuBLASLt's scale mode (EAGLESIM_FP8_SCALING,
+  // per tensor on GPUs without the other modes: fp8_scaling_note_ says so); the fp8 activations'
+  // scales beside x8_.
+  Fp8GemmPath fp8_path_ = Fp8GemmPath::rule;
+  Fp8Scaling fp8_scaling_ = Fp8Scaling::block;
+  std::string fp8_scaling_note_;
+  DeviceBuffer x8_scales_;
+  // Per (m, n, k, mode): why cuBLASLt's fp8 GEMM refused the shape (empty: it takes it).
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, std::string> fp8_refusals_;
   // The grouped GEMM kernels' shared workspace and the rows each expert gets, per grouped op.
   DeviceBuffer moe_workspace_, expert_offsets_;
   // The per-cycle ops' scratch: fp32 logits, top-k ids and probabilities, the top-k kernel's
@@ -176,7 +190,7 @@ class RankProgram {
   ProgramOptions opts_;
   std::size_t moe_counter_bytes_ = 0;  // the counters' part of moe_workspace_ (the most any plan needs)
   WeightArena arena_;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, std::unique_ptr<LtGemm>> gemms_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int>, std::unique_ptr<LtGemm>> gemms_;
   std::map<std::vector<std::int64_t>, std::unique_ptr<VerifyAttentionRun>> verify_runs_;
   std::vector<std::function<void(cudaStream_t)>> ops_;
   bool early_launch_ = true;  // set_early_launch
