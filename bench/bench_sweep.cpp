@@ -38,7 +38,7 @@ SweepRequest kimi_request() {
   rq.models.push_back({config("kimi-k2-instruct"), config("kimi-k2-eagle3")});
   rq.topologies = all_presets();
   rq.weight_dtypes = {DType::fp8, DType::int4};
-  rq.tps = {1, 2, 4, 8};
+  rq.layouts = tp_layouts({1, 2, 4, 8});
   rq.draft_tokens = {1, 2, 3, 4, 5, 6, 7, 8};
   rq.acceptances = {{Acceptance::Mode::rate, 0.5}, {Acceptance::Mode::rate, 0.7}};
   rq.strategies = parse_strategy_list("all");
@@ -52,7 +52,7 @@ SweepRequest kimi_request() {
 SweepRequest kimi_batch_request() {
   SweepRequest rq = kimi_request();
   rq.weight_dtypes = {DType::int4};
-  rq.tps = {4, 8};
+  rq.layouts = tp_layouts({4, 8});
   rq.batches = {1, 2, 4, 8, 16, 32, 64};
   rq.draft_tokens.clear();
   SpecAxisLists lists;

@@ -20,8 +20,8 @@ struct RunOptions {
   int ranks = 0;                     // 0: the trace's tp
   NcclOptions nccl;
   // The strategy of a MoE layer's all-to-all dispatch and combine (expert parallelism; --a2a):
-  // nccl, deepep_ll or ideal (comm/all_to_all.hpp).
-  std::string a2a = "deepep_ll";
+  // nccl, deepep_ll, deepep_normal, auto or ideal (comm/all_to_all.hpp).
+  std::string a2a = "auto";
   ServingEngineOptions engine;              // the engine strategies' options (--engine-option) and the model's architecture
   std::vector<double> rank_skew_us;  // sim: per-rank start offset
   std::vector<double> rank_compute_scale;  // sim: per-rank compute slowdown factor (empty: all 1)

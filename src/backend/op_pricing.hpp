@@ -26,7 +26,7 @@ using ComputeCostFn = std::function<OpCost(const Op&)>;
 
 struct PricingOptions {
   const CommCostModel* comm = nullptr;  // required when the step has allreduces
-  std::string a2a = "deepep_ll";        // prices the step's all_to_all ops (RunOptions::a2a)
+  std::string a2a = "auto";             // prices the step's all_to_all ops (RunOptions::a2a)
   CommQuery query;                     // topo, ranks, nccl knobs; bytes/dtype are filled per op
   ComputeCostFn compute_cost;          // required unless every compute op uses its measured `us`
   OpTimes op_times = OpTimes::automatic;

@@ -2,7 +2,8 @@
 // in the style of nccl-tests (bytes, count, dtype, time, algBW, busBW, #wrong), measured by the
 // CUDA part (registered through calibration/gpu_tools.hpp) or, with --backend sim, predicted by
 // the cost models on a topology (backend/comm_bench_prediction.hpp); report/comm_bench_printer.hpp
-// prints both.
+// prints both. With --a2a it prices expert parallelism's dispatch and combine over token counts
+// instead (cli/bench_comm_a2a.hpp).
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration/gpu_tools.hpp"
+#include "cli/bench_comm_a2a.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_flags.hpp"
 #include "cli/replay_flags.hpp"
@@ -131,6 +133,11 @@ std::vector<int> parse_gemm(const std::string& text) {
   return v;
 }
 
+constexpr const char* kBenchCommDescription =
+    "Measure allreduce strategies on this machine's GPUs (like nccl-tests, with #wrong), or predict the same table "
+    "on a topology (--backend sim); --a2a: MoE dispatch and combine over token counts on a topology (like DeepEP's "
+    "tests)";
+
 }  // namespace
 
 void add_bench_comm(CLI::App& app) {
@@ -152,9 +159,8 @@ void add_bench_comm(CLI::App& app) {
   };
   constexpr const char* kMeasuredDefault = "nccl,oneshot,twoshot,fused,quant";
   auto opt = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("bench-comm",
-                                 "Measure allreduce strategies on this machine's GPUs (like nccl-tests, with #wrong), "
-                                 "or predict the same table on a topology (--backend sim)");
+  auto a2a = std::make_shared<A2aBenchFlags>();
+  auto* cmd = app.add_subcommand("bench-comm", kBenchCommDescription);
   cmd->add_option("--backend,-b", opt->backend, "cuda (measure on this machine's GPUs) or sim (the cost models on --topology)")
       ->check(CLI::IsMember({"cuda", "sim"}))
       ->capture_default_str();
@@ -187,7 +193,9 @@ void add_bench_comm(CLI::App& app) {
   add_engine_option_flag(cmd, opt->engine_options);
   cmd->add_option("--json", opt->json, "Also write the results as JSON to this file");
   cmd->add_option("--csv", opt->csv, "Also write the results as CSV to this file");
-  cmd->callback([opt] {
+  add_a2a_bench_flags(cmd, *a2a);
+  cmd->callback([opt, a2a, cmd] {
+    if (run_a2a_bench_if_asked(*cmd, *a2a, {opt->backend, opt->topology, opt->ranks, opt->json, opt->csv})) return;
     const bool sim = opt->backend == "sim";
     DType dtype{};
     if (!parse_dtype(opt->dtype, dtype) || (dtype != DType::bf16 && dtype != DType::fp16 && dtype != DType::fp32))

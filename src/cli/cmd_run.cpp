@@ -15,6 +15,7 @@
 #include "cli/engine_flags.hpp"
 #include "cli/op_times_flag.hpp"
 #include "cli/replay_flags.hpp"
+#include "comm/all_to_all.hpp"
 #include "comm/cost_model.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
@@ -58,7 +59,7 @@ struct RunArgs {
   int draft_tokens = 0;
   int ranks = 0;
   std::string nccl_algo, nccl_proto;
-  std::string a2a = "deepep_ll";
+  std::string a2a = "auto";
   int nccl_channels = 0;
   std::string skew_us, rank_slowdown;
   std::string op_times = "auto";
@@ -283,8 +284,10 @@ void add_run(CLI::App& app) {
   cmd->add_option("--nccl-algo", a->nccl_algo, "Force the NCCL model's algorithm")->check(CLI::IsMember({"ring", "tree"}));
   cmd->add_option("--a2a", a->a2a,
                   "sim: what runs an expert-parallel trace's MoE dispatch and combine: deepep_ll (DeepEP's "
-                  "low-latency kernels), nccl (all-to-all by grouped send/recv) or ideal (free)")
-      ->check(CLI::IsMember({"deepep_ll", "nccl", "ideal"}))
+                  "low-latency kernels, at most 128 tokens a rank), deepep_normal (DeepEP's high-throughput kernels), "
+                  "auto (deepep_ll while the tokens fit it, else deepep_normal, as SGLang's --deepep-mode auto), "
+                  "nccl (all-to-all by grouped send/recv) or ideal (free)")
+      ->check(CLI::IsMember(all_to_all_strategy_names()))
       ->capture_default_str();
   cmd->add_option("--nccl-proto", a->nccl_proto, "Force the NCCL model's protocol")
       ->check(CLI::IsMember({"LL", "LL128", "Simple"}));

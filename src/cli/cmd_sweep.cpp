@@ -13,11 +13,13 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/accept_probs_flag.hpp"
 #include "cli/add_norm_flag.hpp"
 #include "cli/commands.hpp"
+#include "comm/all_to_all.hpp"
 #include "comm/cost_model.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
@@ -30,6 +32,7 @@
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "report/html_report.hpp"
+#include "sweep/parallel_layout.hpp"
 #include "sweep/spec_axis.hpp"
 #include "sweep/sweep_inputs.hpp"
 #include "sweep/sweep_output.hpp"
@@ -46,6 +49,9 @@ struct SweepArgs {
   std::string models;
   std::string topologies = "all";
   std::string tps = "1,2,4,8";
+  std::string eps = "1";
+  std::string dp_attention = "off";
+  std::string a2a = "auto";
   // Unset (not empty) when not given, so that an empty list is an error naming the flag.
   std::optional<std::string> draft_tokens;  // default 1..8 when no --speculative-* list is given
   std::string batches = "1";
@@ -70,6 +76,7 @@ struct SweepArgs {
 // --draft: "auto" (the head beside each model, else one derived from its dimensions), "none", one
 // config for every model, or one per model in --model order ("none" allowed per position).
 constexpr const char* kDerivedHead = "<derived>";
+constexpr const char* kMtpDraft = "<mtp>";
 std::vector<std::string> draft_paths(const SweepArgs& a, const std::vector<std::string>& model_paths) {
   std::vector<std::string> out(model_paths.size());
   if (a.drafts == "auto") {
@@ -80,13 +87,14 @@ std::vector<std::string> draft_paths(const SweepArgs& a, const std::vector<std::
     return out;
   }
   if (a.drafts == "none") return out;
+  if (a.drafts == "mtp") return std::vector<std::string>(model_paths.size(), kMtpDraft);
   const std::vector<std::string> items = split_comma_list("--draft", a.drafts);
   if (items.size() != 1 && items.size() != model_paths.size())
     throw InputError(fmt::format("--draft: expected auto, none, one config or one per model ({}), got {} items",
                                  model_paths.size(), items.size()));
   for (std::size_t i = 0; i < model_paths.size(); ++i) {
     const std::string& item = items[items.size() == 1 ? 0 : i];
-    out[i] = item == "none" ? "" : resolve_model_path("--draft", item);
+    out[i] = item == "none" ? "" : item == "mtp" ? kMtpDraft : resolve_model_path("--draft", item);
   }
   return out;
 }
@@ -130,7 +138,22 @@ void run_sweep_command(const SweepArgs& a) {
                      "of them (the CSV, -o, has every row either way)");
 
   SweepRequest rq;
-  rq.tps = parse_int_axis("--tp", a.tps, 1, 1024);
+  {
+    std::vector<bool> dp;
+    for (const std::string& item : split_comma_list("--dp-attention", a.dp_attention)) {
+      if (item != "off" && item != "on")
+        throw InputError(fmt::format("--dp-attention: expected off, on or off,on, got '{}'", item));
+      if (std::find(dp.begin(), dp.end(), item == "on") == dp.end()) dp.push_back(item == "on");
+    }
+    LayoutAxis layouts = build_layout_axis(parse_int_axis("--tp", a.tps, 1, 1024), parse_int_axis("--ep", a.eps, 1, 1024), dp);
+    for (const SkippedLayout& k : layouts.skipped)
+      spdlog::info("sweep: skipping {}: {}", layout_label(k.layout), k.reason);
+    rq.layouts = std::move(layouts.layouts);
+    rq.skipped_layouts = std::move(layouts.skipped);
+  }
+  if (!is_all_to_all_strategy(a.a2a))
+    throw InputError(fmt::format("--a2a: expected one of {}, got '{}'", fmt::join(all_to_all_strategy_names(), ", "), a.a2a));
+  rq.a2a = a.a2a;
   rq.batches = parse_int_axis("--batch", a.batches, 1, kMaxGenBatch);
   SpecAxis axis = spec_axis(a);
   rq.draft_tokens.clear();
@@ -191,7 +214,13 @@ void run_sweep_command(const SweepArgs& a) {
       spdlog::warn("{}: the checkpoint's quantization_config gives {} ({}); sweep prices every linear layer in "
                    "--weight-dtype ({}); gen reads the checkpoint's formats",
                    m.target.name, q->formats.describe(m.target.is_moe()), q->summary, a.weight_dtypes);
-    if (drafts[i] == kDerivedHead) {
+    if (drafts[i] == kMtpDraft) {
+      if (m.target.mtp_layers < 1)
+        throw InputError(fmt::format("--draft: mtp needs a model with a multi-token-prediction layer "
+                                     "(num_nextn_predict_layers in its config); {} has none",
+                                     m.target.name));
+      m.mtp = true;
+    } else if (drafts[i] == kDerivedHead) {
       m.draft = default_eagle3_head(m.target);
       m.draft_derived = true;
     } else if (!drafts[i].empty()) {
@@ -254,6 +283,14 @@ void add_sweep(CLI::App& app) {
                   "Topologies: preset names, paths or globs (\"8x-*\", \"my/*.json\"), comma-separated; all = every preset")
       ->capture_default_str();
   cmd->add_option("--tp", a->tps, "Tensor-parallel sizes: list and/or ranges (1,2,4,8 or 1..8)")->capture_default_str();
+  cmd->add_option("--ep", a->eps,
+                  "Expert-parallel sizes (SGLang --ep-size): list and/or ranges; each dividing a TP of --tp (MoE models)")
+      ->capture_default_str();
+  cmd->add_option("--dp-attention", a->dp_attention,
+                  "Data-parallel attention (SGLang --enable-dp-attention, with EP = TP): off, on, or off,on for both")
+      ->capture_default_str();
+  cmd->add_option("--a2a", a->a2a, "All-to-all strategy of the MoE's dispatch and combine with --dp-attention on (as run --a2a)")
+      ->capture_default_str();
   cmd->add_option("--draft-tokens", a->draft_tokens,
                   "Chains of N draft tokens (num_steps N, eagle_topk 1, num_draft_tokens N + 1): list and/or ranges "
                   "(default 1..8 when no --speculative-* list is given)");
@@ -279,8 +316,8 @@ void add_sweep(CLI::App& app) {
                 "Price the engine's whole cycle: the draft-extend pass and the per-cycle ops (gen --engine-cycle)");
   cmd->add_option("--strategy", a->strategies, "Allreduce strategies, comma-separated, or all")->capture_default_str();
   cmd->add_option("--draft", a->drafts,
-                  "EAGLE-3 heads: auto (MODEL-eagle3.json beside each model, else a head derived from its "
-                  "dimensions), none, one config for all, or one per model")
+                  "Drafts: auto (MODEL-eagle3.json beside each model, else an EAGLE-3 head derived from its "
+                  "dimensions), none, mtp (the model's own MTP layer), one config for all, or one per model")
       ->capture_default_str();
   cmd->add_option("--weight-dtype", a->weight_dtypes, "Target weight dtypes swept: bf16, fp8, int4 (comma-separated)")
       ->capture_default_str();

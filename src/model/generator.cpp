@@ -628,6 +628,8 @@ std::string version2_notes(const GenOptions& o, const SpeculativeConfig& c) {
 
 }  // namespace
 
+std::string mtp_draft_name(const std::string& target) { return target + " (MTP layer)"; }
+
 std::int64_t local_experts_touched(std::int64_t experts, std::int64_t top_k, std::int64_t tokens, int ep) {
   if (ep <= 1) return experts_touched(experts, top_k, tokens);
   if (experts <= 0 || top_k <= 0 || tokens <= 0) return 0;
@@ -671,7 +673,7 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
   t.meta.weight_dtype = formats.summary(m.is_moe());
   t.meta.engine = o.engine;
   if (o.draft) t.meta.draft_model = o.draft->name;
-  if (o.mtp_draft) t.meta.draft_model = m.name + " (MTP layer)";
+  if (o.mtp_draft) t.meta.draft_model = mtp_draft_name(m.name);
   std::string notes = fmt::format("eaglesim gen from {} ({}): per-rank ops at TP {}, the kernels of {}", m.name,
                                   m.model_type, o.tp, modelled_version(o.engine));
   if (o.kv_cache_dtype != DType::bf16) notes += fmt::format("; KV cache {}", to_string(o.kv_cache_dtype));

@@ -73,6 +73,10 @@ std::int64_t experts_touched(std::int64_t experts, std::int64_t top_k, std::int6
 // rounded, at least 1; experts_touched for ep 1.
 std::int64_t local_experts_touched(std::int64_t experts, std::int64_t top_k, std::int64_t tokens, int ep);
 
+// The draft_model a trace with an MTP draft (GenOptions::mtp_draft) names: the target's name and
+// a suffix, so readers of the trace (run's memory check) know the draft is the target's own layer.
+std::string mtp_draft_name(const std::string& target);
+
 // Throws InputError on options the model cannot be laid out with (tp not dividing heads, ...).
 Trace generate_trace(const ModelConfig& model, const GenOptions& options);
 

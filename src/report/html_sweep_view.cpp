@@ -26,9 +26,12 @@ std::string subtitle(const SweepResults& res) {
   std::vector<std::string> acc, dtypes;
   for (const Acceptance& a : ax.acceptances) acc.push_back(short_acceptance(a));
   for (DType d : ax.weight_dtypes) dtypes.push_back(to_string(d));
+  std::vector<std::string> layouts;
+  for (const ParallelLayout& l : ax.layouts)
+    layouts.push_back(l.ep == 1 && !l.dp_attention ? std::to_string(l.tp) : layout_label(l));
   return fmt::format("{} topologies · TP {} · draft tokens {} · {} · strategies {} · weights {} · KV {} tokens · "
                      "{} combinations, {} can run",
-                     ax.topologies.size(), fmt::join(ax.tps, ","), fmt::join(ax.draft_tokens, ","),
+                     ax.topologies.size(), fmt::join(layouts, ","), fmt::join(ax.draft_tokens, ","),
                      fmt::join(acc, ", "), fmt::join(ax.strategies, ", "), fmt::join(dtypes, ","), ax.kv_len,
                      res.counts.combinations, res.counts.ok);
 }

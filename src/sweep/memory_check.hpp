@@ -41,6 +41,18 @@ MemoryNeed memory_needed(const ModelConfig& target, const ModelConfig* draft, in
 // The same with a format per class of linear layer (a checkpoint's quantization_config).
 MemoryNeed memory_needed(const ModelConfig& target, const ModelConfig* draft, int tp, const LinearFormats& formats,
                          const std::vector<std::int64_t>& kv_lens);
+// How one rank of a deployment holds the model: `tp` ranks sharding it (tensor parallelism, with
+// or without expert parallelism: a rank holds the same bytes either way), or with data-parallel
+// attention everything unsharded but 1/tp of the routed experts, serving ceil(requests / tp) of
+// the requests at attention TP 1; `mtp_layer`: the target's own multi-token-prediction layer is
+// the draft (one more decoder layer like the last, its KV cache and the replicated eh_proj).
+struct RankHolding {
+  int tp = 1;
+  bool dp_attention = false;
+  bool mtp_layer = false;
+};
+MemoryNeed memory_needed(const ModelConfig& target, const ModelConfig* draft, const RankHolding& holding,
+                         const LinearFormats& formats, std::vector<std::int64_t> kv_lens);
 // `batch` requests of kv_len positions each.
 MemoryNeed memory_needed(const ModelConfig& target, const ModelConfig* draft, int tp, DType weight_dtype,
                          std::int64_t kv_len, int batch = 1);

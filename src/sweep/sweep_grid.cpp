@@ -4,17 +4,17 @@ namespace eaglesim {
 
 SweepGrid::SweepGrid(std::size_t m, std::size_t t, std::size_t d, std::size_t p, std::size_t b, std::size_t c,
                      std::size_t s, std::size_t a)
-    : models(m), topologies(t), dtypes(d), tps(p), batches(b), specs(c), strategies(s), acceptances(a) {}
+    : models(m), topologies(t), dtypes(d), layouts(p), batches(b), specs(c), strategies(s), acceptances(a) {}
 
 std::size_t SweepGrid::rows() const {
-  return models * topologies * dtypes * tps * batches * specs * strategies * acceptances;
+  return models * topologies * dtypes * layouts * batches * specs * strategies * acceptances;
 }
 
 std::size_t SweepGrid::row(const GridPoint& g) const {
   std::size_t r = g.model;
   r = r * topologies + g.topology;
   r = r * dtypes + g.dtype;
-  r = r * tps + g.tp;
+  r = r * layouts + g.layout;
   r = r * batches + g.batch;
   r = r * specs + g.spec;
   r = r * strategies + g.strategy;
@@ -28,7 +28,7 @@ GridPoint SweepGrid::point(std::size_t row) const {
   g.strategy = row % strategies;
   row /= strategies;
   const std::size_t spec = row % specs;
-  // What is left is the fit index of the row's (model, topology, dtype, TP, batch).
+  // What is left is the fit index of the row's (model, topology, dtype, layout, batch).
   GridPoint p = fit_point(row / specs);
   p.spec = spec;
   p.strategy = g.strategy;
@@ -42,15 +42,15 @@ RowRange SweepGrid::model_rows(std::size_t model) const {
 }
 
 RowRange SweepGrid::model_topology_rows(std::size_t model, std::size_t topology) const {
-  const std::size_t per_block = dtypes * tps * batches * specs * strategies * acceptances;
+  const std::size_t per_block = dtypes * layouts * batches * specs * strategies * acceptances;
   const std::size_t first = (model * topologies + topology) * per_block;
   return {first, first + per_block};
 }
 
-std::size_t SweepGrid::fits() const { return models * topologies * dtypes * tps * batches; }
+std::size_t SweepGrid::fits() const { return models * topologies * dtypes * layouts * batches; }
 
 std::size_t SweepGrid::fit(std::size_t m, std::size_t t, std::size_t d, std::size_t p, std::size_t b) const {
-  return (((m * topologies + t) * dtypes + d) * tps + p) * batches + b;
+  return (((m * topologies + t) * dtypes + d) * layouts + p) * batches + b;
 }
 
 GridPoint SweepGrid::fit_point(std::size_t fit) const {
@@ -58,8 +58,8 @@ GridPoint SweepGrid::fit_point(std::size_t fit) const {
   std::size_t rest = fit;
   g.batch = rest % batches;
   rest /= batches;
-  g.tp = rest % tps;
-  rest /= tps;
+  g.layout = rest % layouts;
+  rest /= layouts;
   g.dtype = rest % dtypes;
   rest /= dtypes;
   g.topology = rest % topologies;
@@ -67,10 +67,10 @@ GridPoint SweepGrid::fit_point(std::size_t fit) const {
   return g;
 }
 
-std::size_t SweepGrid::traces() const { return models * dtypes * tps * batches * specs; }
+std::size_t SweepGrid::traces() const { return models * dtypes * layouts * batches * specs; }
 
 std::size_t SweepGrid::trace(std::size_t m, std::size_t d, std::size_t p, std::size_t b, std::size_t c) const {
-  return (((m * dtypes + d) * tps + p) * batches + b) * specs + c;
+  return (((m * dtypes + d) * layouts + p) * batches + b) * specs + c;
 }
 
 }  // namespace eaglesim

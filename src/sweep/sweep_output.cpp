@@ -1,5 +1,6 @@
 #include "sweep/sweep_output.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -59,6 +60,8 @@ std::vector<std::pair<const char*, json>> row_fields(const SweepResults& res, co
       {"gpu_count", r.gpu_count},
       {"weight_dtype", to_string(r.weight_dtype)},
       {"tp", r.tp},
+      {"ep", r.ep},
+      {"dp_attention", r.dp_attention},
       {"batch", r.batch},
       {"kv_len", res.axes.kv_len},
       {"num_steps", r.spec.num_steps},
@@ -111,6 +114,8 @@ json choice_head(const SweepResults& res, const std::string& model, const std::s
     j["strategy"] = r.strategy;
     j["weight_dtype"] = to_string(r.weight_dtype);
     j["tp"] = r.tp;
+    j["ep"] = r.ep;
+    j["dp_attention"] = r.dp_attention;
   }
   return j;
 }
@@ -129,6 +134,26 @@ std::string csv_cell(const json& v) {
 
 std::string fmt_rate(double v) { return fmt::format("{:.1f}", v); }
 
+// The tables' parallelism column: the TP alone when every layout is plain tensor parallelism,
+// else the layout's label ("TP16 EP16 DPA") in a column as wide as the longest.
+bool plain_tp_only(const SweepAxes& ax) {
+  return std::all_of(ax.layouts.begin(), ax.layouts.end(),
+                     [](const ParallelLayout& l) { return l.ep == 1 && !l.dp_attention; });
+}
+std::size_t layout_width(const SweepAxes& ax) {
+  if (plain_tp_only(ax)) return 3;
+  std::size_t w = 6;
+  for (const ParallelLayout& l : ax.layouts) w = std::max(w, layout_label(l).size());
+  return w;
+}
+std::string layout_header(const SweepAxes& ax) {
+  return fmt::format("{:>{}}", plain_tp_only(ax) ? "TP" : "layout", layout_width(ax));
+}
+std::string layout_cell(const SweepAxes& ax, const SweepRow& r) {
+  if (plain_tp_only(ax)) return fmt::format("{:>3}", r.tp);
+  return fmt::format("{:>{}}", layout_label({r.tp, r.ep, r.dp_attention}), layout_width(ax));
+}
+
 // The best configuration per batch and where speculation stops paying; shown when the sweep
 // has more than one batch or a configuration other than a chain (otherwise the table above
 // says it all).
@@ -142,8 +167,8 @@ std::string batch_table(const SweepResults& res) {
   for (const std::string& t : ax.topologies) wt = std::max(wt, t.size());
   std::string out = "\nBest configuration per batch (by total tok/s; S/K/D = num_steps/eagle_topk/num_draft_tokens; "
                     "plain = fastest plain decoding at that batch)\n";
-  out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<9} {:>3} {:<5} {:<8} {:<10}  {:>10}  {:>9}  {:>9}  {:>10}  {:>7}\n",
-                     "model", wm, "topology", wt, "accept", "batch", "strategy", "TP", "dtype", "S/K/D", "E",
+  out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<9} {} {:<5} {:<8} {:<10}  {:>10}  {:>9}  {:>9}  {:>10}  {:>7}\n",
+                     "model", wm, "topology", wt, "accept", "batch", "strategy", layout_header(ax), "dtype", "S/K/D", "E",
                      "total tok/s", "req tok/s", "tok/s/GPU", "plain", "speedup");
   std::size_t li = 0;
   const std::size_t B = ax.batches.size();
@@ -166,8 +191,8 @@ std::string batch_table(const SweepResults& res) {
                          ax.topologies[b.topology], wt, acc, b.batch);
     } else {
       const SweepRow& r = res.row(*b.row);
-      out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<9} {:>3} {:<5} {:<8} {:<10}  {:>10}  {:>9}  {:>9}  {:>10}  {:>7}\n",
-                         ax.models[b.model], wm, ax.topologies[b.topology], wt, acc, b.batch, r.strategy, r.tp,
+      out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<9} {} {:<5} {:<8} {:<10}  {:>10}  {:>9}  {:>9}  {:>10}  {:>7}\n",
+                         ax.models[b.model], wm, ax.topologies[b.topology], wt, acc, b.batch, r.strategy, layout_cell(ax, r),
                          to_string(r.weight_dtype), short_spec(r.spec), e_text(res, r), fmt_rate(r.total_tokens_per_s),
                          fmt_rate(r.tokens_per_s), fmt_rate(r.tokens_per_s_per_gpu),
                          b.plain_row ? fmt_rate(b.plain_total_tokens_per_s) : "n/a",
@@ -185,6 +210,53 @@ std::string batch_table(const SweepResults& res) {
     for (std::size_t i = 0; i < ax.skipped_configs.size() && i < 3; ++i)
       out += fmt::format("\n  {}: {}", short_spec(ax.skipped_configs[i].config), ax.skipped_configs[i].reason);
     out += ax.skipped_configs.size() > 3 ? "\n  ... (every one in the JSON, axes.skipped_configs)\n" : "\n";
+  }
+  return out;
+}
+
+// The layouts side by side per batch (shown when the sweep has more than one): each one's fastest
+// speculative configuration and plain decoding, and which is the batch's fastest.
+std::string layout_table(const SweepResults& res) {
+  if (res.layout_best.empty()) return "";
+  const SweepAxes& ax = res.axes;
+  const std::size_t L = ax.layouts.size();
+  std::size_t wm = 5, wt = 8, wl = 6;
+  for (const std::string& m : ax.models) wm = std::max(wm, m.size());
+  for (const std::string& t : ax.topologies) wt = std::max(wt, t.size());
+  for (const ParallelLayout& l : ax.layouts) wl = std::max(wl, layout_label(l).size());
+  std::string out = "\nParallel layouts per batch (total tok/s; * = the batch's fastest; DPA = data-parallel attention, "
+                    "the MoE by all-to-all";
+  out += ax.a2a.empty() ? ")\n" : fmt::format(", {})\n", ax.a2a);
+  out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<{}}  {:<9} {:<5} {:<8}  {:>12}  {:>12}  {}\n", "model", wm,
+                     "topology", wt, "accept", "batch", "layout", wl, "strategy", "dtype", "S/K/D", "speculative",
+                     "plain", "speedup");
+  for (std::size_t i = 0; i < res.layout_best.size(); i += L) {
+    double fastest = 0;
+    for (std::size_t l = 0; l < L; ++l) {
+      const SweepLayoutBest& e = res.layout_best[i + l];
+      fastest = std::max({fastest, e.total_tokens_per_s, e.plain_total_tokens_per_s});
+    }
+    for (std::size_t l = 0; l < L; ++l) {
+      const SweepLayoutBest& e = res.layout_best[i + l];
+      const std::string head = fmt::format("{:<{}}  {:<{}}  {:<6}  {:>5}  {:<{}}  ", ax.models[e.model], wm,
+                                           ax.topologies[e.topology], wt, short_acceptance(ax.acceptances[e.acceptance]),
+                                           e.batch, layout_label(ax.layouts[l]), wl);
+      if (!e.row && !e.plain_row) {
+        out += head + "cannot run (see below)\n";
+        continue;
+      }
+      auto cell = [&](bool has, double v) {
+        return has ? fmt::format("{}{}", fmt_rate(v), v == fastest && v > 0 ? "*" : " ") : std::string("n/a ");
+      };
+      const SweepRow* r = e.row ? &res.row(*e.row) : nullptr;
+      out += head + fmt::format("{:<9} {:<5} {:<8}  {:>12}  {:>12}  {}\n", r ? r->strategy : "-",
+                                r ? to_string(r->weight_dtype) : "-", r ? short_spec(r->spec) : "-",
+                                cell(e.row.has_value(), e.total_tokens_per_s),
+                                cell(e.plain_row.has_value(), e.plain_total_tokens_per_s),
+                                e.row && e.plain_row && e.plain_total_tokens_per_s > 0
+                                    ? fmt::format("{:.2f}x", e.total_tokens_per_s / e.plain_total_tokens_per_s)
+                                    : "n/a");
+    }
   }
   return out;
 }
@@ -214,7 +286,20 @@ json sweep_to_json(const SweepResults& res) {
   json dtypes = json::array();
   for (DType d : ax.weight_dtypes) dtypes.push_back(to_string(d));
   axes["weight_dtypes"] = dtypes;
-  axes["tp"] = ax.tps;
+  std::vector<int> tps;
+  for (const ParallelLayout& l : ax.layouts)
+    if (std::find(tps.begin(), tps.end(), l.tp) == tps.end()) tps.push_back(l.tp);
+  axes["tp"] = tps;
+  json layouts = json::array();
+  for (const ParallelLayout& l : ax.layouts)
+    layouts.push_back({{"tp", l.tp}, {"ep", l.ep}, {"dp_attention", l.dp_attention}, {"label", layout_label(l)}});
+  axes["layouts"] = layouts;
+  json skipped_layouts = json::array();
+  for (const SkippedLayout& k : ax.skipped_layouts)
+    skipped_layouts.push_back(
+        {{"tp", k.layout.tp}, {"ep", k.layout.ep}, {"dp_attention", k.layout.dp_attention}, {"reason", k.reason}});
+  axes["skipped_layouts"] = skipped_layouts;
+  axes["a2a"] = ax.a2a;
   axes["batch"] = ax.batches;
   json specs = json::array();
   for (const SpecConfig& c : ax.spec_configs)
@@ -299,6 +384,27 @@ json sweep_to_json(const SweepResults& res) {
     per_batch.push_back(std::move(j));
   }
   doc["best_per_batch"] = per_batch;
+  json per_layout = json::array();
+  for (const SweepLayoutBest& b : res.layout_best) {
+    json j = choice_head(res, ax.models[b.model], ax.topologies[b.topology], ax.acceptances[b.acceptance], b.row);
+    const ParallelLayout& l = ax.layouts[b.layout];
+    j["batch"] = b.batch;
+    j["layout"] = layout_label(l);
+    j["tp"] = l.tp;
+    j["ep"] = l.ep;
+    j["dp_attention"] = l.dp_attention;
+    if (b.row) {
+      const SweepRow& r = res.row(*b.row);
+      j["num_steps"] = r.spec.num_steps;
+      j["eagle_topk"] = r.spec.eagle_topk;
+      j["num_draft_tokens"] = r.spec.num_draft_tokens;
+    }
+    j["total_tokens_per_s"] = b.row ? json(us(b.total_tokens_per_s)) : json(nullptr);
+    j["plain_row"] = b.plain_row ? json(*b.plain_row) : json(nullptr);
+    j["plain_total_tokens_per_s"] = b.plain_row ? json(us(b.plain_total_tokens_per_s)) : json(nullptr);
+    per_layout.push_back(std::move(j));
+  }
+  doc["best_per_layout"] = per_layout;
   json limits = json::array();
   for (const SweepPayLimit& l : res.pay_limits) {
     const Acceptance& a = ax.acceptances[l.acceptance];
@@ -412,8 +518,9 @@ std::string sweep_to_table(const SweepResults& res) {
     if (is_lower_bound(s)) out += fmt::format("; {} is a free-allreduce reference, not a candidate", s);
     else if (!is_exact(s) && !res.axes.allow_lossy) out += fmt::format("; {} is lossy, left out (--allow-lossy)", s);
   out += ")\n";
-  out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5} {:<10}  {:>9}  {:>9}  {:>7}  {}\n", "model", wm,
-                     "topology", wt, "accept", "strategy", "TP", "N", "dtype", "E", "tok/s", "plain", "speedup",
+  const SweepAxes& ax = res.axes;
+  out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {} {:>3} {:<5} {:<10}  {:>9}  {:>9}  {:>7}  {}\n", "model", wm,
+                     "topology", wt, "accept", "strategy", layout_header(ax), "N", "dtype", "E", "tok/s", "plain", "speedup",
                      "EAGLE-3");
   for (const SweepBest& b : res.best) {
     const std::string acc = short_acceptance(b.acceptance);
@@ -423,15 +530,15 @@ std::string sweep_to_table(const SweepResults& res) {
     }
     const SweepRow& r = res.row(*b.row);
     const bool known = b.plain_row.has_value();
-    out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5} {:<10}  {:>9}  {:>9}  {:>7}  {}\n", b.model, wm,
-                       b.topology, wt, acc, r.strategy, r.tp, r.draft_tokens, to_string(r.weight_dtype), e_text(res, r),
+    out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {} {:>3} {:<5} {:<10}  {:>9}  {:>9}  {:>7}  {}\n", b.model, wm,
+                       b.topology, wt, acc, r.strategy, layout_cell(ax, r), r.draft_tokens, to_string(r.weight_dtype), e_text(res, r),
                        fmt_rate(r.tokens_per_s), known ? fmt_rate(b.best_plain_tokens_per_s) : "n/a",
                        known ? fmt::format("{:.2f}x", b.speedup_vs_best_plain) : "n/a",
                        !known ? "n/a" : b.speedup_vs_best_plain > 1.0 ? "pays off" : "does not pay off");
     if (b.measured_row) {
       const SweepRow& m = res.row(*b.measured_row);
-      out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {:>3} {:>3} {:<5} {:<10}  {:>9}  {:>9}  {:>7}  {}\n", "",
-                         wm, "  best measured:", wt, "", m.strategy, m.tp, m.draft_tokens, to_string(m.weight_dtype),
+      out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {} {:>3} {:<5} {:<10}  {:>9}  {:>9}  {:>7}  {}\n", "",
+                         wm, "  best measured:", wt, "", m.strategy, layout_cell(ax, m), m.draft_tokens, to_string(m.weight_dtype),
                          e_text(res, m), fmt_rate(m.tokens_per_s), known ? fmt_rate(b.best_plain_tokens_per_s) : "n/a",
                          known ? fmt::format("{:.2f}x", m.tokens_per_s / b.best_plain_tokens_per_s) : "n/a",
                          !known ? "n/a" : m.tokens_per_s > b.best_plain_tokens_per_s ? "pays off" : "does not pay off");
@@ -440,6 +547,7 @@ std::string sweep_to_table(const SweepResults& res) {
 
   out += sensitivity_line(res);
   out += batch_table(res);
+  out += layout_table(res);
 
   // Unfit combinations, grouped by reason (first appearance order), with what they cover.
   if (!c.unfit.empty()) {

@@ -1,6 +1,6 @@
 #pragma once
 // What a sweep produces: one row per combination of the grid (model x topology x weight dtype x
-// TP x batch x speculative configuration x strategy x acceptance), in grid order, either priced
+// layout x batch x speculative configuration x strategy x acceptance), in grid order, either priced
 // or marked as unable to run with the reason; the best configuration per model, topology and
 // acceptance, and per batch size with where speculation stops paying; and the verify-step
 // timeline of each model's best configuration for the report's waterfall.
@@ -15,6 +15,7 @@
 #include "core/dtype.hpp"
 #include "domain/timeline.hpp"
 #include "domain/report.hpp"
+#include "sweep/parallel_layout.hpp"
 #include "sweep/spec_axis.hpp"
 #include "trace/spec_config.hpp"
 
@@ -25,6 +26,7 @@ enum class UnfitKind {
   none,
   tp_exceeds_gpus,   // tp > gpu_count of the topology
   tp_sharding,       // tp does not divide the model's heads (or another sharded dimension)
+  layout,            // the model cannot take the layout's EP (dense, or EP not dividing its experts)
   memory,            // weights + KV cache do not fit in one GPU at this TP
   strategy,          // the allreduce strategy cannot run here (world size, no P2P, message size)
   trace,             // the generator refuses the combination (rows per step over its limit)
@@ -38,7 +40,9 @@ struct SweepAxes {
   std::vector<std::string> draft_models;  // per model: the EAGLE-3 head's name, "" for none
   std::vector<std::string> topologies;    // topology names
   std::vector<DType> weight_dtypes;
-  std::vector<int> tps;
+  std::vector<ParallelLayout> layouts;
+  std::vector<SkippedLayout> skipped_layouts;  // combinations of --tp/--ep/--dp-attention that are not layouts
+  std::string a2a;                            // the all-to-all strategy of DP-attention layouts
   std::vector<int> batches;                   // concurrent requests per step
   std::vector<SpecConfig> spec_configs;       // (num_steps, eagle_topk, num_draft_tokens), SGLang-valid
   std::vector<SkippedSpecConfig> skipped_configs;  // combinations of the lists SGLang would not run
@@ -66,6 +70,8 @@ struct SweepRow : CycleMetrics {
   int gpu_count = 0;
   DType weight_dtype = DType::bf16;
   int tp = 1;
+  int ep = 1;                 // expert-parallel groups (1: TP-MoE)
+  bool dp_attention = false;  // data-parallel attention, the MoE by all-to-all
   SpecConfig spec;       // the speculative configuration
   int draft_tokens = 1;  // draft tokens verified per request, D - 1 (N of a chain)
   Acceptance acceptance;  // the acceptance axis entry
@@ -117,6 +123,17 @@ struct SweepBatchBest {
   bool pays() const { return row && plain_row && speedup_vs_plain > 1.0; }
 };
 
+// One parallel layout's fastest speculative row and plain decoding at one batch (per model,
+// topology and acceptance): the layouts side by side (sweep/layout_best.hpp).
+struct SweepLayoutBest {
+  std::size_t model = 0, topology = 0, acceptance = 0, layout = 0;  // axis positions
+  int batch = 1;
+  std::optional<std::size_t> row;        // the fastest speculative row; none: nothing of it runs
+  std::optional<std::size_t> plain_row;  // the row whose plain decoding is fastest in this layout
+  double total_tokens_per_s = 0;         // the row's
+  double plain_total_tokens_per_s = 0;   // the plain row's decoding
+};
+
 // Where speculation stops paying for one (model, topology, acceptance): the smallest batch
 // swept at which no configuration beats plain decoding; none when it pays at every batch that
 // runs (or nothing runs).
@@ -162,6 +179,8 @@ struct SweepResults {
   std::vector<SweepBest> best;         // per model, topology, acceptance, in grid order
   std::vector<SweepBatchBest> batch_best;  // per model, topology, acceptance, batch, in that order
   std::vector<SweepPayLimit> pay_limits;   // per model, topology, acceptance
+  // Per model, topology, acceptance, batch, layout; only when some layout has EP or DP attention.
+  std::vector<SweepLayoutBest> layout_best;
   std::vector<Acceptance> acceptance_sources;  // resolved acceptances the rows point at (with source)
   std::vector<SweepWaterfall> waterfalls;
   std::vector<std::string> notes;      // e.g. which draft head was paired with which model

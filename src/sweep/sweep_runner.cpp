@@ -20,6 +20,7 @@
 #include "model/generator.hpp"
 #include "model/speculative_flags.hpp"
 #include "sweep/batch_best.hpp"
+#include "sweep/layout_best.hpp"
 #include "sweep/memory_check.hpp"
 #include "sweep/progress_bar.hpp"
 #include "sweep/step_fingerprint.hpp"
@@ -34,6 +35,7 @@ const char* to_string(UnfitKind k) {
     case UnfitKind::none: return "ok";
     case UnfitKind::tp_exceeds_gpus: return "tp_exceeds_gpus";
     case UnfitKind::tp_sharding: return "tp_sharding";
+    case UnfitKind::layout: return "layout";
     case UnfitKind::memory: return "memory";
     case UnfitKind::strategy: return "strategy";
     case UnfitKind::trace: return "trace";
@@ -43,7 +45,7 @@ const char* to_string(UnfitKind k) {
 }
 
 std::size_t SweepAxes::combination_count() const {
-  return models.size() * topologies.size() * weight_dtypes.size() * tps.size() * batches.size() * spec_configs.size() *
+  return models.size() * topologies.size() * weight_dtypes.size() * layouts.size() * batches.size() * spec_configs.size() *
          strategies.size() * acceptances.size();
 }
 
@@ -63,7 +65,7 @@ constexpr const char* kStepNames[kStepKinds] = {"verify", "draft", "decode", "dr
 // One generated trace, reduced to the distinct-step ids of its steps (the trace itself is freed
 // once its steps are sorted into the distinct ones).
 struct TraceSlot {
-  std::size_t model = 0, dtype = 0, tp = 0, batch = 0, spec = 0;  // axis positions
+  std::size_t model = 0, dtype = 0, layout = 0, batch = 0, spec = 0;  // axis positions
   int uid[kStepKinds] = {-1, -1, -1, -1};
   std::string error;  // the generator refused the combination
 };
@@ -73,7 +75,7 @@ struct TraceSlot {
 struct UniqueStep {
   Trace trace;
   std::uint64_t fp = 0;
-  int tp = 1;
+  int tp = 1;  // ranks
   std::size_t model = 0;
 };
 
@@ -87,7 +89,7 @@ void check_request(const SweepRequest& rq) {
   need(!rq.models.empty(), fmt::format("the model list ({})", setting_name(Setting::model)));
   need(!rq.topologies.empty(), fmt::format("the topology list ({})", setting_name(Setting::topology)));
   need(!rq.weight_dtypes.empty(), fmt::format("the weight dtype list ({})", setting_name(Setting::weight_dtype)));
-  need(!rq.tps.empty(), fmt::format("the TP list ({})", setting_name(Setting::tp)));
+  need(!rq.layouts.empty(), fmt::format("the TP list ({})", setting_name(Setting::tp)));
   need(!rq.batches.empty(), fmt::format("the batch list ({})", setting_name(Setting::batch)));
   need(!rq.draft_tokens.empty() || !rq.spec_configs.empty(),
        fmt::format("the speculative configuration list ({} or {})", setting_name(Setting::draft_tokens),
@@ -137,7 +139,7 @@ class Sweep {
         specs_(spec_configs_of(rq)),
         acceptances_(acceptance_axis(rq)),
         out_(out),
-        grid_(rq.models.size(), rq.topologies.size(), rq.weight_dtypes.size(), rq.tps.size(), rq.batches.size(),
+        grid_(rq.models.size(), rq.topologies.size(), rq.weight_dtypes.size(), rq.layouts.size(), rq.batches.size(),
               specs_.size(), rq.strategies.size(), acceptances_.size()),
         pool_(rq.threads) {}
 
@@ -214,8 +216,12 @@ void Sweep::describe_axes() {
   std::vector<std::string> models, drafts, topologies;
   for (const SweepModel& m : rq_.models) {
     models.push_back(m.target.name);
-    drafts.push_back(m.draft ? m.draft->name : "");
-    if (!m.draft)
+    drafts.push_back(m.mtp ? mtp_draft_name(m.target.name) : m.draft ? m.draft->name : "");
+    if (m.mtp)
+      out_.notes.push_back(fmt::format("{}: the draft is its own MTP layer ({} NextN layer{}, as SGLang's NEXTN "
+                                       "runs it)",
+                                       m.target.name, m.target.mtp_layers, m.target.mtp_layers == 1 ? "" : "s"));
+    else if (!m.draft)
       out_.notes.push_back(fmt::format("{}: no EAGLE-3 head (--draft none), so the draft forwards are not in the "
                                        "cycle (tok/s is optimistic)",
                                        m.target.name));
@@ -228,7 +234,9 @@ void Sweep::describe_axes() {
   ax.draft_models = drafts;
   ax.topologies = topologies;
   ax.weight_dtypes = rq_.weight_dtypes;
-  ax.tps = rq_.tps;
+  ax.layouts = rq_.layouts;
+  ax.skipped_layouts = rq_.skipped_layouts;
+  ax.a2a = rq_.a2a;
   ax.batches = rq_.batches;
   ax.spec_configs = specs_;
   ax.skipped_configs = rq_.skipped_configs;
@@ -307,21 +315,27 @@ void Sweep::decide_fits() {
   fits_.assign(grid_.fits(), Fit{});
   for (std::size_t m = 0; m < grid_.models; ++m) {
     const SweepModel& model = rq_.models[m];
-    for (std::size_t p = 0; p < grid_.tps; ++p) {
-      const int tp = rq_.tps[p];
+    for (std::size_t p = 0; p < grid_.layouts; ++p) {
+      const ParallelLayout& layout = rq_.layouts[p];
+      const int tp = layout.tp;
       std::string shard_error;
       try {
-        check_tp(model.target, tp);
-        if (model.draft) check_tp(*model.draft, tp);
+        // Data-parallel attention runs attention and the draft at TP 1: only the experts shard.
+        if (!layout.dp_attention) {
+          check_tp(model.target, tp);
+          if (model.draft) check_tp(*model.draft, tp);
+        }
       } catch (const InputError& e) {
         shard_error = e.what();
       }
+      const std::string layout_error = layout_problem(model.target, layout);
       for (std::size_t d = 0; d < grid_.dtypes; ++d)
         for (std::size_t b = 0; b < grid_.batches; ++b) {
           MemoryNeed need;
-          if (shard_error.empty())
-            need = memory_needed(model.target, model.draft ? &*model.draft : nullptr, tp, rq_.weight_dtypes[d],
-                                 rq_.kv_len, rq_.batches[b]);
+          if (shard_error.empty() && layout_error.empty())
+            need = memory_needed(model.target, model.draft ? &*model.draft : nullptr,
+                                 RankHolding{tp, layout.dp_attention, model.mtp}, LinearFormats::all(rq_.weight_dtypes[d]),
+                                 std::vector<std::int64_t>(static_cast<std::size_t>(rq_.batches[b]), rq_.kv_len));
           for (std::size_t t = 0; t < grid_.topologies; ++t) {
             const Topology& topo = rq_.topologies[t];
             Fit& f = fits_[grid_.fit(m, t, d, p, b)];
@@ -333,6 +347,11 @@ void Sweep::decide_fits() {
             if (!shard_error.empty()) {
               f.unfit = UnfitKind::tp_sharding;
               f.reason = shard_error;
+              continue;
+            }
+            if (!layout_error.empty()) {
+              f.unfit = UnfitKind::layout;
+              f.reason = layout_error;
               continue;
             }
             const MemoryVerdict v = check_memory(need, topo.gpu, rq_.gpu_mem_util);
@@ -351,7 +370,10 @@ void Sweep::decide_fits() {
 GenOptions Sweep::gen_options(std::size_t m, std::size_t d, std::size_t p, std::size_t b, std::size_t c) const {
   const SpecConfig& config = specs_[c];
   GenOptions g;
-  g.tp = rq_.tps[p];
+  g.tp = rq_.layouts[p].tp;
+  g.ep = rq_.layouts[p].ep;
+  g.dp_attention = rq_.layouts[p].dp_attention;
+  g.mtp_draft = rq_.models[m].mtp;
   g.kv_len = rq_.kv_len;
   g.weight_dtype = rq_.weight_dtypes[d];
   g.draft = rq_.models[m].draft;
@@ -377,7 +399,7 @@ void Sweep::generate_traces() {
   slot_of_.assign(grid_.traces(), -1);
   for (std::size_t m = 0; m < grid_.models; ++m)
     for (std::size_t d = 0; d < grid_.dtypes; ++d)
-      for (std::size_t p = 0; p < grid_.tps; ++p)
+      for (std::size_t p = 0; p < grid_.layouts; ++p)
         for (std::size_t b = 0; b < grid_.batches; ++b) {
           bool wanted = false;
           for (std::size_t t = 0; t < grid_.topologies && !wanted; ++t)
@@ -386,7 +408,7 @@ void Sweep::generate_traces() {
           for (std::size_t c = 0; c < grid_.specs; ++c) {
             slot_of_[grid_.trace(m, d, p, b, c)] = static_cast<int>(slots_.size());
             TraceSlot s;
-            s.model = m, s.dtype = d, s.tp = p, s.batch = b, s.spec = c;
+            s.model = m, s.dtype = d, s.layout = p, s.batch = b, s.spec = c;
             slots_.push_back(std::move(s));
           }
         }
@@ -399,7 +421,7 @@ void Sweep::generate_traces() {
     pool_.run(n, [&](std::size_t i) {
       TraceSlot& s = slots_[first + i];
       try {
-        chunk[i] = generate_trace(rq_.models[s.model].target, gen_options(s.model, s.dtype, s.tp, s.batch, s.spec));
+        chunk[i] = generate_trace(rq_.models[s.model].target, gen_options(s.model, s.dtype, s.layout, s.batch, s.spec));
       } catch (const InputError& e) {
         s.error = e.what();
         return;
@@ -417,7 +439,7 @@ void Sweep::generate_traces() {
           if (x.name == kStepNames[k]) st = &x;
         if (!st) continue;
         const std::uint64_t fp = fps[i * kStepKinds + k];
-        const int tp = rq_.tps[s.tp];
+        const int tp = rq_.layouts[s.layout].tp;
         int id = -1;
         auto range = unique_by_fp_.equal_range(fp);
         for (auto it = range.first; it != range.second && id < 0; ++it) {
@@ -452,7 +474,7 @@ void Sweep::price_steps() {
   std::vector<Job> jobs;
   for (const TraceSlot& s : slots_)
     for (std::size_t t = 0; t < T; ++t) {
-      if (fits_[grid_.fit(s.model, t, s.dtype, s.tp, s.batch)].unfit != UnfitKind::none) continue;
+      if (fits_[grid_.fit(s.model, t, s.dtype, s.layout, s.batch)].unfit != UnfitKind::none) continue;
       for (int k = 0; k < kStepKinds; ++k) {
         if (s.uid[k] < 0) continue;
         long& base = job_base_[static_cast<std::size_t>(s.uid[k]) * T + t];
@@ -469,6 +491,7 @@ void Sweep::price_steps() {
     SimBackend backend;
     RunOptions opts;
     opts.ranks = u.tp;
+    opts.a2a = rq_.a2a;
     opts.engine.model_architecture = architecture_of(u.model);
     opts.fuse_add_norm = rq_.fuse_add_norm;
     priced_[i] = price_step(backend, u.trace, u.trace.steps.front(), rq_.strategies[job.strategy],
@@ -486,10 +509,12 @@ void Sweep::build_block(std::size_t fit_index, std::vector<SweepRow>& rows) cons
   GridPoint g = grid_.fit_point(fit_index);
   const std::size_t first = grid_.row(g);
   const Fit& fit = fits_[fit_index];
-  const int batch = rq_.batches[g.batch], tp = rq_.tps[g.tp];
+  const int batch = rq_.batches[g.batch];
+  const ParallelLayout& layout = rq_.layouts[g.layout];
+  const int tp = layout.tp;
   for (g.spec = 0; g.spec < grid_.specs; ++g.spec) {
     const SpecConfig& config = specs_[g.spec];
-    const TraceSlot* s = fit.unfit == UnfitKind::none ? slot(g.model, g.dtype, g.tp, g.batch, g.spec) : nullptr;
+    const TraceSlot* s = fit.unfit == UnfitKind::none ? slot(g.model, g.dtype, g.layout, g.batch, g.spec) : nullptr;
     for (g.strategy = 0; g.strategy < grid_.strategies; ++g.strategy) {
       StrategyResult r;
       r.strategy = rq_.strategies[g.strategy];
@@ -520,6 +545,8 @@ void Sweep::build_block(std::size_t fit_index, std::vector<SweepRow>& rows) cons
         row.gpu_count = rq_.topologies[g.topology].gpu_count;
         row.weight_dtype = rq_.weight_dtypes[g.dtype];
         row.tp = tp;
+        row.ep = layout.ep;
+        row.dp_attention = layout.dp_attention;
         row.batch = batch;
         row.gpus = tp;
         row.spec = config;
@@ -648,6 +675,10 @@ void Sweep::pick_best() {
   BatchVerdicts v = best_per_batch(grid_, rq_.batches, speeds_);
   out_.batch_best = std::move(v.best);
   out_.pay_limits = std::move(v.limits);
+  // Side by side only when the layouts differ in more than TP (the tables above compare TPs).
+  const bool beyond_tp = std::any_of(rq_.layouts.begin(), rq_.layouts.end(),
+                                     [](const ParallelLayout& l) { return l.ep > 1 || l.dp_attention; });
+  if (grid_.layouts > 1 && beyond_tp) out_.layout_best = best_per_layout(grid_, rq_.batches, speeds_);
 }
 
 // Each model's fastest configuration, re-simulated with a timeline for the waterfall (its trace
@@ -661,10 +692,11 @@ void Sweep::add_waterfalls() {
     if (!best) continue;
     const GridPoint g = grid_.point(*best);
     const Trace trace =
-        generate_trace(rq_.models[m].target, gen_options(g.model, g.dtype, g.tp, g.batch, g.spec));
+        generate_trace(rq_.models[m].target, gen_options(g.model, g.dtype, g.layout, g.batch, g.spec));
     SimBackend backend;
     RunOptions opts;
-    opts.ranks = rq_.tps[g.tp];
+    opts.ranks = rq_.layouts[g.layout].tp;
+    opts.a2a = rq_.a2a;
     opts.fuse_add_norm = rq_.fuse_add_norm;
     opts.want_timeline = true;
     opts.engine.model_architecture = architecture_of(m);
@@ -682,6 +714,7 @@ void Sweep::keep_picked_rows() {
   };
   for (const SweepBest& b : out_.best) want(b.row), want(b.plain_row), want(b.measured_row);
   for (const SweepBatchBest& b : out_.batch_best) want(b.row), want(b.plain_row);
+  for (const SweepLayoutBest& b : out_.layout_best) want(b.row), want(b.plain_row);
   for (const SweepWaterfall& w : out_.waterfalls) wanted.insert(w.row);
   const std::size_t block_rows = grid_.specs * grid_.strategies * grid_.acceptances;
   std::vector<SweepRow> rows;

@@ -1,10 +1,10 @@
 #pragma once
-// The capacity-planning sweep: every combination of model x topology x weight dtype x TP x batch
+// The capacity-planning sweep: every combination of model x topology x weight dtype x layout x batch
 // x speculative configuration x strategy x acceptance, priced by the simulator. The work is
 // arranged so that nothing is computed twice:
-//   1. feasibility per (model, topology, dtype, TP, batch): GPU count, sharding, memory of the
+//   1. feasibility per (model, topology, dtype, layout, batch): GPU count, sharding, memory of the
 //      batch's KV cache (cheap, serial);
-//   2. one generated trace per (model, dtype, TP, batch, configuration) that some topology can
+//   2. one generated trace per (model, dtype, layout, batch, configuration) that some topology can
 //      run, generated in chunks and reduced to its distinct steps at once, so memory holds
 //      steps, not traces;
 //   3. one simulation per distinct step x topology x strategy (steps are told apart by content:
@@ -23,6 +23,7 @@
 #include "domain/report.hpp"
 #include "domain/tree_acceptance.hpp"
 #include "model/model_config.hpp"
+#include "sweep/parallel_layout.hpp"
 #include "sweep/spec_axis.hpp"
 #include "sweep/sweep_result.hpp"
 #include "topology/topology.hpp"
@@ -32,15 +33,20 @@ namespace eaglesim {
 
 struct SweepModel {
   ModelConfig target;
-  std::optional<ModelConfig> draft;  // the EAGLE-3 head; none: the trace has no draft step
+  std::optional<ModelConfig> draft;  // the EAGLE-3 head; none: the trace has no draft step (unless mtp)
   bool draft_derived = false;        // the head is model/default_eagle3_head.hpp's, not a published one
+  bool mtp = false;                  // the draft is the target's own MTP layer (gen --draft mtp); no head
 };
 
 struct SweepRequest {
   std::vector<SweepModel> models;
   std::vector<Topology> topologies;
   std::vector<DType> weight_dtypes{DType::bf16};
-  std::vector<int> tps{1};
+  // The parallel layouts (TP, EP, data-parallel attention) and the list combinations that were not
+  // layouts, echoed into the results.
+  std::vector<ParallelLayout> layouts{ParallelLayout{}};
+  std::vector<SkippedLayout> skipped_layouts;
+  std::string a2a = "auto";  // the all-to-all strategy of layouts with DP attention (run --a2a)
   std::vector<int> batches{1};
   // The configurations: the chains of `draft_tokens` (N: steps N, topk 1, draft tokens N + 1)
   // together with `spec_configs` (SGLang-valid, build_spec_axis); at least one of them.

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "model/generator.hpp"
 #include "sweep/sweep_inputs.hpp"
 
 namespace eaglesim {
@@ -46,10 +47,9 @@ TraceMemoryCheck check_trace_memory(const Trace& trace, const Topology& topo, do
   bool dp_attention = false;
   for (const Step& s : trace.steps)
     for (const Op& op : s.ops) dp_attention = dp_attention || op.kind == OpKind::all_to_all;
-  const int tp = trace.meta.tp;
-  if (dp_attention) kv_lens.resize((kv_lens.size() + static_cast<std::size_t>(tp) - 1) / static_cast<std::size_t>(tp));
-  MemoryNeed need = memory_needed(*target, draft ? &*draft : nullptr, dp_attention ? 1 : tp, formats, kv_lens);
-  if (dp_attention) need.weight_bytes = weight_bytes_per_rank(*target, tp, formats, true);
+  const bool mtp = trace.meta.draft_model == mtp_draft_name(target->name);
+  const MemoryNeed need = memory_needed(*target, mtp ? nullptr : (draft ? &*draft : nullptr),
+                                        RankHolding{trace.meta.tp, dp_attention, mtp}, formats, std::move(kv_lens));
   out.verdict = check_memory(need, topo.gpu, gpu_mem_util);
   return out;
 }

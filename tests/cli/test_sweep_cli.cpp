@@ -227,8 +227,8 @@ TEST(SweepCli, KvLenIsAnAxis) {
   EXPECT_NE(r.out.find("Swept 32 combinations"), std::string::npos) << r.out;
   const std::string csv = slurp(dir + "/kv.csv");
   EXPECT_EQ(count_lines(csv), 1u + 32);
-  EXPECT_NE(csv.find(",tp,batch,kv_len,"), std::string::npos);
-  EXPECT_NE(csv.find(",32,8192,"), std::string::npos);
+  EXPECT_NE(csv.find(",tp,ep,dp_attention,batch,kv_len,"), std::string::npos);
+  EXPECT_NE(csv.find(",1,1,false,32,8192,"), std::string::npos);
   const CliResult json = run_cli(base + " --kv-len 1024,8192 --json " + dir + "/s.json");
   EXPECT_EQ(json.exit_code, 2);
   EXPECT_NE(json.err.find("--kv-len: 2 context lengths make 2 sweeps"), std::string::npos) << json.err;

@@ -1,6 +1,9 @@
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "comm/all_to_all.hpp"
@@ -98,6 +101,148 @@ TEST(AllToAll, RefusesWhatItCannotRun) {
     EXPECT_NE(std::string(e.what()).find("over NVLink"), std::string::npos) << e.what();
   }
   EXPECT_GT(all_to_all_cost("nccl", p).us, 0.0);
+}
+
+namespace {
+
+// DeepEP's normal-kernel machine: H800 nodes of 8 (NVLink 400 GB/s both directions, 200 a
+// direction, against the H100's 900), one CX7 400 Gb/s NIC a GPU: the 2 x 8 H100 preset with the
+// H800's NVLink, stretched to `nodes` nodes (no preset holds 4 or 8).
+Topology h800_nodes(int nodes) {
+  Topology t = preset("2x8-h100-nvswitch-ib400");
+  t.name = fmt::format("{}x8-h800", nodes);
+  t.nvlink.bw_gbs = 200;
+  t.nodes = nodes;
+  t.gpu_count = 8 * nodes;
+  return t;
+}
+
+// DeepEP's published normal-kernel setting: 4096 tokens a rank, hidden 7168, top-8 of 256, fp8
+// dispatch, bf16 combine; across nodes its test routes each token to min(nodes, 4) nodes.
+AllToAllQuery normal_case(const Topology& t, int ranks, AllToAllPhase phase) {
+  AllToAllQuery q = deepep_case(t, ranks, phase);
+  q.tokens = 4096;
+  q.max_nodes_per_token = std::min(ranks / 8, 4);
+  return q;
+}
+
+// The GB/s the model gives where DeepEP's tests count bytes.
+double model_gbs(const std::string& strategy, const AllToAllQuery& q) {
+  const AllToAllCost c = all_to_all_cost(strategy, q);
+  return c.counted_bytes / (c.us * 1e3);
+}
+
+struct PublishedRow {
+  int ranks;
+  AllToAllPhase phase;
+  double gbs;     // deepseek-ai/DeepEP README at 567632dd, "Normal kernels with NVLink and RDMA forwarding"
+  bool fitted;    // the model's rates come from this row
+  const char* link;
+};
+
+}  // namespace
+
+TEST(AllToAll, DeepEpNormalAgainstItsPublishedRows) {
+  const PublishedRow rows[] = {
+      {8, AllToAllPhase::dispatch, 153, true, "NVLink"},  {8, AllToAllPhase::combine, 158, true, "NVLink"},
+      {16, AllToAllPhase::dispatch, 43, false, "RDMA"},   {16, AllToAllPhase::combine, 43, false, "RDMA"},
+      {32, AllToAllPhase::dispatch, 58, true, "RDMA"},    {32, AllToAllPhase::combine, 57, false, "RDMA"},
+      {64, AllToAllPhase::dispatch, 51, false, "RDMA"},   {64, AllToAllPhase::combine, 50, false, "RDMA"},
+  };
+  for (const PublishedRow& row : rows) {
+    const Topology t = h800_nodes(std::max(1, row.ranks / 8));
+    const AllToAllQuery q = normal_case(t, row.ranks, row.phase);
+    const AllToAllCost c = all_to_all_cost("deepep_normal", q);
+    const double gbs = model_gbs("deepep_normal", q);
+    EXPECT_EQ(c.counted_as, row.link);
+    // The published time is the data kernel's alone; the model adds the notify kernel and the
+    // host's wait (under 1 % here), so a fitted row comes back within 2 %.
+    const double tolerance = row.fitted ? 0.02 : 0.25;
+    EXPECT_NEAR(gbs / row.gbs, 1.0, tolerance)
+        << "EP" << row.ranks << " " << to_string(row.phase) << ": model " << gbs << " GB/s (" << c.us
+        << " us), published " << row.gbs << " GB/s";
+    // Printed for docs/validation.md's table.
+    std::printf("deepep_normal EP%d %s: published %.0f GB/s (%.0f us), model %.1f GB/s (%.0f us), %+.1f %%%s\n",
+                row.ranks, to_string(row.phase), row.gbs, c.counted_bytes / (row.gbs * 1e3), gbs, c.us,
+                (gbs / row.gbs - 1) * 100, row.fitted ? " (fitted)" : "");
+  }
+}
+
+TEST(AllToAll, DeepEpNormalScalesWithTheMachinesLinks) {
+  // On H100 nodes the NVLink is 450 GB/s a direction, not the H800's 200: one node is faster,
+  // while two nodes stay bound by the same NIC.
+  const Topology h800 = h800_nodes(2), h100 = preset("2x8-h100-nvswitch-ib400");
+  EXPECT_LT(all_to_all_cost("deepep_normal", normal_case(h100, 8, AllToAllPhase::dispatch)).us,
+            0.6 * all_to_all_cost("deepep_normal", normal_case(h800, 8, AllToAllPhase::dispatch)).us);
+  AllToAllQuery q = normal_case(h100, 16, AllToAllPhase::combine);
+  const AllToAllCost c = all_to_all_cost("deepep_normal", q);
+  EXPECT_NE(c.detail.find("over RDMA"), std::string::npos) << c.detail;
+  // A token counts once per node it reaches over RDMA, whatever its experts there.
+  EXPECT_NEAR(c.counted_bytes, 4096 * token_spread(q).nodes * 7168 * 2, 1e-6 * c.counted_bytes);
+  // Few tokens cost the fixed terms: the kernel's own, notify and the launch.
+  q.tokens = 1;
+  const double small = all_to_all_cost("deepep_normal", q).us;
+  EXPECT_GT(small, 60.0);
+  EXPECT_LT(small, 90.0);
+}
+
+TEST(AllToAll, GroupLimitedRoutingReachesFewerNodes) {
+  const Topology t = h800_nodes(8);
+  AllToAllQuery q = normal_case(t, 64, AllToAllPhase::dispatch);
+  q.max_nodes_per_token = 0;
+  const TokenSpread any = token_spread(q);
+  q.max_nodes_per_token = 4;
+  const TokenSpread four = token_spread(q);
+  EXPECT_LT(four.nodes, 4.0);
+  EXPECT_GT(any.nodes, 5.0);
+  EXPECT_NEAR(four.nodes, distinct_ranks_per_token(4, 128, 8), 1e-12);   // 8 experts of 4 nodes' 128
+  EXPECT_NEAR(four.ranks, distinct_ranks_per_token(32, 128, 8), 1e-12);  // over those nodes' 32 ranks
+  EXPECT_DOUBLE_EQ(any.ranks, distinct_ranks_per_token(64, 256, 8));
+}
+
+TEST(AllToAll, AutoPicksLowLatencyWhileTheTokensFitItsBuffer) {
+  const Topology t = preset("2x8-h200-nvswitch-ib400");
+  AllToAllQuery q = deepep_case(t, 16, AllToAllPhase::dispatch);
+  ASSERT_EQ(deepep_ll_max_tokens_per_rank(), 128);  // SGLang's SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK
+  const AllToAllCost at_limit = all_to_all_cost("auto", q);
+  EXPECT_EQ(at_limit.runs_as, "deepep_ll");
+  EXPECT_DOUBLE_EQ(at_limit.us, all_to_all_cost("deepep_ll", q).us);
+  EXPECT_NE(at_limit.detail.find("auto: deepep_ll"), std::string::npos) << at_limit.detail;
+  q.tokens = 129;
+  const AllToAllCost above = all_to_all_cost("auto", q);
+  EXPECT_EQ(above.runs_as, "deepep_normal");
+  EXPECT_DOUBLE_EQ(above.us, all_to_all_cost("deepep_normal", q).us);
+  // deepep_ll itself refuses the step, naming the flag, the field and what it takes.
+  try {
+    all_to_all_cost("deepep_ll", q);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--a2a: deepep_ll cannot run"), std::string::npos) << what;
+    EXPECT_NE(what.find("tokens: expected at most 128 a rank"), std::string::npos) << what;
+    EXPECT_NE(what.find("got 129"), std::string::npos) << what;
+  }
+  EXPECT_EQ(all_to_all_cost("nccl", q).runs_as, "nccl");
+}
+
+TEST(AllToAll, DeepEpNormalRefusesWhatItsKernelsCannotRun) {
+  // Across nodes the kernels forward within groups of 8 GPUs a node.
+  Topology four_a_node = preset("2x8-h100-nvswitch-ib400");
+  four_a_node.gpu_count = 8;
+  AllToAllQuery q = normal_case(four_a_node, 8, AllToAllPhase::dispatch);
+  EXPECT_NE(all_to_all_problem("deepep_normal", q).find("NUM_MAX_NVL_PEERS"), std::string::npos);
+  EXPECT_EQ(all_to_all_problem("deepep_ll", deepep_case(four_a_node, 8, AllToAllPhase::dispatch)), "");
+  // Inside one node they run on Ampere; the low-latency kernels do not.
+  const Topology a100 = preset("8x-a100-nvswitch");
+  const AllToAllQuery one_node = normal_case(a100, 8, AllToAllPhase::combine);
+  EXPECT_EQ(all_to_all_problem("deepep_normal", one_node), "");
+  EXPECT_NE(all_to_all_problem("deepep_ll", deepep_case(a100, 8, AllToAllPhase::combine)).find("9.0"),
+            std::string::npos);
+  // The experts spread evenly over the ranks.
+  AllToAllQuery uneven = normal_case(h800_nodes(2), 16, AllToAllPhase::dispatch);
+  uneven.experts = 250;
+  EXPECT_THROW(all_to_all_cost("deepep_normal", uneven), InputError);
+  EXPECT_THROW(all_to_all_cost("nccl", uneven), InputError);
 }
 
 TEST(ExpertParallelGen, DataParallelAttentionExchangesTokensByAllToAll) {

@@ -35,7 +35,7 @@ TEST(SweepBatchGrid, RowsAndPointsAreInverseWithTheNewAxes) {
   p.spec = 1;
   EXPECT_EQ(g.row(p), 7u * 3);
   p = {};
-  p.tp = 1;
+  p.layout = 1;
   EXPECT_EQ(g.row(p), 5u * 6 * 7 * 3);
   EXPECT_EQ(g.fits(), 2u * 3 * 2 * 4 * 5);
   EXPECT_EQ(g.fit(1, 2, 1, 3, 4), g.fits() - 1);
@@ -127,7 +127,7 @@ TEST(SweepBatchGrid, FitIndicesAndFitPointsAreInverse) {
   const SweepGrid g(2, 3, 2, 4, 5, 6, 7, 3);
   for (std::size_t f = 0; f < g.fits(); ++f) {
     const GridPoint p = g.fit_point(f);
-    ASSERT_EQ(g.fit(p.model, p.topology, p.dtype, p.tp, p.batch), f);
+    ASSERT_EQ(g.fit(p.model, p.topology, p.dtype, p.layout, p.batch), f);
     EXPECT_EQ(p.spec + p.strategy + p.acceptance, 0u);
   }
   // The first row of a fit's block is the fit's point with every later coordinate 0.

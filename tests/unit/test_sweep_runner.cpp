@@ -28,7 +28,7 @@ SweepRequest small_request() {
   SweepRequest rq;
   rq.models.push_back({config("llama-3.1-8b"), config("llama-3.1-8b-eagle3")});
   rq.topologies = {preset("8x-h100-nvswitch"), preset("4x-rtx-pro-6000-pcie5")};
-  rq.tps = {1, 3, 8};
+  rq.layouts = tp_layouts({1, 3, 8});
   rq.draft_tokens = {1, 2, 3};
   rq.acceptances = {{Acceptance::Mode::rate, 0.5}, {Acceptance::Mode::rate, 0.7}};
   rq.strategies = {"nccl", "oneshot", "ideal"};
@@ -64,7 +64,7 @@ TEST(SweepRunner, UnfitCombinationsCarryTheirReason) {
   SweepRequest rq = small_request();
   rq.models.push_back({config("llama-3.1-70b"), std::nullopt});
   rq.topologies.push_back(preset("8x-rtx-pro-6000-pcie5-nop2p"));
-  rq.tps = {1, 2, 3, 8};
+  rq.layouts = tp_layouts({1, 2, 3, 8});
   const SweepResults res = run_sweep(rq);
   // TP 3 does not divide 32 heads.
   const SweepRow& sharding = find_row(res, "8x-h100-nvswitch", 3, 1, "nccl", 0.5);
@@ -187,7 +187,7 @@ TEST(SweepRunner, BestIsTheFastestRealStrategyAgainstTheFastestPlainDecoding) {
 
 TEST(SweepRunner, RejectsEmptyAxesAndUnknownStrategies) {
   SweepRequest rq = small_request();
-  rq.tps.clear();
+  rq.layouts.clear();
   EXPECT_THROW(run_sweep(rq), InputError);
   rq = small_request();
   rq.strategies = {"nccl", "warp-drive"};
@@ -220,7 +220,7 @@ TEST(SweepOutput, CsvHasOneLinePerRowAndEmptyMetricsForUnfitRows) {
 TEST(SweepRunner, RowsStreamedAndNotKeptGiveTheSameAnswers) {
   SweepRequest rq = small_request();
   rq.batches = {1, 4};
-  rq.tps = {1, 8, 3};  // TP 3 cannot shard the model: unfit rows in the counts
+  rq.layouts = tp_layouts({1, 8, 3});  // TP 3 cannot shard the model: unfit rows in the counts
   const SweepResults kept = run_sweep(rq);
   std::vector<std::string> streamed;
   rq.keep_rows = false;
