@@ -86,6 +86,7 @@ Report evaluate_strategies(Backend& backend, const EvaluateRequest& req) {
   Scenario& sc = report.scenario;
   sc.trace_file = req.trace_file;
   sc.model = trace.meta.model;
+  sc.method = speculation_method(trace.meta);
   sc.topology = !req.topology_label.empty() ? req.topology_label : req.topo ? req.topo->name : "this machine";
   sc.backend = backend.name();
   sc.tp = trace.meta.tp;

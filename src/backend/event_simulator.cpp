@@ -110,7 +110,7 @@ class LaneClocks {
   double comm(std::size_t lane) const { return comm_[lane]; }
   double compute(std::size_t lane) const { return compute_[lane]; }
   double wait(std::size_t lane) const { return wait_[lane]; }
-  int collectives() const { return collectives_; }
+  int allreduces() const { return allreduces_; }
 
  private:
   const double* dep_end(const PricedOp& p) const {
@@ -128,7 +128,7 @@ class LaneClocks {
   std::vector<double> comm_, compute_, wait_;
   // End time of every op on every lane, kept only when some op waits on another stream.
   std::vector<double> op_end_;  // [op]
-  int collectives_ = 0;
+  int allreduces_ = 0;
 };
 
 LaneClocks::LaneClocks(const StepPlan& plan, const RankLanes& lanes)
@@ -181,7 +181,9 @@ Rendezvous LaneClocks::run_collective(std::size_t i, const PricedOp& p) {
   double* const comm_l = comm_.data();
   double* const wait_l = wait_.data();
   const double* const deps = dep_end(p);
-  ++collectives_;
+  // The allreduce count and mean are of allreduces: a MoE's all-to-alls are communication too
+  // (comm_us), counted under their own kind.
+  if (p.kind == OpKind::allreduce) ++allreduces_;
   Rendezvous rv;
   for (std::size_t l = 0; l < L_; ++l) {
     const double a = deps ? std::max(clk[l], deps[l]) : clk[l];
@@ -316,9 +318,10 @@ void fill_figures(StepResult& result, const LaneClocks& clocks, const CriticalRa
     result.kind_us[kk] = clocks.kind_us(kk, crit.lane);
   result.comm_us = clocks.comm(crit.lane);
   result.compute_us = clocks.compute(crit.lane);
-  const int collectives = clocks.collectives();
-  result.allreduce_count = collectives;
-  result.allreduce_mean_us = collectives > 0 ? result.comm_us / collectives : 0.0;
+  const int allreduces = clocks.allreduces();
+  result.allreduce_count = allreduces;
+  result.allreduce_mean_us =
+      allreduces > 0 ? result.kind_us[static_cast<std::size_t>(OpKind::allreduce)] / allreduces : 0.0;
   result.critical_rank = crit.rank;
 }
 

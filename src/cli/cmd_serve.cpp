@@ -2,6 +2,7 @@
 // plain decoding and EAGLE-3 side by side, with bench_serving's numbers; --slo finds the highest
 // load meeting a latency target; --compare puts a measured benchmark result beside the prediction.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -13,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "backend/backend.hpp"
+#include "comm/all_to_all.hpp"
 #include "cli/commands.hpp"
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
@@ -20,6 +22,7 @@
 #include "domain/spec_decode_metrics.hpp"
 #include "io/atomic_file.hpp"
 #include "model/default_eagle3_head.hpp"
+#include "model/generator.hpp"
 #include "model/model_config.hpp"
 #include "model/speculative_flags.hpp"
 #include "report/html_report.hpp"
@@ -32,6 +35,7 @@
 #include "serve/serving_simulator.hpp"
 #include "serve/step_cost_table.hpp"
 #include "serve/workload.hpp"
+#include "sweep/parallel_layout.hpp"
 #include "sweep/sweep_inputs.hpp"
 #include "sweep/tree_breakeven.hpp"
 #include "topology/topology.hpp"
@@ -43,6 +47,12 @@ namespace {
 struct ServeArgs {
   std::string model, draft = "auto", topology, engine = "sglang", weight_dtype, kv_cache_dtype = "auto", strategy;
   std::string tps = "1";
+  // The layout, in SGLang's flags: --ep-size, --enable-dp-attention with --dp, the MoE's all-to-all.
+  int ep = 1;
+  bool dp_attention = false;
+  std::optional<int> dp;
+  std::string a2a = "auto";
+  std::string speculative_algorithm;  // SGLang --speculative-algorithm: EAGLE3, EAGLE or NEXTN
   std::optional<int> num_steps, eagle_topk, num_draft_tokens, num_speculative_tokens;
   std::optional<double> accept_len, accept_rate;
   bool plain_only = false;
@@ -122,7 +132,11 @@ struct ServeInputs {
   LinearFormats formats = LinearFormats::all(DType::bf16);
   DType kv_dtype = DType::bf16;
   std::optional<SpeculativeConfig> spec;
-  std::optional<ModelConfig> draft;
+  std::optional<ModelConfig> draft;   // the EAGLE-3 head; none with `mtp`
+  bool mtp = false;                   // the draft is the target's own MTP layer (SGLang NEXTN)
+  int ep = 1;
+  bool dp_attention = false;
+  std::string a2a = "auto";
   double accept_len = 0;
   std::vector<std::string> notes;
   WorkloadSpec workload;                              // the first load's
@@ -135,8 +149,37 @@ struct ServeInputs {
   LoadAxis axis = LoadAxis::request_rate;
 };
 
-// SGLang's three numbers, or vLLM's chain of k tokens; none without either.
-std::optional<SpeculativeConfig> speculative_config(const ServeArgs& a, ServingEngine engine) {
+// Whether the draft is the target's own multi-token-prediction layer: SGLang's
+// --speculative-algorithm NEXTN (which it runs as EAGLE), EAGLE on a model that ships one with no
+// draft given (SGLang loads DeepSeek's MTP layer as EAGLE's draft), or --draft mtp.
+bool draft_is_mtp(const ServeArgs& a, const ModelConfig& target, ServingEngine engine) {
+  std::string algo = a.speculative_algorithm;
+  for (char& c : algo) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (!algo.empty() && algo != "EAGLE3" && algo != "EAGLE" && algo != "NEXTN")
+    throw InputError(fmt::format("--speculative-algorithm: expected EAGLE3 (an EAGLE-3 head), NEXTN (the model's own "
+                                 "MTP layer) or EAGLE, got '{}'", a.speculative_algorithm));
+  if (!algo.empty() && engine != ServingEngine::sglang)
+    throw InputError("--speculative-algorithm: SGLang's flag; with --engine vllm give --num-speculative-tokens (and "
+                     "--draft mtp for the model's MTP layer)");
+  if (algo == "EAGLE3" && a.draft == "mtp")
+    throw InputError("--draft mtp: the model's MTP layer is SGLang's NEXTN; --speculative-algorithm EAGLE3 takes an "
+                     "EAGLE-3 head");
+  if (algo == "NEXTN" && a.draft != "auto" && a.draft != "mtp")
+    throw InputError(fmt::format("--draft: NEXTN drafts with the model's own MTP layer; give no --draft (got '{}')", a.draft));
+  const bool mtp = a.draft == "mtp" || algo == "NEXTN" || (algo == "EAGLE" && a.draft == "auto" && target.mtp_layers > 0);
+  if (mtp && target.mtp_layers < 1)
+    throw InputError(fmt::format("{}: {} ships no multi-token-prediction layer (num_nextn_predict_layers is {} in {}); "
+                                 "draft with an EAGLE-3 head (--speculative-algorithm EAGLE3)",
+                                 algo == "NEXTN" ? "--speculative-algorithm NEXTN" : "--draft mtp", target.name,
+                                 target.mtp_layers, target.file));
+  return mtp;
+}
+
+// SGLang's three numbers, or vLLM's chain of k tokens; none without either, unless speculation is
+// asked for by --speculative-algorithm or --draft mtp: then SGLang's auto_choose_speculative_params
+// (3, 1, 4 for the DeepSeek and gpt-oss architectures, 5, 4, 8 for the others).
+std::optional<SpeculativeConfig> speculative_config(const ServeArgs& a, ServeInputs& in) {
+  const ServingEngine engine = in.engine;
   std::optional<SpeculativeConfig> spec;
   if (a.num_speculative_tokens) {
     if (a.num_steps || a.eagle_topk || a.num_draft_tokens)
@@ -146,6 +189,18 @@ std::optional<SpeculativeConfig> speculative_config(const ServeArgs& a, ServingE
     spec = resolve_speculative_flags({a.num_speculative_tokens, 1, *a.num_speculative_tokens + 1}).config;
   } else if (a.num_steps || a.eagle_topk || a.num_draft_tokens) {
     spec = resolve_speculative_flags({a.num_steps, a.eagle_topk, a.num_draft_tokens}).config;
+  } else if (!a.speculative_algorithm.empty() || in.mtp) {
+    if (engine != ServingEngine::sglang)
+      throw InputError("--draft mtp: vLLM's MTP drafts a chain of --num-speculative-tokens; give it");
+    const std::string& t = in.target.model_type;
+    const bool short_chain = t == "deepseek_v3" || t == "deepseek_v2" || t == "deepseek_v32" || t == "kimi_k2" ||
+                             t == "gpt_oss";
+    const int steps = short_chain ? 3 : 5, topk = short_chain ? 1 : 4, tokens = short_chain ? 4 : 8;
+    spec = resolve_speculative_flags({steps, topk, tokens}).config;
+    in.notes.push_back(fmt::format("speculative settings: none given; SGLang's auto_choose_speculative_params for {} "
+                                   "gives --speculative-num-steps {} --speculative-eagle-topk {} "
+                                   "--speculative-num-draft-tokens {}",
+                                   in.target.name, steps, topk, tokens));
   }
   if (spec && engine == ServingEngine::vllm && spec->eagle_topk > 1)
     throw InputError("--speculative-eagle-topk: vLLM's EAGLE-3 drafts a chain (topk 1); use --engine sglang for trees");
@@ -159,7 +214,9 @@ std::optional<SpeculativeConfig> speculative_config(const ServeArgs& a, ServingE
 void resolve_head_and_acceptance(const ServeArgs& a, ServeInputs& in) {
   if (!in.spec) return;
   if (a.draft == "none") throw InputError("--draft none: speculative decoding needs an EAGLE-3 head (auto derives one)");
-  if (a.draft == "auto") {
+  if (in.mtp) {
+    // The target's own layer: nothing to read.
+  } else if (a.draft == "auto") {
     const std::string beside = find_draft_beside(in.model_path);
     if (!beside.empty()) {
       in.draft = read_model_config(beside);
@@ -246,8 +303,21 @@ ServeInputs resolve_inputs(const ServeArgs& given) {
     in.kv_dtype = *in.target.quantization->kv_cache;
   else if (a.kv_cache_dtype != "bf16" && a.kv_cache_dtype != "auto")
     throw InputError(fmt::format("--kv-cache-dtype: expected auto, bf16 or fp8, got '{}'", a.kv_cache_dtype));
-  in.spec = speculative_config(a, in.engine);
+  in.mtp = draft_is_mtp(a, in.target, in.engine);
+  in.spec = speculative_config(a, in);
   resolve_head_and_acceptance(a, in);
+  // The layout: SGLang's --ep-size, --enable-dp-attention (with --dp = --tp), and the all-to-all.
+  if (a.ep < 1) throw InputError(fmt::format("--ep-size: expected a positive count, got {}", a.ep));
+  if (a.dp && !a.dp_attention)
+    throw InputError(fmt::format("--dp: without --enable-dp-attention SGLang runs {} replicas of the instance; serve "
+                                 "simulates one (--traffic counts the instances a load needs)", *a.dp));
+  if (a.dp_attention && in.engine != ServingEngine::sglang)
+    throw InputError("--enable-dp-attention: SGLang's data-parallel attention; simulate it with --engine sglang");
+  if (!is_all_to_all_strategy(a.a2a))
+    throw InputError(fmt::format("--a2a: expected one of {}, got '{}'", fmt::join(all_to_all_strategy_names(), ", "), a.a2a));
+  in.ep = a.ep;
+  in.dp_attention = a.dp_attention;
+  in.a2a = a.a2a;
   in.loads = load_specs(a, workload_spec(a, in.engine));
   for (const WorkloadSpec& w : in.loads) in.load_requests.push_back(make_workload(w));
   in.workload = in.loads.front();
@@ -267,9 +337,10 @@ ServeInputs resolve_inputs(const ServeArgs& given) {
 
 // The engine's scheduler rules on this deployment, the user's engine flags applied, and the KV
 // cache they leave.
-SchedulerRules engine_rules(const ServeArgs& a, const ServeInputs& in, const Topology& topo, int tp,
-                            const ModelConfig* head, KvCapacity& kv) {
-  SchedulerRules r = default_scheduler_rules(in.engine, topo.gpu.mem_gb, tp, head != nullptr);
+SchedulerRules engine_rules(const ServeArgs& a, const ServeInputs& in, const Topology& topo, int tp, bool speculative,
+                            KvCapacity& kv) {
+  const ModelConfig* head = speculative && !in.mtp ? &*in.draft : nullptr;
+  SchedulerRules r = default_scheduler_rules(in.engine, topo.gpu.mem_gb, tp, speculative, in.dp_attention ? tp : 1);
   if (a.max_running_requests) {
     if (*a.max_running_requests < 1) throw InputError("--max-running-requests: expected a positive count");
     r.max_running_requests = *a.max_running_requests;
@@ -284,23 +355,28 @@ SchedulerRules engine_rules(const ServeArgs& a, const ServeInputs& in, const Top
   }
   // vLLM schedules a running request's verify tokens within the step's budget: a budget below one
   // request's tokens would schedule nothing.
-  const std::int64_t per_request = head ? in.spec->num_draft_tokens : 1;
+  const std::int64_t per_request = speculative ? in.spec->num_draft_tokens : 1;
   if (r.mixed_batches && r.token_budget < per_request)
     throw InputError(fmt::format("--max-num-batched-tokens: {} is below one request's {} tokens per step (1 + the "
                                  "speculative tokens); vLLM refuses such a budget",
                                  r.token_budget, per_request));
-  kv = kv_capacity(in.target, head, tp, in.formats, in.kv_dtype, topo.gpu, r.mem_fraction);
+  // With DP attention the instance's limits are split over its ranks' schedulers.
+  split_over_dp_ranks(r);
+  kv = kv_capacity(in.target, head, RankHolding{tp, in.dp_attention, speculative && in.mtp}, in.formats, in.kv_dtype,
+                   topo.gpu, r.mem_fraction);
   r.kv_capacity_tokens = kv.tokens;
+  const std::string layout = layout_label({tp, in.ep, in.dp_attention});
   if (kv.tokens <= 0)
-    throw InputError(fmt::format("--model: {} at TP{} does not leave room for a KV cache on {}: weights {:.1f} GB per GPU "
+    throw InputError(fmt::format("--model: {} at {} does not leave room for a KV cache on {}: weights {:.1f} GB per GPU "
                                  "of {:.1f} GB the engine may use ({:.0f}% of {:.0f} GB)",
-                                 in.target.name, tp, topo.gpu.name, kv.weights_gb, topo.gpu.mem_gb * r.mem_fraction,
+                                 in.target.name, layout, topo.gpu.name, kv.weights_gb, topo.gpu.mem_gb * r.mem_fraction,
                                  r.mem_fraction * 100, topo.gpu.mem_gb));
   const std::int64_t longest = longest_request(in.requests);
   if (longest > kv.tokens)
-    throw InputError(fmt::format("workload: the longest request needs {} positions of KV cache; {} at TP{} on {} holds {}: "
+    throw InputError(fmt::format("workload: the longest request needs {} positions of KV cache; {} at {} on {} holds {}{}: "
                                  "shorten the requests or use more GPUs",
-                                 longest, in.target.name, tp, topo.name, kv.tokens));
+                                 longest, in.target.name, layout, topo.name, kv.tokens,
+                                 in.dp_attention ? " per DP rank (a request is never split over ranks)" : ""));
   return r;
 }
 
@@ -308,9 +384,13 @@ SchedulerRules engine_rules(const ServeArgs& a, const ServeInputs& in, const Top
 StepCostRequest cost_request(const ServeArgs& a, const ServeInputs& in, const Topology& topo, int tp, const ServeCase& c) {
   StepCostRequest rq;
   rq.target = &in.target;
-  rq.draft = c.speculative ? &*in.draft : nullptr;
+  rq.draft = c.speculative && !in.mtp ? &*in.draft : nullptr;
+  rq.mtp = c.speculative && in.mtp;
   rq.topology = &topo;
   rq.tp = tp;
+  rq.ep = in.ep;
+  rq.dp_attention = in.dp_attention;
+  rq.options.a2a = in.a2a;
   rq.formats = in.formats;
   rq.kv_cache_dtype = in.kv_dtype;
   rq.engine = in.engine;
@@ -321,8 +401,13 @@ StepCostRequest cost_request(const ServeArgs& a, const ServeInputs& in, const To
   int in_flight = 1;
   for (const WorkloadSpec& w : in.loads)
     in_flight = std::max(in_flight, w.max_concurrency ? std::min(w.max_concurrency, w.num_prompts) : w.num_prompts);
-  rq.max_batch = std::min({c.rules.max_running_requests, in.slo.empty() ? in_flight : c.rules.max_running_requests, 1024});
-  rq.max_batch = std::max(1, rq.max_batch);
+  // With DP attention the grid is indexed by the instance's batch and a forward is priced at the
+  // busiest rank's requests on every rank: up to a rank's cap (or every request in flight) x dp.
+  const int dp = c.rules.dp;
+  const int engine_cap = c.rules.max_running_requests * dp;
+  rq.max_batch = dp > 1 ? std::min({c.rules.max_running_requests, in.slo.empty() ? in_flight : engine_cap}) * dp
+                        : std::min(engine_cap, in.slo.empty() ? in_flight : engine_cap);
+  rq.max_batch = std::max(1, std::min(rq.max_batch, dp > 1 ? kMaxGenBatch : 1024));
   rq.max_kv = longest_request(in.requests);
   rq.max_prefill_tokens = std::min<std::int64_t>(c.rules.token_budget, 16384);
   return rq;
@@ -341,9 +426,10 @@ PricedConfig price_config(const ServeArgs& a, const ServeInputs& in, const Topol
   PricedConfig p;
   ServeCase& c = p.base;
   c.speculative = speculative;
-  c.label = speculative ? fmt::format("EAGLE-3 {}/{}/{}", in.spec->num_steps, in.spec->eagle_topk, in.spec->num_draft_tokens)
+  c.label = speculative ? fmt::format("{} {}/{}/{}", in.mtp ? "MTP" : "EAGLE-3", in.spec->num_steps, in.spec->eagle_topk,
+                                      in.spec->num_draft_tokens)
                         : "plain";
-  c.rules = engine_rules(a, in, topo, tp, speculative ? &*in.draft : nullptr, c.kv);
+  c.rules = engine_rules(a, in, topo, tp, speculative, c.kv);
   if (speculative) {
     c.num_steps = in.spec->num_steps;
     c.eagle_topk = in.spec->eagle_topk;
@@ -383,18 +469,46 @@ PricedConfig price_config(const ServeArgs& a, const ServeInputs& in, const Topol
       st.max_concurrency = w.max_concurrency;
       return serving_metrics(simulate_serving(make_workload(w), *p.costs, st));
     };
-    const double max_load =
-        in.axis == LoadAxis::request_rate ? 1e4 : std::min(c.rules.max_running_requests * 4, in.workload.num_prompts);
+    const double max_load = in.axis == LoadAxis::request_rate
+                                ? 1e4
+                                : std::min(c.rules.max_running_requests * c.rules.dp * 4, in.workload.num_prompts);
     c.capacity = find_capacity(at_load, in.slo, in.axis, max_load);
     timing.simulation_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
   }
   return p;
 }
 
+// The layout at `tp`, as SGLang would refuse it: EP dividing the TP and the routed experts of a
+// MoE model, DP attention with EP = TP = --dp.
+void check_layout(const ServeArgs& a, const ServeInputs& in, int tp) {
+  const ModelConfig& m = in.target;
+  if (in.ep > 1 || in.dp_attention) {
+    if (in.ep > tp || tp % in.ep != 0)
+      throw InputError(fmt::format("--ep-size: {} does not divide --tp {} (the experts are split over EP groups of "
+                                   "TP / EP ranks)", in.ep, tp));
+    if (!m.is_moe())
+      throw InputError(fmt::format("--ep-size{}: {} has no routed experts: expert parallelism needs a MoE model",
+                                   in.dp_attention ? "/--enable-dp-attention" : "", m.name));
+    if (m.routed_experts % in.ep != 0)
+      throw InputError(fmt::format("--ep-size: {} does not divide the {} routed experts of {} (every rank holds as many)",
+                                   in.ep, m.routed_experts, m.name));
+  }
+  if (in.dp_attention) {
+    if (tp < 2 || in.ep != tp)
+      throw InputError(fmt::format("--enable-dp-attention: needs --ep-size equal to --tp (> 1): every rank's own tokens "
+                                   "reach the experts by all-to-all (SGLang's recipe: --tp N --dp N --ep-size N); "
+                                   "got --tp {}, --ep-size {}", tp, in.ep));
+    if (a.dp && *a.dp != tp)
+      throw InputError(fmt::format("--dp: expected {} (= --tp: attention at TP 1 on every rank, the layout serve "
+                                   "models), got {}", tp, *a.dp));
+  }
+  check_tp(m, in.dp_attention ? 1 : tp);
+}
+
 // One instance of TP `tp` on `topo`: plain (unless --speculative-only) and EAGLE-3, one report per
 // load.
 std::vector<ServeReport> simulate_deployment(const ServeArgs& a, const ServeInputs& in, const Topology& topo, int tp) {
-  check_tp(in.target, tp);
+  check_layout(a, in, tp);
   if (tp > topo.gpu_count) throw InputError(fmt::format("--tp: {} needs {} GPUs, {} has {}", tp, tp, topo.name, topo.gpu_count));
   ServeReport base;
   base.notes = in.notes;
@@ -406,12 +520,15 @@ std::vector<ServeReport> simulate_deployment(const ServeArgs& a, const ServeInpu
     const WorkloadSpec& w = in.loads[l];
     ServeReport r = base;
     r.model = in.target.name;
-    r.draft_model = in.draft ? in.draft->name : "";
+    r.draft_model = in.mtp ? mtp_draft_name(in.target.name) : in.draft ? in.draft->name : "";
     r.topology = topo.name;
     r.gpu = topo.gpu.name;
     r.engine = to_string(in.engine);
     r.strategy = a.strategy.empty() ? engine_strategy(in.engine) : a.strategy;
     r.tp = tp;
+    r.ep = in.ep;
+    r.dp_attention = in.dp_attention;
+    r.a2a = in.a2a;
     r.weights = in.formats.describe(in.target.is_moe());
     r.workload = w;
     r.workload_text = fmt::format(
@@ -490,10 +607,27 @@ void add_serve(CLI::App& app) {
                   "Topology presets or files, comma-separated (globs and all as in sweep): one engine instance on each")
       ->required();
   cmd->add_option("--tp", a->tps, "Tensor-parallel sizes of the engine instance: list and/or ranges")->capture_default_str();
+  cmd->add_option("--ep-size,--ep", a->ep,
+                  "SGLang --ep-size: the routed experts over this many groups of TP / EP ranks (MoE models; divides "
+                  "--tp and the experts)")
+      ->capture_default_str();
+  cmd->add_flag("--enable-dp-attention", a->dp_attention,
+                "SGLang --enable-dp-attention: every rank runs attention and the dense layers unsharded on its own "
+                "requests, one scheduler per rank, the MoE reached by all-to-all (needs --ep-size = --tp)");
+  cmd->add_option("--dp,--dp-size", a->dp, "SGLang --dp with --enable-dp-attention: the attention ranks (= --tp; the default)");
+  cmd->add_option("--a2a", a->a2a,
+                  "The MoE's all-to-all dispatch and combine with --enable-dp-attention, as run --a2a: auto (DeepEP "
+                  "low-latency while the tokens fit it, else normal), deepep_ll, deepep_normal, nccl or ideal")
+      ->capture_default_str();
   cmd->add_option("--engine", a->engine, "Serving engine whose scheduler and kernels are simulated: sglang or vllm")
       ->capture_default_str();
-  cmd->add_option("--draft", a->draft, "EAGLE-3 head: auto (beside the model, else derived from its dimensions) or a config")
+  cmd->add_option("--draft", a->draft,
+                  "EAGLE-3 head: auto (beside the model, else derived from its dimensions) or a config; mtp: the "
+                  "model's own MTP layer (as --speculative-algorithm NEXTN)")
       ->capture_default_str();
+  cmd->add_option("--speculative-algorithm", a->speculative_algorithm,
+                  "SGLang: EAGLE3 (an EAGLE-3 head, --draft), NEXTN (the model's own MTP layer), or EAGLE (the MTP "
+                  "layer on a model that ships one); without --speculative-num-steps ..., SGLang's automatic choice");
   cmd->add_option("--weight-dtype", a->weight_dtype, "Target weights: bf16, fp8 or int4 (default: the checkpoint's)");
   cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "KV cache: auto, bf16 or fp8")->capture_default_str();
   cmd->add_option("--strategy", a->strategy, "Allreduce strategy (default: the engine's own dispatch)");

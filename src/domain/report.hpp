@@ -40,6 +40,7 @@ struct Scenario {
   int tp = 1;
   int ranks = 1;             // ranks actually used (cuda --ranks K may differ from tp)
   int draft_tokens = 0;
+  std::string method = "EAGLE-3";  // what drafts the tokens: EAGLE-3 (a head) or MTP (the target's own layer)
   int batch = 1;             // concurrent requests of the trace (version 2 meta.batch; 1 for version 1)
   Acceptance acceptance;
   bool fused_add_norm = true;  // residual_add + rmsnorm ran as one kernel (RunOptions::fuse_add_norm)

@@ -18,7 +18,7 @@ const char* to_string(SpeculationVerdict::State s) {
 SpeculationVerdict speculation_verdict(const Scenario& sc, const StrategyResult& best) {
   SpeculationVerdict v;
   if (best.decode_us <= 0) {
-    v.headline = "EAGLE-3 against plain decoding: unknown, the trace has no decode step";
+    v.headline = sc.method + " against plain decoding: unknown, the trace has no decode step";
     return v;
   }
   const bool faster = best.speedup_vs_decode > 1.0;
@@ -27,7 +27,7 @@ SpeculationVerdict speculation_verdict(const Scenario& sc, const StrategyResult&
   // strategy's than the one speculating.
   const std::string against =
       sc.plain_baseline.empty() || sc.plain_baseline == best.strategy ? "" : " (" + sc.plain_baseline + ")";
-  v.headline = fmt::format("EAGLE-3 is {} than plain decoding{} at batch {}: {:.2f}x", faster ? "faster" : "slower",
+  v.headline = fmt::format("{} is {} than plain decoding{} at batch {}: {:.2f}x", sc.method, faster ? "faster" : "slower",
                            against, sc.batch, best.speedup_vs_decode);
   const std::string given = fmt::format("given {:.2f}", best.tokens_per_cycle);
   if (!best.breakeven_accept_rate)

@@ -334,7 +334,8 @@ void moe_routing(StepBuilder& b, const ModelConfig& m, int layer) {
 // with all-to-all), and runs the routed rows that land on them: with TP attention its share
 // T * k / ep of the step's rows, whose partial sums the layer's allreduce adds up; with
 // all-to-all its own tokens' T * k rows on average (balanced routing), dispatched in and combined
-// back (the combine sums each token's top-k outputs).
+// back (the combine sums each token's top-k outputs). The step is the busiest rank's: its rows are
+// the expected maximum over the ranks (busiest_rank_rows), not the mean.
 void moe_block(StepBuilder& b, const ModelConfig& m, int layer, const LinearFormats& f) {
   const int tp = b.tp(), ep = b.ep();
   const std::int64_t E = m.routed_experts, k = m.experts_per_token;
@@ -347,7 +348,8 @@ void moe_block(StepBuilder& b, const ModelConfig& m, int layer, const LinearForm
   const DType payload = w == DType::fp8 ? DType::fp8 : DType::bf16;
   const int moe_tp = b.a2a() ? 1 : tp / ep;
   const std::int64_t routed_tokens = b.a2a() ? b.tokens() * b.world() : b.tokens();
-  const std::int64_t rows = b.a2a() ? b.tokens() * k : (b.tokens() * k + ep - 1) / ep;
+  // The busiest rank's rows: the layer waits for it (the combine, or the allreduce after it).
+  const std::int64_t rows = b.a2a() ? busiest_rank_rows(routed_tokens * k, ep) : busiest_rank_rows(b.tokens() * k, ep);
   const std::int64_t touched = local_experts_touched(E, k, routed_tokens, ep);
   const std::int64_t width = m.moe_intermediate / moe_tp;
   if (b.a2a()) b.all_to_all("moe_dispatch", layer, false, m.hidden, k, E, payload);
@@ -628,8 +630,6 @@ std::string version2_notes(const GenOptions& o, const SpeculativeConfig& c) {
 
 }  // namespace
 
-std::string mtp_draft_name(const std::string& target) { return target + " (MTP layer)"; }
-
 std::int64_t local_experts_touched(std::int64_t experts, std::int64_t top_k, std::int64_t tokens, int ep) {
   if (ep <= 1) return experts_touched(experts, top_k, tokens);
   if (experts <= 0 || top_k <= 0 || tokens <= 0) return 0;
@@ -637,6 +637,27 @@ std::int64_t local_experts_touched(std::int64_t experts, std::int64_t top_k, std
   const double p_miss = std::pow(1.0 - static_cast<double>(std::min(top_k, experts)) / experts, static_cast<double>(tokens));
   const auto expected = static_cast<std::int64_t>(std::llround(static_cast<double>(local) * (1.0 - p_miss)));
   return std::clamp<std::int64_t>(expected, 1, local);
+}
+
+std::int64_t busiest_rank_rows(std::int64_t copies, int ranks) {
+  if (ranks <= 1 || copies <= 0) return std::max<std::int64_t>(copies, 0);
+  const double lambda = static_cast<double>(copies) / ranks;
+  // Sum over m of P(max > m) = 1 - F(m)^ranks, F the Poisson CDF, over lambda -+ 12 sigma + 30:
+  // below it P(max > m) is 1 to double precision, above it 0. The pmf starts in log space (e^-lambda
+  // underflows from lambda ~ 745).
+  const double spread = 12.0 * std::sqrt(lambda) + 30.0;
+  const auto first = static_cast<std::int64_t>(std::max(0.0, std::floor(lambda - spread)));
+  const auto last = static_cast<std::int64_t>(lambda + spread);
+  const double m0 = static_cast<double>(first);
+  double pmf = std::exp(-lambda + m0 * std::log(lambda) - std::lgamma(m0 + 1.0)), cdf = pmf;
+  double expected = m0;
+  for (std::int64_t m = first; m <= last; ++m) {
+    expected += 1.0 - std::pow(std::min(cdf, 1.0), ranks);
+    pmf *= lambda / static_cast<double>(m + 1);
+    cdf += pmf;
+  }
+  const std::int64_t mean = (copies + ranks - 1) / ranks;
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(expected - 1e-9)), mean, copies);
 }
 
 std::int64_t experts_touched(std::int64_t experts, std::int64_t top_k, std::int64_t tokens) {
@@ -687,7 +708,7 @@ Trace generate_trace(const ModelConfig& m, const GenOptions& o) {
                          m.routed_experts, m.experts_per_token);
   if (o.ep > 1)
     notes += fmt::format("; expert parallelism EP{0}: {1} experts a rank, each {2} ranks wide, the routed rows and "
-                         "experts touched of balanced routing", o.ep, m.routed_experts / o.ep,
+                         "experts touched of balanced routing, the rows the busiest rank's (the expected maximum over the ranks)", o.ep, m.routed_experts / o.ep,
                          o.dp_attention ? 1 : o.tp / o.ep);
   if (o.dp_attention)
     notes += fmt::format("; data-parallel attention over {0} ranks: each runs attention, the dense layers, the shared "

@@ -62,7 +62,8 @@ std::string load_text(const WorkloadSpec& w) {
 
 json run_view(const ServeReport& r) {
   json v;
-  v["label"] = fmt::format("{} · TP {} · {}", r.topology, r.tp, load_text(r.workload));
+  v["label"] = fmt::format("{} · TP {}{}{} · {}", r.topology, r.tp, r.ep > 1 ? fmt::format(" EP{}", r.ep) : "",
+                           r.dp_attention ? " DPA" : "", load_text(r.workload));
   v["topology"] = r.topology;
   v["tp"] = r.tp;
   v["workload"] = r.workload_text;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/rounding.hpp"
+#include "sweep/parallel_layout.hpp"
 
 namespace eaglesim {
 
@@ -57,10 +58,13 @@ double value_of(const std::vector<std::pair<std::string, double>>& kv, const std
 
 std::string rules_text(const SchedulerRules& r) {
   const bool vllm = r.engine == ServingEngine::vllm;
-  return fmt::format("{} {}, {} {}, KV cache {} tokens", vllm ? "max_num_batched_tokens" : "chunked_prefill_size",
+  return fmt::format("{} {}, {} {}, KV cache {} tokens{}", vllm ? "max_num_batched_tokens" : "chunked_prefill_size",
                      r.token_budget, vllm ? "max_num_seqs" : "max_running_requests", r.max_running_requests,
-                     r.kv_capacity_tokens);
+                     r.kv_capacity_tokens, r.dp > 1 ? fmt::format(" per DP rank ({} ranks)", r.dp) : "");
 }
+
+// "TP16", "TP16 EP16 DPA": the deployment's layout, as sweep labels it.
+std::string layout_text(const ServeReport& r) { return layout_label({r.tp, r.ep, r.dp_attention}); }
 
 json rules_json(const SchedulerRules& r, const KvCapacity& kv) {
   return {{"engine", to_string(r.engine)},
@@ -69,6 +73,7 @@ json rules_json(const SchedulerRules& r, const KvCapacity& kv) {
           {"mixed_batches", r.mixed_batches},
           {"mem_fraction", r.mem_fraction},
           {"kv_capacity_tokens", r.kv_capacity_tokens},
+          {"dp_ranks", r.dp},
           {"kv_bytes_per_token", round_to(kv.bytes_per_token, 1)},
           {"weights_gb_per_gpu", round_to(kv.weights_gb, 3)},
           {"kv_pool_gb_per_gpu", round_to(kv.pool_gb, 3)},
@@ -96,7 +101,9 @@ std::string speculation_limits(const std::vector<ServeReport>& reports) {
   std::string out;
   for (std::size_t i = 0; i < reports.size();) {
     std::size_t j = i;
-    while (j < reports.size() && reports[j].topology == reports[i].topology && reports[j].tp == reports[i].tp) ++j;
+    while (j < reports.size() && reports[j].topology == reports[i].topology && reports[j].tp == reports[i].tp &&
+           reports[j].ep == reports[i].ep && reports[j].dp_attention == reports[i].dp_attention)
+      ++j;
     if (j - i > 1 && reports[i].cases.size() > 1 && !reports[i].cases.front().speculative) {
       std::string where;
       for (std::size_t k = i; k < j && where.empty(); ++k) {
@@ -108,7 +115,7 @@ std::string speculation_limits(const std::vector<ServeReport>& reports) {
                               load_label(reports[k].workload), spec.output_throughput / plain.output_throughput,
                               spec.tpot.mean_ms, plain.tpot.mean_ms);
       }
-      out += fmt::format("{} TP{}: speculation {}\n", reports[i].topology, reports[i].tp,
+      out += fmt::format("{} {}: speculation {}\n", reports[i].topology, layout_text(reports[i]),
                          where.empty() ? "pays at every load run" : where);
     }
     i = j;
@@ -148,8 +155,8 @@ std::vector<std::pair<std::string, double>> metrics_by_key(const ServeMetrics& m
 
 static std::string report_text(const ServeReport& r) {
   std::string s;
-  s += fmt::format("serve: {} TP{} ({}) on {}, {} engine, allreduce {}\n", r.model, r.tp, r.weights, r.topology, r.engine,
-                   r.strategy);
+  s += fmt::format("serve: {} {} ({}) on {}, {} engine, allreduce {}{}\n", r.model, layout_text(r), r.weights, r.topology,
+                   r.engine, r.strategy, r.dp_attention ? fmt::format(", all-to-all {}", r.a2a) : "");
   s += fmt::format("workload: {}\n", r.workload_text);
   for (const ServeCase& c : r.cases)
     s += fmt::format("  {}: {}{}\n", c.label, rules_text(c.rules),
@@ -224,7 +231,9 @@ static std::string report_text(const ServeReport& r) {
 static json report_json(const ServeReport& r) {
   json j;
   j["deployment"] = {{"model", r.model}, {"draft_model", r.draft_model}, {"topology", r.topology}, {"gpu", r.gpu},
-                     {"tp", r.tp}, {"weights", r.weights}, {"engine", r.engine}, {"strategy", r.strategy}};
+                     {"tp", r.tp}, {"ep", r.ep}, {"dp_attention", r.dp_attention}, {"layout", layout_text(r)},
+                     {"weights", r.weights}, {"engine", r.engine}, {"strategy", r.strategy}};
+  if (r.dp_attention) j["deployment"]["a2a"] = r.a2a;
   const WorkloadSpec& w = r.workload;
   j["workload"] = {{"num_prompts", w.num_prompts},
                    {"dataset", w.lengths_file.empty() ? "random" : w.lengths_file},

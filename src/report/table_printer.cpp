@@ -303,7 +303,10 @@ std::string report_to_table(const Report& report, bool verbose) {
   if (hidden > 0)
     out += fmt::format("{}notes: {} more on fusion, kernels and timing per strategy (--verbose shows them)\n",
                        notes.empty() ? "\n" : "", hidden);
-  out += deployment_block(report);
+  {
+    const StrategyResult* b = best_result(report);
+    if (!b || b->allreduce_count > 0 || sc.tp == 1) out += deployment_block(report);
+  }
   out += dispatch_block(report);
 
   out += "\n";
@@ -318,12 +321,18 @@ std::string report_to_table(const Report& report, bool verbose) {
                        speedup_vs_reference(report, r), ref->strategy);
   };
   out += "best: " + headline(*best) + "\n";
-  if (!best->deployment.empty()) out += "  in SGLang / vLLM: " + best->deployment + "\n";
+  // A step without allreduces (data-parallel attention: the MoE by all-to-all) runs the same under
+  // every allreduce strategy; which one an engine would pick says nothing there.
+  const bool allreduces = best->allreduce_count > 0 || sc.tp == 1;
+  if (!allreduces)
+    out += "  the verify step has no allreduces (its communication is the MoE's all-to-all): the allreduce "
+           "strategies do not differ here\n";
+  if (allreduces && !best->deployment.empty()) out += "  in SGLang / vLLM: " + best->deployment + "\n";
   // What the user can run today, when the fastest needs eaglesim's kernel or a patch.
   const StrategyResult* deployable = deployable_best_result(report);
   if (deployable && deployable != best)
     out += "deployable: " + headline(*deployable) + "\n" +
-           (deployable->deployment.empty() ? "" : "  in SGLang / vLLM: " + deployable->deployment + "\n");
+           (deployable->deployment.empty() || !allreduces ? "" : "  in SGLang / vLLM: " + deployable->deployment + "\n");
   if (const StrategyResult* lossy = lossy_left_out(report))
     out += fmt::format("left out: {} ({:.1f} tok/s) is lossy (changes the numbers the model computes); --allow-lossy "
                        "counts it\n",

@@ -38,6 +38,9 @@ struct MeasuredResult {
 struct ServeReport {
   std::string model, draft_model, topology, gpu, engine, strategy;
   int tp = 1;
+  int ep = 1;                       // expert-parallel groups (SGLang --ep-size)
+  bool dp_attention = false;        // SGLang --enable-dp-attention (--dp = tp)
+  std::string a2a;                  // the MoE all-to-all strategy (--a2a), with DP attention
   std::string weights;              // the target's linear-layer formats, in words
   WorkloadSpec workload;
   std::string workload_text;        // in words

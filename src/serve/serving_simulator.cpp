@@ -73,14 +73,16 @@ class Simulation {
                                      i, w[i].input_len + w[i].output_len, w[i].input_len, w[i].output_len,
                                      rules_.kv_capacity_tokens));
     }
-    ratio_ = rules_.new_token_ratio_init;
+    ranks_.resize(static_cast<std::size_t>(std::max(1, rules_.dp)));
+    for (Rank& k : ranks_) k.ratio = rules_.new_token_ratio_init;
+    rank_of_.assign(w.size(), 0);
   }
 
   ServeRun run() {
     std::size_t done = 0;
     while (done < work_.size()) {
       send(now_);
-      if (decoding_.empty() && waiting_.empty()) {
+      if (idle()) {
         // Idle until the next request can be sent.
         if (next_ >= work_.size() || in_flight_ >= cap()) throw std::logic_error("serve: idle with nothing to send");
         now_ = std::max(now_, work_[next_].arrival_s);
@@ -95,7 +97,22 @@ class Simulation {
   }
 
  private:
+  // One DP rank's scheduler (SGLang --enable-dp-attention; one rank otherwise): its queue, its
+  // running requests, its KV pool and its admission ratio.
+  struct Rank {
+    std::deque<std::size_t> waiting;
+    std::vector<std::size_t> decoding;
+    std::int64_t kv_used = 0;
+    double ratio = 0.7;
+  };
+
   int cap() const { return s_.max_concurrency > 0 ? s_.max_concurrency : std::numeric_limits<int>::max(); }
+  bool idle() const {
+    for (const Rank& k : ranks_)
+      if (!k.decoding.empty() || !k.waiting.empty()) return false;
+    return true;
+  }
+  Rank& rank_of(std::size_t i) { return ranks_[static_cast<std::size_t>(rank_of_[i])]; }
   bool speculative() const { return s_.accept.has_value(); }
 
   // The client sends every request whose time has come while fewer than the cap are in flight.
@@ -104,7 +121,9 @@ class Simulation {
       const std::size_t i = next_++;
       run_.requests[i].sent_s = std::max(work_[i].arrival_s, slot_free_s_);
       live_[i] = Live{work_[i].input_len, 0, 0, 0};
-      waiting_.push_back(i);
+      // SGLang's DataParallelController hands requests to the DP ranks in turn (round robin).
+      rank_of_[i] = static_cast<int>(dispatched_++ % ranks_.size());
+      rank_of(i).waiting.push_back(i);
       ++in_flight_;
     }
   }
@@ -121,7 +140,7 @@ class Simulation {
 
   void finish(std::size_t i) {
     run_.requests[i].finish_s = now_;
-    kv_used_ -= kv_cached_[i];
+    rank_of(i).kv_used -= kv_cached_[i];
     kv_cached_[i] = 0;
     ++finished_;
     --in_flight_;
@@ -134,24 +153,25 @@ class Simulation {
   // Drops a running request's KV cache and puts it back at the head of the queue: it prefills its
   // prompt and the output so far again (SGLang's retraction, vLLM's recompute preemption).
   void retract(std::size_t i) {
-    kv_used_ -= kv_cached_[i];
+    Rank& k = rank_of(i);
+    k.kv_used -= kv_cached_[i];
     kv_cached_[i] = 0;
     live_[i].prompt = work_[i].input_len + live_[i].generated;
     live_[i].prefilled = 0;
     ++run_.requests[i].retractions;
     ++run_.retractions;
-    waiting_.push_front(i);
+    k.waiting.push_front(i);
   }
 
   // After a retraction SGLang sets the ratio to what the batch has decoded so far (plus 20 steps
   // per request) over what it will decode in all.
-  void reset_ratio_after_retraction() {
+  void reset_ratio_after_retraction(Rank& k) {
     double decoded = 0, planned = 0;
-    for (std::size_t i : decoding_) {
+    for (std::size_t i : k.decoding) {
       decoded += static_cast<double>(live_[i].generated);
       planned += static_cast<double>(work_[i].output_len);
     }
-    ratio_ = std::min(1.0, (decoded + 20.0 * static_cast<double>(decoding_.size())) / (planned + 1));
+    k.ratio = std::min(1.0, (decoded + 20.0 * static_cast<double>(k.decoding.size())) / (planned + 1));
   }
 
   void record(IterationKind kind, double start, int decoding, int prefilling, std::int64_t tokens, double kv) {
@@ -171,7 +191,7 @@ class Simulation {
       }
       emit(i, gain);
       kv_cached_[i] += gain;
-      kv_used_ += gain;
+      rank_of(i).kv_used += gain;
     }
   }
 
@@ -193,109 +213,150 @@ class Simulation {
       if (live_[i].prefilled < live_[i].prompt) continue;
       if (live_[i].generated == 0) emit(i, 1);
       if (remaining(i) <= 0) finish(i);
-      else decoding_.push_back(i);
+      else rank_of(i).decoding.push_back(i);
     }
   }
 
   // KV room a running request keeps for its remaining output (SGLang's admission reserve).
-  double reserved() const {
+  double reserved(const Rank& k) const {
     double sum = 0;
-    for (std::size_t i : decoding_) sum += static_cast<double>(std::min<std::int64_t>(remaining(i), 4096)) * ratio_;
+    for (std::size_t i : k.decoding) sum += static_cast<double>(std::min<std::int64_t>(remaining(i), 4096)) * k.ratio;
     return sum;
   }
 
   // ------------------------------------------------------------------ SGLang
-  void sglang_step() {
+  // What one rank's scheduler runs in a forward: prefill chunks, or a decode of its running
+  // requests, or (with DP attention) an idle batch while other ranks work.
+  struct RankPlan {
     std::vector<std::pair<std::size_t, std::int64_t>> chunks;
     std::vector<PrefillChunk> priced;
+    bool decode = false;
+    bool retracted = false;
+  };
+
+  // SGLang's PrefillAdder on one rank: free KV less every running request's remaining output
+  // (clipped at 4096) times the ratio; a new request must fit its prompt and its whole (clipped)
+  // output. A prompt already part-way through its chunks comes first, then the queue in order.
+  void plan_prefill(Rank& k, RankPlan& plan) {
     std::int64_t budget = rules_.token_budget;
-    // PrefillAdder: free KV less every running request's remaining output (clipped at 4096) times
-    // the ratio; a new request must fit its prompt and its whole (clipped) output.
-    double free = static_cast<double>(rules_.kv_capacity_tokens - kv_used_) - reserved();
-    // A prompt already part-way through its chunks comes first, then the queue in order.
-    while (!waiting_.empty() && budget > 0) {
-      const std::size_t i = waiting_.front();
+    double free = static_cast<double>(rules_.kv_capacity_tokens - k.kv_used) - reserved(k);
+    while (!k.waiting.empty() && budget > 0) {
+      const std::size_t i = k.waiting.front();
       const bool started = live_[i].prefilled > 0;
       if (!started) {
-        if (static_cast<int>(decoding_.size() + chunks.size()) >= rules_.max_running_requests) break;
+        if (static_cast<int>(k.decoding.size() + plan.chunks.size()) >= rules_.max_running_requests) break;
         const double need = static_cast<double>(live_[i].prompt) + static_cast<double>(std::min<std::int64_t>(remaining(i), 4096));
-        if (need >= free && !(decoding_.empty() && chunks.empty())) break;
+        if (need >= free && !(k.decoding.empty() && plan.chunks.empty())) break;
         free -= need;
       }
       const std::int64_t take = std::min(live_[i].prompt - live_[i].prefilled, budget);
-      chunks.emplace_back(i, take);
-      priced.push_back({take, live_[i].prefilled});
+      plan.chunks.emplace_back(i, take);
+      plan.priced.push_back({take, live_[i].prefilled});
       kv_cached_[i] += take;
-      kv_used_ += take;
+      k.kv_used += take;
       budget -= take;
       if (live_[i].prefilled + take < live_[i].prompt) break;  // chunked: the rest next forward
-      waiting_.pop_front();
+      k.waiting.pop_front();
     }
-    if (!chunks.empty()) {
-      const double start = now_;
-      now_ += costs_.prefill_us(priced, speculative()) * 1e-6;
-      ++run_.prefill_forwards;
-      record(IterationKind::prefill, start, 0, static_cast<int>(chunks.size()), rules_.token_budget - budget, 0);
-      finish_chunks(chunks);
-      return;
+  }
+
+  // One forward of the instance. Each rank's scheduler forms its own batch: a prefill whenever
+  // requests wait and one can be admitted, else a decode (or speculative cycle) of its running
+  // requests. With DP attention the ranks step together (their MoE layers exchange tokens), a rank
+  // without work running an idle batch: the forward lasts as long as its slowest part, a prefill
+  // priced at the largest rank's chunks and a decode at the busiest rank's batch on every rank.
+  void sglang_step() {
+    const int dp = static_cast<int>(ranks_.size());
+    std::vector<RankPlan> plans(ranks_.size());
+    double prefill_us = 0, kv_sum = 0;
+    int prefilling = 0, decoders = 0, busiest = 0;
+    std::int64_t prefill_tokens = 0;
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      Rank& k = ranks_[r];
+      RankPlan& plan = plans[r];
+      plan_prefill(k, plan);
+      if (!plan.chunks.empty()) {
+        prefill_us = std::max(prefill_us, costs_.prefill_us(plan.priced, speculative()));
+        prefilling += static_cast<int>(plan.chunks.size());
+        for (const auto& c : plan.chunks) prefill_tokens += c.second;
+        continue;
+      }
+      if (k.decoding.empty()) {
+        // With nothing decoding the reserve is empty and every request fits (checked up front).
+        if (!k.waiting.empty()) throw std::logic_error("serve: a request could not be admitted into an idle engine");
+        continue;
+      }
+      const std::size_t retractions = run_.retractions;
+      if (make_kv_room(k)) reset_ratio_after_retraction(k);
+      plan.decode = true;
+      plan.retracted = run_.retractions != retractions;
+      for (std::size_t i : k.decoding) kv_sum += static_cast<double>(kv_cached_[i]);
+      decoders += static_cast<int>(k.decoding.size());
+      busiest = std::max(busiest, static_cast<int>(k.decoding.size()));
     }
-    // With nothing decoding the reserve is empty and every request fits (checked up front).
-    if (decoding_.empty()) throw std::logic_error("serve: a request could not be admitted into an idle engine");
-    const std::size_t retractions = run_.retractions;
-    decode_step();
-    if (run_.retractions == retractions) ratio_ = std::max(rules_.new_token_ratio_min, ratio_ - rules_.new_token_ratio_decay);
+    if (prefilling == 0 && decoders == 0) throw std::logic_error("serve: an SGLang step scheduled nothing");
+    const double start = now_;
+    const double kv = decoders ? kv_sum / decoders : 0.0;
+    // The step grid is indexed by the instance's batch, ceil(batch / dp) requests on each rank.
+    const double decode_us = decoders ? decode_cost(busiest * dp, kv) : 0.0;
+    now_ += std::max(prefill_us, decode_us) * 1e-6;
+    const IterationKind kind =
+        decoders == 0 ? IterationKind::prefill : prefilling == 0 ? IterationKind::decode : IterationKind::mixed;
+    ++(kind == IterationKind::decode ? run_.decode_forwards : kind == IterationKind::mixed ? run_.mixed_forwards : run_.prefill_forwards);
+    if (decoders) run_.peak_running = std::max(run_.peak_running, decoders);
+    record(kind, start, decoders, prefilling, prefill_tokens, kv);
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      Rank& k = ranks_[r];
+      const RankPlan& plan = plans[r];
+      if (!plan.chunks.empty()) {
+        finish_chunks(plan.chunks);
+      } else if (plan.decode) {
+        advance_decoders(k.decoding);
+        retire_finished(k);
+        if (!plan.retracted) k.ratio = std::max(rules_.new_token_ratio_min, k.ratio - rules_.new_token_ratio_decay);
+      }
+    }
   }
 
   // KV positions a decoding request holds during one forward: its token, or the cycle's tree.
   std::int64_t cycle_tokens() const { return speculative() ? s_.verify_tokens : 1; }
 
-  // Retracts the latest admitted decoding requests while one forward's tokens would not fit the
-  // KV cache (one request always runs); whether any was retracted.
-  bool make_kv_room() {
+  // Retracts the rank's latest admitted decoding requests while one forward's tokens would not
+  // fit its KV cache (one request always runs); whether any was retracted.
+  bool make_kv_room(Rank& k) {
     bool retracted = false;
-    while (decoding_.size() > 1 &&
-           kv_used_ + cycle_tokens() * static_cast<std::int64_t>(decoding_.size()) > rules_.kv_capacity_tokens) {
-      retract(decoding_.back());
-      decoding_.pop_back();
+    while (k.decoding.size() > 1 &&
+           k.kv_used + cycle_tokens() * static_cast<std::int64_t>(k.decoding.size()) > rules_.kv_capacity_tokens) {
+      const std::size_t i = k.decoding.back();
+      k.decoding.pop_back();
+      retract(i);
       retracted = true;
     }
     return retracted;
   }
 
-  // After a forward: decoding requests that have their whole output finish, the rest go on.
-  void retire_finished() {
+  // After a forward: the rank's decoding requests that have their whole output finish, the rest go on.
+  void retire_finished(Rank& k) {
     std::vector<std::size_t> still;
-    for (std::size_t i : decoding_) {
-      if (remaining(i) <= 0) finish(i);
+    std::vector<std::size_t> done;
+    for (std::size_t i : k.decoding) {
+      if (remaining(i) <= 0) done.push_back(i);
       else still.push_back(i);
     }
-    decoding_ = std::move(still);
-  }
-
-  // A decode forward (or speculative cycle) of every decoding request, retracting the latest
-  // admitted while the cycle's tokens would not fit the KV cache.
-  void decode_step() {
-    if (make_kv_room()) reset_ratio_after_retraction();
-    const double start = now_;
-    const double kv = mean_kv(decoding_);
-    const int batch = static_cast<int>(decoding_.size());
-    run_.peak_running = std::max(run_.peak_running, batch);
-    now_ += decode_cost(batch, kv) * 1e-6;
-    ++run_.decode_forwards;
-    record(IterationKind::decode, start, batch, 0, 0, kv);
-    advance_decoders(decoding_);
-    retire_finished();
+    k.decoding = std::move(still);
+    for (std::size_t i : done) finish(i);
   }
 
   // ------------------------------------------------------------------ vLLM V1
   void vllm_step() {
+    Rank& k = ranks_.front();
     std::int64_t budget = rules_.token_budget;
     const std::int64_t per_request = cycle_tokens();
     // Running requests first: each decoding one takes its tokens of the budget and KV room,
     // preempting the latest admitted when the cache is full.
-    make_kv_room();
+    make_kv_room(k);
     std::vector<std::size_t> batch;
-    for (std::size_t i : decoding_) {
+    for (std::size_t i : k.decoding) {
       if (budget < per_request) break;
       batch.push_back(i);
       budget -= per_request;
@@ -303,22 +364,22 @@ class Simulation {
     // Then prompts: a part-prefilled one continues, then the queue, each chunk within the budget.
     std::vector<std::pair<std::size_t, std::int64_t>> chunks;
     std::vector<PrefillChunk> priced;
-    while (!waiting_.empty() && budget > 0) {
-      const std::size_t i = waiting_.front();
+    while (!k.waiting.empty() && budget > 0) {
+      const std::size_t i = k.waiting.front();
       if (live_[i].prefilled == 0 &&
-          static_cast<int>(decoding_.size() + chunks.size()) >= rules_.max_running_requests)
+          static_cast<int>(k.decoding.size() + chunks.size()) >= rules_.max_running_requests)
         break;
       const std::int64_t take = std::min({live_[i].prompt - live_[i].prefilled, budget,
-                                          rules_.kv_capacity_tokens - kv_used_ -
+                                          rules_.kv_capacity_tokens - k.kv_used -
                                               per_request * static_cast<std::int64_t>(batch.size())});
       if (take <= 0) break;
       chunks.emplace_back(i, take);
       priced.push_back({take, live_[i].prefilled});
       kv_cached_[i] += take;
-      kv_used_ += take;
+      k.kv_used += take;
       budget -= take;
       if (live_[i].prefilled + take < live_[i].prompt) break;
-      waiting_.pop_front();
+      k.waiting.pop_front();
     }
     if (batch.empty() && chunks.empty()) throw std::logic_error("serve: a vLLM step scheduled nothing");
     const double start = now_;
@@ -345,7 +406,7 @@ class Simulation {
     for (const auto& c : chunks) prefill_tokens += c.second;
     record(kind, start, b, static_cast<int>(chunks.size()), prefill_tokens, kv);
     advance_decoders(batch);
-    retire_finished();
+    retire_finished(k);
     finish_chunks(chunks);
   }
 
@@ -357,13 +418,12 @@ class Simulation {
   ServeRun run_;
   std::vector<Live> live_;
   std::vector<std::int64_t> kv_cached_ = std::vector<std::int64_t>(work_.size(), 0);
-  std::deque<std::size_t> waiting_;
-  std::vector<std::size_t> decoding_;
+  std::vector<Rank> ranks_;
+  std::vector<int> rank_of_;  // the DP rank each request was sent to
+  std::size_t dispatched_ = 0;
   std::size_t next_ = 0, finished_ = 0;
   int in_flight_ = 0;
   double now_ = 0, slot_free_s_ = 0;
-  std::int64_t kv_used_ = 0;
-  double ratio_ = 0.7;
 };
 
 }  // namespace
@@ -371,6 +431,8 @@ class Simulation {
 ServeRun simulate_serving(const std::vector<ServeRequest>& workload, const IterationCosts& costs,
                           const ServeSettings& settings) {
   if (workload.empty()) throw InputError("workload: no requests");
+  if (settings.rules.dp > 1 && settings.rules.mixed_batches)
+    throw InputError("serve: data-parallel attention is simulated with SGLang's scheduler (--engine sglang)");
   if (settings.rules.kv_capacity_tokens <= 0)
     throw InputError("serve: the KV cache holds no tokens on this deployment (weights fill the memory)");
   return Simulation(workload, costs, settings).run();

@@ -5,6 +5,10 @@
 // capacity, and every iteration is priced by IterationCosts at the batch it runs. Each request's
 // first token comes at the end of its last prefill chunk; a decode forward adds one token, a
 // speculative cycle as many as the request accepts (accept_sampler.hpp). Deterministic for a seed.
+// With SGLang's data-parallel attention (SchedulerRules::dp > 1) the instance is dp schedulers,
+// one per attention rank, each with its own queue, KV pool (kv_capacity_tokens each) and limits;
+// the client's requests go to them in turn, and they step together: each forward every rank runs
+// its own prefill or decode (or an idle batch), the forward lasting as long as its slowest part.
 #include <cstdint>
 #include <optional>
 #include <vector>

@@ -64,7 +64,9 @@ std::string engine_strategy(ServingEngine engine) { return engine == ServingEngi
 
 StepCostTable::StepCostTable(const StepCostRequest& rq) {
   if (!rq.target || !rq.topology) throw InputError("serve: a model and a topology are needed");
-  if (rq.speculative && !rq.draft) throw InputError("serve: speculative decoding needs an EAGLE-3 head");
+  if (rq.speculative && !rq.draft && !rq.mtp)
+    throw InputError("serve: speculative decoding needs an EAGLE-3 head or the model's MTP layer");
+  if (rq.draft && rq.mtp) throw InputError("serve: one draft: an EAGLE-3 head or the model's MTP layer, not both");
   const std::string strategy = rq.strategy.empty() ? engine_strategy(rq.engine) : rq.strategy;
   batches_ = grid_up_to(kBatches, std::max(1, rq.max_batch));
   batch_axis_.assign(batches_.begin(), batches_.end());
@@ -77,6 +79,8 @@ StepCostTable::StepCostTable(const StepCostRequest& rq) {
   base.formats = rq.formats;
   base.kv_cache_dtype = rq.kv_cache_dtype;
   base.engine = rq.engine;
+  base.ep = rq.ep;
+  base.dp_attention = rq.dp_attention;
 
   // Decode and the speculative cycle: one engine-cycle trace per (batch, context).
   decode_.resize(batches_.size() * kvs_.size());
@@ -88,7 +92,8 @@ StepCostTable::StepCostTable(const StepCostRequest& rq) {
       g.kv_len = static_cast<std::int64_t>(kvs_[k]);
       g.engine_cycle = true;
       if (rq.speculative) {
-        g.draft = *rq.draft;
+        if (rq.mtp) g.mtp_draft = true;
+        else g.draft = *rq.draft;
         g.speculative = rq.speculative;
         g.tokens = rq.speculative->num_draft_tokens;
       } else {
@@ -134,8 +139,8 @@ StepCostTable::StepCostTable(const StepCostRequest& rq) {
     prefill_attention_us_.push_back(attention[0]);
     prefill_attention_per_prefix_us_.push_back(std::max(0.0, step[1] - step[0]) / prefix);
   }
-  // The head's extend over a prompt: one decoder layer more than the target's.
-  if (rq.draft) draft_prefill_factor_ = 1.0 + 1.0 / std::max(1, rq.target->layers);
+  // The head's (or the MTP layer's) extend over a prompt: one decoder layer more than the target's.
+  if (rq.draft || rq.mtp) draft_prefill_factor_ = 1.0 + 1.0 / std::max(1, rq.target->layers);
 }
 
 double StepCostTable::bilinear(const std::vector<double>& table, int batch, double kv) const {

@@ -23,16 +23,22 @@ namespace eaglesim {
 
 struct StepCostRequest {
   const ModelConfig* target = nullptr;
-  const ModelConfig* draft = nullptr;           // the EAGLE-3 head; null: plain decoding only
+  const ModelConfig* draft = nullptr;           // the EAGLE-3 head; null: plain decoding (or mtp)
   const Topology* topology = nullptr;
   int tp = 1;
+  // The layout (GenOptions): expert-parallel groups, data-parallel attention (the grid's batch is
+  // then the instance's, ceil(batch / tp) requests on each rank), and the target's own MTP layer
+  // as the draft (with `speculative`, instead of `draft`).
+  int ep = 1;
+  bool dp_attention = false;
+  bool mtp = false;
   std::optional<LinearFormats> formats;         // the checkpoint's; absent: weight_dtype
   DType weight_dtype = DType::bf16;
   DType kv_cache_dtype = DType::bf16;
   ServingEngine engine = ServingEngine::sglang;
   std::string strategy;                          // the allreduce strategy (default: the engine's own)
   std::optional<SpeculativeConfig> speculative;  // with draft
-  RunOptions options;
+  RunOptions options;                            // options.a2a: the MoE all-to-all strategy (DP attention)
   int max_batch = 256;                          // the grid's largest batch
   std::int64_t max_kv = 8192;                   // the grid's longest context
   std::int64_t max_prefill_tokens = 8192;       // the grid's largest prefill forward

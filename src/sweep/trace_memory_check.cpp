@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
-#include "model/generator.hpp"
 #include "sweep/sweep_inputs.hpp"
 
 namespace eaglesim {
@@ -47,7 +46,7 @@ TraceMemoryCheck check_trace_memory(const Trace& trace, const Topology& topo, do
   bool dp_attention = false;
   for (const Step& s : trace.steps)
     for (const Op& op : s.ops) dp_attention = dp_attention || op.kind == OpKind::all_to_all;
-  const bool mtp = trace.meta.draft_model == mtp_draft_name(target->name);
+  const bool mtp = drafts_with_mtp(trace.meta);
   const MemoryNeed need = memory_needed(*target, mtp ? nullptr : (draft ? &*draft : nullptr),
                                         RankHolding{trace.meta.tp, dp_attention, mtp}, formats, std::move(kv_lens));
   out.verdict = check_memory(need, topo.gpu, gpu_mem_util);

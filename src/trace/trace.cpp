@@ -8,6 +8,14 @@
 
 namespace eaglesim {
 
+std::string mtp_draft_name(const std::string& target) { return target + " (MTP layer)"; }
+
+bool drafts_with_mtp(const TraceMeta& meta) {
+  return !meta.model.empty() && meta.draft_model == mtp_draft_name(meta.model);
+}
+
+const char* speculation_method(const TraceMeta& meta) { return drafts_with_mtp(meta) ? "MTP" : "EAGLE-3"; }
+
 const std::vector<std::string>& step_names() {
   static const std::vector<std::string> names{"verify", "draft", "decode", "draft_extend"};
   return names;

@@ -56,6 +56,14 @@ struct Trace {
   const Step& verify() const;                             // throws InputError if absent
 };
 
+// The draft_model of a trace whose draft is the target's own multi-token-prediction layer (gen
+// --draft mtp): the target's name and a suffix, so readers of the trace (run's memory check, the
+// verdict's wording) know the draft is that layer, not an EAGLE-3 head.
+std::string mtp_draft_name(const std::string& target);
+bool drafts_with_mtp(const TraceMeta& meta);
+// What drafts the trace's tokens, for messages: "MTP" or "EAGLE-3".
+const char* speculation_method(const TraceMeta& meta);
+
 const std::vector<std::string>& step_names();           // every step name: version 1's, then draft_extend
 const std::vector<std::string>& version1_step_names();  // verify, draft, decode
 

@@ -170,3 +170,25 @@ TEST(ServeCli, CompareSimulatesTheResultsOwnWorkload) {
   EXPECT_EQ(run["measured"]["values"]["output_throughput"], 900.0);
   EXPECT_NE(r.out.find("workload from " + results + " (line 2, its last run)"), std::string::npos) << r.out;
 }
+
+// SGLang's DeepSeek recipe: TP16 over two nodes with EP16, DP attention and the MTP layer as the
+// draft (NEXTN, its automatic 3/1/4): one scheduler per DP rank, the per-rank limits in the
+// output, the MTP layer named as the draft.
+TEST(ServeCli, DpAttentionWithTheMtpDraft) {
+  const std::string dir = temp_dir();
+  const CliResult r = run_cli(
+      "serve --model deepseek-v3 --topology 2x8-h200-nvswitch-ib400 --weight-dtype fp8 --tp 16 --ep-size 16 "
+      "--enable-dp-attention --speculative-algorithm NEXTN --accept-len 2.4 --num-prompts 64 --random-input-len 256 "
+      "--random-output-len 64 --max-concurrency 32 --json " + dir + "/s.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* text : {"TP16 EP16 DPA", "per DP rank (16 ranks)", "MTP 3/1/4 vs plain", "auto_choose_speculative_params"})
+    EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << r.out;
+  const json j = json::parse(slurp(dir + "/s.json"))["runs"][0];
+  EXPECT_EQ(j["deployment"]["layout"], "TP16 EP16 DPA");
+  EXPECT_EQ(j["deployment"]["draft_model"], "deepseek-v3 (MTP layer)");
+  const json& rules = j["cases"][1]["engine_rules"];
+  EXPECT_EQ(rules["dp_ranks"], 16);
+  EXPECT_EQ(rules["max_running_requests"], 3);  // SGLang's 48 with EAGLE, // 16
+  EXPECT_EQ(rules["token_budget"], 512);        // chunked_prefill_size 8192 // 16
+  EXPECT_EQ(j["cases"][1]["metrics"]["completed"], 64);
+}

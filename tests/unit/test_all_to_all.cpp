@@ -294,7 +294,10 @@ TEST(ExpertParallelGen, TensorParallelAttentionWithEpKeepsTheAllreduce) {
       saw = true;
       EXPECT_EQ(op.k, m.moe_intermediate / 8);  // 8 ranks a group
       EXPECT_LE(op.experts, m.routed_experts / 2);
-      EXPECT_EQ(op.tokens, (4 * m.experts_per_token + 1) / 2);
+      // The busiest group's rows: above the mean of 16, at most all 32 copies.
+      EXPECT_EQ(op.tokens, busiest_rank_rows(4 * m.experts_per_token, 2));
+      EXPECT_GT(op.tokens, 4 * m.experts_per_token / 2);
+      EXPECT_LT(op.tokens, 4 * m.experts_per_token);
     }
   EXPECT_TRUE(saw);
 }
@@ -316,4 +319,25 @@ TEST(ExpertParallelGen, BadSettingsNameTheFlag) {
   o.ep = 4;
   o.dp_attention = true;
   EXPECT_THROW(generate_trace(moe, o), SettingError);  // DP attention needs ep = tp
+}
+
+TEST(ExpertParallelGen, BusiestRankRowsAreTheExpectedMaximumLoad) {
+  // One rank: every copy. A copy lands somewhere: at least the mean, rounded up.
+  EXPECT_EQ(busiest_rank_rows(100, 1), 100);
+  EXPECT_EQ(busiest_rank_rows(1, 16), 1);
+  EXPECT_EQ(busiest_rank_rows(0, 16), 0);
+  // Top-8 routing of 32 tokens over 16 ranks: 16 a rank on average, E[max] 23.4 by the Poisson
+  // loads (20,000 simulated steps of uniform top-8 routing over 256 experts give 23.3).
+  EXPECT_EQ(busiest_rank_rows(256, 16), 24);
+  // Large loads approach the mean: 4096 tokens, 2048 a rank, E[max] 2128.3 (mean + 1.77 sigma).
+  EXPECT_EQ(busiest_rank_rows(4096 * 8, 16), 2129);
+  // Monotone in the copies and never below the mean.
+  std::int64_t last = 0;
+  for (std::int64_t c = 1; c < 5000; c += 37) {
+    const std::int64_t r = busiest_rank_rows(c, 16);
+    EXPECT_GE(r, last);
+    EXPECT_GE(r, (c + 15) / 16);
+    EXPECT_LE(r, c);
+    last = r;
+  }
 }
