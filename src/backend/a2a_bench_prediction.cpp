@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/comm_bench_prediction.hpp"
 #include "comm/all_to_all.hpp"
 #include "core/errors.hpp"
 
@@ -48,11 +49,7 @@ AllToAllBenchCell bench_cell(const std::string& strategy, AllToAllQuery q) {
 AllToAllBenchResult predict_all_to_all_bench(const AllToAllBenchPrediction& p) {
   if (!p.topo) throw std::logic_error("predict_all_to_all_bench: no topology");
   const Topology& topo = *p.topo;
-  const int ranks = p.ranks > 0 ? p.ranks : topo.gpu_count;
-  if (ranks < 2 || ranks > topo.gpu_count)
-    throw SettingError(Setting::ranks, fmt::format("topology {} has {} GPUs; expected 2..{}, got {}", topo.name,
-                                                   topo.gpu_count, topo.gpu_count, ranks));
-  if (std::string why = ranks_placement_problem(topo, ranks); !why.empty()) throw SettingError(Setting::ranks, why);
+  const int ranks = predicted_bench_ranks(topo, p.ranks);
 
   AllToAllBenchResult r;
   r.device = fmt::format("{} x {}", ranks, topo.gpu.name);

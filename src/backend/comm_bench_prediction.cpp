@@ -14,14 +14,19 @@ std::vector<std::string> predicted_bench_strategies() {
   return out;
 }
 
-CommBenchResult predict_comm_bench(const CommBenchPrediction& p) {
-  if (!p.topo) throw std::logic_error("predict_comm_bench: no topology");
-  const Topology& topo = *p.topo;
-  const int ranks = p.ranks > 0 ? p.ranks : topo.gpu_count;
+int predicted_bench_ranks(const Topology& topo, int requested) {
+  const int ranks = requested > 0 ? requested : topo.gpu_count;
   if (ranks < 2 || ranks > topo.gpu_count)
     throw SettingError(Setting::ranks, fmt::format("topology {} has {} GPUs; expected 2..{}, got {}", topo.name,
                                                    topo.gpu_count, topo.gpu_count, ranks));
   if (std::string why = ranks_placement_problem(topo, ranks); !why.empty()) throw SettingError(Setting::ranks, why);
+  return ranks;
+}
+
+CommBenchResult predict_comm_bench(const CommBenchPrediction& p) {
+  if (!p.topo) throw std::logic_error("predict_comm_bench: no topology");
+  const Topology& topo = *p.topo;
+  const int ranks = predicted_bench_ranks(topo, p.ranks);
   Topology uncalibrated = topo;
   uncalibrated.calibration = Calibration{};
 

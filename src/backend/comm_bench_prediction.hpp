@@ -27,6 +27,10 @@ struct CommBenchPrediction {
 // InputError for a rank count the topology does not have.
 CommBenchResult predict_comm_bench(const CommBenchPrediction& p);
 
+// The ranks a predicted bench-comm runs over: `requested`, or every GPU of `topo` for 0. A
+// SettingError naming --ranks outside 2..GPUs or for ranks that span the nodes unevenly.
+int predicted_bench_ranks(const Topology& topo, int requested);
+
 // The strategies --backend sim takes, in table order: every one with a cost model but the lower
 // bound (free, so its bandwidth is infinite): the GPU command's list but its correctness baseline,
 // plus the selectors and the engines. Its `all` and its default.
