@@ -22,7 +22,8 @@
 // MLA block: 8 warps. QK^T is split four ways over the 576 columns (Q fragments of a quarter
 // stay in registers) and two ways over positions; partial scores meet in shared memory, each
 // warp turns a few rows into probabilities, and PV is split eight ways over the 512 output
-// columns. The latent row serves as K and (first 512 columns) as V, read once, 2 stages.
+// columns. The latent row serves as K and (first 512 columns) as V, read once, through a ring of
+// five 32-position slots (two per step, three in flight).
 #include <cmath>
 #include <cstdint>
 
@@ -438,12 +439,21 @@ __global__ void __launch_bounds__(vcfg::kGqaThreads, vcfg::gqa_blocks_per_sm(D))
 }
 
 // ------------------------------------------------------------------ MLA kernel
-// R16: 16-row tiles per block (16 or 32 rows of heads x query tokens).
+// R16: 16-row tiles per block (16 or 32 rows of heads x query tokens). Warp roles: QK^T four
+// ways over the 576 columns and two over a step's positions, softmax rows per warp, PV eight
+// ways over the 512 output columns; three barriers per step. The KV ring holds five slots of
+// 32 positions; a step computes two of them (64 positions) while the next three are in flight.
+// Q arrives by cp.async with the first slot (one memory round trip for both), and a step whose
+// second slot lies past the split's end (a 32-position split, a split's odd last slot) neither
+// loads nor computes it.
 template <int R16>
 __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const DeviceArgs a) {
   constexpr int THREADS = vcfg::kMlaThreads;
   constexpr int WARPS = THREADS / 32;
-  constexpr int TILE = vcfg::kTileKv;
+  constexpr int TILE = vcfg::kTileKv;     // positions per step
+  constexpr int HALF = vcfg::kMlaSlotKv;  // positions per ring slot
+  constexpr int SLOTS = vcfg::kMlaSlots;
+  constexpr int PRO = vcfg::mla_slots_in_flight();  // slots issued ahead of the step's two
   constexpr int DK = vcfg::kMlaDk, DV = vcfg::kMlaDv;
   constexpr int PITCH = DK + 8;
   constexpr int ROWS = 16 * R16;
@@ -454,25 +464,25 @@ __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const 
   constexpr int RPW = ROWS / WARPS;  // softmax rows per warp
   constexpr int VCOLS = DV / WARPS;  // output columns per warp
   constexpr int ON = VCOLS / 8;
-  constexpr int STAGE_ELEMS = TILE * PITCH;
+  constexpr int SLOT_ELEMS = HALF * PITCH;
   constexpr int CH = DK / 8;
   static_assert(WARPS == 8 && QCOLS % 16 == 0 && RPW >= 1 && ROWS % WARPS == 0, "warp layout");
-  static_assert(static_cast<std::size_t>(STAGE_ELEMS) * 2 == vcfg::mla_stage_bytes(), "stage size");
-  static_assert(ROWS * PITCH <= STAGE_ELEMS, "Q staging fits in one stage");
-  static_assert((TILE * CH) % THREADS == 0, "tile copy divides evenly");
+  static_assert(TILE == 2 * HALF && PRO == SLOTS - 2 && PRO >= 2, "a step is two slots, the rest in flight");
+  static_assert(static_cast<std::size_t>(SLOT_ELEMS) * 2 == vcfg::mla_slot_bytes(), "slot size");
+  static_assert(ROWS <= HALF, "Q staging fits in one slot");
 
   EAGLESIM_VA_DYNAMIC_SMEM(smem_raw);
-  bf16* stages = reinterpret_cast<bf16*>(smem_raw);
-  float* sp = reinterpret_cast<float*>(smem_raw + vcfg::kMlaStages * vcfg::mla_stage_bytes());  // [4][ROWS][SPITCH]
-  bf16* pm = reinterpret_cast<bf16*>(smem_raw + vcfg::kMlaStages * vcfg::mla_stage_bytes() + vcfg::mla_sp_bytes(ROWS));
-  float* alpha_s = reinterpret_cast<float*>(smem_raw + vcfg::kMlaStages * vcfg::mla_stage_bytes() +
-                                            vcfg::mla_sp_bytes(ROWS) + vcfg::mla_p_bytes(ROWS));
+  constexpr std::size_t RING = static_cast<std::size_t>(SLOTS) * vcfg::mla_slot_bytes();
+  bf16* slots = reinterpret_cast<bf16*>(smem_raw);
+  float* sp = reinterpret_cast<float*>(smem_raw + RING);  // [4][ROWS][SPITCH]
+  bf16* pm = reinterpret_cast<bf16*>(smem_raw + RING + vcfg::mla_sp_bytes(ROWS));
+  float* alpha_s = reinterpret_cast<float*>(smem_raw + RING + vcfg::mla_sp_bytes(ROWS) + vcfg::mla_p_bytes(ROWS));
   float* m_fin = alpha_s + ROWS;
   float* l_fin = m_fin + ROWS;
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, c4 = lane & 3;
-  const int dq = warp & 3, kh = warp >> 2;  // QK^T: column quarter, position half
+  const int dq = warp & 3, kh = warp >> 2;  // QK^T: column quarter, slot of the step
 
   const int item = blockIdx.x / a.row_chunks;
   const int chunk = blockIdx.x - item * a.row_chunks;
@@ -482,55 +492,50 @@ __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const 
   const long long kv0 = a.kv_indptr[req];
   const int prefix = a.kv_len[req] - a.q_tokens;
   const int begin = w.kv_begin, end = w.kv_end;
-  const int ntiles = (end - begin + TILE - 1) / TILE;
+  const int nh = (end - begin + HALF - 1) / HALF;  // slots' worth of positions in the split
+  const int nsteps = (nh + 1) / 2;
   const int row0 = chunk * ROWS;
   const int rows_here = min(ROWS, a.rows_total - row0);
   const bf16* kbase = a.k + kv0 * a.k_token_stride;
 
-  auto load_tile = [&](int t) {
-    bf16* ks = stages + (t & 1) * STAGE_ELEMS;
-    const int p0 = begin + t * TILE;
-#pragma unroll 6
-    for (int i = 0; i < TILE * CH / THREADS; ++i) {
-      const int idx = tid + i * THREADS;
-      const int row = idx / CH, c = idx - (idx / CH) * CH;
-      const int p = p0 + row;
-      const bool ok = p < end;
-      const long long pc = ok ? p : begin;
-      cp_async_16(smem_addr(ks + row * PITCH + c * 8), kbase + pc * a.k_token_stride + c * 8, ok);
-    }
+  // Positions [begin + h * HALF, +HALF) into slot h % SLOTS; zeros (nothing read) past the end.
+  // Thread tid copies row tid / LPR, chunks tid % LPR + LPR * i: a warp's copy covers 4 rows x
+  // 128 contiguous bytes, and a thread keeps one row pointer and one shared address (the rest
+  // are immediate offsets), so the unrolled copies hold few registers.
+  constexpr int LPR = THREADS / HALF;  // threads per row
+  constexpr int PER_THREAD = CH / LPR;
+  static_assert(THREADS % HALF == 0 && CH % LPR == 0, "a thread keeps its row");
+  const int ld_row = tid / LPR, ld_c = tid % LPR;
+  const unsigned ld_smem = smem_addr(slots + ld_row * PITCH + ld_c * 8);
+  auto load_half = [&](int h) {
+    const unsigned dst = ld_smem + (h % SLOTS) * (SLOT_ELEMS * 2);
+    const int p = begin + h * HALF + ld_row;
+    const bool ok = p < end;
+    const bf16* src = kbase + static_cast<long long>(ok ? p : begin) * a.k_token_stride + ld_c * 8;
+#pragma unroll
+    for (int i = 0; i < PER_THREAD; ++i) cp_async_16(dst + i * (LPR * 16), src + i * (LPR * 8), ok);
   };
+  auto prefix_half = [&](int h) { return min(end, begin + (h + 1) * HALF) <= prefix; };
 
-  // Early start: a prefix-only first tile loads before the wait (see the GQA kernel).
-  const bool early_tile = prefix_tile(begin, end, prefix, 0);
-  if (early_tile) load_tile(0);
+  // Prologue: slots 0 .. PRO-1, one commit group each; Q joins the first. Prefix-only slots
+  // load before the wait for the previous kernel (early start, see the GQA kernel).
+#pragma unroll
+  for (int h = 0; h < PRO; ++h)
+    if (h < nh && prefix_half(h)) load_half(h);
   wait_for_primary_grid();
-  if (!early_tile) load_tile(0);
-  cp_async_commit();
-  {
-    bf16* qs = stages + STAGE_ELEMS;  // stage 1 is first loaded after the loop's first barrier
-    for (int idx = tid; idx < ROWS * CH; idx += THREADS) {
-      const int row = idx / CH, c = idx - (idx / CH) * CH;
-      uint4 val = make_uint4(0u, 0u, 0u, 0u);
-      if (row < rows_here) {
-        const int pr = row0 + row, t = pr / a.group, j = pr - t * a.group;
-        val = *reinterpret_cast<const uint4*>(a.q + static_cast<long long>(req * a.q_tokens + t) * a.q_token_stride +
-                                              static_cast<long long>(j) * DK + c * 8);
-      }
-      *reinterpret_cast<uint4*>(qs + row * PITCH + c * 8) = val;
-    }
+  bf16* qs = slots + (SLOTS - 1) * SLOT_ELEMS;  // the last slot is first loaded after step 0's barrier
+  if (ld_row < ROWS) {  // Q rows as the slots' rows; zeros past the valid rows (an address of row 0, not read)
+    const bool ok = ld_row < rows_here;
+    const int pr = row0 + (ok ? ld_row : 0), t = pr / a.group, j = pr - t * a.group;
+    const bf16* src = a.q + static_cast<long long>(req * a.q_tokens + t) * a.q_token_stride + static_cast<long long>(j) * DK + ld_c * 8;
+    const unsigned dst = smem_addr(qs + ld_row * PITCH + ld_c * 8);
+#pragma unroll
+    for (int i = 0; i < PER_THREAD; ++i) cp_async_16(dst + i * (LPR * 16), src + i * (LPR * 8), ok);
   }
-  __syncthreads();
-  unsigned qf[R16][KQ][4];
-  {
-    const bf16* qs = stages + STAGE_ELEMS;
 #pragma unroll
-    for (int mt = 0; mt < R16; ++mt) {
-      const int r = mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-#pragma unroll
-      for (int kk = 0; kk < KQ; ++kk)
-        ldsm_x4(qf[mt][kk], smem_addr(qs + r * PITCH + dq * QCOLS + kk * 16 + (lane >> 4) * 8));
-    }
+  for (int h = 0; h < PRO; ++h) {
+    if (h < nh && !prefix_half(h)) load_half(h);
+    cp_async_commit();
   }
 
   unsigned mw[RPW];
@@ -551,15 +556,36 @@ __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const 
       for (int e = 0; e < 4; ++e) o[mt][d][e] = 0.f;
   const int clean_end = min(end, prefix);
 
-  for (int t = 0; t < ntiles; ++t) {
-    cp_async_wait<0>();
-    __syncthreads();  // tile t visible; tile t - 1 (the other stage), scores and probabilities consumed
-    if (t + 1 < ntiles) load_tile(t + 1);
-    cp_async_commit();
-    const bf16* ks = stages + (t & 1) * STAGE_ELEMS;
+  cp_async_wait<PRO - 1>();  // the first group: Q (with slot 0)
+  __syncthreads();
+  unsigned qf[R16][KQ][4];
+#pragma unroll
+  for (int mt = 0; mt < R16; ++mt) {
+    const int r = mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+    for (int kk = 0; kk < KQ; ++kk)
+      ldsm_x4(qf[mt][kk], smem_addr(qs + r * PITCH + dq * QCOLS + kk * 16 + (lane >> 4) * 8));
+  }
 
-    // Partial scores over this warp's 144 columns for its 32 positions.
-    {
+  for (int t = 0; t < nsteps; ++t) {
+    // Groups are committed one per slot, in slot order: the last one is slot 2t + PRO - 1, so
+    // PRO - 2 pending groups leave slots 2t and 2t + 1 landed.
+    cp_async_wait<PRO - 2>();
+    __syncthreads();  // slots 2t, 2t+1 visible; step t - 1's slots (and Q), scores, probabilities consumed
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {  // into the slots of step t - 1
+      const int h = 2 * t + PRO + u;
+      if (h < nh) load_half(h);
+      cp_async_commit();
+    }
+    const bool two = 2 * t + 1 < nh;  // uniform: whether the step's second slot holds positions
+    const bf16* s0 = slots + ((2 * t) % SLOTS) * SLOT_ELEMS;
+    const bf16* s1 = slots + ((2 * t + 1) % SLOTS) * SLOT_ELEMS;
+
+    // Partial scores over this warp's 144 columns for the 32 positions of its slot. A slot past
+    // the end is skipped: its scores are masked in the softmax whatever sp holds.
+    if (kh == 0 || two) {
+      const bf16* ks = kh ? s1 : s0;
       float s[R16][4][4];
 #pragma unroll
       for (int mt = 0; mt < R16; ++mt)
@@ -567,7 +593,7 @@ __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const 
         for (int j = 0; j < 4; ++j)
 #pragma unroll
           for (int e = 0; e < 4; ++e) s[mt][j][e] = 0.f;
-      const int krow = kh * 32 + (lane & 7) + (lane >> 4) * 8;
+      const int krow = (lane & 7) + (lane >> 4) * 8;
       const int kcol = dq * QCOLS + ((lane >> 3) & 1) * 8;
 #pragma unroll
       for (int kk = 0; kk < KQ; ++kk) {
@@ -589,7 +615,7 @@ __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const 
         for (int j = 0; j < 4; ++j)
 #pragma unroll
           for (int h = 0; h < 2; ++h)
-            *reinterpret_cast<float2*>(mine + (mt * 16 + g + 8 * h) * SPITCH + kh * 32 + j * 8 + 2 * c4) =
+            *reinterpret_cast<float2*>(mine + (mt * 16 + g + 8 * h) * SPITCH + kh * HALF + j * 8 + 2 * c4) =
                 make_float2(s[mt][j][2 * h], s[mt][j][2 * h + 1]);
     }
     __syncthreads();
@@ -630,7 +656,7 @@ __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const 
     }
     __syncthreads();
 
-    // O += P V over this warp's 64 output columns.
+    // O += P V over this warp's 64 output columns (the step's second slot only if it holds positions).
     {
 #pragma unroll
       for (int mt = 0; mt < R16; ++mt) {
@@ -645,15 +671,18 @@ __global__ void __launch_bounds__(vcfg::kMlaThreads, 1) mla_verify_kernel(const 
       }
       const int lrow = (lane & 7) + ((lane >> 3) & 1) * 8;
       const int lcol = (lane >> 4) * 8;
+      const int nk2 = two ? TILE / 16 : HALF / 16;
 #pragma unroll
       for (int k2 = 0; k2 < TILE / 16; ++k2) {
+        if (k2 >= nk2) break;
+        const bf16* vs = (k2 < HALF / 16 ? s0 : s1) + ((k2 % (HALF / 16)) * 16 + lrow) * PITCH + warp * VCOLS + lcol;
         unsigned pa[R16][4];
 #pragma unroll
         for (int mt = 0; mt < R16; ++mt) ldsm_x4(pa[mt], smem_addr(pm + (mt * 16 + lrow) * PPITCH + k2 * 16 + lcol));
 #pragma unroll
         for (int dp = 0; dp < ON / 2; ++dp) {
           unsigned b[4];
-          ldsm_x4_trans(b, smem_addr(ks + (k2 * 16 + lrow) * PITCH + warp * VCOLS + dp * 16 + lcol));
+          ldsm_x4_trans(b, smem_addr(vs + dp * 16));
 #pragma unroll
           for (int mt = 0; mt < R16; ++mt) {
             mma_bf16(o[mt][2 * dp], pa[mt], b[0], b[1]);

@@ -501,6 +501,7 @@ bool run_case(const Case& cs, std::mt19937_64& rng) {
   emu::g_global.clear();
   eaglesim::va_emulator::add_global(k.data(), k.size() * 2);
   eaglesim::va_emulator::add_global(v.data(), v.size() * 2);
+  eaglesim::va_emulator::add_global(q.data(), q.size() * 2);  // the MLA kernel copies Q by cp.async
 
   VerifyAttentionPlanOptions opt;
   opt.chunk_tokens = cs.chunk;
@@ -583,6 +584,10 @@ int main(int argc, char** argv) {
   add("gqa g4 d128 q4 tree B2 split32", gqa(2, 4, 4, 2, 128), {170, 45}, AttentionMaskKind::tree, true, 32);
   add("gqa g8 d64 q16 chain B1 split32 (2 row chunks)", gqa(1, 16, 8, 1, 64), {111}, AttentionMaskKind::chain, false, 32);
   add("mla h8 q4 tree B2 split32", mla(2, 4, 8), {150, 34}, AttentionMaskKind::tree, false, 32);
+  // MLA's ring of 32-position slots: splits of an odd number of slots over several steps (the
+  // ring wraps), a long unsplit request in two row chunks.
+  add("mla h8 q4 tree B1 split352 (11 slots, ring wraps)", mla(1, 4, 8), {1000}, AttentionMaskKind::tree, false, 352);
+  add("mla h16 q4 tree B2 unsplit (17 slots, 2 chunks)", mla(2, 4, 16), {530, 77}, AttentionMaskKind::tree, true, 1024);
   if (!quick) {
     add("mla h16 q7 tree B2 per-request split64", mla(2, 7, 16), {129, 40}, AttentionMaskKind::tree, true, 64);
     add("gqa g16 d128 q7 tree B3 per-request split64", gqa(3, 7, 16, 1, 128), {260, 9, 77}, AttentionMaskKind::tree, true, 64);

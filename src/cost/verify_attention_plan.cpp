@@ -209,7 +209,11 @@ VerifyAttentionPlan plan_verify_attention(const VerifyAttentionShape& shape, con
     m.block_bw_cap = (cfg::kGqaStages - 1) * 2.0 * cfg::kTileKv * 2 * shape.head_dim_qk / (dev.memory_latency_us * 1e-6);
   } else {
     m.bytes_per_token = 2.0 * shape.head_dim_qk;
-    m.block_bw_cap = (cfg::kMlaStages - 1) * static_cast<double>(cfg::mla_stage_bytes()) / (dev.memory_latency_us * 1e-6);
+    // Capped at one 64-position step (two slots, 74.75 KB) per memory latency, the calibrated
+    // rate. The ring keeps three slots in flight, but this model has no latency growth under
+    // load: with a three-slot cap it picks fewer, longer blocks that leave a third of the SMs
+    // idle and relies on each pulling 49 GB/s.
+    m.block_bw_cap = 2 * static_cast<double>(cfg::mla_slot_bytes()) / (dev.memory_latency_us * 1e-6);
   }
   m.flops_per_token = 2.0 * k.rows_per_block * (shape.head_dim_qk + shape.head_dim_v);
   m.partial_bytes = static_cast<double>(k.rows_per_block) * (4.0 * shape.head_dim_v + 4.0);

@@ -59,7 +59,6 @@ constexpr int kSplitQuantum = 32;
 constexpr int kGqaThreads = 128;
 constexpr int kGqaStages = 3;
 constexpr int kMlaThreads = 256;
-constexpr int kMlaStages = 2;
 constexpr int kMlaDk = 576;
 constexpr int kMlaDv = 512;
 constexpr int kMaxQTokens = 32;
@@ -68,11 +67,16 @@ EAGLESIM_VA_HD constexpr std::size_t gqa_smem_bytes(int head_dim) {
   return static_cast<std::size_t>(kGqaStages) * 2 * kTileKv * (head_dim + 8) * 2;
 }
 EAGLESIM_VA_HD constexpr int gqa_blocks_per_sm(int head_dim) { return head_dim <= 64 ? 4 : 2; }
-EAGLESIM_VA_HD constexpr std::size_t mla_stage_bytes() { return static_cast<std::size_t>(kTileKv) * (kMlaDk + 8) * 2; }
+// MLA: the KV ring is cut into slots of 32 positions, five of them; a step computes 64
+// positions (two slots) while the next three slots are in flight (112 KB per SM).
+constexpr int kMlaSlotKv = 32;
+constexpr int kMlaSlots = 5;
+EAGLESIM_VA_HD constexpr std::size_t mla_slot_bytes() { return static_cast<std::size_t>(kMlaSlotKv) * (kMlaDk + 8) * 2; }
+EAGLESIM_VA_HD constexpr int mla_slots_in_flight() { return kMlaSlots - 2; }
 EAGLESIM_VA_HD constexpr std::size_t mla_sp_bytes(int rows) { return static_cast<std::size_t>(4) * rows * (kTileKv + 8) * 4; }
 EAGLESIM_VA_HD constexpr std::size_t mla_p_bytes(int rows) { return static_cast<std::size_t>(rows) * (kTileKv + 8) * 2; }
 EAGLESIM_VA_HD constexpr std::size_t mla_smem_bytes(int rows) {
-  return kMlaStages * mla_stage_bytes() + mla_sp_bytes(rows) + mla_p_bytes(rows) + 3 * sizeof(float) * rows;
+  return kMlaSlots * mla_slot_bytes() + mla_sp_bytes(rows) + mla_p_bytes(rows) + 3 * sizeof(float) * rows;
 }
 // The combine: blocks per output row's columns (grid.y). MLA's 512 columns are cut into four
 // slices of 128, so a row's partials are read by four times the blocks (one row per block of

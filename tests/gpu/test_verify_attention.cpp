@@ -337,6 +337,14 @@ void check_case(const Case& c, std::mt19937_64& rng) {
   check_optimised(*P, forced, "split 64");
   forced.chunk_tokens = cfg::kSplitQuantum;  // splits that end inside a tile
   check_optimised(*P, forced, "split 32");
+  if (c.shape.kind == VerifyAttentionKind::mla) {
+    // MLA's ring of 32-position slots: an odd number of slots over two steps, and long splits
+    // over which the five-slot ring wraps many times.
+    forced.chunk_tokens = 3 * cfg::kMlaSlotKv;
+    check_optimised(*P, forced, "split 96");
+    forced.chunk_tokens = 1024;
+    check_optimised(*P, forced, "split 1024");
+  }
   check_reference_kernel(*P);
 }
 
@@ -715,6 +723,7 @@ TEST(VerifyAttentionPlan, KernelChoiceAndResources) {
   const auto mla = choose_verify_attention_kernel(mla_shape(1, 4, 16));
   EXPECT_EQ(mla.variant, V::mla_r32);
   EXPECT_EQ(mla.row_chunks, 2);
+  EXPECT_EQ(mla.smem_bytes, cfg::mla_smem_bytes(32));
   EXPECT_EQ(choose_verify_attention_kernel(mla_shape(1, 1, 8)).variant, V::mla_r16);
   // What the launch bounds promise must fit an H100/H200 SM: 228 KB shared, 1 KB reserved per block.
   for (const auto& s : {gqa_shape(1, 1, 4, 8, 64), gqa_shape(1, 1, 4, 8, 128), mla_shape(1, 1, 8), mla_shape(1, 4, 8)}) {
