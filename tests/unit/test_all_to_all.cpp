@@ -239,7 +239,8 @@ TEST(AllToAll, DeepEpNormalRefusesWhatItsKernelsCannotRun) {
   EXPECT_NE(all_to_all_problem("deepep_ll", deepep_case(a100, 8, AllToAllPhase::combine)).find("9.0"),
             std::string::npos);
   // The experts spread evenly over the ranks.
-  AllToAllQuery uneven = normal_case(h800_nodes(2), 16, AllToAllPhase::dispatch);
+  const Topology two_nodes = h800_nodes(2);  // the query points at it: it must outlive the query
+  AllToAllQuery uneven = normal_case(two_nodes, 16, AllToAllPhase::dispatch);
   uneven.experts = 250;
   EXPECT_THROW(all_to_all_cost("deepep_normal", uneven), InputError);
   EXPECT_THROW(all_to_all_cost("nccl", uneven), InputError);
