@@ -313,8 +313,7 @@ ServeInputs resolve_inputs(const ServeArgs& given) {
                                  "simulates one (--traffic counts the instances a load needs)", *a.dp));
   if (a.dp_attention && in.engine != ServingEngine::sglang)
     throw InputError("--enable-dp-attention: SGLang's data-parallel attention; simulate it with --engine sglang");
-  if (!is_all_to_all_strategy(a.a2a))
-    throw InputError(fmt::format("--a2a: expected one of {}, got '{}'", fmt::join(all_to_all_strategy_names(), ", "), a.a2a));
+  check_all_to_all_strategy(a.a2a);
   in.ep = a.ep;
   in.dp_attention = a.dp_attention;
   in.a2a = a.a2a;

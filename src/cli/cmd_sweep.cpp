@@ -13,7 +13,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/accept_probs_flag.hpp"
@@ -151,8 +150,7 @@ void run_sweep_command(const SweepArgs& a) {
     rq.layouts = std::move(layouts.layouts);
     rq.skipped_layouts = std::move(layouts.skipped);
   }
-  if (!is_all_to_all_strategy(a.a2a))
-    throw InputError(fmt::format("--a2a: expected one of {}, got '{}'", fmt::join(all_to_all_strategy_names(), ", "), a.a2a));
+  check_all_to_all_strategy(a.a2a);
   rq.a2a = a.a2a;
   rq.batches = parse_int_axis("--batch", a.batches, 1, kMaxGenBatch);
   SpecAxis axis = spec_axis(a);

@@ -330,10 +330,14 @@ std::string all_to_all_problem(const std::string& strategy, const AllToAllQuery&
   return "";
 }
 
-AllToAllCost all_to_all_cost(const std::string& strategy, const AllToAllQuery& q) {
-  if (!is_all_to_all_strategy(strategy))
+void check_all_to_all_strategy(const std::string& name) {
+  if (!is_all_to_all_strategy(name))
     throw InputError(fmt::format("{}: expected one of {}, got '{}'", kFlag, fmt::join(all_to_all_strategy_names(), ", "),
-                                 strategy));
+                                 name));
+}
+
+AllToAllCost all_to_all_cost(const std::string& strategy, const AllToAllQuery& q) {
+  check_all_to_all_strategy(strategy);
   if (std::string why = all_to_all_problem(strategy, q); !why.empty())
     throw InputError(fmt::format("{}: {} cannot run the MoE {} over {} ranks of {}: {}", kFlag, strategy,
                                  to_string(q.phase), q.ranks, q.topo ? q.topo->name : "?", why));

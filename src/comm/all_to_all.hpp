@@ -65,6 +65,8 @@ double distinct_ranks_per_token(int ranks, std::int64_t experts, int top_k);
 // per-rank limit, else deepep_normal), ideal (free: the lower bound).
 const std::vector<std::string>& all_to_all_strategy_names();
 bool is_all_to_all_strategy(const std::string& name);
+// InputError naming --a2a when `name` is not one of all_to_all_strategy_names().
+void check_all_to_all_strategy(const std::string& name);
 // The strategies bench-comm prices by default and for `all`: every one but the free lower bound.
 std::vector<std::string> all_to_all_bench_names();
 // DeepEP low-latency's per-rank token limit as SGLang sizes its buffer (num_max_dispatch_tokens_per_rank).

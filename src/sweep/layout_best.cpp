@@ -28,9 +28,9 @@ std::vector<SweepLayoutBest> best_per_layout(const SweepGrid& grid, const std::v
         if (r.decode_total_tokens_per_s > 0 && (!p || r.decode_total_tokens_per_s > rows[*p].decode_total_tokens_per_s))
           p = i;
       }
-      for (SweepLayoutBest& e : block) {
-        const std::size_t b = static_cast<std::size_t>(&e - block.data()) / L % B;
-        e.plain_row = plain[b * L + e.layout];
+      for (std::size_t i = 0; i < block.size(); ++i) {
+        SweepLayoutBest& e = block[i];
+        e.plain_row = plain[(i / L % B) * L + e.layout];
         if (e.row) e.total_tokens_per_s = rows[*e.row].total_tokens_per_s;
         if (e.plain_row) e.plain_total_tokens_per_s = rows[*e.plain_row].decode_total_tokens_per_s;
         out.push_back(e);

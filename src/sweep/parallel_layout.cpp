@@ -19,6 +19,12 @@ std::vector<ParallelLayout> tp_layouts(const std::vector<int>& tps) {
   return out;
 }
 
+bool tensor_parallel_only(const std::vector<ParallelLayout>& layouts) {
+  for (const ParallelLayout& l : layouts)
+    if (l.ep > 1 || l.dp_attention) return false;
+  return true;
+}
+
 LayoutAxis build_layout_axis(const std::vector<int>& tps, const std::vector<int>& eps,
                              const std::vector<bool>& dp_attention) {
   LayoutAxis axis;

@@ -28,6 +28,9 @@ std::string layout_label(const ParallelLayout& l);
 // Plain tensor-parallel layouts, one per TP.
 std::vector<ParallelLayout> tp_layouts(const std::vector<int>& tps);
 
+// Whether every layout is tensor parallelism alone (no EP, no DP attention).
+bool tensor_parallel_only(const std::vector<ParallelLayout>& layouts);
+
 // A combination of the --tp, --ep and --dp-attention lists that is not a layout, and why.
 struct SkippedLayout {
   ParallelLayout layout;

@@ -136,10 +136,7 @@ std::string fmt_rate(double v) { return fmt::format("{:.1f}", v); }
 
 // The tables' parallelism column: the TP alone when every layout is plain tensor parallelism,
 // else the layout's label ("TP16 EP16 DPA") in a column as wide as the longest.
-bool plain_tp_only(const SweepAxes& ax) {
-  return std::all_of(ax.layouts.begin(), ax.layouts.end(),
-                     [](const ParallelLayout& l) { return l.ep == 1 && !l.dp_attention; });
-}
+bool plain_tp_only(const SweepAxes& ax) { return tensor_parallel_only(ax.layouts); }
 std::size_t layout_width(const SweepAxes& ax) {
   if (plain_tp_only(ax)) return 3;
   std::size_t w = 6;

@@ -676,9 +676,7 @@ void Sweep::pick_best() {
   out_.batch_best = std::move(v.best);
   out_.pay_limits = std::move(v.limits);
   // Side by side only when the layouts differ in more than TP (the tables above compare TPs).
-  const bool beyond_tp = std::any_of(rq_.layouts.begin(), rq_.layouts.end(),
-                                     [](const ParallelLayout& l) { return l.ep > 1 || l.dp_attention; });
-  if (grid_.layouts > 1 && beyond_tp) out_.layout_best = best_per_layout(grid_, rq_.batches, speeds_);
+  if (grid_.layouts > 1 && !tensor_parallel_only(rq_.layouts)) out_.layout_best = best_per_layout(grid_, rq_.batches, speeds_);
 }
 
 // Each model's fastest configuration, re-simulated with a timeline for the waterfall (its trace
