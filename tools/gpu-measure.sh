@@ -20,6 +20,10 @@
 #               against the floor measured in the same run
 #   sanitizer   compute-sanitizer memcheck, racecheck, synccheck over the kernel GPU tests
 #   torch       tools/torch_reference_step.py (PyTorch on the replay's decoder ops), if torch imports
+#   kinds       the TP8 per-rank verify steps of Kimi-K2 (Thinking: int4 experts; Instruct: fp8
+#               128x128 blocks), DeepSeek-V3 (fp8 blocks) and Llama-3.1-70B (bf16, fp8, int4) as
+#               their checkpoints ship, run --backend cuda --ranks 1 --strategy ideal, and each op
+#               kind against the floor measured in the same process (tools/roofline_kinds.py)
 #   graph       tools/record_graph_trace.py (Llama-3.1-8B TP1 verify step in one CUDA graph, profiled),
 #               trimmed by tools/trim_kineto.py into $OUT/graph/, imported with --config, then run
 #               --op-times measured on the simulator and the CUDA backend beside the recorded step
@@ -45,7 +49,7 @@ if [ -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null 2>&1; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
 
-ALL="build tests bench-comm replay kernels fidelity sanitizer torch graph"
+ALL="build tests bench-comm replay kernels kinds fidelity sanitizer torch graph"
 STEPS=${*:-$ALL}
 for step in $STEPS; do
   case " $ALL " in *" $step "*) ;; *) echo "gpu-measure: unknown step '$step' (steps: $ALL)" >&2; exit 2 ;; esac
@@ -226,6 +230,32 @@ step_replay() {
   return "$rc"
 }
 
+# The must-show steps of the kernel issue: per-rank TP8 verify, one GPU, no allreduce time.
+# Kimi-K2 and DeepSeek-V3 at one request of 4 tokens (KV 4096); Llama-3.1-70B at 32 requests of
+# (3, 1, 4) with KV 2048.
+step_kinds() {
+  local rc=0 name reports=()
+  kinds_one() {  # kinds_one NAME [gen flags...]
+    local n=$1; shift
+    echo "### $n: gen $*"
+    t "$E" gen --tp 8 "$@" -o "$W/kinds-$n.json" || return 1
+    t "$E" run "$W/kinds-$n.json" --backend cuda --ranks 1 --strategy ideal --iters "${KINDS_ITERS:-10}" --warmup 3 \
+      --timeout 120 --json "$OUT/kinds-$n.json" || return 1
+    reports+=("$OUT/kinds-$n.json")
+  }
+  local moe=(--tokens 4 --kv-len 4096)
+  local l70=(--model models/llm/llama-3.1-70b.json --batch 32 --speculative-num-steps 3 --speculative-eagle-topk 1
+             --speculative-num-draft-tokens 4 --kv-len 2048)
+  kinds_one kimi-k2-thinking-int4 --model models/llm/kimi-k2-thinking.json "${moe[@]}" || rc=1
+  kinds_one kimi-k2-instruct-fp8 --model models/llm/kimi-k2-instruct.json --weight-dtype fp8 "${moe[@]}" || rc=1
+  kinds_one deepseek-v3-fp8 --model models/llm/deepseek-v3.json --weight-dtype fp8 "${moe[@]}" || rc=1
+  for name in bf16 fp8 int4; do
+    kinds_one "llama-3.1-70b-$name" "${l70[@]}" --weight-dtype "$name" || rc=1
+  done
+  [ ${#reports[@]} -gt 0 ] && { python3 tools/roofline_kinds.py "${reports[@]}" || rc=1; }
+  return "$rc"
+}
+
 step_fidelity() {
   local rc=0 tp1 i
   tp1=traces/llama-3.1-8b_tp1_t4.json
@@ -310,6 +340,7 @@ summary_pattern() {
     bench-comm) echo "^###|^ +(1024|43008|65536|1048576|67108864) " ;;
     replay) echo "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^strategy |^error" ;;
     fidelity) echo "^###|^summary|^error" ;;
+    kinds) echo "^###|^\\||^error" ;;
     kernels) echo "^###|^\[  (PASSED|FAILED)|FAILED|Failure|^summary:|^tuning:|^== summary|^(rmsnorm|add_rmsnorm|add_rmsnorm_unfused|residual_add|silu_mul) +[0-9]+ \||^empty kernel|^floor" ;;
     sanitizer) echo "^###|ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY|^\[  (PASSED|FAILED)" ;;
     torch) echo "^###|^\{|Error" ;;

@@ -29,7 +29,9 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-MODELS = [("8b", False, 32, 8), ("70b", False, 64, 8), ("kimi", True, 8, 1), ("dsv3", True, 16, 1)]
+# "70b-tp8": Llama-3.1-70B's per-rank shape at TP8 (8 query heads, one KV head).
+MODELS = [("8b", False, 32, 8), ("70b", False, 64, 8), ("70b-tp8", False, 8, 1), ("kimi", True, 8, 1),
+          ("dsv3", True, 16, 1)]
 BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH]
 ROTATE_BYTES = 1 << 30
 
@@ -41,9 +43,10 @@ def lengths(batch, kv):
 
 def shapes():
     for name, mla, heads, kv_heads in MODELS:
+        tp8 = not mla and kv_heads == 1
         batches = [1, 8, 32] if mla else [1, 8, 32, 64]
-        qs = [1, 4] if mla else [1, 4, 16, 32]
-        kvs = [2048, 8192, 32768] if mla else [512, 2048, 8192, 32768, 0]
+        qs = [1, 4] if mla or tp8 else [1, 4, 16, 32]
+        kvs = [2048, 4096, 8192, 32768] if mla else [2048, 8192] if tp8 else [512, 2048, 8192, 32768, 0]
         for b in batches:
             for q in qs:
                 for kv in kvs:

@@ -4,9 +4,10 @@
 // (tools/torch_attention_bench.py --out FILE, read with --torch FILE).
 //
 // Shapes: Llama-3.1-8B TP1 (32/8 heads, D 128) and Llama-3.1-70B TP1 (64/8) over B 1/8/32/64 x
-// q 1/4/16/32 x kv 512/2048/8192/32768/ragged (512..32768 spread evenly over the batch); Kimi-K2
-// TP8 (8 heads) and DeepSeek-V3 TP8 (16 heads), absorbed MLA 576/512, over B 1/8/32 x q 1/4 x kv
-// 2048/8192/32768. q > 1 uses a tree mask per request (a binary tree), q = 1 is plain decode.
+// q 1/4/16/32 x kv 512/2048/8192/32768/ragged (512..32768 spread evenly over the batch);
+// Llama-3.1-70B TP8 (8/1) over B 1/8/32/64 x q 1/4 x kv 2048/8192; Kimi-K2 TP8 (8 heads) and
+// DeepSeek-V3 TP8 (16 heads), absorbed MLA 576/512, over B 1/8/32 x q 1/4 x kv
+// 2048/4096/8192/32768. q > 1 uses a tree mask per request (a binary tree), q = 1 is plain decode.
 // The shape strings are the keys of the torch JSON; tools/torch_attention_bench.py makes the
 // same list.
 //
@@ -16,8 +17,10 @@
 //
 // Build (the CUDA part of the repo is not needed): nvcc -std=c++17 -O3 -arch=sm_90 -Isrc -Ikernels \
 //   bench/gpu/bench_attention.cu src/cuda/ops/verify_attention_launch.cpp -o bench_attention
-// Run: bench_attention [--torch FILE] [--json FILE] [--filter TEXT] [--no-plain] [--quick] [--budget-s S]
-// (--budget-s: no new shape starts after S seconds; the summary says how many were left)
+// Run: bench_attention [--torch FILE] [--json FILE] [--filter TEXT] [--no-plain] [--splits] [--quick] [--budget-s S]
+// (--budget-s: no new shape starts after S seconds; the summary says how many were left;
+// --splits: every shape also with the planner's split length x 1/4, 1/2, 2 and 4, to check the
+// planner's choice; without it a subset gets x 1/2 and x 2)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -45,7 +48,10 @@ struct Model {
   bool mla;
   int heads, kv_heads;
 };
-const Model kModels[] = {{"8b", false, 32, 8}, {"70b", false, 64, 8}, {"kimi", true, 8, 1}, {"dsv3", true, 16, 1}};
+// "70b-tp8" is Llama-3.1-70B's per-rank shape at TP8 (8 query heads, one KV head): the replay's
+// verify step at 32 requests runs it.
+const Model kModels[] = {{"8b", false, 32, 8},  {"70b", false, 64, 8},  {"70b-tp8", false, 8, 1},
+                         {"kimi", true, 8, 1},  {"dsv3", true, 16, 1}};
 
 struct Shape {
   const Model* model;
@@ -67,9 +73,12 @@ std::vector<std::int32_t> lengths(int batch, int kv) {
 std::vector<Shape> all_shapes() {
   std::vector<Shape> out;
   for (const Model& m : kModels) {
+    const bool tp8 = !m.mla && m.kv_heads == 1;
     const std::vector<int> batches = m.mla ? std::vector<int>{1, 8, 32} : std::vector<int>{1, 8, 32, 64};
-    const std::vector<int> qs = m.mla ? std::vector<int>{1, 4} : std::vector<int>{1, 4, 16, 32};
-    const std::vector<int> kvs = m.mla ? std::vector<int>{2048, 8192, 32768} : std::vector<int>{512, 2048, 8192, 32768, 0};
+    const std::vector<int> qs = m.mla || tp8 ? std::vector<int>{1, 4} : std::vector<int>{1, 4, 16, 32};
+    const std::vector<int> kvs = m.mla ? std::vector<int>{2048, 4096, 8192, 32768}
+                                 : tp8  ? std::vector<int>{2048, 8192}
+                                        : std::vector<int>{512, 2048, 8192, 32768, 0};
     for (int b : batches)
       for (int q : qs)
         for (int kvl : kvs) {
@@ -129,13 +138,14 @@ struct Summary {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool plain = true;
+  bool plain = true, split_sweep = false;
   const bench::CommonArgs args = bench::parse_common_args(
       argc, argv, "bench_attention",
-      "bench_attention [--torch FILE] [--json FILE] [--filter TEXT] [--no-plain] [--quick] [--budget-s S]",
+      "bench_attention [--torch FILE] [--json FILE] [--filter TEXT] [--no-plain] [--splits] [--quick] [--budget-s S]",
       [&](const std::string& a) {
-        if (a != "--no-plain") return false;
-        plain = false;
+        if (a == "--no-plain") plain = false;
+        else if (a == "--splits") split_sweep = true;
+        else return false;
         return true;
       });
   const std::string &torch_path = args.torch, &json_path = args.json, &filter = args.filter;
@@ -285,7 +295,7 @@ int main(int argc, char** argv) {
         bench::print_json_row(jf, row);
         std::fflush(jf);  // what a timeout cuts short stays on disk
       }
-      std::printf("    plan %s (%d K/V copies)\n", describe(plan).c_str(), sets);
+      std::printf("    plan %s (%d K/V copies; the planner's model %.1f us)\n", describe(plan).c_str(), sets, plan.estimated_us);
 
       // Calibration rows on a subset: the attention kernel launched without early start and the
       // combine without PDL (what each overlap buys; the main row has both, as the replay does),
@@ -311,8 +321,10 @@ int main(int argc, char** argv) {
         no_overlap.overlap_combine = false;
         launch_variant_row("  combine no-pdl", no_overlap);
       }
-      if (B <= 8 && s.q_tokens <= 4 && (sh.kv == 2048 || sh.kv == 8192 || sh.kv == 0)) {
-        for (const double f : {0.5, 2.0}) {
+      const bool subset = B <= 8 && s.q_tokens <= 4 && (sh.kv == 2048 || sh.kv == 8192 || sh.kv == 0);
+      if (subset || split_sweep) {
+        for (const double f : split_sweep ? std::vector<double>{0.25, 0.5, 2.0, 4.0} : std::vector<double>{0.5, 2.0}) {
+          if (f > 1 && plan.chunk_tokens >= *std::max_element(sh.kv_len.begin(), sh.kv_len.end())) continue;
           VerifyAttentionPlanOptions opt;
           opt.chunk_tokens = std::max(verify_attention_config::kSplitQuantum, static_cast<int>(plan.chunk_tokens * f));
           const VerifyAttentionPlan alt = plan_verify_attention(s, sh.kv_len, {}, opt);
@@ -322,12 +334,13 @@ int main(int argc, char** argv) {
           CHECK(cudaDeviceSynchronize());
           int c4 = 0;
           bench::BenchRow ar = row;
-          ar.kernel = f < 1 ? "  split x0.5" : "  split x2";
+          const std::string split_label = "  split x" + std::string(f == 0.25 ? "0.25" : f == 0.5 ? "0.5" : f == 2 ? "2" : "4");
+          ar.kernel = split_label.c_str();
           ar.us = bench::time_in_graph_us(
               [&](cudaStream_t st) { CHECK(kv::launch_verify_attention(params_for(c4++ % sets, out), alt, ws2, st)); },
               per_graph, 15, 3);
           bench::print_row(ar);
-          std::printf("    plan %s\n", describe(alt).c_str());
+          std::printf("    plan %s (model %.1f us)\n", describe(alt).c_str(), alt.estimated_us);
           CHECK(cudaFree(ws2));
         }
       }

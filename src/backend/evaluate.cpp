@@ -19,26 +19,6 @@ namespace eaglesim {
 
 namespace {
 
-// The traffic behind each kind's time: the residual adds and RMSNorms a fusing strategy runs
-// inside its allreduce kernel are the allreduce's time, so they are not counted for their kinds;
-// a residual add run with its RMSNorm as one kernel (fuse_add_norm) is that kernel's traffic,
-// under rmsnorm, where its time is reported.
-KindTraffic step_kind_traffic(const Step& step, bool fuses, bool fuse_add_norm) {
-  KindTraffic t{};
-  for (std::size_t i = 0; i < step.ops.size(); ++i) {
-    if (fuse_add_norm && fusable_add_norm(step.ops, i)) {
-      const OpTraffic f = add_rmsnorm_traffic(step.ops[i + 1]);
-      t[static_cast<std::size_t>(OpKind::rmsnorm)].bytes += f.bytes;
-      t[static_cast<std::size_t>(OpKind::rmsnorm)].flops += f.flops;
-      ++i;
-      continue;
-    }
-    add_traffic(t, step.ops[i]);
-    if (fuses && step.ops[i].kind == OpKind::allreduce) i += static_cast<std::size_t>(fusable_followers(step.ops, i));
-  }
-  return t;
-}
-
 // The experts a step's MoE layers touch (the most in any of them) and the expert weights they read.
 struct ExpertReads {
   std::int64_t experts = 0;
@@ -67,6 +47,34 @@ std::string moe_experts_note(const Step& verify, const Step* decode) {
 }
 
 }  // namespace
+
+std::vector<UnitTraffic> step_unit_traffic(const Step& step, bool fuses, bool fuse_add_norm) {
+  std::vector<UnitTraffic> units(step.ops.size());
+  // Ops run by the kernel of the unit before them: reported under its kind, counted for none.
+  const auto absorb = [&units](std::size_t first, std::size_t count, OpKind kind) {
+    for (std::size_t j = first; j < first + count; ++j) units[j].kind = kind;
+  };
+  for (std::size_t i = 0; i < step.ops.size(); ++i) {
+    const Op& op = step.ops[i];
+    UnitTraffic& u = units[i];
+    u.counted = true;
+    if (fuse_add_norm && fusable_add_norm(step.ops, i)) {
+      u.kind = OpKind::rmsnorm;
+      u.traffic = add_rmsnorm_traffic(step.ops[i + 1]);
+      absorb(i + 1, 1, OpKind::rmsnorm);
+      i += 1;
+      continue;
+    }
+    u.kind = op.kind;
+    u.traffic = op_traffic(op);
+    if (fuses && op.kind == OpKind::allreduce) {
+      const auto absorbed = static_cast<std::size_t>(fusable_followers(step.ops, i));
+      absorb(i + 1, absorbed, OpKind::allreduce);
+      i += absorbed;
+    }
+  }
+  return units;
+}
 
 int scenario_draft_tokens(const Trace& trace, int requested) {
   if (requested > 0) return requested;
@@ -174,8 +182,10 @@ PricedStep price_step(Backend& backend, const Trace& trace, const Step& step, co
   PricedStep p;
   try {
     p.result = backend.run_step(trace, step, strategy, topo, options);
-    if (p.result.ceilings)
-      p.result.kind_traffic = step_kind_traffic(step, fuses_residual_norm(strategy), options.fuse_add_norm);
+    if (p.result.ceilings) {
+      p.result.unit_traffic = step_unit_traffic(step, fuses_residual_norm(strategy), options.fuse_add_norm);
+      p.result.kind_traffic = sum_kind_traffic(p.result.unit_traffic);
+    }
   } catch (const StrategyUnsupported& e) {
     p.supported = false;
     p.reason = e.what();

@@ -9,6 +9,7 @@
 
 #include "domain/report.hpp"
 #include "backend/backend.hpp"
+#include "trace/op_traffic.hpp"
 
 namespace eaglesim {
 
@@ -32,6 +33,15 @@ int scenario_draft_tokens(const Trace& trace, int requested);
 // reason; other errors propagate (InputError / DeviceError). Every speed-up and break-even is
 // against the fastest plain decoding the run can deploy (domain/ranking.hpp).
 Report evaluate_strategies(Backend& backend, const EvaluateRequest& request);
+
+// The traffic behind each op's time, per op index (the roofline's inputs, trace/op_traffic.hpp):
+// the residual adds and RMSNorms a fusing strategy (`fuses`) runs inside its allreduce kernel are
+// the allreduce's time, so they are counted for no kind; a residual add run with its RMSNorm as
+// one kernel (`fuse_add_norm`, fusable_add_norm) is that kernel's traffic, counted at the add's
+// index under rmsnorm, where its time is reported, and the norm is not counted. Every other op is
+// its own traffic (op_traffic) under its kind. price_step fills StepResult::unit_traffic with it
+// and StepResult::kind_traffic with its sum (sum_kind_traffic) for a step measured on its device.
+std::vector<UnitTraffic> step_unit_traffic(const Step& step, bool fuses, bool fuse_add_norm);
 
 // The pieces evaluate_strategies is made of, which the sweep uses on the steps it shares between
 // grid points: one step priced by a backend (supported = false with the backend's reason when it

@@ -57,9 +57,13 @@ struct StepResult {
   std::vector<std::string> notes;   // extrapolations, fallbacks, rank substitutions
   std::vector<DispatchGroup> dispatch;  // engine strategies only: which path each allreduce took and why
   // Roofline inputs, only where the backend measured its device: the ceilings, and per op kind
-  // the fewest bytes and the FLOPs of the ops that kind's time covers (evaluate fills these).
+  // the fewest bytes and the FLOPs of the ops that kind's time covers (evaluate fills these);
+  // the same per op index (the kind each op's time is reported under and its kernel's traffic),
+  // which with the timeline's spans splits each kind by op size (domain/roofline.hpp). Empty
+  // `unit_traffic` (results made by hand): no split.
   std::optional<DeviceCeilings> ceilings;
   KindTraffic kind_traffic{};
+  std::vector<UnitTraffic> unit_traffic;
 };
 
 }  // namespace eaglesim

@@ -98,10 +98,23 @@ json result_json(const Report& report, const StrategyResult& r) {
     const DeviceCeilings& c = *r.verify.ceilings;
     j["verify_ceilings"] = {{"device", c.device}, {"read_gbps", c.read_gbps}, {"bf16_tflops", c.bf16_tflops}};
     json rows = json::array();
-    for (const RooflineRow& row : roofline_rows(r.verify))
-      rows.push_back({{"kind", to_string(row.kind)}, {"us", row.us}, {"bytes", row.bytes}, {"flops", row.flops},
-                      {"gbps", row.gbps}, {"tflops", row.tflops}, {"floor_us", row.floor_us},
-                      {"pct_of_floor", row.pct_of_floor}});
+    for (const RooflineRow& row : roofline_rows(r.verify)) {
+      json o = {{"kind", to_string(row.kind)}, {"us", row.us}, {"bytes", row.bytes}, {"flops", row.flops},
+                {"gbps", row.gbps}, {"tflops", row.tflops}, {"floor_us", row.floor_us},
+                {"pct_of_floor", row.pct_of_floor}};
+      if (row.by_size) {
+        auto value = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+        const RooflineOps& l = row.large;
+        const RooflineOps& s = row.small;
+        o["large"] = {{"ops", l.ops},           {"us", l.us},
+                      {"bytes", l.bytes},       {"flops", l.flops},
+                      {"floor_us", l.floor_us}, {"pct_of_floor", value(l.pct_of_floor)}};
+        o["small"] = {{"ops", s.ops},           {"us", s.us},
+                      {"bytes", s.bytes},       {"flops", s.flops},
+                      {"floor_us", s.floor_us}, {"excess_us_per_op", value(s.excess_us_per_op)}};
+      }
+      rows.push_back(std::move(o));
+    }
     j["verify_roofline"] = std::move(rows);
   }
   j["notes"] = step_notes(r);

@@ -53,26 +53,46 @@ std::string aligned_columns(const std::vector<std::string>& header, const std::v
   return out;
 }
 
+// A roofline row's split by op size: the large ops' count and share of their floor, the small
+// ops' count and µs over their floor per op ("-" where there is none).
+std::vector<std::string> by_size_cells(const RooflineRow& row) {
+  if (!row.by_size) return {"-", "-", "-", "-"};
+  const std::optional<double>& pct = row.large.pct_of_floor;
+  const std::optional<double>& excess = row.small.excess_us_per_op;
+  return {fmt::format("{}", row.large.ops), pct ? fmt::format("{:.1f}", *pct) : "-", fmt::format("{}", row.small.ops),
+          excess ? fmt::format("{:.2f}", *excess) : "-"};
+}
+
 // Per strategy and op kind of the verify step, how far the measured time is from the device's
-// floor; nothing when no result carries its device's ceilings (the simulator).
+// floor, and for the kind's ops of >= 16 MB and the smaller ones apart; nothing when no result
+// carries its device's ceilings (the simulator).
 std::string roofline_block(const Report& report) {
   const DeviceCeilings* ceilings = nullptr;
   std::vector<std::vector<std::string>> rows;
   for (const StrategyResult& r : report.results) {
     if (!r.supported || !r.verify.ceilings) continue;
     if (!ceilings) ceilings = &*r.verify.ceilings;
-    for (const RooflineRow& row : roofline_rows(r.verify))
-      rows.push_back({r.strategy, to_string(row.kind), fmt::format("{:.1f}", row.us), fmt::format("{:.3f}", row.bytes / 1e6),
-                      fmt::format("{:.3f}", row.flops / 1e9), fmt::format("{:.0f}", row.gbps),
-                      fmt::format("{:.1f}", row.tflops), fmt::format("{:.1f}", row.floor_us),
-                      fmt::format("{:.1f}", row.pct_of_floor)});
+    for (const RooflineRow& row : roofline_rows(r.verify)) {
+      std::vector<std::string> cells{r.strategy, to_string(row.kind), fmt::format("{:.1f}", row.us),
+                                     fmt::format("{:.3f}", row.bytes / 1e6), fmt::format("{:.3f}", row.flops / 1e9),
+                                     fmt::format("{:.0f}", row.gbps), fmt::format("{:.1f}", row.tflops),
+                                     fmt::format("{:.1f}", row.floor_us), fmt::format("{:.1f}", row.pct_of_floor)};
+      for (std::string& c : by_size_cells(row)) cells.push_back(std::move(c));
+      rows.push_back(std::move(cells));
+    }
   }
   if (!ceilings) return "";
   std::string out = fmt::format(
       "\nroofline (verify step, op kinds with >= {:.0f}% of it; {}: read {:.0f} GB/s, bf16 {:.0f} TFLOP/s; "
-      "floor = max(bytes / read, FLOPs / bf16)):\n",
-      100.0 * kRooflineMinShare, ceilings->device, ceilings->read_gbps, ceilings->bf16_tflops);
-  out += aligned_columns({"strategy", "kind", "us", "MB", "GFLOP", "GB/s", "TFLOP/s", "floor us", "% of floor"}, rows, 2);
+      "floor = max(bytes / read, FLOPs / bf16); ops moving >= {:.0f} MB each by their share of their floor, "
+      "smaller ones by their us over it per op):\n",
+      100.0 * kRooflineMinShare, ceilings->device, ceilings->read_gbps, ceilings->bf16_tflops,
+      kRooflineLargeOpBytes / 1e6);
+  const std::string mb = fmt::format("{:.0f}MB", kRooflineLargeOpBytes / 1e6);
+  out += aligned_columns({"strategy", "kind", "us", "MB", "GFLOP", "GB/s", "TFLOP/s", "floor us", "% of floor",
+                          ">=" + mb + " ops", ">=" + mb + " % of floor", "<" + mb + " ops",
+                          "<" + mb + " us over floor/op"},
+                         rows, 2);
   return out;
 }
 

@@ -15,11 +15,15 @@ OpTraffic add_rmsnorm_traffic(const Op& norm) {
   return {a * (4.0 * rows + static_cast<double>(norm.hidden)), 0.0};
 }
 
-void add_traffic(KindTraffic& into, const Op& op) {
-  const OpTraffic t = op_traffic(op);
-  OpTraffic& k = into[static_cast<std::size_t>(op.kind)];
-  k.bytes += t.bytes;
-  k.flops += t.flops;
+KindTraffic sum_kind_traffic(const std::vector<UnitTraffic>& units) {
+  KindTraffic t{};
+  for (const UnitTraffic& u : units) {
+    if (!u.counted) continue;
+    OpTraffic& k = t[static_cast<std::size_t>(u.kind)];
+    k.bytes += u.traffic.bytes;
+    k.flops += u.traffic.flops;
+  }
+  return t;
 }
 
 }  // namespace eaglesim

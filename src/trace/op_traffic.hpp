@@ -3,6 +3,7 @@
 // read and written once, the KV cache read once) and its FLOPs. Together with a device's read
 // bandwidth and tensor throughput this gives the op's floor, the time no kernel can beat.
 #include <array>
+#include <vector>
 
 #include "trace/op.hpp"
 
@@ -33,6 +34,18 @@ OpTraffic op_traffic(const Op& op);
 // no flops, like every elementwise op.
 OpTraffic add_rmsnorm_traffic(const Op& norm);
 
-void add_traffic(KindTraffic& into, const Op& op);
+// One op of a step as the time reported for it sees it: the traffic of the kernel it runs under
+// the kind that kernel's time is reported as. `counted` is false for an op that launches no kernel
+// of its own (the rmsnorm of a fused add + RMSNorm, the ops a fusing allreduce absorbs): its
+// traffic is the kernel's that runs it, or none. A step's units are indexed by op index
+// (backend/evaluate.hpp, step_unit_traffic).
+struct UnitTraffic {
+  bool counted = false;
+  OpKind kind = OpKind::other;
+  OpTraffic traffic;
+};
+
+// The counted units' traffic summed per kind.
+KindTraffic sum_kind_traffic(const std::vector<UnitTraffic>& units);
 
 }  // namespace eaglesim

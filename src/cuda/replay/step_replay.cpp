@@ -367,6 +367,7 @@ StepResult assemble(const Step& step, const ReplayConfig& config, const std::vec
     fitted_sum += op_us[i];
     if (op.kind == OpKind::allreduce) ++r.allreduce_count;
   }
+  r.critical_rank = static_cast<int>(critical);
   r.comm_us = r.kind_us[static_cast<int>(OpKind::allreduce)];
   r.compute_us = fitted_sum - r.comm_us;
   r.allreduce_mean_us = r.allreduce_count ? r.comm_us / r.allreduce_count : 0.0;
