@@ -583,6 +583,7 @@ GroupedGemmPlan case_plan(const CaseShape& cs, const std::vector<int>& counts, i
   shape.max_rows = std::max(cs.rows, 1);
   shape.rows_per_expert = rows_hint > 0 ? rows_hint : std::max(busiest, 1);
   shape.variant = variant;
+  shape.wgmma = 0;  // the stream-K kernel is what this emulates
   GroupedGemmPlan plan = eaglesim::cuda::plan_grouped_gemm(shape, (cs.grid + 1) / 2);  // partials for >= grid CTAs
   if (plan.grid < cs.grid) emu::die("plan grid below the emulated grid");
   plan.grid = cs.grid;

@@ -7,7 +7,7 @@
 // machine). Routing: tokens x top-8 over the experts uniformly at random with splitmix64 from a
 // seed per (experts, tokens), the generator tools/torch_gemm_bench.py repeats.
 //
-//   bench_gemm [--torch torch.json] [--json out.jsonl] [--quick] [--no-reference] [--filter SUBSTR]
+//   bench_gemm [--torch torch.json] [--json out.jsonl] [--quick] [--no-reference] [--filter SUBSTR] [--tensor-tflops T]
 //   bench_gemm --variants [--variant-list NAME,...] [--json out.jsonl] [--quick] [--filter SUBSTR]
 //   bench_gemm --gemv-sweep [--json out.jsonl] [--filter SUBSTR]   (every GEMV grid of the dense m <= 16 rows)
 // --variants times every kernel variant on the shapes that read >= 16 MB and checks each one's
@@ -279,10 +279,17 @@ struct Result {
   // and with one 16-channel block per CTA wherever the plan groups several (a grid of more
   // than two CTAs per SM then; 0 where the plan runs one block per CTA already)
   double gemv_one_block_us = 0;
+  // dense int4 rows the wgmma kernel takes (opt-in in the replay): the same op on it, and the
+  // FLOPs at the bf16 tensor peak given to the bench (--tensor-tflops, default 800)
+  double wgmma_us = 0, tensor_floor_us = 0;
+  std::string wgmma_variant;
 };
 
 constexpr double kRotateBytes = 256e6;        // several times the 60 MB L2
 constexpr double kMaxWeightAlloc = 8e9;
+// The bf16 tensor peak the wgmma rows are held to (--tensor-tflops; the replay's roofline
+// measures it with cuBLAS in process: ~890 on an H100 SXM, ~900 on an H200).
+double tensor_tflops = 800;
 constexpr double kMmaSyncTflops = 600;        // what mma.sync reaches on an H100/H200 (about 60% of wgmma)
 constexpr double kReferenceMaxMacs = 2e10;    // larger shapes skip the slow reference
 
@@ -312,7 +319,7 @@ struct Inputs {
 
 // The plan of shape `s` for kernel variant `variant` (-1: the default).
 eaglesim::cuda::GroupedGemmPlan plan_for(const Shape& s, const Inputs& in, int sms, int variant, int gemv = -1,
-                                         int gemv_blocks_per_cta = 0, int gemv_split = 0) {
+                                         int gemv_blocks_per_cta = 0, int gemv_split = 0, int wgmma = 0) {
   using namespace eaglesim::cuda;
   GroupedGemmShape gs;
   gs.format = s.format;
@@ -325,6 +332,7 @@ eaglesim::cuda::GroupedGemmPlan plan_for(const Shape& s, const Inputs& in, int s
   gs.gemv = gemv;
   gs.gemv_blocks_per_cta = gemv_blocks_per_cta;
   gs.gemv_split = gemv_split;
+  gs.wgmma = wgmma;
   if (s.dense) gs.rows_per_expert = gs.max_rows = in.rows;
   return plan_grouped_gemm(gs, sms);
 }
@@ -411,6 +419,13 @@ Result run_shape(const Shape& s, double read_gbps, int sms, bool with_reference,
       r.gemv_one_block_us = time_plan(s, in, one, ws, 15);
     }
   }
+  if (const GroupedGemmPlan wgp = plan_for(s, in, sms, -1, -1, 0, 0, 1); wgp.wgmma) {
+    prepare_grouped_gemm(wgp);
+    void* wg_ws = ws_pool.get(std::max(plan.workspace_bytes, wgp.workspace_bytes));
+    EAGLESIM_BENCH_CHECK(cudaMemset(wg_ws, 0, wgp.workspace_bytes));
+    r.wgmma_us = time_plan(s, in, wgp, wg_ws, 15);
+    r.wgmma_variant = wgp.variant;
+  }
   r.active = in.active;
   r.variant = plan.variant;
   r.row.kernel = s.kernel;
@@ -419,6 +434,7 @@ Result run_shape(const Shape& s, double read_gbps, int sms, bool with_reference,
   r.row.us = us;
   r.row.floor_us = in.floor_us;
   r.mma_floor_us = 2.0 * in.macs / (kMmaSyncTflops * 1e12) * 1e6;
+  r.tensor_floor_us = 2.0 * in.macs / (tensor_tflops * 1e12) * 1e6;
   const auto t = torch.find(s.key);
   if (t != torch.end()) {
     r.row.reference_us = t->second.us;
@@ -806,6 +822,7 @@ int main(int argc, char** argv) {
     const bool with_reference = !has_flag(argc, argv, "--no-reference");
     const std::string torch_path = arg_value(argc, argv, "--torch"), json_path = arg_value(argc, argv, "--json");
     const std::string filter = arg_value(argc, argv, "--filter");
+    if (const std::string t = arg_value(argc, argv, "--tensor-tflops"); !t.empty()) tensor_tflops = std::stod(t);
     const bool variants_mode = has_flag(argc, argv, "--variants");
     std::vector<int> variants;
     if (variants_mode) {
@@ -867,10 +884,11 @@ int main(int argc, char** argv) {
         std::fprintf(jf,
                      "{\"kernel\": \"%s\", \"shape\": \"%s\", \"variant\": \"%s\", \"active_experts\": %d, "
                      "\"reference_kernel_us\": %.3f, \"mma_floor_us\": %.3f, \"torch\": \"%s\", \"torch_us\": %.3f, "
-                     "\"gemv_no_pdl_us\": %.3f, \"stream_k_us\": %.3f, \"gemv_one_block_us\": %.3f}\n",
+                     "\"gemv_no_pdl_us\": %.3f, \"stream_k_us\": %.3f, \"gemv_one_block_us\": %.3f, "
+                     "\"wgmma_us\": %.3f}\n",
                      r.row.kernel.c_str(), r.row.shape.c_str(), r.variant.c_str(), r.active, r.ref_kernel_us,
                      r.mma_floor_us, r.row.reference.c_str(), r.row.reference_us, r.gemv_no_pdl_us, r.stream_k_us,
-                     r.gemv_one_block_us);
+                     r.gemv_one_block_us, r.wgmma_us);
         std::fflush(jf);
       }
       results.push_back(r);
@@ -890,6 +908,18 @@ int main(int argc, char** argv) {
         std::printf("  %-16s %-44s %7.2f %8.2f %8.2f %8.2f %6.2fx %8s  %s | %s\n", r.row.kernel.c_str(),
                     r.row.shape.c_str(), r.row.floor_us, r.row.us, r.gemv_no_pdl_us, r.stream_k_us,
                     r.stream_k_us / r.gemv_no_pdl_us, one, r.variant.c_str(), r.stream_k_variant.c_str());
+      }
+
+    // The dense int4 rows the wgmma kernel takes, beside the plan's kernel on the same op, against
+    // the larger of the byte floor and the FLOPs at the tensor peak.
+    std::printf("\nwgmma kernel vs the plan's kernel (dense int4, m >= 33): shape, byte floor us, FLOPs at %.0f "
+                "TFLOP/s us, wgmma us, %% of max(floors), plan's us, plan's / wgmma, torch us\n", tensor_tflops);
+    for (const Result& r : results)
+      if (r.wgmma_us > 0) {
+        const double fl = std::max(r.row.floor_us, r.tensor_floor_us);
+        std::printf("  %-44s %7.2f %7.2f %8.2f %5.1f%% %8.2f %6.2fx %8.2f  %s | %s\n", r.row.shape.c_str(), r.row.floor_us,
+                    r.tensor_floor_us, r.wgmma_us, 100.0 * fl / r.wgmma_us, r.row.us, r.row.us / r.wgmma_us,
+                    r.row.reference_us, r.wgmma_variant.c_str(), r.variant.c_str());
       }
 
     // Summary per class: rows reading >= 16 MB are the ones the 60% target applies to; "mma-bound"

@@ -195,7 +195,7 @@ Outcome compare(const std::vector<std::uint16_t>& y, const std::vector<double>& 
 // gemv: the plan's kernel choice (-1 its own, 0 stream-K, 1 the GEMV kernel, which the plan
 // must then have picked).
 void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t seed, int rows_hint = 0,
-              bool dense = false, int variant = -1, bool extremes = false, int gemv = -1) {
+              bool dense = false, int variant = -1, bool extremes = false, int gemv = -1, int wgmma = 0) {
   SCOPED_TRACE(::testing::Message() << to_string(f) << " n=" << n << " k=" << k << " experts=" << counts.size()
                                     << " seed=" << seed << (dense ? " dense" : "") << " variant=" << variant
                                     << (extremes ? " extremes" : "") << " gemv=" << gemv);
@@ -215,10 +215,11 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
   shape.rows_per_expert = rows_hint > 0 ? rows_hint : std::max(busiest, 1);
   shape.variant = variant;
   shape.gemv = gemv;
-  const GroupedGemmPlan plan = dense ? plan_weight_only_gemm(f, rows, n, k, sm_count(), variant, gemv)
+  const GroupedGemmPlan plan = dense ? plan_weight_only_gemm(f, rows, n, k, sm_count(), variant, gemv, wgmma)
                                      : plan_grouped_gemm(shape, sm_count());
   SCOPED_TRACE(plan.variant);
   if (gemv >= 0) EXPECT_EQ(plan.gemv, gemv == 1);
+  if (wgmma == 1) EXPECT_TRUE(plan.wgmma);
   if (variant >= 0 && km::variant_applies(static_cast<km::WFormat>(static_cast<int>(f)), plan.row_tile / 8, variant))
     EXPECT_EQ(plan.kernel_variant, variant);
 
@@ -589,6 +590,46 @@ TEST(WeightOnlyGemm, SplitKOnNarrowOutputs) {
   run_case(F::int4_g128, 256, 8192, {4}, 501, 0, true, -1, false, 0);
   run_case(F::fp8_channel, 128, 14336, {1}, 502, 0, true, -1, false, 0);
   run_case(F::int4_g32, 2112, 7168, {16}, 503, 0, true, -1, false, 0);  // Kimi-K2 fused q_a + kv_a
+}
+
+// Dense int4 at 33+ rows runs on the wgmma kernel: row tiles of 64 and 128, several row tiles,
+// n not a multiple of 192 (or 16), k split over many CTAs (the splits meet and sum their
+// partials) and unsplit, both scale groups; against the CPU, twice (deterministic, counters zero).
+TEST(WeightOnlyGemm, Int4WgmmaMatchesTheCpu) {
+  SKIP_WITHOUT_SM90();
+  struct Case { F f; int m, n, k; };
+  const std::vector<Case> cases = {
+      {F::int4_g32, 33, 300, 256},     // 64-row tile, one n tile, unsplit-ish
+      {F::int4_g128, 64, 1280, 1024},  // five n tiles, split over k
+      {F::int4_g32, 128, 1280, 8192},  // Llama-3.1-70B TP8 qkv at 32 x 4 rows: split 18 ways
+      {F::int4_g128, 200, 264, 384},   // two row tiles, n past a tile by 8
+      {F::int4_g32, 100, 7168, 256},   // 28 n tiles, one split
+  };
+  std::uint64_t seed = 900;
+  for (const Case& c : cases) {
+    if (quick() && c.k > 1024) continue;
+    run_case(c.f, c.n, c.k, {c.m}, ++seed, 0, /*dense=*/true, -1, false, -1, /*wgmma=*/1);
+  }
+}
+
+// The split choice: one wave, at least two 128-k stages per split, unsplit when the tiles fill the SMs.
+TEST(WeightOnlyGemm, Int4WgmmaPlan) {
+  const GroupedGemmPlan off = plan_weight_only_gemm(F::int4_g32, 128, 1280, 8192, 132);
+  EXPECT_FALSE(off.wgmma);  // opt-in
+  const GroupedGemmPlan a = plan_weight_only_gemm(F::int4_g32, 128, 1280, 8192, 132, -1, -1, 1);
+  EXPECT_TRUE(a.wgmma);
+  EXPECT_EQ(a.wgmma_rows, 128);
+  EXPECT_EQ(a.wgmma_splits, 18);  // 7 tiles of 192 channels, 132 / 7
+  EXPECT_LE(a.grid, 132);
+  const GroupedGemmPlan b = plan_weight_only_gemm(F::int4_g128, 64, 7168, 8192, 132, -1, -1, 1);
+  EXPECT_EQ(b.wgmma_rows, 64);
+  EXPECT_EQ(b.wgmma_splits, 3);  // 38 tiles
+  const GroupedGemmPlan c = plan_weight_only_gemm(F::int4_g32, 32, 7168, 8192, 132, -1, -1, 1);
+  EXPECT_FALSE(c.wgmma);  // below kInt4WgmmaMinRows: the weight stream's kernels
+  const GroupedGemmPlan d = plan_weight_only_gemm(F::int4_g32, 128, 1280, 8256, 132, -1, -1, 1);
+  EXPECT_FALSE(d.wgmma);  // k % 128 != 0
+  const GroupedGemmPlan e = plan_weight_only_gemm(F::fp8_block, 128, 1280, 8192, 132, -1, -1, 1);
+  EXPECT_FALSE(e.wgmma);
 }
 
 // The GEMV kernel (m <= 16) against the CPU: every row count 1-16 (one and two row tiles, rows

@@ -10,6 +10,7 @@
 
 #include "core/errors.hpp"
 #include "cuda/runtime/cuda_check.hpp"
+#include "cuda/ops/int4_wgmma_gemm.hpp"
 #include "cuda/ops/moe_gemm_plan.hpp"
 #include "cuda/ops/weight_only_gemv.hpp"
 #include "grid_dependency.cuh"
@@ -150,6 +151,10 @@ void check_args(const GroupedGemmPlan& plan, const GroupedGemmArgs& a) {
 }  // namespace
 
 void prepare_grouped_gemm(const GroupedGemmPlan& plan) {
+  if (plan.wgmma) {
+    prepare_int4_wgmma_gemm(plan);
+    return;
+  }
   int device = 0;
   EAGLESIM_CUDA_CHECK(cudaGetDevice(&device));
   const auto key = std::make_pair(device, instance_key(plan));
@@ -162,6 +167,7 @@ void prepare_grouped_gemm(const GroupedGemmPlan& plan) {
 
 int grouped_gemm_resident_ctas(const GroupedGemmPlan& plan) {
   prepare_grouped_gemm(plan);
+  if (plan.wgmma) return 1;  // its shared memory leaves room for one
   int blocks = 0;
   dispatch(plan, [&](auto inst) { blocks = decltype(inst)::resident(plan.smem_bytes); });
   return blocks;
@@ -174,6 +180,10 @@ void launch_grouped_gemm(const GroupedGemmPlan& plan, const GroupedGemmArgs& arg
   if (args.rows == 0) return;
   if (plan.gemv) {
     launch_weight_only_gemv(plan, args, stream);
+    return;
+  }
+  if (plan.wgmma) {
+    launch_int4_wgmma_gemm(plan, args, workspace, stream);
     return;
   }
   prepare_grouped_gemm(plan);

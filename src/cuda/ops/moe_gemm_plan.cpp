@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "cuda/ops/int4_wgmma_gemm.hpp"
 #include "moe_gemm_layout.cuh"
 
 namespace eaglesim::cuda {
@@ -297,13 +298,22 @@ GroupedGemmPlan plan_grouped_gemm(const GroupedGemmShape& shape, int sm_count) {
   if (v != 0) p.variant += fmt::format(" {} x{}", km::kVariants[v].name, p.ctas_per_sm);
   if (shape.gemv < -1 || shape.gemv > 1)
     throw InputError(fmt::format("grouped GEMM: gemv must be -1, 0 or 1 (got {})", shape.gemv));
+  if (shape.wgmma < 0 || shape.wgmma > 1)
+    throw InputError(fmt::format("grouped GEMM: wgmma must be 0 or 1 (got {})", shape.wgmma));
+  // An explicitly requested kernel variant or GEMV is the stream-K / GEMV kernel's; otherwise a
+  // dense int4 GEMM of enough rows asked to run on wgmma does (its time is the tensor cores').
+  if (shape.experts == 1 && shape.wgmma == 1 && shape.variant < 0 && shape.gemv != 1 &&
+      int4_wgmma_unsupported_reason(shape.format, shape.max_rows, shape.n, shape.k).empty()) {
+    plan_int4_wgmma(p, sm_count);
+    return p;
+  }
   // An explicitly requested kernel variant is a variant of the stream-K kernel.
   if (shape.gemv == 1 || (shape.gemv == -1 && shape.variant < 0)) plan_gemv(p, sm_count);
   return p;
 }
 
 GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int k, int sm_count, int variant,
-                                      int gemv) {
+                                      int gemv, int wgmma) {
   GroupedGemmShape s;
   s.format = format;
   s.experts = 1;
@@ -313,6 +323,7 @@ GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int
   s.rows_per_expert = m;
   s.variant = variant;
   s.gemv = gemv;
+  s.wgmma = wgmma;
   return plan_grouped_gemm(s, sm_count);
 }
 

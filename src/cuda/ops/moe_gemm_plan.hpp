@@ -58,6 +58,10 @@ struct GroupedGemmShape {
   // The GEMV kernel's k-split (CTAs per cluster); 0: the plan's choice (at most 8 tasks per block
   // and slice). A bench knob (bench_gemm --gemv-sweep), clamped to [1, min(8, k / 64)].
   int gemv_split = 0;
+  // Dense int4 GEMMs of at least kInt4WgmmaMinRows rows (int4_wgmma_gemm.hpp): 1 runs them on the
+  // wgmma kernel where it takes the shape (compute capability 9.0 only), 0 on the stream-K kernel.
+  // Opt-in (the replay: EAGLESIM_INT4_GEMM=wgmma) until its speed is measured on the device.
+  int wgmma = 0;
 };
 
 // Rows up to which a dense GEMM can run as the GEMV kernel (and the rule that picks it):
@@ -99,6 +103,13 @@ struct GroupedGemmPlan {
   int gemv_row_tiles = 1;  // rows of one pass: 8 x this
   bool gemv_pdl = false;
   std::size_t gemv_smem_bytes = 0;
+  // The wgmma kernel (dense int4, int4_wgmma_gemm.hpp): tiles of 192 channels x wgmma_rows (64 or
+  // 128) rows, wgmma_row_tiles of them over the rows, each split over k wgmma_splits ways; grid,
+  // threads, smem_bytes, counter/partial bytes above are its own.
+  bool wgmma = false;
+  int wgmma_rows = 0;
+  int wgmma_row_tiles = 0;
+  int wgmma_splits = 1;
 };
 
 // The kernel variants (kernels/moe_gemm_layout.cuh, kVariants): 0 is "base", the kernel as designed.
@@ -115,7 +126,7 @@ GroupedGemmPlan plan_grouped_gemm(const GroupedGemmShape& shape, int sm_count);
 // Dense y[m, n] = x[m, k] . W^T, 1 <= m (fast up to ~64, correct for any m).
 // m <= kGemvMaxRows runs the GEMV kernel unless a variant or gemv = 0 asks for the stream-K one.
 GroupedGemmPlan plan_weight_only_gemm(GemmWeightFormat format, int m, int n, int k, int sm_count, int variant = -1,
-                                      int gemv = -1);
+                                      int gemv = -1, int wgmma = 0);
 
 struct GroupedGemmArgs {
   const void* x = nullptr;              // bf16 [rows][k], 16-byte aligned

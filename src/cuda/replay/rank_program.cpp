@@ -17,6 +17,7 @@
 #include "cuda/ops/draft_candidates.hpp"
 #include "cuda/ops/elementwise_plan.hpp"
 #include "cuda/ops/fp8_act_quant.hpp"
+#include "cuda/ops/int4_wgmma_gemm.hpp"
 #include "cuda/ops/spec_cycle_kernels.hpp"
 #include "cuda/runtime/graph_timer.hpp"
 #include "cuda/ops/moe_gemm_plan.hpp"
@@ -168,6 +169,8 @@ std::string try_own_kernel(const Op& op, bool grouped, int cc, int sm_count, Mat
   shape.k = static_cast<int>(op.k);
   shape.max_rows = static_cast<int>(rows);
   shape.rows_per_expert = static_cast<int>(grouped ? expert_rows(op).rows_max : rows);
+  // Dense int4 on wgmma when asked for (sm_90a code: compute capability 9.0 only).
+  shape.wgmma = !grouped && op.dtype == DType::int4 && cc == 90 && int4_wgmma_requested() ? 1 : 0;
   if (std::string why = grouped_gemm_unsupported_reason(shape); !why.empty()) return why;
   try {
     c.gemm = plan_grouped_gemm(shape, sm_count);
