@@ -200,20 +200,24 @@ class CeilingsBackend final : public Backend {
   bool measures_;
 };
 
+Op named(Op op, const char* name, int layer = 0) {
+  op.name = name;
+  op.layer = layer;
+  return op;
+}
+
+Op allreduce_of(double bytes) {
+  Op ar;
+  ar.kind = OpKind::allreduce;
+  ar.bytes = bytes;
+  return ar;
+}
+
 Step allreduce_then_norm() {
   Step step;
   step.name = "verify";
-  Op ar;
-  ar.kind = OpKind::allreduce;
-  ar.bytes = 32768;
-  ar.layer = 0;
-  Op add = rows(OpKind::residual_add, 4, 4096);
-  add.layer = 0;
-  Op norm = rows(OpKind::rmsnorm, 4, 4096);
-  norm.layer = 0;
-  Op g = gemm(4, 3072, 4096);
-  g.layer = 0;
-  step.ops = {g, ar, add, norm};
+  step.ops = {named(gemm(4, 3072, 4096), ""), named(allreduce_of(32768), ""),
+              named(rows(OpKind::residual_add, 4, 4096), ""), named(rows(OpKind::rmsnorm, 4, 4096), "")};
   return step;
 }
 
@@ -256,12 +260,6 @@ TEST(Roofline, OpsAFusingAllreduceAbsorbsCountForNoKind) {
 // for them counts it), and their share of the kind's time from the critical rank's spans.
 namespace {
 
-Op named(Op op, const char* name, int layer = 0) {
-  op.name = name;
-  op.layer = layer;
-  return op;
-}
-
 // A layer's ops with known traffic (read 4000 GB/s: 4e6 B per µs):
 //   0 gemm 4x4096x4096   33,619,968 B  large, floor 8.404992 µs
 //   1 allreduce          (no floor)
@@ -273,11 +271,8 @@ Op named(Op op, const char* name, int layer = 0) {
 Step sized_step() {
   Step step;
   step.name = "verify";
-  Op ar;
-  ar.kind = OpKind::allreduce;
-  ar.bytes = 32768;
   step.ops = {named(gemm(4, 4096, 4096), "o_proj"),
-              named(ar, "allreduce"),
+              named(allreduce_of(32768), "allreduce"),
               named(rows(OpKind::residual_add, 4, 4096), "add"),
               named(rows(OpKind::rmsnorm, 4, 4096), "norm", 1),
               named(gemm(4, 1024, 4096), "q_proj", 1),
