@@ -268,30 +268,27 @@ __global__ void __launch_bounds__(kThreads, 1) int4_wgmma_gemm_kernel(const Para
 
   // ---- epilogue. Thread (warp w, lane L) holds channels ch0 = c0 + 16w + L/4 and ch0 + 8, rows
   // r0 + 8j + 2(L%4) + {0, 1}: acc[4j + 0..1] for ch0, acc[4j + 2..3] for ch0 + 8.
-  const int ch0 = c0 + 16 * warp + lane / 4;
-  if (p.splits == 1) {
+  // fn(row in the tile, channel in the tile, value) for each accumulator of this thread.
+  auto each_acc = [&](auto&& fn) {
 #pragma unroll
     for (int j = 0; j < NT / 8; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = r0 + 8 * j + 2 * (lane % 4) + (e & 1), ch = ch0 + 8 * (e >> 1);
-        if (row < p.m && ch < p.n) p.y[static_cast<long long>(row) * p.n + ch] = __float2bfloat16(acc[4 * j + e]);
-      }
+      for (int e = 0; e < 4; ++e)
+        fn(8 * j + 2 * (lane % 4) + (e & 1), 16 * warp + lane / 4 + 8 * (e >> 1), acc[4 * j + e]);
+  };
+  if (p.splits == 1) {
+    each_acc([&](int rl, int cl, float v) {
+      if (r0 + rl < p.m && c0 + cl < p.n) p.y[static_cast<long long>(r0 + rl) * p.n + c0 + cl] = __float2bfloat16(v);
+    });
     return;
   }
   // Split over k: this split's fp32 partial, [NT][kTileN] per (tile, split).
   float* part = p.partials + (static_cast<long long>(tile) * p.splits + split) * NT * kTileN;
-  const int cl = 16 * warp + lane / 4;
-#pragma unroll
-  for (int j = 0; j < NT / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      part[(8 * j + 2 * (lane % 4) + (e & 1)) * kTileN + cl + 8 * (e >> 1)] = acc[4 * j + e];
+  each_acc([&](int rl, int cl, float v) { part[rl * kTileN + cl] = v; });
   __threadfence();
   consumer_sync();
   int* arrived = p.counters + 2 * tile;
   int* done = arrived + 1;
-  __shared__ int last;
   if (threadIdx.x == 0) {
     atomicAdd(arrived, 1);
     // Every split of the tile is resident (one wave): wait for all of them.
@@ -320,8 +317,7 @@ __global__ void __launch_bounds__(kThreads, 1) int4_wgmma_gemm_kernel(const Para
   consumer_sync();
   if (threadIdx.x == 0) {
     // The last CTA of the tile to finish its slice resets both counters for the next launch.
-    last = atomicAdd(done, 1) == p.splits - 1;
-    if (last) {
+    if (atomicAdd(done, 1) == p.splits - 1) {
       atomicExch(arrived, 0);
       atomicExch(done, 0);
     }

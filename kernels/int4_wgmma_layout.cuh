@@ -21,6 +21,7 @@ template <int NT, int G>
 struct Layout {
   static_assert(NT == 64 || NT == 128, "rows per tile: 64 or 128");
   static_assert(G == 32 || G == 128, "int4 scale group: 32 or 128");
+  static constexpr int kRows = NT, kGroup = G;
   static constexpr int kScaleBlockBytes = (kTK / G) * 32;  // [groups][16 channels] bf16
   static constexpr int kWeightOff = 0;
   static constexpr int kScaleOff = kBlocks * kBlockStageBytes;
@@ -32,5 +33,16 @@ struct Layout {
   static constexpr std::size_t kSmemBytes = static_cast<std::size_t>(kBarrierOff) + 16 * kStages;
   static_assert(kStages >= 3, "at least three stages");
 };
+
+// fn(Layout<NT, G>{}) for the instance of `rows_tile` (64 or 128) rows and int4 group `group`
+// (32 or 128): the one place a run-time choice becomes a template instance.
+template <typename Fn>
+void with_layout(int rows_tile, int group, Fn&& fn) {
+  if (rows_tile == 64) {
+    if (group == 32) fn(Layout<64, 32>{}); else fn(Layout<64, 128>{});
+  } else {
+    if (group == 32) fn(Layout<128, 32>{}); else fn(Layout<128, 128>{});
+  }
+}
 
 }  // namespace eaglesim::kernels::int4wg

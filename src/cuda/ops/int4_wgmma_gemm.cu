@@ -13,14 +13,13 @@ namespace wg = eaglesim::kernels::int4wg;
 
 namespace {
 
+// fn(the plan's kernel instance).
 template <typename Fn>
 void dispatch(const GroupedGemmPlan& plan, Fn&& fn) {
-  const bool g32 = plan.shape.format == GemmWeightFormat::int4_g32;
-  if (plan.wgmma_rows == 64) {
-    if (g32) fn(wg::int4_wgmma_gemm_kernel<64, 32>); else fn(wg::int4_wgmma_gemm_kernel<64, 128>);
-  } else {
-    if (g32) fn(wg::int4_wgmma_gemm_kernel<128, 32>); else fn(wg::int4_wgmma_gemm_kernel<128, 128>);
-  }
+  wg::with_layout(plan.wgmma_rows, plan.shape.format == GemmWeightFormat::int4_g32 ? 32 : 128, [&](auto layout) {
+    using L = decltype(layout);
+    fn(wg::int4_wgmma_gemm_kernel<L::kRows, L::kGroup>);
+  });
 }
 
 void check_device() {
@@ -65,7 +64,6 @@ void launch_int4_wgmma_gemm(const GroupedGemmPlan& plan, const GroupedGemmArgs& 
   // The grid is the plan's: with fewer rows than planned, the tiles past them compute zeros and
   // write nothing (a tile's splits still meet, so the grid must not change).
   p.row_tiles = plan.wgmma_row_tiles;
-  prepare_int4_wgmma_gemm(plan);
   dispatch(plan, [&](auto kernel) {
     kernel<<<plan.grid, wg::kThreads, plan.smem_bytes, stream>>>(p);
   });

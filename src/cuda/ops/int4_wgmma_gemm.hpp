@@ -27,14 +27,13 @@ bool int4_wgmma_requested();
 
 // Empty when the wgmma kernel can run the dense shape, else why not.
 std::string int4_wgmma_unsupported_reason(GemmWeightFormat format, int m, int n, int k);
-// Dynamic shared memory of the kernel for `rows_tile` (64 or 128) rows and int4 group 32 / 128.
-std::size_t int4_wgmma_smem_bytes(int rows_tile, int group);
 // Fills the wgmma fields of a dense int4 plan (rows tile, splits, grid, shared memory, workspace).
 void plan_int4_wgmma(GroupedGemmPlan& plan, int sm_count);
 
-// Shared-memory opt-in for the plan's instance on the current device; launch checks the device.
+// Shared-memory opt-in for the plan's instance on the current device; InputError on a GPU other
+// than compute capability 9.0. prepare_grouped_gemm calls it once per device and instance.
 void prepare_int4_wgmma_gemm(const GroupedGemmPlan& plan);
-// One launch, stream-ordered and capturable. InputError on a GPU other than compute capability 9.0.
+// One launch, stream-ordered and capturable, of a prepared plan (launch_grouped_gemm prepares it).
 void launch_int4_wgmma_gemm(const GroupedGemmPlan& plan, const GroupedGemmArgs& args, void* workspace,
                             cudaStream_t stream);
 

@@ -28,11 +28,6 @@ std::string int4_wgmma_unsupported_reason(GemmWeightFormat format, int m, int n,
   return {};
 }
 
-std::size_t int4_wgmma_smem_bytes(int rows_tile, int group) {
-  if (rows_tile == 64) return group == 32 ? wg::Layout<64, 32>::kSmemBytes : wg::Layout<64, 128>::kSmemBytes;
-  return group == 32 ? wg::Layout<128, 32>::kSmemBytes : wg::Layout<128, 128>::kSmemBytes;
-}
-
 // One wave: each (192-channel, rows) tile is split over k until the grid fills the SMs, with at
 // least two stages of 128 k per split; a tile's splits wait for each other, which is safe only
 // while the whole grid is resident (one CTA per SM), so a grid of more tiles than SMs is unsplit.
@@ -52,9 +47,10 @@ void plan_int4_wgmma(GroupedGemmPlan& p, int sm_count) {
   p.tile_n = wg::kTileN;
   p.k_tile = wg::kTK;
   p.row_tile = p.wgmma_rows;
-  p.smem_bytes = int4_wgmma_smem_bytes(p.wgmma_rows, group);
-  p.stages = p.wgmma_rows == 64 ? (group == 32 ? wg::Layout<64, 32>::kStages : wg::Layout<64, 128>::kStages)
-                                : (group == 32 ? wg::Layout<128, 32>::kStages : wg::Layout<128, 128>::kStages);
+  wg::with_layout(p.wgmma_rows, group, [&](auto layout) {
+    p.smem_bytes = decltype(layout)::kSmemBytes;
+    p.stages = decltype(layout)::kStages;
+  });
   p.pdl = false;
   p.gemv = false;
   p.kernel_variant = 0;

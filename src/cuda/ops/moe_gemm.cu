@@ -103,14 +103,16 @@ void dispatch(const GroupedGemmPlan& plan, Fn&& fn) {
   }
 }
 
-// The shared-memory opt-in of each (device, kernel instance): the largest any plan needed so far.
+// The shared-memory opt-in of each (device, kernel instance; the wgmma kernel's instances keyed
+// apart from the stream-K kernel's): the largest any plan needed so far.
 // The attribute is per device (threads may drive several), and it only ever grows, so a plan
 // with fewer experts (smaller tables) never lowers it under a plan with more.
 std::mutex g_prepared_mu;
 std::map<std::pair<int, int>, std::size_t> g_prepared;
 
 int instance_key(const GroupedGemmPlan& plan) {
-  return (static_cast<int>(plan.shape.format) * 1000 + plan.row_tile) * 100 + plan.kernel_variant;
+  return ((plan.wgmma ? 10 : 0) + static_cast<int>(plan.shape.format)) * 100000 + plan.row_tile * 100 +
+         plan.kernel_variant;
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
@@ -151,17 +153,16 @@ void check_args(const GroupedGemmPlan& plan, const GroupedGemmArgs& a) {
 }  // namespace
 
 void prepare_grouped_gemm(const GroupedGemmPlan& plan) {
-  if (plan.wgmma) {
-    prepare_int4_wgmma_gemm(plan);
-    return;
-  }
   int device = 0;
   EAGLESIM_CUDA_CHECK(cudaGetDevice(&device));
   const auto key = std::make_pair(device, instance_key(plan));
   std::lock_guard<std::mutex> lock(g_prepared_mu);
   const auto it = g_prepared.find(key);
   if (it != g_prepared.end() && it->second >= plan.smem_bytes) return;
-  dispatch(plan, [&](auto inst) { decltype(inst)::prepare(plan.smem_bytes); });
+  if (plan.wgmma)
+    prepare_int4_wgmma_gemm(plan);
+  else
+    dispatch(plan, [&](auto inst) { decltype(inst)::prepare(plan.smem_bytes); });
   g_prepared[key] = plan.smem_bytes;
 }
 
@@ -182,11 +183,11 @@ void launch_grouped_gemm(const GroupedGemmPlan& plan, const GroupedGemmArgs& arg
     launch_weight_only_gemv(plan, args, stream);
     return;
   }
+  prepare_grouped_gemm(plan);
   if (plan.wgmma) {
     launch_int4_wgmma_gemm(plan, args, workspace, stream);
     return;
   }
-  prepare_grouped_gemm(plan);
   const km::GemmParams p = params_of(plan, args, workspace);
   dispatch(plan, [&](auto inst) { decltype(inst)::launch(plan.grid, plan.smem_bytes, p, stream); });
   EAGLESIM_CUDA_CHECK_LAUNCH();
