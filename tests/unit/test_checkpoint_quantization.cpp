@@ -58,6 +58,24 @@ TEST(CheckpointQuantization, Fp8BlocksEverywhereTheRouterAndLmHeadExcluded) {
   EXPECT_FALSE(m.quantization->kv_cache);
 }
 
+// DeepSeek-V3 and Kimi-K2-Instruct ship every linear layer in fp8 128 x 128 blocks with no
+// exclusion list; the router and lm_head stay bf16 all the same (the engines never quantise them).
+TEST(CheckpointQuantization, DeepSeekV3AndKimiK2InstructShipFp8Blocks) {
+  for (const char* name : {"deepseek-v3.json", "kimi-k2-instruct.json"}) {
+    const ModelConfig m = read_model_config(kModels + name);
+    ASSERT_TRUE(m.quantization) << name;
+    EXPECT_EQ(m.quantization->method, "fp8") << name;
+    EXPECT_EQ(m.quantization->formats, LinearFormats::all(DType::fp8)) << name;
+    EXPECT_EQ(m.quantization->group_size, 128) << name;
+    EXPECT_TRUE(m.quantization->activations_quantized) << name;
+    // 671 B (DeepSeek-V3) and 1.03 T (Kimi-K2) parameters at one byte each, over 8 ranks, plus
+    // the bf16 embedding, lm_head and router: what the engines load, 85-130 GB a rank.
+    const double per_rank = weight_bytes_per_rank(m, 8, m.quantization->formats);
+    EXPECT_GT(per_rank, 80e9) << name;
+    EXPECT_LT(per_rank, 135e9) << name;
+  }
+}
+
 TEST(CheckpointQuantization, CompressedTensorsIgnoreLeavesOnlyTheRoutedExpertsInt4) {
   const ModelConfig m = read_model_config(kModels + "kimi-k2-thinking.json");
   ASSERT_TRUE(m.quantization);
