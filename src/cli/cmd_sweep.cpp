@@ -208,7 +208,11 @@ void run_sweep_command(const SweepArgs& a) {
     SweepModel m{read_model_config(model_paths[i]), std::nullopt};
     // The sweep prices its --weight-dtype list for every model; `gen` lays a checkpoint out as
     // its quantization_config says. Say so when they differ.
-    if (const auto& q = m.target.quantization)
+    const auto& q = m.target.quantization;
+    const bool same_formats = q && std::all_of(rq.weight_dtypes.begin(), rq.weight_dtypes.end(), [&](DType d) {
+      return q->formats == LinearFormats::all(d);
+    });
+    if (q && !same_formats)
       spdlog::warn("{}: the checkpoint's quantization_config gives {} ({}); sweep prices every linear layer in "
                    "--weight-dtype ({}); gen reads the checkpoint's formats",
                    m.target.name, q->formats.describe(m.target.is_moe()), q->summary, a.weight_dtypes);

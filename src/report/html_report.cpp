@@ -154,7 +154,7 @@ std::string body(const std::string& kind) {
   if (sweep)
     html += R"(<section class="card" id="best-section"><h2>Best configuration per model, topology and acceptance</h2>
 <p class="explain">The fastest configuration (topology fixed; TP, draft tokens, strategy and weight dtype chosen) against the
-fastest plain decoding on the same topology. “Pays off” means EAGLE-3 beats it. Lower bounds are never chosen.</p>
+fastest plain decoding on the same topology. “Pays off” means speculation (EAGLE-3, or the model’s own MTP layer) beats it. Lower bounds are never chosen.</p>
 <div id="best-host"></div></section>
 <section class="card" id="explorer"><h2>Explore a configuration</h2>
 <p class="explain">Pick a model, topology, weights, TP and acceptance; the explorer opens on the fastest configuration that

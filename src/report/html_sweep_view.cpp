@@ -41,7 +41,7 @@ bool known(const SweepBest& b) { return b.row && b.plain_row; }
 bool pays_off(const SweepBest& b) { return known(b) && b.speedup_vs_best_plain > 1.0; }
 
 // Which strategy is best most often at the most optimistic acceptance swept, and per acceptance
-// on how many model × topology pairs EAGLE-3 beats the fastest plain decoding.
+// on how many model × topology pairs speculation (EAGLE-3 or MTP) beats the fastest plain decoding.
 json summary_parts(const SweepResults& res) {
   const SweepAxes& ax = res.axes;
   const Acceptance& last = ax.acceptances.back();
@@ -61,9 +61,10 @@ json summary_parts(const SweepResults& res) {
     per_acceptance.push_back(fmt::format("{} of {} pairs at {}", pays, runs, short_acceptance(a)));
   }
   return json::array({"Winning allreduce strategy: ", winner,
-                      fmt::format(" (best in {} of {} model × topology pairs that can run, at {}). EAGLE-3 beats the "
+                      fmt::format(" (best in {} of {} model × topology pairs that can run, at {}). {} beats the "
                                   "fastest plain decoding in {}.",
-                                  wins[winner], pairs, short_acceptance(last), fmt::join(per_acceptance, ", "))});
+                                  wins[winner], pairs, short_acceptance(last), ax.drafting(),
+                                  fmt::join(per_acceptance, ", "))});
 }
 
 json model_verdict(const SweepResults& res, std::size_t m) {
@@ -93,9 +94,10 @@ json model_verdict(const SweepResults& res, std::size_t m) {
   const std::string big =
       !known(*top) ? fmt::format("Best: {:.1f} tok/s", r.tokens_per_s)
       : pays_off(*top)
-          ? fmt::format("EAGLE-3 pays off on the fastest box, {}: {:.2f}× plain decoding", top->topology,
+          ? fmt::format("{} pays off on the fastest box, {}: {:.2f}× plain decoding", ax.drafting(m), top->topology,
                         top->speedup_vs_best_plain)
-          : fmt::format("EAGLE-3 does not pay off on the fastest box, {}: {:.2f}× plain decoding", top->topology,
+          : fmt::format("{} does not pay off on the fastest box, {}: {:.2f}× plain decoding", ax.drafting(m),
+                        top->topology,
                         top->speedup_vs_best_plain);
   json detail = json::array(
       {fmt::format("Fastest at {}: ", short_acceptance(*at)), top->topology, ", ", r.strategy,
@@ -149,11 +151,15 @@ json model_breakeven(const SweepResults& res, const std::string& model) {
       bars.push_back(breakeven_bar(topo, std::nullopt, "unfit", "cannot run this model (see “Cannot run”)",
                                    res.axes.acceptances));
   }
+  const auto& names = res.axes.models;
+  const std::size_t m = static_cast<std::size_t>(std::find(names.begin(), names.end(), model) - names.begin());
+  const std::string how = res.axes.drafting(m);
   return {{"model", model},
           {"title", "Break-even acceptance per topology: " + model},
-          {"note", "The lowest per-position acceptance rate at which EAGLE-3 beats plain decoding (same TP and "
-                   "strategy), over every configuration that fits; lower bounds left out. A bar left of a swept rate "
-                   "means EAGLE-3 pays off there."},
+          {"note", fmt::format("The lowest per-position acceptance rate at which {} beats plain decoding (same TP and "
+                               "strategy), over every configuration that fits; lower bounds left out. A bar left of a "
+                               "swept rate means {} pays off there.",
+                               how, how)},
           {"bars", std::move(bars)}};
 }
 

@@ -518,7 +518,7 @@ std::string sweep_to_table(const SweepResults& res) {
   const SweepAxes& ax = res.axes;
   out += fmt::format("{:<{}}  {:<{}}  {:<6}  {:<9} {} {:>3} {:<5} {:<10}  {:>9}  {:>9}  {:>7}  {}\n", "model", wm,
                      "topology", wt, "accept", "strategy", layout_header(ax), "N", "dtype", "E", "tok/s", "plain", "speedup",
-                     "EAGLE-3");
+                     res.axes.drafting());
   for (const SweepBest& b : res.best) {
     const std::string acc = short_acceptance(b.acceptance);
     if (!b.row) {

@@ -37,7 +37,7 @@ const char* to_string(UnfitKind k);
 // The grid as run (names resolved), echoed into every output so results are self-describing.
 struct SweepAxes {
   std::vector<std::string> models;        // model names (config file stems)
-  std::vector<std::string> draft_models;  // per model: the EAGLE-3 head's name, "" for none
+  std::vector<std::string> draft_models;  // per model: the EAGLE-3 head's or MTP layer's name, "" for none
   std::vector<std::string> topologies;    // topology names
   std::vector<DType> weight_dtypes;
   std::vector<ParallelLayout> layouts;
@@ -59,6 +59,11 @@ struct SweepAxes {
   bool allow_lossy = false;    // lossy strategies may be a best configuration (--allow-lossy)
 
   std::size_t combination_count() const;
+  // How model m drafts, in words for headers and verdicts: "MTP" (its own multi-token-prediction
+  // layer) or "EAGLE-3" (a head, or none given: the verify cycle is EAGLE's either way).
+  std::string drafting(std::size_t m) const;
+  // The sweep's: the models' common word, "speculation" when they differ.
+  std::string drafting() const;
 };
 
 struct SweepRow : CycleMetrics {

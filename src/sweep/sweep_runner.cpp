@@ -30,6 +30,18 @@
 
 namespace eaglesim {
 
+std::string SweepAxes::drafting(std::size_t m) const {
+  return m < draft_models.size() && m < models.size() && draft_models[m] == mtp_draft_name(models[m]) ? "MTP" : "EAGLE-3";
+}
+
+std::string SweepAxes::drafting() const {
+  if (models.empty()) return "speculation";
+  const std::string first = drafting(0);
+  for (std::size_t m = 1; m < models.size(); ++m)
+    if (drafting(m) != first) return "speculation";
+  return first;
+}
+
 const char* to_string(UnfitKind k) {
   switch (k) {
     case UnfitKind::none: return "ok";

@@ -41,6 +41,27 @@ TEST(SweepCli, PrintsTheBestConfigurationPerModelAndTopology) {
   EXPECT_TRUE(r.err.empty()) << r.err;  // no progress bar when stderr is not a terminal
 }
 
+// The verdict column names how the model drafts: its EAGLE-3 head, or its own MTP layer. A
+// checkpoint priced in the very format it ships draws no warning.
+TEST(SweepCli, TheVerdictColumnNamesTheDraftingMethod) {
+  const CliResult eagle = run_cli(kSmall);
+  ASSERT_EQ(eagle.exit_code, 0) << eagle.err;
+  EXPECT_NE(eagle.out.find("speedup  EAGLE-3\n"), std::string::npos) << eagle.out;
+  const CliResult mtp = run_cli(
+      "sweep --model deepseek-v3 --draft mtp --topology 8x-h200-nvswitch --tp 8 --draft-tokens 3 "
+      "--accept-rate 0.7 --strategy nccl --weight-dtype fp8");
+  ASSERT_EQ(mtp.exit_code, 0) << mtp.err;
+  EXPECT_NE(mtp.out.find("speedup  MTP\n"), std::string::npos) << mtp.out;
+  EXPECT_EQ(mtp.out.find("EAGLE-3"), std::string::npos) << mtp.out;
+  EXPECT_EQ(mtp.err.find("quantization_config"), std::string::npos) << mtp.err;
+  const CliResult bf16 = run_cli(
+      "sweep --model deepseek-v3 --draft mtp --topology 8x-h200-nvswitch --tp 8 --draft-tokens 3 "
+      "--accept-rate 0.7 --strategy nccl --weight-dtype bf16,fp8");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+  EXPECT_NE(bf16.err.find("sweep prices every linear layer in --weight-dtype (bf16,fp8)"), std::string::npos)
+      << bf16.err;
+}
+
 TEST(SweepCli, ListsWhatCannotRunWithTheReason) {
   const std::string dir = temp_dir();
   const CliResult r = run_cli(std::string(kSmall) + " -o " + dir + "/s.csv");

@@ -152,3 +152,19 @@ TEST(SweepLayouts, PerLayoutBestIsEachLayoutsFastestRow) {
   rq.layouts = tp_layouts({8, 16});
   EXPECT_TRUE(run_sweep(rq).layout_best.empty());
 }
+
+TEST(SweepLayouts, DraftingNamesTheMtpLayerOrTheEagleHead) {
+  const SweepResults res = run_sweep(two_node_request());
+  EXPECT_EQ(res.axes.drafting(0), "MTP");
+  EXPECT_EQ(res.axes.drafting(), "MTP");
+  SweepAxes mixed;
+  mixed.models = {"deepseek-v3", "llama-3.1-8b", "qwen3-8b"};
+  mixed.draft_models = {mtp_draft_name("deepseek-v3"), "llama-3.1-8b-eagle3", ""};
+  EXPECT_EQ(mixed.drafting(0), "MTP");
+  EXPECT_EQ(mixed.drafting(1), "EAGLE-3");
+  EXPECT_EQ(mixed.drafting(2), "EAGLE-3");  // no head given: the cycle is still EAGLE's
+  EXPECT_EQ(mixed.drafting(), "speculation");
+  mixed.models.resize(2);
+  mixed.draft_models = {"a-eagle3", ""};
+  EXPECT_EQ(mixed.drafting(), "EAGLE-3");
+}
