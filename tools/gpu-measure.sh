@@ -24,6 +24,10 @@
 #               128x128 blocks), DeepSeek-V3 (fp8 blocks) and Llama-3.1-70B (bf16, fp8, int4) as
 #               their checkpoints ship, run --backend cuda --ranks 1 --strategy ideal, and each op
 #               kind against the floor measured in the same process (tools/roofline_kinds.py)
+#   int4        the dense int4 GEMM on wgmma (opt-in, EAGLESIM_INT4_GEMM=wgmma): its GPU tests under
+#               memcheck, racecheck and synccheck, bench_gemm on Llama-3.1-70B TP8 (the wgmma kernel
+#               beside the stream-K one, the floor and FLOPs at TENSOR_TFLOPS, default 890), and the
+#               Llama-3.1-70B TP8 int4 verify step with each kernel (tools/roofline_kinds.py)
 #   graph       tools/record_graph_trace.py (Llama-3.1-8B TP1 verify step in one CUDA graph, profiled),
 #               trimmed by tools/trim_kineto.py into $OUT/graph/, imported with --config, then run
 #               --op-times measured on the simulator and the CUDA backend beside the recorded step
@@ -49,7 +53,7 @@ if [ -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null 2>&1; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
 
-ALL="build tests bench-comm replay kernels kinds fidelity sanitizer torch graph"
+ALL="build tests bench-comm replay kernels kinds int4 fidelity sanitizer torch graph"
 STEPS=${*:-$ALL}
 for step in $STEPS; do
   case " $ALL " in *" $step "*) ;; *) echo "gpu-measure: unknown step '$step' (steps: $ALL)" >&2; exit 2 ;; esac
@@ -256,6 +260,33 @@ step_kinds() {
   return "$rc"
 }
 
+step_int4() {
+  local rc=0 tool kernel reports=()
+  local filter='WeightOnlyGemm.Int4Wgmma*:WeightOnlyGemm.DenseRowsAcrossFormats'
+  echo "### int4 GEMM tests"
+  t "$G" --gtest_filter="$filter" || rc=1
+  if command -v compute-sanitizer >/dev/null 2>&1; then
+    for tool in memcheck racecheck synccheck; do
+      echo "### compute-sanitizer --tool $tool (int4 GEMMs)"
+      EAGLESIM_TEST_QUICK=1 t compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$G" \
+        --gtest_filter="$filter" || rc=1
+    done
+  fi
+  echo "### bench_gemm: Llama-3.1-70B TP8, wgmma beside stream-K"
+  t "$BUILD_DIR/bench/bench_gemm" --filter llama-70b/tp8 --no-reference --tensor-tflops "${TENSOR_TFLOPS:-890}" \
+    --json "$OUT/bench-gemm-int4.json" || rc=1
+  t "$E" gen --tp 8 --model models/llm/llama-3.1-70b.json --batch 32 --speculative-num-steps 3 --speculative-eagle-topk 1 \
+    --speculative-num-draft-tokens 4 --kv-len 2048 --weight-dtype int4 -o "$W/int4-l70.json" || return 1
+  for kernel in stream_k wgmma; do
+    echo "### Llama-3.1-70B TP8 int4 verify step, EAGLESIM_INT4_GEMM=$kernel"
+    EAGLESIM_INT4_GEMM=$kernel t "$E" run "$W/int4-l70.json" --backend cuda --ranks 1 --strategy ideal \
+      --iters "${KINDS_ITERS:-10}" --warmup 3 --timeout 120 --json "$OUT/int4-l70-$kernel.json" || { rc=1; continue; }
+    reports+=("$OUT/int4-l70-$kernel.json")
+  done
+  [ ${#reports[@]} -gt 0 ] && { python3 tools/roofline_kinds.py "${reports[@]}" || rc=1; }
+  return "$rc"
+}
+
 step_fidelity() {
   local rc=0 tp1 i
   tp1=traces/llama-3.1-8b_tp1_t4.json
@@ -297,7 +328,7 @@ step_sanitizer() {
   for tool in memcheck racecheck synccheck; do
     echo "### compute-sanitizer --tool $tool"
     EAGLESIM_TEST_QUICK=1 t compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$G" \
-      --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*:VerifyAttention.SmallShapes:MoeGemmGrouped.RowsPerExpertAcrossFormats:GemmFingerprint.*:ElementwiseKernels.*:EngineCycle.*:ReplayAttention.BatchedRaggedTreeShapesMatchCpuReference:Fp8ActQuant.*:Fp8Gemm.*' || rc=1
+      --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*:VerifyAttention.SmallShapes:MoeGemmGrouped.RowsPerExpertAcrossFormats:GemmFingerprint.*:ElementwiseKernels.*:EngineCycle.*:ReplayAttention.BatchedRaggedTreeShapesMatchCpuReference:Fp8ActQuant.*:Fp8Gemm.*:WeightOnlyGemm.*:WeightOnlyGemv.*' || rc=1
   done
   return "$rc"
 }
@@ -340,7 +371,7 @@ summary_pattern() {
     bench-comm) echo "^###|^ +(1024|43008|65536|1048576|67108864) " ;;
     replay) echo "^###|^(nccl|oneshot|twoshot|fused|quant|ideal) |^strategy |^error" ;;
     fidelity) echo "^###|^summary|^error" ;;
-    kinds) echo "^###|^\\||^error" ;;
+    kinds|int4) echo "^###|^\\||^error|^\\[  (PASSED|FAILED)|ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY|^ *llama-70b" ;;
     kernels) echo "^###|^\[  (PASSED|FAILED)|FAILED|Failure|^summary:|^tuning:|^== summary|^(rmsnorm|add_rmsnorm|add_rmsnorm_unfused|residual_add|silu_mul) +[0-9]+ \||^empty kernel|^floor" ;;
     sanitizer) echo "^###|ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY|^\[  (PASSED|FAILED)" ;;
     torch) echo "^###|^\{|Error" ;;
