@@ -1,6 +1,6 @@
 // The replay's dense fp8 GEMMs at a verify step's 1-256 rows, every way it can run them, against
 // the floor measured in this run and torch._scaled_mm on the same shapes (docs/kernels/
-// moe-and-quant-gemm.md, "fp8 GEMMs on cuBLASLt"):
+// fp8-gemm.md):
 //   lt tensor / channel / block   cuBLASLt's fp8 GEMM (cuda::LtGemm, tuned per shape as the replay
 //                                 tunes it) in each scale mode (cuda/ops/fp8_scaling.hpp), over e4m3
 //                                 activations; W8A8 as engines run fp8 checkpoints;

@@ -11,7 +11,8 @@
 //   bench_gemm --variants [--variant-list NAME,...] [--json out.jsonl] [--quick] [--filter SUBSTR]
 //   bench_gemm --gemv-sweep [--json out.jsonl] [--filter SUBSTR]   (every GEMV grid of the dense m <= 16 rows)
 // --variants times every kernel variant on the shapes that read >= 16 MB and checks each one's
-// output; its summary names the winner per class (docs/kernels/moe-and-quant-gemm.md).
+// output; its summary names the winner per class (docs/kernels/moe-and-quant-gemm.md, "Kernel
+// variants"; the GEMV kernel: docs/kernels/gemv.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

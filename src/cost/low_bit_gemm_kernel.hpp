@@ -22,15 +22,14 @@ inline constexpr int kGemvMaxRows = 16;
 inline constexpr std::int64_t kWeightOnlyMaxRows = 256;
 // A dense fp8 GEMM runs on the GEMV kernel where gemv_picked (W8A16, at most kGemvMaxRows rows)
 // and on cuBLASLt's fp8 GEMM otherwise, never on the stream-K kernel: measured on 1 x H100
-// (bench_fp8_gemm, the Llama-3.1-70B TP8 projections, docs/kernels/moe-and-quant-gemm.md, "fp8
-// GEMMs on cuBLASLt"), cuBLASLt's block-scaled GEMM beat the stream-K kernel on every shape it
+// (bench_fp8_gemm, the Llama-3.1-70B TP8 projections, docs/kernels/fp8-gemm.md), cuBLASLt's block-scaled GEMM beat the stream-K kernel on every shape it
 // ran (o at 16 rows 6.7 against 13.5 us, gate_up at 128 rows 27.8 against 110.3 us), while the
 // GEMV kernel beat it at 1-16 rows on the shapes the GEMV kernel takes (qkv at 16 rows 11.6
 // against 13.9 us, o at one row 5.1 against 6.7 us).
 
 // Whether the plan picks the GEMV kernel for a dense GEMM of `rows` rows, `n` output channels and
 // `packed_bytes` of weights plus scales, measured on 1 x H200 (bench_gemm's "GEMV kernel vs
-// stream-K kernel" table, docs/kernels/moe-and-quant-gemm.md): up to 16 MB of int4 (its decode
+// stream-K kernel" table, docs/kernels/gemv.md): up to 16 MB of int4 (its decode
 // costs more issue slots per byte, which the stream-K kernel's deeper pipeline hides better) or
 // 40 MB of fp8/bf16; above 8 rows half of that and at most 2048 channels (every CTA copies 9-16
 // activation rows per block group, which costs more than it saves on wide outputs).

@@ -1,5 +1,5 @@
 // Correctness of the W8A8 fp8 path the replay runs dense fp8 GEMMs on (docs/kernels/
-// moe-and-quant-gemm.md, "fp8 GEMMs on cuBLASLt"):
+// fp8-gemm.md):
 //   - the activation quantisation kernels (kernels/fp8_act_quant.cuh and its plain reference)
 //     against a host reference, bit for bit, in every mode (static per tensor, per token, per
 //     1 x 128 group), rows 1-256 (padding rows included), k not a multiple of 128;

@@ -3,7 +3,7 @@
 // shape and of the buffers, and the replay's two settings for dense fp8 GEMMs. Host code only.
 //
 // The three modes are how fp8 checkpoints ship and how engines run them as W8A8 on Hopper
-// (docs/kernels/moe-and-quant-gemm.md, "fp8 GEMMs on cuBLASLt"):
+// (docs/kernels/fp8-gemm.md):
 //   tensor   one fp32 scale per operand (ModelOpt-style static scales; cuBLASLt SCALAR_32F);
 //   channel  one per output channel of W and one per row of x, the rows quantised per token at
 //            run time (RedHat / neuralmagic FP8-dynamic checkpoints; OUTER_VEC_32F on both);

@@ -116,7 +116,7 @@ void plan_gemv(GroupedGemmPlan& p, int sm_count) {
   //    its one task as a single latency chain; one CTA of 8 warps over 8 / parts blocks shares
   //    the copy and overlaps the chains. Measured over the dense shapes of `bench_gemm
   //    --gemv-sweep` (Llama-3.1-70B and Kimi-K2 TP8 projections, m = 1, 4, 16, every grid of
-  //    split 1-8 x 1-8 blocks): docs/kernels/moe-and-quant-gemm.md, "The GEMV grid".
+  //    split 1-8 x 1-8 blocks): docs/kernels/gemv.md, "The GEMV grid".
   const std::int64_t want_ctas = 2 * static_cast<std::int64_t>(std::max(sm_count, 1));
   const int max_bpc = std::min(kGemvMaxBlocksPerCta, n16);
   const std::int64_t one_wave = (static_cast<std::int64_t>(n16) * split + want_ctas - 1) / want_ctas;
