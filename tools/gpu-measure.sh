@@ -261,17 +261,11 @@ step_kinds() {
 }
 
 step_int4() {
-  local rc=0 tool kernel reports=()
+  local rc=0 kernel reports=()
   local filter='WeightOnlyGemm.Int4Wgmma*:WeightOnlyGemm.DenseRowsAcrossFormats'
   echo "### int4 GEMM tests"
   t "$G" --gtest_filter="$filter" || rc=1
-  if command -v compute-sanitizer >/dev/null 2>&1; then
-    for tool in memcheck racecheck synccheck; do
-      echo "### compute-sanitizer --tool $tool (int4 GEMMs)"
-      EAGLESIM_TEST_QUICK=1 t compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$G" \
-        --gtest_filter="$filter" || rc=1
-    done
-  fi
+  sanitize "$filter" || rc=1
   echo "### bench_gemm: Llama-3.1-70B TP8, wgmma beside stream-K"
   t "$BUILD_DIR/bench/bench_gemm" --filter llama-70b/tp8 --no-reference --tensor-tflops "${TENSOR_TFLOPS:-890}" \
     --json "$OUT/bench-gemm-int4.json" || rc=1
@@ -320,7 +314,8 @@ step_fidelity() {
   return "$rc"
 }
 
-step_sanitizer() {
+# compute-sanitizer memcheck, racecheck and synccheck over the GPU tests the filter names.
+sanitize() {
   local rc=0 tool
   if ! command -v compute-sanitizer >/dev/null 2>&1; then
     echo "compute-sanitizer not found (it ships with the CUDA toolkit)"; return 1
@@ -328,9 +323,13 @@ step_sanitizer() {
   for tool in memcheck racecheck synccheck; do
     echo "### compute-sanitizer --tool $tool"
     EAGLESIM_TEST_QUICK=1 t compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$G" \
-      --gtest_filter='CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*:VerifyAttention.SmallShapes:MoeGemmGrouped.RowsPerExpertAcrossFormats:GemmFingerprint.*:ElementwiseKernels.*:EngineCycle.*:ReplayAttention.BatchedRaggedTreeShapesMatchCpuReference:Fp8ActQuant.*:Fp8Gemm.*:WeightOnlyGemm.*:WeightOnlyGemv.*' || rc=1
+      --gtest_filter="$1" || rc=1
   done
   return "$rc"
+}
+
+step_sanitizer() {
+  sanitize 'CustomAllreduce.EveryStrategyDtypeAndSize:CustomAllreduce.FusedSplitRows:CudaKernels.*:VerifyAttention.SmallShapes:MoeGemmGrouped.RowsPerExpertAcrossFormats:GemmFingerprint.*:ElementwiseKernels.*:EngineCycle.*:ReplayAttention.BatchedRaggedTreeShapesMatchCpuReference:Fp8ActQuant.*:Fp8Gemm.*:WeightOnlyGemm.*:WeightOnlyGemv.*'
 }
 
 step_torch() {
