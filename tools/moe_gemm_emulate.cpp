@@ -37,6 +37,7 @@
 #undef __host__
 #undef __forceinline__
 #undef __launch_bounds__
+#undef __shared__
 #define __global__
 #define __device__
 #define __host__
@@ -44,26 +45,7 @@
 #define __launch_bounds__(...)
 #define __shared__ static  // blocks run one after another, so a static is one block's
 
-struct __nv_bfloat16 {
-  std::uint16_t x;
-};
-struct __nv_bfloat162 {
-  __nv_bfloat16 x, y;
-};
-inline float __bfloat162float(__nv_bfloat16 b) {
-  const std::uint32_t u = static_cast<std::uint32_t>(b.x) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline __nv_bfloat16 __float2bfloat16(float f) {  // round to nearest even
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return {0x7fc0};
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return {static_cast<std::uint16_t>(u >> 16)};
-}
-inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return {__float2bfloat16(a), __float2bfloat16(b)}; }
+#include "emulated_bf16.hpp"
 template <class T>
 inline T min(T a, T b) {
   return a < b ? a : b;
