@@ -3,22 +3,18 @@
 #include <string>
 
 #include "model/default_eagle3_head.hpp"
+#include "shipped_files.hpp"
 
 using namespace eaglesim;
-
-namespace {
-ModelConfig config(const std::string& name) {
-  return read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/" + name + ".json");
-}
-}  // namespace
+using test::shipped_model;
 
 // The derived head is the published one wherever a target has one: the rule is how they are built
 // (dense GQA, GQA MoE and MLA targets alike).
 TEST(DefaultEagle3Head, MatchesThePublishedHeads) {
   for (const char* target : {"llama-3.1-8b", "llama-3.1-70b", "qwen3-8b", "qwen3-30b-a3b", "kimi-k2-instruct"}) {
-    const ModelConfig t = config(target);
-    const ModelConfig published = config(std::string(target == std::string("kimi-k2-instruct") ? "kimi-k2" : target) +
-                                         "-eagle3");
+    const ModelConfig t = shipped_model(target);
+    const ModelConfig published =
+        shipped_model(std::string(target == std::string("kimi-k2-instruct") ? "kimi-k2" : target) + "-eagle3");
     const ModelConfig derived = default_eagle3_head(t);
     EXPECT_TRUE(derived.is_draft()) << target;
     EXPECT_EQ(derived.layers, 1) << target;
@@ -34,7 +30,7 @@ TEST(DefaultEagle3Head, MatchesThePublishedHeads) {
 }
 
 TEST(DefaultEagle3Head, SaysWhatItIs) {
-  const ModelConfig t = config("qwen3-4b");
+  const ModelConfig t = shipped_model("qwen3-4b");
   const std::string text = describe_default_head(t, default_eagle3_head(t));
   EXPECT_NE(text.find("qwen3-4b: no EAGLE-3 head given; priced with a default head derived from its dimensions"),
             std::string::npos)

@@ -16,14 +16,12 @@
 #include "model/generator.hpp"
 #include "topology/topology.hpp"
 #include "trace/trace_json.hpp"
+#include "shipped_files.hpp"
 
 using namespace eaglesim;
+using test::shipped_model;
 
 namespace {
-
-ModelConfig shipped(const std::string& name) {
-  return read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/" + name + ".json");
-}
 
 Trace gen(const std::string& model, ServingEngine engine, int tp = 1, int tokens = 4, DType w = DType::bf16,
           int batch = 1) {
@@ -34,7 +32,7 @@ Trace gen(const std::string& model, ServingEngine engine, int tp = 1, int tokens
   o.weight_dtype = w;
   o.batch = batch;
   o.engine = engine;
-  return generate_trace(shipped(model), o);
+  return generate_trace(shipped_model(model), o);
 }
 
 // Ops of layer 0 of the verify step by kind.
@@ -128,14 +126,14 @@ TEST(EngineSteps, TorchRejectsWhatTheReferenceStepDoesNotRun) {
   o.tokens = 4;
   o.engine = ServingEngine::torch;
   o.tp = 2;
-  EXPECT_THROW(generate_trace(shipped("llama-3.1-8b"), o), SettingError);
+  EXPECT_THROW(generate_trace(shipped_model("llama-3.1-8b"), o), SettingError);
   o.tp = 1;
   o.weight_dtype = DType::fp8;
-  EXPECT_THROW(generate_trace(shipped("llama-3.1-8b"), o), SettingError);
+  EXPECT_THROW(generate_trace(shipped_model("llama-3.1-8b"), o), SettingError);
   o.weight_dtype = DType::bf16;
-  EXPECT_THROW(generate_trace(shipped("qwen3-30b-a3b"), o), InputError);
-  o.draft = shipped("llama-3.1-8b-eagle3");
-  EXPECT_THROW(generate_trace(shipped("llama-3.1-8b"), o), SettingError);
+  EXPECT_THROW(generate_trace(shipped_model("qwen3-30b-a3b"), o), InputError);
+  o.draft = shipped_model("llama-3.1-8b-eagle3");
+  EXPECT_THROW(generate_trace(shipped_model("llama-3.1-8b"), o), SettingError);
 }
 
 TEST(EngineSteps, EngineAndElementwiseRoundTripThroughTheReader) {

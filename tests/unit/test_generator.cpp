@@ -10,14 +10,12 @@
 #include "io/json_cursor.hpp"
 #include "model/generator.hpp"
 #include "trace/trace_json.hpp"
+#include "shipped_files.hpp"
 
 using namespace eaglesim;
+using test::shipped_model;
 
 namespace {
-
-ModelConfig shipped(const std::string& name) {
-  return read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/" + name + ".json");
-}
 
 Trace gen(const std::string& model, int tp, int tokens, DType w = DType::bf16, const char* draft = nullptr,
           std::int64_t kv_len = 4096) {
@@ -26,8 +24,8 @@ Trace gen(const std::string& model, int tp, int tokens, DType w = DType::bf16, c
   o.tokens = tokens;
   o.kv_len = kv_len;
   o.weight_dtype = w;
-  if (draft) o.draft = shipped(draft);
-  return generate_trace(shipped(model), o);
+  if (draft) o.draft = shipped_model(draft);
+  return generate_trace(shipped_model(model), o);
 }
 
 // The op named `name` in `layer` of `step`; fails the test when absent or ambiguous.
@@ -288,7 +286,7 @@ TEST(Generator, WeightDtypeAppliesToLinearLayersOnly) {
 TEST(Generator, DecodeWeightsMatchWeightBytesPerRank) {
   // A dense model reads every weight once per forward: the decode step's GEMM weight bytes plus
   // the embedding table and the norms make up weight_bytes_per_rank.
-  ModelConfig l70 = shipped("llama-3.1-70b");
+  ModelConfig l70 = shipped_model("llama-3.1-70b");
   Trace t = gen("llama-3.1-70b", 8, 4, DType::fp8);
   double gemm = 0;
   for (const Op& op : t.find_step("decode")->ops)
@@ -298,7 +296,7 @@ TEST(Generator, DecodeWeightsMatchWeightBytesPerRank) {
 
   // MoE: with 400 tokens x top-8 every expert is touched (384 x (1 - (1 - 8/384)^400) = 383.9),
   // so the verify step reads all.
-  ModelConfig k2 = shipped("kimi-k2-instruct");
+  ModelConfig k2 = shipped_model("kimi-k2-instruct");
   Trace big = gen("kimi-k2-instruct", 8, 400, DType::int4);
   double moe = 0;
   for (const Op& op : big.verify().ops)
@@ -375,7 +373,7 @@ TEST(Generator, RejectsWhatCannotBeSharded) {
 }
 
 TEST(Generator, MtpDraftIsOneDecoderLayerOfTheTarget) {
-  const ModelConfig m = shipped("deepseek-v3");
+  const ModelConfig m = shipped_model("deepseek-v3");
   ASSERT_EQ(m.mtp_layers, 1);
   GenOptions o;
   o.tp = 8;
@@ -405,7 +403,7 @@ TEST(Generator, MtpDraftIsOneDecoderLayerOfTheTarget) {
   EXPECT_EQ(lm_rows, (m.vocab + 7) / 8);  // the target's vocabulary, not a draft vocabulary
   EXPECT_NE(t.meta.draft_model.find("MTP"), std::string::npos);
   // A model without MTP layers, or both drafts at once, is refused naming --draft.
-  EXPECT_THROW(generate_trace(shipped("kimi-k2-instruct"), o), SettingError);
-  o.draft = shipped("kimi-k2-eagle3");
+  EXPECT_THROW(generate_trace(shipped_model("kimi-k2-instruct"), o), SettingError);
+  o.draft = shipped_model("kimi-k2-eagle3");
   EXPECT_THROW(generate_trace(m, o), SettingError);
 }

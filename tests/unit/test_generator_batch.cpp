@@ -15,14 +15,12 @@
 #include "model/generator.hpp"
 #include "model/speculative_flags.hpp"
 #include "trace/trace_json.hpp"
+#include "shipped_files.hpp"
 
 using namespace eaglesim;
+using test::shipped_model;
 
 namespace {
-
-ModelConfig shipped(const std::string& name) {
-  return read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/" + name + ".json");
-}
 
 struct Target {
   const char* model;
@@ -47,9 +45,9 @@ Trace generate(const Target& t, int batch, std::tuple<int, int, int> cfg, bool e
   f.eagle_topk = std::get<1>(cfg);
   f.num_draft_tokens = std::get<2>(cfg);
   o.speculative = resolve_speculative_flags(f).config;
-  o.draft = shipped(t.draft);
+  o.draft = shipped_model(t.draft);
   o.engine_cycle = engine_cycle;
-  return generate_trace(shipped(t.model), o);
+  return generate_trace(shipped_model(t.model), o);
 }
 
 const Step& step(const Trace& t, const char* name) {
@@ -117,7 +115,7 @@ void expect_round_trip(const Trace& t) {
 
 TEST(GeneratorBatch, RowsBytesAndAttentionFollowTheBatchAndTheConfig) {
   for (const Target& target : kTargets) {
-    const ModelConfig m = shipped(target.model);
+    const ModelConfig m = shipped_model(target.model);
     for (int batch : kBatches)
       for (const auto& cfg : kConfigs)
         for (bool engine : {false, true}) {
@@ -145,7 +143,7 @@ TEST(GeneratorBatch, RowsBytesAndAttentionFollowTheBatchAndTheConfig) {
           for (const Op& op : verify.ops)
             if (op.kind == OpKind::grouped_gemm) EXPECT_EQ(op.experts, experts_touched(m.routed_experts, m.experts_per_token, rows));
 
-          const ModelConfig d = shipped(target.draft);
+          const ModelConfig d = shipped_model(target.draft);
           const Step& draft = step(t, engine && steps == 1 ? "draft_extend" : "draft");
           if (engine) {
             const Step& extend = step(t, "draft_extend");
@@ -205,10 +203,10 @@ TEST(GeneratorBatch, ChainAtBatchOneIsTheTokensTraceByteForByte) {
       old.tp = target.tp;
       old.tokens = steps + 1;
       old.kv_len = kKvLen;
-      old.draft = shipped(target.draft);
+      old.draft = shipped_model(target.draft);
       const Trace sglang = generate(target, 1, {steps, 1, steps + 1}, false);
       EXPECT_EQ(required_version(sglang), 2);  // meta.engine
-      EXPECT_EQ(trace_to_string(sglang), trace_to_string(generate_trace(shipped(target.model), old)));
+      EXPECT_EQ(trace_to_string(sglang), trace_to_string(generate_trace(shipped_model(target.model), old)));
     }
 }
 

@@ -10,14 +10,12 @@
 #include "core/errors.hpp"
 #include "model/generator.hpp"
 #include "model/model_config.hpp"
+#include "shipped_files.hpp"
 
 using namespace eaglesim;
+using test::shipped_model;
 
 namespace {
-
-ModelConfig shipped(const std::string& name) {
-  return read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/" + name + ".json");
-}
 
 ModelConfig from_text(const std::string& text) {
   return parse_model_config(nlohmann::json::parse(text), "cfg.json", "cfg");
@@ -35,7 +33,7 @@ std::string error_of(const std::string& text) {
 }  // namespace
 
 TEST(ModelConfig, KimiK2) {
-  ModelConfig m = shipped("kimi-k2-instruct");
+  ModelConfig m = shipped_model("kimi-k2-instruct");
   EXPECT_EQ(m.name, "kimi-k2-instruct");
   EXPECT_EQ(m.model_type, "kimi_k2");
   EXPECT_EQ(m.arch, Architecture::deepseek_v3);
@@ -61,7 +59,7 @@ TEST(ModelConfig, KimiK2) {
 }
 
 TEST(ModelConfig, DeepSeekV3) {
-  ModelConfig m = shipped("deepseek-v3");
+  ModelConfig m = shipped_model("deepseek-v3");
   EXPECT_EQ(m.arch, Architecture::deepseek_v3);
   EXPECT_EQ(m.layers, 61);
   EXPECT_EQ(m.hidden, 7168);
@@ -75,7 +73,7 @@ TEST(ModelConfig, DeepSeekV3) {
 }
 
 TEST(ModelConfig, Glm45) {
-  ModelConfig m = shipped("glm-4.5");
+  ModelConfig m = shipped_model("glm-4.5");
   EXPECT_EQ(m.arch, Architecture::glm4_moe);
   EXPECT_EQ(m.layers, 92);
   EXPECT_EQ(m.hidden, 5120);
@@ -95,7 +93,7 @@ TEST(ModelConfig, Glm45) {
 }
 
 TEST(ModelConfig, LlamaAndQwenDense) {
-  ModelConfig l8 = shipped("llama-3.1-8b");
+  ModelConfig l8 = shipped_model("llama-3.1-8b");
   EXPECT_EQ(l8.arch, Architecture::llama);
   EXPECT_EQ(l8.layers, 32);
   EXPECT_EQ(l8.hidden, 4096);
@@ -106,14 +104,14 @@ TEST(ModelConfig, LlamaAndQwenDense) {
   EXPECT_EQ(l8.vocab, 128256);
   EXPECT_FALSE(l8.qk_norm);
 
-  ModelConfig l70 = shipped("llama-3.1-70b");
+  ModelConfig l70 = shipped_model("llama-3.1-70b");
   EXPECT_EQ(l70.layers, 80);
   EXPECT_EQ(l70.hidden, 8192);
   EXPECT_EQ(l70.heads, 64);
   EXPECT_EQ(l70.kv_heads, 8);
   EXPECT_EQ(l70.intermediate, 28672);
 
-  ModelConfig q32 = shipped("qwen3-32b");
+  ModelConfig q32 = shipped_model("qwen3-32b");
   EXPECT_EQ(q32.arch, Architecture::qwen3);
   EXPECT_EQ(q32.layers, 64);
   EXPECT_EQ(q32.hidden, 5120);
@@ -134,7 +132,7 @@ TEST(ModelConfig, Qwen3Moe) {
   };
   for (const Expected& e : {Expected{"qwen3-235b-a22b", 94, 4096, 64, 1536}, Expected{"qwen3-30b-a3b", 48, 2048, 32, 768}}) {
     SCOPED_TRACE(e.name);
-    ModelConfig m = shipped(e.name);
+    ModelConfig m = shipped_model(e.name);
     EXPECT_EQ(m.arch, Architecture::qwen3_moe);
     EXPECT_EQ(m.layers, e.layers);
     EXPECT_EQ(m.hidden, e.hidden);
@@ -154,19 +152,19 @@ TEST(ModelConfig, Qwen3Moe) {
 TEST(ModelConfig, Eagle3DraftHeads) {
   for (const char* name : {"llama-3.1-8b-eagle3", "llama-3.1-70b-eagle3", "kimi-k2-eagle3"}) {
     SCOPED_TRACE(name);
-    ModelConfig d = shipped(name);
+    ModelConfig d = shipped_model(name);
     EXPECT_EQ(d.arch, Architecture::eagle3_draft);
     EXPECT_EQ(d.layers, 1);
     EXPECT_EQ(d.draft_vocab, 32000);
   }
-  EXPECT_EQ(shipped("llama-3.1-8b-eagle3").hidden, 4096);
-  EXPECT_EQ(shipped("llama-3.1-70b-eagle3").hidden, 8192);
-  EXPECT_EQ(shipped("kimi-k2-eagle3").hidden, 7168);
-  EXPECT_EQ(shipped("kimi-k2-eagle3").vocab, 163840);
+  EXPECT_EQ(shipped_model("llama-3.1-8b-eagle3").hidden, 4096);
+  EXPECT_EQ(shipped_model("llama-3.1-70b-eagle3").hidden, 8192);
+  EXPECT_EQ(shipped_model("kimi-k2-eagle3").hidden, 7168);
+  EXPECT_EQ(shipped_model("kimi-k2-eagle3").vocab, 163840);
   // SpecForge's configs/kimi-k2-eagle3.json: no GQA in the head (64 KV heads of 128), MLP 18432.
-  EXPECT_EQ(shipped("kimi-k2-eagle3").heads, 64);
-  EXPECT_EQ(shipped("kimi-k2-eagle3").kv_heads, 64);
-  EXPECT_EQ(shipped("kimi-k2-eagle3").intermediate, 18432);
+  EXPECT_EQ(shipped_model("kimi-k2-eagle3").heads, 64);
+  EXPECT_EQ(shipped_model("kimi-k2-eagle3").kv_heads, 64);
+  EXPECT_EQ(shipped_model("kimi-k2-eagle3").intermediate, 18432);
 }
 
 TEST(ModelConfig, UnknownModelTypeListsSupported) {
@@ -203,7 +201,7 @@ TEST(ModelConfig, MissingFileIsInputError) {
 }
 
 TEST(ModelConfig, TensorParallelSharding) {
-  ModelConfig l8 = shipped("llama-3.1-8b");
+  ModelConfig l8 = shipped_model("llama-3.1-8b");
   EXPECT_NO_THROW(check_tp(l8, 8));
   EXPECT_EQ(kv_heads_per_rank(l8, 2), 4);
   EXPECT_EQ(kv_heads_per_rank(l8, 16), 1);  // 8 KV heads over 16 ranks: each keeps a replica
@@ -219,7 +217,7 @@ TEST(ModelConfig, TensorParallelSharding) {
       "num_key_value_heads":6,"hidden_size":768,"intermediate_size":1024,"vocab_size":100})");
   EXPECT_THROW(check_tp(odd, 4), InputError);
   // Qwen3-235B: 4 KV heads at TP 8 are replicated; moe_intermediate 1536 = 8 x 192.
-  ModelConfig q = shipped("qwen3-235b-a22b");
+  ModelConfig q = shipped_model("qwen3-235b-a22b");
   EXPECT_NO_THROW(check_tp(q, 8));
   EXPECT_EQ(kv_heads_per_rank(q, 8), 1);
   EXPECT_EQ(vocab_per_rank(128256, 8), 16032);
@@ -231,7 +229,7 @@ TEST(ModelConfig, WeightBytesPerRank) {
   // (32 + 2 x 8) x 128 x 4096 = 25,165,824, o 4096 x 4096 = 16,777,216, MLP 3 x 4096 x 14336 =
   // 176,160,768, two norms 8192 -> 218,112,000 x 32 layers; final norm 4096:
   // 8,030,261,248 parameters (the published count), 2 bytes each.
-  ModelConfig l8 = shipped("llama-3.1-8b");
+  ModelConfig l8 = shipped_model("llama-3.1-8b");
   EXPECT_DOUBLE_EQ(weight_bytes_per_rank(l8, 1, DType::bf16), 2.0 * 8030261248.0);
   // TP2: embedding/lm_head 64128 x 4096 each; per layer qkv 3072 x 4096, o 4096 x 2048,
   // MLP 3 x 4096 x 7168, norms 8192 = 109,060,096; total 4,015,263,744 parameters.
@@ -247,19 +245,19 @@ TEST(ModelConfig, WeightBytesPerRank) {
   //   60 MoE layers x (router 384x7168x2 B = 5,505,024, shared 3x7168x256x0.5 B = 2,752,512,
   //     routed 384 x 3x7168x256 x 0.5 B = 1,056,964,608) = 60 x 1,065,222,144 = 63,913,328,640
   //                                                                    total = 65,316,861,952
-  ModelConfig k2 = shipped("kimi-k2-instruct");
+  ModelConfig k2 = shipped_model("kimi-k2-instruct");
   EXPECT_DOUBLE_EQ(weight_bytes_per_rank(k2, 8, DType::int4), 65316861952.0);
 }
 
 TEST(ModelConfig, KvCacheBytesPerTokenPerRank) {
-  ModelConfig l8 = shipped("llama-3.1-8b");
+  ModelConfig l8 = shipped_model("llama-3.1-8b");
   // 32 layers x K and V x 8 heads x 128 x 2 B = 131,072 B (128 KiB) per token.
   EXPECT_DOUBLE_EQ(kv_cache_bytes_per_token_per_rank(l8, 1), 131072.0);
   EXPECT_DOUBLE_EQ(kv_cache_bytes_per_token_per_rank(l8, 2), 65536.0);
   EXPECT_DOUBLE_EQ(kv_cache_bytes_per_token_per_rank(l8, 16), 16384.0);  // one replicated KV head
   EXPECT_DOUBLE_EQ(kv_cache_bytes_per_token_per_rank(l8, 1, DType::fp8), 65536.0);
   // MLA: 61 layers x (512 latent + 64 rope) x 2 B = 70,272 B on every rank, whatever the TP.
-  ModelConfig k2 = shipped("kimi-k2-instruct");
+  ModelConfig k2 = shipped_model("kimi-k2-instruct");
   EXPECT_DOUBLE_EQ(kv_cache_bytes_per_token_per_rank(k2, 1), 70272.0);
   EXPECT_DOUBLE_EQ(kv_cache_bytes_per_token_per_rank(k2, 8), 70272.0);
 }
@@ -272,16 +270,16 @@ TEST(ModelConfig, MoreArchitecturesMatchTheirPublishedParameterCounts) {
       {"mistral-7b-v0.1", 7241732096.0},  {"mixtral-8x7b", 46702792704.0},
   };
   for (const auto& [name, params] : published) {
-    const ModelConfig m = shipped(name);
+    const ModelConfig m = shipped_model(name);
     EXPECT_DOUBLE_EQ(weight_bytes_per_rank(m, 1, DType::bf16), 2.0 * params) << name;
   }
-  const ModelConfig q = shipped("qwen2.5-7b");
+  const ModelConfig q = shipped_model("qwen2.5-7b");
   EXPECT_EQ(q.arch, Architecture::llama);
   EXPECT_TRUE(q.qkv_bias);
   EXPECT_EQ(q.sliding_window, 0);  // use_sliding_window false
-  EXPECT_EQ(shipped("mistral-7b-v0.1").sliding_window, 4096);
-  EXPECT_EQ(shipped("mistral-7b-v0.3").sliding_window, 0);  // null
-  const ModelConfig x = shipped("mixtral-8x7b");
+  EXPECT_EQ(shipped_model("mistral-7b-v0.1").sliding_window, 4096);
+  EXPECT_EQ(shipped_model("mistral-7b-v0.3").sliding_window, 0);  // null
+  const ModelConfig x = shipped_model("mixtral-8x7b");
   EXPECT_EQ(x.arch, Architecture::mixtral);
   EXPECT_EQ(x.routed_experts, 8);
   EXPECT_EQ(x.experts_per_token, 2);
@@ -316,7 +314,7 @@ TEST(ModelConfig, NestedTextConfigIsRead) {
 
 // Mistral-7B v0.1's sliding window: every target attention op attends over at most 4096 positions.
 TEST(Generator, SlidingWindowBoundsTheTargetsAttention) {
-  const ModelConfig m = shipped("mistral-7b-v0.1");
+  const ModelConfig m = shipped_model("mistral-7b-v0.1");
   GenOptions o;
   o.tokens = 4;
   o.kv_len = 8192;
@@ -350,16 +348,16 @@ TEST(ModelConfig, GptOssAndLlama4MatchTheirPublishedParameterCounts) {
       {"llama-4-maverick-17b-128e-instruct", 401583781376.0 - 871932416.0, 871932416.0},
   };
   for (const Published& p : published) {
-    const ModelConfig m = shipped(p.name);
+    const ModelConfig m = shipped_model(p.name);
     EXPECT_DOUBLE_EQ(weight_bytes_per_rank(m, 1, DType::bf16), 2.0 * p.text) << p.name;
     EXPECT_EQ(static_cast<double>(m.vision_params), p.vision) << p.name;
   }
   // The model cards' rounded totals (gpt-oss 116.83 B / 20.91 B; Llama-4 109 B / 400 B with the
   // vision tower) within 2 %.
-  EXPECT_NEAR(weight_bytes_per_rank(shipped("gpt-oss-120b"), 1, DType::bf16) / 2e9, 116.83, 0.01);
-  EXPECT_NEAR(weight_bytes_per_rank(shipped("gpt-oss-20b"), 1, DType::bf16) / 2e9, 20.91, 0.01);
-  const ModelConfig scout = shipped("llama-4-scout-17b-16e-instruct");
-  const ModelConfig maverick = shipped("llama-4-maverick-17b-128e-instruct");
+  EXPECT_NEAR(weight_bytes_per_rank(shipped_model("gpt-oss-120b"), 1, DType::bf16) / 2e9, 116.83, 0.01);
+  EXPECT_NEAR(weight_bytes_per_rank(shipped_model("gpt-oss-20b"), 1, DType::bf16) / 2e9, 20.91, 0.01);
+  const ModelConfig scout = shipped_model("llama-4-scout-17b-16e-instruct");
+  const ModelConfig maverick = shipped_model("llama-4-maverick-17b-128e-instruct");
   EXPECT_NEAR((weight_bytes_per_rank(scout, 1, DType::bf16) / 2 + scout.vision_params) / 109e9, 1.0, 0.02);
   EXPECT_NEAR((weight_bytes_per_rank(maverick, 1, DType::bf16) / 2 + maverick.vision_params) / 400e9, 1.0, 0.02);
 }
@@ -371,17 +369,17 @@ TEST(ModelConfig, GptOssAndLlama4MatchTheirPublishedParameterCounts) {
 // the embedding and lm_head are vocab-parallel, the router, o_proj and down_proj biases and the
 // norms replicated. Llama-4 (bf16) splits the same way, its dense layers' 16384 too.
 TEST(ModelConfig, GptOssAndLlama4WeightsPerRank) {
-  const ModelConfig big = shipped("gpt-oss-120b"), small = shipped("gpt-oss-20b");
+  const ModelConfig big = shipped_model("gpt-oss-120b"), small = shipped_model("gpt-oss-20b");
   ASSERT_TRUE(big.quantization);
   const LinearFormats f = big.quantization->formats;
   EXPECT_DOUBLE_EQ(weight_bytes_per_rank(big, 1, f), 65248815744.0);
   EXPECT_DOUBLE_EQ(weight_bytes_per_rank(big, 8, f), 8203108032.0);
   EXPECT_DOUBLE_EQ(weight_bytes_per_rank(small, 1, small.quantization->formats), 13761264768.0);  // 12.82 GiB
   EXPECT_DOUBLE_EQ(weight_bytes_per_rank(small, 8, small.quantization->formats), 1728268800.0);
-  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(shipped("llama-4-scout-17b-16e-instruct"), 1, DType::bf16), 215539722240.0);
-  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(shipped("llama-4-scout-17b-16e-instruct"), 8, DType::bf16), 26950215680.0);
-  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(shipped("llama-4-maverick-17b-128e-instruct"), 1, DType::bf16), 801423697920.0);
-  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(shipped("llama-4-maverick-17b-128e-instruct"), 8, DType::bf16), 100206356480.0);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(shipped_model("llama-4-scout-17b-16e-instruct"), 1, DType::bf16), 215539722240.0);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(shipped_model("llama-4-scout-17b-16e-instruct"), 8, DType::bf16), 26950215680.0);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(shipped_model("llama-4-maverick-17b-128e-instruct"), 1, DType::bf16), 801423697920.0);
+  EXPECT_DOUBLE_EQ(weight_bytes_per_rank(shipped_model("llama-4-maverick-17b-128e-instruct"), 8, DType::bf16), 100206356480.0);
   // Without the scale bytes (what the GEMMs are priced at): 1/32 B less per expert weight.
   LinearFormats unscaled = f;
   unscaled.routed_scale_bytes = 0.0;
@@ -389,7 +387,7 @@ TEST(ModelConfig, GptOssAndLlama4WeightsPerRank) {
 }
 
 TEST(ModelConfig, GptOssLayout) {
-  const ModelConfig m = shipped("gpt-oss-120b");
+  const ModelConfig m = shipped_model("gpt-oss-120b");
   EXPECT_EQ(m.arch, Architecture::gpt_oss);
   EXPECT_EQ(m.layers, 36);
   EXPECT_EQ(m.head_dim, 64);
@@ -414,8 +412,8 @@ TEST(ModelConfig, GptOssLayout) {
 }
 
 TEST(ModelConfig, Llama4Layout) {
-  const ModelConfig scout = shipped("llama-4-scout-17b-16e-instruct");
-  const ModelConfig maverick = shipped("llama-4-maverick-17b-128e-instruct");
+  const ModelConfig scout = shipped_model("llama-4-scout-17b-16e-instruct");
+  const ModelConfig maverick = shipped_model("llama-4-maverick-17b-128e-instruct");
   for (const ModelConfig* m : {&scout, &maverick}) {
     EXPECT_EQ(m->arch, Architecture::llama4);
     EXPECT_EQ(m->model_type, "llama4_text");
@@ -470,11 +468,11 @@ TEST(ModelConfig, Llama4ExplicitLayerLists) {
 
 // The KV positions an attention op reads per layer kind, for T new tokens over kv_len positions.
 TEST(ModelConfig, AttendedKvPerLayerReach) {
-  const ModelConfig g = shipped("gpt-oss-120b");
+  const ModelConfig g = shipped_model("gpt-oss-120b");
   EXPECT_EQ(attended_kv(g, 0, 4096, 4), 128);  // sliding: each query its own window
   EXPECT_EQ(attended_kv(g, 0, 100, 4), 100);
   EXPECT_EQ(attended_kv(g, 1, 4096, 4), 4096);  // full
-  const ModelConfig s = shipped("llama-4-scout-17b-16e-instruct");
+  const ModelConfig s = shipped_model("llama-4-scout-17b-16e-instruct");
   EXPECT_EQ(attended_kv(s, 3, 20000, 4), 20000);     // NoPE: full context
   EXPECT_EQ(attended_kv(s, 0, 20000, 4), 3616);      // 19996 mod 8192 + 4
   EXPECT_EQ(attended_kv(s, 0, 20000, 1), 3616);      // 19999 mod 8192 + 1
@@ -534,7 +532,7 @@ TEST(Generator, PerLayerReachBoundsTheTargetsAttention) {
   GenOptions o;
   o.tokens = 4;
   o.kv_len = 20000;
-  const ModelConfig g = shipped("gpt-oss-20b");
+  const ModelConfig g = shipped_model("gpt-oss-20b");
   const Trace tg = generate_trace(g, o);
   int attention = 0;
   for (const Step& s : tg.steps)
@@ -547,7 +545,7 @@ TEST(Generator, PerLayerReachBoundsTheTargetsAttention) {
   EXPECT_NE(tg.meta.notes.find("12 of 24 layers attend within a sliding window of 128 positions"), std::string::npos)
       << tg.meta.notes;
 
-  const ModelConfig s = shipped("llama-4-scout-17b-16e-instruct");
+  const ModelConfig s = shipped_model("llama-4-scout-17b-16e-instruct");
   const Trace ts = generate_trace(s, o);
   for (const Step& st : ts.steps)
     for (const Op& op : st.ops)
@@ -576,7 +574,7 @@ TEST(Generator, Llama4DenseAndMoeLayersAndNoPe) {
   GenOptions o;
   o.tp = 8;
   o.tokens = 4;
-  const ModelConfig mav = shipped("llama-4-maverick-17b-128e-instruct");
+  const ModelConfig mav = shipped_model("llama-4-maverick-17b-128e-instruct");
   const Trace t = generate_trace(mav, o);
   std::vector<int> dense_gate_up(48, 0), experts(48, 0), shared(48, 0);
   for (const Op& op : t.verify().ops) {
@@ -598,7 +596,7 @@ TEST(Generator, Llama4DenseAndMoeLayersAndNoPe) {
     EXPECT_EQ(shared[layer], moe ? 1 : 0) << layer;
   }
 
-  const Trace ts = generate_trace(shipped("llama-4-scout-17b-16e-instruct"), o);
+  const Trace ts = generate_trace(shipped_model("llama-4-scout-17b-16e-instruct"), o);
   std::vector<int> qk_norm(48, 0), rope(48, 0), kv_store(48, 0);
   for (const Op& op : ts.verify().ops) {
     if (op.layer < 0) continue;

@@ -18,17 +18,13 @@
 #include "serve/serving_simulator.hpp"
 #include "serve/step_cost_table.hpp"
 #include "trace/speculative.hpp"
+#include "shipped_files.hpp"
 
 using namespace eaglesim;
+using test::shipped_model;
+using test::shipped_topology;
 
 namespace {
-
-ModelConfig config(const std::string& name) {
-  return read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/" + name + ".json");
-}
-Topology preset(const std::string& name) {
-  return read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/" + name + ".json");
-}
 
 // SGLang's --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4.
 SpeculativeConfig chain314() { return resolve_speculative_flags({3, 1, 4}).config; }
@@ -70,8 +66,8 @@ std::vector<ServeRequest> same(int n, std::int64_t in, std::int64_t out) {
 // KV at attention TP 1: Qwen3-235B-A22B's 4 KV heads x 128 dims x K and V x bf16 x 94 layers,
 // where TP8 would hold one head's.
 TEST(ServeLayouts, DpAttentionKvCapacityIsTheHandComputation) {
-  const ModelConfig m = config("qwen3-235b-a22b");
-  const Topology topo = preset("8x-h200-nvswitch");
+  const ModelConfig m = shipped_model("qwen3-235b-a22b");
+  const Topology topo = shipped_topology("8x-h200-nvswitch");
   const LinearFormats fp8 = LinearFormats::all(DType::fp8);
   const double frac = 0.8;
   const KvCapacity dpa = kv_capacity(m, nullptr, RankHolding{8, true, false}, fp8, DType::bf16, topo.gpu, frac);
@@ -91,8 +87,8 @@ TEST(ServeLayouts, DpAttentionKvCapacityIsTheHandComputation) {
 // The MTP draft is one decoder layer more: its weights and its KV (DeepSeek-V3's MLA: 512 + 64
 // latent dims x bf16 per layer, 61 layers, 62 with the MTP layer), the sweep's RankHolding.
 TEST(ServeLayouts, MtpDraftCountsItsLayersWeightsAndKv) {
-  const ModelConfig m = config("deepseek-v3");
-  const Topology topo = preset("2x8-h200-nvswitch-ib400");
+  const ModelConfig m = shipped_model("deepseek-v3");
+  const Topology topo = shipped_topology("2x8-h200-nvswitch-ib400");
   const LinearFormats fp8 = LinearFormats::all(DType::fp8);
   const KvCapacity plain = kv_capacity(m, nullptr, RankHolding{16, true, false}, fp8, DType::bf16, topo.gpu, 0.8);
   const KvCapacity mtp = kv_capacity(m, nullptr, RankHolding{16, true, true}, fp8, DType::bf16, topo.gpu, 0.8);
@@ -107,8 +103,8 @@ TEST(ServeLayouts, MtpDraftCountsItsLayersWeightsAndKv) {
 // The step grid at TP16 EP16 with DP attention and the MTP draft: each grid point is what gen
 // (engine cycle, the instance's batch) and run give for the same layout.
 TEST(ServeLayouts, StepTableAtDpAttentionIsGenAndRun) {
-  const ModelConfig m = config("deepseek-v3");
-  const Topology topo = preset("2x8-h200-nvswitch-ib400");
+  const ModelConfig m = shipped_model("deepseek-v3");
+  const Topology topo = shipped_topology("2x8-h200-nvswitch-ib400");
   StepCostRequest rq;
   rq.target = &m;
   rq.topology = &topo;

@@ -12,25 +12,21 @@
 #include "sweep/parallel_layout.hpp"
 #include "sweep/sweep_runner.hpp"
 #include "sweep/trace_memory_check.hpp"
+#include "shipped_files.hpp"
 
 using namespace eaglesim;
+using test::shipped_model;
+using test::shipped_topology;
 
 namespace {
-
-ModelConfig config(const std::string& name) {
-  return read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/" + name + ".json");
-}
-Topology preset(const std::string& name) {
-  return read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/" + name + ".json");
-}
 
 // DeepSeek-V3 with its MTP layer as the draft, on two nodes of 8 H200, fp8 weights, three layouts.
 SweepRequest two_node_request() {
   SweepRequest rq;
-  SweepModel m{config("deepseek-v3"), std::nullopt};
+  SweepModel m{shipped_model("deepseek-v3"), std::nullopt};
   m.mtp = true;
   rq.models.push_back(std::move(m));
-  rq.topologies = {preset("2x8-h200-nvswitch-ib400")};
+  rq.topologies = {shipped_topology("2x8-h200-nvswitch-ib400")};
   rq.weight_dtypes = {DType::fp8};
   rq.layouts = {{16, 1, false}, {16, 2, false}, {16, 16, true}};
   rq.batches = {8, 64};
@@ -67,10 +63,10 @@ TEST(ParallelLayout, AxisKeepsLayoutsAndSaysWhyTheRestAreNot) {
 }
 
 TEST(ParallelLayout, ModelsThatCannotTakeALayoutSayWhy) {
-  EXPECT_EQ(layout_problem(config("deepseek-v3"), {16, 16, true}), "");
-  EXPECT_NE(layout_problem(config("llama-3.1-8b"), {8, 2, false}).find("no routed experts"), std::string::npos);
+  EXPECT_EQ(layout_problem(shipped_model("deepseek-v3"), {16, 16, true}), "");
+  EXPECT_NE(layout_problem(shipped_model("llama-3.1-8b"), {8, 2, false}).find("no routed experts"), std::string::npos);
   // 256 experts: EP 3 does not divide them (the axis only checks EP against TP).
-  EXPECT_NE(layout_problem(config("deepseek-v3"), {3, 3, false}).find("does not divide the 256"), std::string::npos);
+  EXPECT_NE(layout_problem(shipped_model("deepseek-v3"), {3, 3, false}).find("does not divide the 256"), std::string::npos);
 }
 
 TEST(SweepLayouts, RowsMatchGenAndRunOfTheSameLayout) {
@@ -88,8 +84,8 @@ TEST(SweepLayouts, RowsMatchGenAndRunOfTheSameLayout) {
     g.tokens = 4;
     g.mtp_draft = true;
     g.weight_dtype = DType::fp8;
-    const Trace trace = generate_trace(config("deepseek-v3"), g);
-    const Topology topo = preset("2x8-h200-nvswitch-ib400");
+    const Trace trace = generate_trace(shipped_model("deepseek-v3"), g);
+    const Topology topo = shipped_topology("2x8-h200-nvswitch-ib400");
     SimBackend backend;
     EvaluateRequest req;
     req.trace = &trace;
@@ -114,7 +110,7 @@ TEST(SweepLayouts, RowsMatchGenAndRunOfTheSameLayout) {
 
 TEST(SweepLayouts, DenseModelsGetLayoutRowsWithTheReason) {
   SweepRequest rq = two_node_request();
-  rq.models.push_back({config("llama-3.1-70b"), std::nullopt});
+  rq.models.push_back({shipped_model("llama-3.1-70b"), std::nullopt});
   const SweepResults res = run_sweep(rq);
   int layout_rows = 0, ok_tp16 = 0;
   for (const SweepRow& r : res.rows) {

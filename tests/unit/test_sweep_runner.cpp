@@ -11,23 +11,19 @@
 #include "sweep/sweep_inputs.hpp"
 #include "sweep/sweep_output.hpp"
 #include "sweep/sweep_runner.hpp"
+#include "shipped_files.hpp"
 
 using namespace eaglesim;
+using test::shipped_model;
+using test::shipped_topology;
 
 namespace {
-
-ModelConfig config(const std::string& name) {
-  return read_model_config(std::string(EAGLESIM_REPO) + "/models/llm/" + name + ".json");
-}
-Topology preset(const std::string& name) {
-  return read_topology(std::string(EAGLESIM_REPO) + "/models/topologies/" + name + ".json");
-}
 
 // llama-3.1-8b + its EAGLE-3 head on an 8-GPU NVSwitch box and a 4-GPU PCIe box.
 SweepRequest small_request() {
   SweepRequest rq;
-  rq.models.push_back({config("llama-3.1-8b"), config("llama-3.1-8b-eagle3")});
-  rq.topologies = {preset("8x-h100-nvswitch"), preset("4x-rtx-pro-6000-pcie5")};
+  rq.models.push_back({shipped_model("llama-3.1-8b"), shipped_model("llama-3.1-8b-eagle3")});
+  rq.topologies = {shipped_topology("8x-h100-nvswitch"), shipped_topology("4x-rtx-pro-6000-pcie5")};
   rq.layouts = tp_layouts({1, 3, 8});
   rq.draft_tokens = {1, 2, 3};
   rq.acceptances = {{Acceptance::Mode::rate, 0.5}, {Acceptance::Mode::rate, 0.7}};
@@ -62,8 +58,8 @@ TEST(SweepRunner, EveryCombinationIsARowInGridOrder) {
 
 TEST(SweepRunner, UnfitCombinationsCarryTheirReason) {
   SweepRequest rq = small_request();
-  rq.models.push_back({config("llama-3.1-70b"), std::nullopt});
-  rq.topologies.push_back(preset("8x-rtx-pro-6000-pcie5-nop2p"));
+  rq.models.push_back({shipped_model("llama-3.1-70b"), std::nullopt});
+  rq.topologies.push_back(shipped_topology("8x-rtx-pro-6000-pcie5-nop2p"));
   rq.layouts = tp_layouts({1, 2, 3, 8});
   const SweepResults res = run_sweep(rq);
   // TP 3 does not divide 32 heads.
@@ -104,9 +100,9 @@ TEST(SweepRunner, RowsMatchTheEngineOnTheSameTrace) {
   GenOptions g;
   g.tp = 1;
   g.tokens = 4;
-  g.draft = config("llama-3.1-8b-eagle3");
-  const Trace trace = generate_trace(config("llama-3.1-8b"), g);
-  const Topology topo = preset("4x-rtx-pro-6000-pcie5");
+  g.draft = shipped_model("llama-3.1-8b-eagle3");
+  const Trace trace = generate_trace(shipped_model("llama-3.1-8b"), g);
+  const Topology topo = shipped_topology("4x-rtx-pro-6000-pcie5");
   SimBackend backend;
   EvaluateRequest req;
   req.trace = &trace;
