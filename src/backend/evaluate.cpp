@@ -49,11 +49,8 @@ std::string moe_experts_note(const Step& verify, const Step* decode) {
 }  // namespace
 
 std::vector<UnitTraffic> step_unit_traffic(const Step& step, bool fuses, bool fuse_add_norm) {
+  // Ops run by the kernel of the unit before them keep the default: not counted.
   std::vector<UnitTraffic> units(step.ops.size());
-  // Ops run by the kernel of the unit before them: reported under its kind, counted for none.
-  const auto absorb = [&units](std::size_t first, std::size_t count, OpKind kind) {
-    for (std::size_t j = first; j < first + count; ++j) units[j].kind = kind;
-  };
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const Op& op = step.ops[i];
     UnitTraffic& u = units[i];
@@ -61,17 +58,12 @@ std::vector<UnitTraffic> step_unit_traffic(const Step& step, bool fuses, bool fu
     if (fuse_add_norm && fusable_add_norm(step.ops, i)) {
       u.kind = OpKind::rmsnorm;
       u.traffic = add_rmsnorm_traffic(step.ops[i + 1]);
-      absorb(i + 1, 1, OpKind::rmsnorm);
       i += 1;
       continue;
     }
     u.kind = op.kind;
     u.traffic = op_traffic(op);
-    if (fuses && op.kind == OpKind::allreduce) {
-      const auto absorbed = static_cast<std::size_t>(fusable_followers(step.ops, i));
-      absorb(i + 1, absorbed, OpKind::allreduce);
-      i += absorbed;
-    }
+    if (fuses && op.kind == OpKind::allreduce) i += static_cast<std::size_t>(fusable_followers(step.ops, i));
   }
   return units;
 }

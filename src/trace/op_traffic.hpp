@@ -37,7 +37,8 @@ OpTraffic add_rmsnorm_traffic(const Op& norm);
 // One op of a step as the time reported for it sees it: the traffic of the kernel it runs under
 // the kind that kernel's time is reported as. `counted` is false for an op that launches no kernel
 // of its own (the rmsnorm of a fused add + RMSNorm, the ops a fusing allreduce absorbs): its
-// traffic is the kernel's that runs it, or none. A step's units are indexed by op index
+// traffic is the kernel's that runs it, or none, and its kind and traffic stay the defaults. A
+// step's units are indexed by op index
 // (backend/evaluate.hpp, step_unit_traffic).
 struct UnitTraffic {
   bool counted = false;

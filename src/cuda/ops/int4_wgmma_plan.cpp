@@ -54,7 +54,6 @@ void plan_int4_wgmma(GroupedGemmPlan& p, int sm_count) {
   p.pdl = false;
   p.gemv = false;
   p.kernel_variant = 0;
-  auto align256 = [](std::size_t b) { return (b + 255) / 256 * 256; };
   p.max_items = tiles;
   p.counter_bytes = align256(static_cast<std::size_t>(tiles) * 2 * sizeof(int));
   p.partial_bytes = p.wgmma_splits > 1 ? static_cast<std::size_t>(tiles) * p.wgmma_splits * p.wgmma_rows *

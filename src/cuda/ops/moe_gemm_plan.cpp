@@ -18,8 +18,6 @@ namespace {
 
 km::WFormat kf(GemmWeightFormat f) { return static_cast<km::WFormat>(static_cast<int>(f)); }
 
-std::size_t align256(std::size_t v) { return (v + 255) / 256 * 256; }
-
 struct Cfg {
   int tk, stages, ctas_per_sm;
   std::size_t smem;

@@ -68,6 +68,10 @@ struct GroupedGemmShape {
 // cost/low_bit_gemm_kernel.hpp, which the simulator's fits share.
 using eaglesim::kGemvMaxRows;
 
+// The workspace's regions (counters, then partials) and the replay's packed weight regions start
+// on 256-byte boundaries.
+inline std::size_t align256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
 struct GroupedGemmPlan {
   GroupedGemmShape shape;
   int row_tile = 8;        // activation rows per work item: 8, 16, 32 or 64 (an expert with more rows

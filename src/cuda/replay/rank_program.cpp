@@ -44,8 +44,6 @@ constexpr std::size_t kLtWorkspaceBytes = 32u << 20;
 constexpr int kEmbeddingRows = 4096;
 constexpr float kRmsEps = 1e-5f;
 
-std::size_t align256(std::size_t v) { return (v + 255) / 256 * 256; }
-
 // The host's wait for `done` as an engine's host waits for its accepted tokens (a spinning
 // poll, the lowest-latency wait), bounded: a peer that never arrives fails the replay instead
 // of hanging it.
