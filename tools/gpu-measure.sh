@@ -236,25 +236,32 @@ step_replay() {
 
 # The must-show steps of the kernel issue: per-rank TP8 verify, one GPU, no allreduce time.
 # Kimi-K2 and DeepSeek-V3 at one request of 4 tokens (KV 4096); Llama-3.1-70B at 32 requests of
-# (3, 1, 4) with KV 2048.
+# (3, 1, 4) with KV 2048 (gen flags below, with --tp 8 and a --weight-dtype).
+L70_VERIFY=(--model models/llm/llama-3.1-70b.json --batch 32 --speculative-num-steps 3 --speculative-eagle-topk 1
+            --speculative-num-draft-tokens 4 --kv-len 2048)
+
+# replay_kinds TRACE REPORT: the trace's verify step on one GPU, ideal allreduces, the roofline
+# block in the JSON report.
+replay_kinds() {
+  t "$E" run "$1" --backend cuda --ranks 1 --strategy ideal --iters "${KINDS_ITERS:-10}" --warmup 3 \
+    --timeout 120 --json "$2"
+}
+
 step_kinds() {
   local rc=0 name reports=()
   kinds_one() {  # kinds_one NAME [gen flags...]
     local n=$1; shift
     echo "### $n: gen $*"
     t "$E" gen --tp 8 "$@" -o "$W/kinds-$n.json" || return 1
-    t "$E" run "$W/kinds-$n.json" --backend cuda --ranks 1 --strategy ideal --iters "${KINDS_ITERS:-10}" --warmup 3 \
-      --timeout 120 --json "$OUT/kinds-$n.json" || return 1
+    replay_kinds "$W/kinds-$n.json" "$OUT/kinds-$n.json" || return 1
     reports+=("$OUT/kinds-$n.json")
   }
   local moe=(--tokens 4 --kv-len 4096)
-  local l70=(--model models/llm/llama-3.1-70b.json --batch 32 --speculative-num-steps 3 --speculative-eagle-topk 1
-             --speculative-num-draft-tokens 4 --kv-len 2048)
   kinds_one kimi-k2-thinking-int4 --model models/llm/kimi-k2-thinking.json "${moe[@]}" || rc=1
   kinds_one kimi-k2-instruct-fp8 --model models/llm/kimi-k2-instruct.json --weight-dtype fp8 "${moe[@]}" || rc=1
   kinds_one deepseek-v3-fp8 --model models/llm/deepseek-v3.json --weight-dtype fp8 "${moe[@]}" || rc=1
   for name in bf16 fp8 int4; do
-    kinds_one "llama-3.1-70b-$name" "${l70[@]}" --weight-dtype "$name" || rc=1
+    kinds_one "llama-3.1-70b-$name" "${L70_VERIFY[@]}" --weight-dtype "$name" || rc=1
   done
   [ ${#reports[@]} -gt 0 ] && { python3 tools/roofline_kinds.py "${reports[@]}" || rc=1; }
   return "$rc"
@@ -269,12 +276,10 @@ step_int4() {
   echo "### bench_gemm: Llama-3.1-70B TP8, wgmma beside stream-K"
   t "$BUILD_DIR/bench/bench_gemm" --filter llama-70b/tp8 --no-reference --tensor-tflops "${TENSOR_TFLOPS:-890}" \
     --json "$OUT/bench-gemm-int4.json" || rc=1
-  t "$E" gen --tp 8 --model models/llm/llama-3.1-70b.json --batch 32 --speculative-num-steps 3 --speculative-eagle-topk 1 \
-    --speculative-num-draft-tokens 4 --kv-len 2048 --weight-dtype int4 -o "$W/int4-l70.json" || return 1
+  t "$E" gen --tp 8 "${L70_VERIFY[@]}" --weight-dtype int4 -o "$W/int4-l70.json" || return 1
   for kernel in stream_k wgmma; do
     echo "### Llama-3.1-70B TP8 int4 verify step, EAGLESIM_INT4_GEMM=$kernel"
-    EAGLESIM_INT4_GEMM=$kernel t "$E" run "$W/int4-l70.json" --backend cuda --ranks 1 --strategy ideal \
-      --iters "${KINDS_ITERS:-10}" --warmup 3 --timeout 120 --json "$OUT/int4-l70-$kernel.json" || { rc=1; continue; }
+    EAGLESIM_INT4_GEMM=$kernel replay_kinds "$W/int4-l70.json" "$OUT/int4-l70-$kernel.json" || { rc=1; continue; }
     reports+=("$OUT/int4-l70-$kernel.json")
   done
   [ ${#reports[@]} -gt 0 ] && { python3 tools/roofline_kinds.py "${reports[@]}" || rc=1; }
