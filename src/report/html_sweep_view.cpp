@@ -97,8 +97,7 @@ json model_verdict(const SweepResults& res, std::size_t m) {
           ? fmt::format("{} pays off on the fastest box, {}: {:.2f}× plain decoding", ax.drafting(m), top->topology,
                         top->speedup_vs_best_plain)
           : fmt::format("{} does not pay off on the fastest box, {}: {:.2f}× plain decoding", ax.drafting(m),
-                        top->topology,
-                        top->speedup_vs_best_plain);
+                        top->topology, top->speedup_vs_best_plain);
   json detail = json::array(
       {fmt::format("Fastest at {}: ", short_acceptance(*at)), top->topology, ", ", r.strategy,
        fmt::format(", TP {}, N={}, {} weights → ", r.tp, r.draft_tokens, to_string(r.weight_dtype)),

@@ -31,7 +31,8 @@
 namespace eaglesim {
 
 std::string SweepAxes::drafting(std::size_t m) const {
-  return m < draft_models.size() && m < models.size() && draft_models[m] == mtp_draft_name(models[m]) ? "MTP" : "EAGLE-3";
+  const bool mtp = m < draft_models.size() && m < models.size() && draft_models[m] == mtp_draft_name(models[m]);
+  return mtp ? "MTP" : "EAGLE-3";
 }
 
 std::string SweepAxes::drafting() const {

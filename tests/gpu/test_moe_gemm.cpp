@@ -198,7 +198,7 @@ void run_case(F f, int n, int k, const std::vector<int>& counts, std::uint64_t s
               bool dense = false, int variant = -1, bool extremes = false, int gemv = -1, int wgmma = 0) {
   SCOPED_TRACE(::testing::Message() << to_string(f) << " n=" << n << " k=" << k << " experts=" << counts.size()
                                     << " seed=" << seed << (dense ? " dense" : "") << " variant=" << variant
-                                    << (extremes ? " extremes" : "") << " gemv=" << gemv);
+                                    << (extremes ? " extremes" : "") << " gemv=" << gemv << " wgmma=" << wgmma);
   std::mt19937_64 rng(seed);
   const int E = static_cast<int>(counts.size());
   std::vector<int> off(E + 1, 0);
