@@ -334,8 +334,9 @@ int main(int argc, char** argv) {
           CHECK(cudaDeviceSynchronize());
           int c4 = 0;
           bench::BenchRow ar = row;
-          const std::string split_label = "  split x" + std::string(f == 0.25 ? "0.25" : f == 0.5 ? "0.5" : f == 2 ? "2" : "4");
-          ar.kernel = split_label.c_str();
+          char split_label[32];
+          std::snprintf(split_label, sizeof split_label, "  split x%g", f);  // x0.25, x0.5, x2, x4
+          ar.kernel = split_label;
           ar.us = bench::time_in_graph_us(
               [&](cudaStream_t st) { CHECK(kv::launch_verify_attention(params_for(c4++ % sets, out), alt, ws2, st)); },
               per_graph, 15, 3);
